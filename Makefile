@@ -1,0 +1,182 @@
+# The one entry point of the workshop toolkit. `make help` lists the targets.
+#
+# Optional parts are detected, never required: each prints one line saying whether
+# it was found and what is lost without it. `make deps` (as root) installs them.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+CC      ?= cc
+ARCH    ?= native
+OPT     ?= -O3
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror
+CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -march=$(ARCH) -fopenmp $(WARN) -Ilib -Itests
+LDLIBS  := -fopenmp -lm
+BUILD   := build
+PYTHON  ?= /usr/bin/python3
+
+# ---------------------------------------------------------------- detection
+HASH := \#
+try_link = $(shell printf '$(1)\nint main(void){return 0;}\n' | \
+             $(CC) -x c - $(2) -o /dev/null >/dev/null 2>&1 && echo yes)
+
+BLAS_FLAGS := $(shell pkg-config --cflags --libs openblas 2>/dev/null || echo -lopenblas)
+HAVE_BLAS  := $(call try_link,$(HASH)include <cblas.h>,$(BLAS_FLAGS))
+HAVE_ZLIB  := $(call try_link,$(HASH)include <zlib.h>,-lz)
+HAVE_MPI   := $(shell command -v mpicc >/dev/null 2>&1 && echo yes)
+HAVE_UNIFDEF := $(shell command -v unifdef >/dev/null 2>&1 && echo yes)
+HAVE_FMNIST := $(shell test -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz && echo yes)
+HAVE_TORCH := $(shell $(PYTHON) -c 'import torch' >/dev/null 2>&1 && echo yes)
+
+ifeq ($(HAVE_BLAS),yes)
+  CFLAGS += -DHAVE_CBLAS $(filter -I%,$(BLAS_FLAGS))
+  LDLIBS += $(filter -L% -l%,$(BLAS_FLAGS))
+endif
+ifeq ($(HAVE_ZLIB),yes)
+  CFLAGS += -DHAVE_ZLIB
+  LDLIBS += -lz
+endif
+
+found = $(if $(1),found    ,not found)
+define REPORT
+optional parts:
+  OpenBLAS (cblas)  $(call found,$(HAVE_BLAS)) $(if $(HAVE_BLAS),GEMM through OpenBLAS,GEMM uses the library's own blocked code (slower))
+  zlib              $(call found,$(HAVE_ZLIB)) $(if $(HAVE_ZLIB),reads .gz data sets,only uncompressed IDX files can be read)
+  Open MPI          $(call found,$(HAVE_MPI)) $(if $(HAVE_MPI),mpicc is there for the multi-rank lessons,no multi-rank lessons (06, 07))
+  Fashion-MNIST     $(call found,$(HAVE_FMNIST)) $(if $(HAVE_FMNIST),/usr/share/datasets/fashion-mnist,demo trains on the synthetic set instead)
+  unifdef           $(call found,$(HAVE_UNIFDEF)) $(if $(HAVE_UNIFDEF),make lessons can regenerate lessons/,make lessons and its sync check cannot run)
+  PyTorch (python3) $(call found,$(HAVE_TORCH)) $(if $(HAVE_TORCH),make bench compares with PyTorch,make bench runs without the PyTorch column)
+  (sudo make deps installs all of them)
+endef
+export REPORT
+
+# ---------------------------------------------------------------- library
+LIB_SRC := $(sort $(wildcard lib/*/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB     := $(BUILD)/libcourse.a
+FRAMEWORK_OBJ := $(BUILD)/obj/tests/framework/check.o
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# ---------------------------------------------------------------- unit tests
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(FRAMEWORK_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
+# ---------------------------------------------------------------- lessons
+# course/NN-name/ is the single source; lessons/ (TODO stubs) and solutions/
+# (complete) are generated from it by unifdef and committed.
+LESSON_DIRS := $(sort $(notdir $(wildcard course/[0-9][0-9]-*)))
+# N as 1 or 01 -> the directory name, e.g. 01-cpu-cnn
+lesson_dir = $(firstword $(filter $(shell printf '%02d' $(1) 2>/dev/null)-%,$(LESSON_DIRS)))
+
+# A stub leaves the sizes it declares for the participant unused: no warning for that.
+LESSON_CFLAGS = $(CFLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable
+
+# $(1): lessons or solutions, $(2): lesson directory
+define LESSON_RULES
+$(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.c $(wildcard $(1)/$(2)/*.h)
+	@mkdir -p $$(@D)
+	$$(CC) $$(LESSON_CFLAGS) -I$(1)/$(2) -MMD -MP -c $$< -o $$@
+$(BUILD)/$(1)/$(2)/grade.o: tests/graders/grade$(firstword $(subst -, ,$(2))).c $(wildcard $(1)/$(2)/*.h)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) -I$(1)/$(2) -MMD -MP -c $$< -o $$@
+$(BUILD)/$(1)/$(2)/train: $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/$(2)/*.c)) $(LIB)
+	$$(CC) $$^ $$(LDLIBS) -o $$@
+$(BUILD)/$(1)/$(2)/grade: $(BUILD)/$(1)/$(2)/grade.o $(patsubst %.c,$(BUILD)/%.o,$(filter-out %/main.c,$(wildcard $(1)/$(2)/*.c))) $(FRAMEWORK_OBJ) $(LIB)
+	$$(CC) $$^ $$(LDLIBS) -o $$@
+endef
+$(foreach d,$(LESSON_DIRS),$(eval $(call LESSON_RULES,lessons,$(d))))
+$(foreach d,$(LESSON_DIRS),$(eval $(call LESSON_RULES,solutions,$(d))))
+
+LESSON_BINS := $(foreach k,lessons solutions,$(foreach d,$(LESSON_DIRS),$(BUILD)/$(k)/$(d)/train $(BUILD)/$(k)/$(d)/grade))
+
+# ---------------------------------------------------------------- bench
+BENCH_BIN := $(BUILD)/bench/bench_cnn
+
+$(BENCH_BIN): $(BUILD)/obj/bench/bench_cnn.o $(BUILD)/obj/bench/peak_flops.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
+# ---------------------------------------------------------------- targets
+.PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
+        lessons check-lessons-sync bench clean
+
+all: config $(LIB) $(UNIT_BIN) $(LESSON_BINS) $(BENCH_BIN) ## build the library, tests, lessons, solutions and benchmark
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | \
+	  awk -F'\t' '{printf "  make %-20s %s\n", $$1, $$2}'
+	@echo "  variables: SOLUTION=1 (grade/run the solution), ARGS=\"...\" (program options),"
+	@echo "             ARCH=x86-64-v3 (portable build), THREADS=N (OpenMP threads)"
+
+config: ## show which optional parts were found
+	@echo "$$REPORT"
+
+deps: ## install the optional Debian packages (run as root)
+	apt-get update
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$(cat tools/debian-packages.txt)
+
+SOLUTION ?=
+KIND = $(if $(filter 1 yes true,$(SOLUTION)),solutions,lessons)
+THREADS ?= $(shell nproc)
+
+demo: $(BUILD)/solutions/01-cpu-cnn/train ## train the lesson 01 solution for one epoch on the best data available
+	@if [ -n "$(HAVE_FMNIST)" ] || ls datasets/data/fashion-mnist/train-images* >/dev/null 2>&1; \
+	then ds=fashion-mnist; else ds=synthetic; \
+	  echo "Fashion-MNIST not found (sudo make deps installs it): training on the synthetic set"; fi; \
+	OMP_NUM_THREADS=$(THREADS) $< --dataset $$ds --epochs 1 --threads $(THREADS)
+
+check-lesson: ## grade lesson N: make check-lesson 1 [SOLUTION=1]
+	@d="$(call lesson_dir,$(word 2,$(MAKECMDGOALS)))"; \
+	if [ -z "$$d" ]; then echo "error: give a lesson number, e.g. make check-lesson 1 (lessons: $(LESSON_DIRS))" >&2; exit 1; fi; \
+	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/grade && \
+	OMP_NUM_THREADS=$(THREADS) $(BUILD)/$(KIND)/$$d/grade
+
+run-lesson: ## run lesson N's program: make run-lesson 1 [SOLUTION=1] ARGS="--epochs 1"
+	@d="$(call lesson_dir,$(word 2,$(MAKECMDGOALS)))"; \
+	if [ -z "$$d" ]; then echo "error: give a lesson number, e.g. make run-lesson 1 (lessons: $(LESSON_DIRS))" >&2; exit 1; fi; \
+	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/train && \
+	OMP_NUM_THREADS=$(THREADS) $(BUILD)/$(KIND)/$$d/train --threads $(THREADS) $(ARGS)
+
+lessons: ## regenerate lessons/ and solutions/ from the single source in course/
+	@tools/generate-lessons.sh
+
+check-lessons-sync: ## fail if lessons/ or solutions/ differ from what course/ generates
+	@tools/generate-lessons.sh --check
+
+test: all ## build everything and run every test (last line: N passed, M failed)
+	@tests/run-all.sh
+
+unit-tests: $(UNIT_BIN) ## run the library's unit tests only
+	@tests/run-suites.sh $(UNIT_BIN)
+
+asan-tests: ## the unit tests under AddressSanitizer and UndefinedBehaviorSanitizer
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+	  LDEXTRA="-fsanitize=address,undefined" $(BUILD)/asan/libcourse.a $(UNIT_BIN:$(BUILD)/%=$(BUILD)/asan/%)
+	@tests/run-suites.sh $(UNIT_BIN:$(BUILD)/%=$(BUILD)/asan/%)
+
+bench: $(BENCH_BIN) ## CNN training speed: images/s, GFLOP/s, share of peak, and PyTorch side by side
+	@bench/run-bench.sh $(BENCH_BIN) $(THREADS)
+
+clean: ## remove build/
+	rm -rf $(BUILD)
+
+LDLIBS += $(LDEXTRA)
+
+# `make check-lesson 1`: the number is a goal too; make it a no-op.
+ifneq ($(filter check-lesson run-lesson,$(MAKECMDGOALS)),)
+%:
+	@:
+endif
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

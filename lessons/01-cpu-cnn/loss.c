@@ -1,0 +1,22 @@
+/* TODO 1.4: softmax cross-entropy, the loss of a classifier, and its gradient.
+ *
+ * The network's last layer gives one score (logit) z_j per class. Softmax turns
+ * them into probabilities p_j = exp(z_j) / sum_k exp(z_k); the loss of one example
+ * with label y is -log p_y, small when the right class gets a high probability.
+ * Its gradient is remarkably simple: dL/dz_j = p_j - [j == y]. */
+#include <math.h>
+
+#include "lesson.h"
+
+float lesson_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels) {
+    const int N = logits->shape[0], K = logits->shape[1];
+    if (dlogits) CHECK_SAME_SHAPE(dlogits, logits);
+    /* TODO 1.4: for each row n of logits:
+     *   1. zmax = the largest logit of the row (subtract it: exp never overflows);
+     *   2. sum = sum over j of exp(z_j - zmax), in double;
+     *   3. the row's loss is log(sum) + zmax - z[label];
+     *   4. if dlogits != NULL: dlogits[n][j] += (p_j - (j == label)) / N,
+     *      with p_j = exp(z_j - zmax) / sum.
+     * Return the mean of the row losses. */
+    TODO_STOP("1.4");
+}

@@ -1,0 +1,72 @@
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+
+struct MetricsFile {
+    FILE *f;
+    const char *path;
+    int fields; /* in the current object */
+};
+
+MetricsFile *metrics_open(const char *path) {
+    if (!path || !*path) return NULL;
+    FILE *f = fopen(path, "w");
+    if (!f) fatal("cannot write metrics file '%s': %s (check the directory exists)", path,
+                  strerror(errno));
+    MetricsFile *m = xcalloc(1, sizeof *m);
+    m->f = f;
+    m->path = path;
+    return m;
+}
+
+static void key(MetricsFile *m, const char *k) {
+    fprintf(m->f, "%s\"%s\": ", m->fields++ ? ", " : "", k);
+}
+
+void metrics_begin(MetricsFile *m) {
+    if (!m) return;
+    m->fields = 0;
+    fputc('{', m->f);
+}
+
+void metrics_int(MetricsFile *m, const char *k, long long value) {
+    if (!m) return;
+    key(m, k);
+    fprintf(m->f, "%lld", value);
+}
+
+void metrics_num(MetricsFile *m, const char *k, double value) {
+    if (!m) return;
+    key(m, k);
+    if (isfinite(value)) fprintf(m->f, "%.9g", value);
+    else fputs("null", m->f); /* JSON has no NaN or infinity */
+}
+
+void metrics_str(MetricsFile *m, const char *k, const char *value) {
+    if (!m) return;
+    key(m, k);
+    fputc('"', m->f);
+    for (const char *p = value; *p; p++) {
+        if (*p == '"' || *p == '\\') fputc('\\', m->f);
+        if ((unsigned char)*p >= 0x20) fputc(*p, m->f);
+    }
+    fputc('"', m->f);
+}
+
+void metrics_end(MetricsFile *m) {
+    if (!m) return;
+    fputs("}\n", m->f);
+    if (fflush(m->f) != 0)
+        fatal("cannot write metrics file '%s': %s", m->path, strerror(errno));
+}
+
+void metrics_close(MetricsFile *m) {
+    if (!m) return;
+    if (fclose(m->f) != 0) fatal("cannot close metrics file '%s': %s", m->path, strerror(errno));
+    xfree(m);
+}

@@ -1,0 +1,23 @@
+/* Metrics as JSON lines: one object per line, easy to plot or to read back.
+ *
+ *   MetricsFile *m = metrics_open(path);      // NULL path: no file, calls do nothing
+ *   metrics_begin(m);
+ *   metrics_int(m, "epoch", 1);
+ *   metrics_num(m, "train_loss", 0.53);
+ *   metrics_end(m);                           // writes {"epoch": 1, "train_loss": 0.53}
+ *   metrics_close(m);
+ */
+#ifndef CORE_METRICS_H
+#define CORE_METRICS_H
+
+typedef struct MetricsFile MetricsFile;
+
+MetricsFile *metrics_open(const char *path);
+void metrics_begin(MetricsFile *m);
+void metrics_int(MetricsFile *m, const char *key, long long value);
+void metrics_num(MetricsFile *m, const char *key, double value);
+void metrics_str(MetricsFile *m, const char *key, const char *value);
+void metrics_end(MetricsFile *m);
+void metrics_close(MetricsFile *m);
+
+#endif

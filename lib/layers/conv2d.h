@@ -1,0 +1,25 @@
+/* 2-D convolution (PyTorch's Conv2d, groups = 1, dilation = 1), as im2col + GEMM.
+ *
+ * The batch is cut into chunks of a few images; each OpenMP thread lowers its chunk
+ * with im2col into a buffer that stays in cache and multiplies it with the weights.
+ * Chunks depend on the shapes only, not on the thread count, and partial weight
+ * gradients are summed in chunk order: the result is the same bits on any number
+ * of threads (for a given BLAS). */
+#ifndef LAYERS_CONV2D_H
+#define LAYERS_CONV2D_H
+
+#include "core/tensor.h"
+
+/* out [N, Cout, OH, OW] = in [N, C, H, W] (*) weight [Cout, C, KH, KW] + bias [Cout] */
+void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias,
+                    int stride, int pad);
+
+/* din += dL/din (skipped when din is NULL: the first layer needs no input gradient),
+ * dweight += dL/dweight, dbias += dL/dbias, given dout = dL/dout [N, Cout, OH, OW]. */
+void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
+                     const Tensor *in, const Tensor *weight, int stride, int pad);
+
+/* Frees the per-thread scratch buffers (they are reused across calls). */
+void conv2d_release_workspace(void);
+
+#endif

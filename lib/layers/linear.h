@@ -1,0 +1,16 @@
+/* Fully connected layer, PyTorch's Linear: y = x W^T + b with W stored [out, in]
+ * (PyTorch's layout, so weights can be compared with or loaded from PyTorch). */
+#ifndef LAYERS_LINEAR_H
+#define LAYERS_LINEAR_H
+
+#include "core/tensor.h"
+
+/* out [N, out] = in [N, in] x weight[out, in]^T + bias [out] */
+void linear_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias);
+
+/* din [N, in] += dout W (skipped when din is NULL), dweight += dout^T in,
+ * dbias += column sums of dout */
+void linear_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
+                     const Tensor *in, const Tensor *weight);
+
+#endif

@@ -1,0 +1,20 @@
+#include "relu.h"
+
+#include "core/check.h"
+
+void relu_forward(Tensor *out, const Tensor *in) {
+    CHECK(out->size == in->size, "relu: %lld outputs for %lld inputs", (long long)out->size,
+          (long long)in->size);
+    const int64_t n = in->size;
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i++) out->data[i] = in->data[i] > 0.0f ? in->data[i] : 0.0f;
+}
+
+void relu_backward(Tensor *din, const Tensor *dout, const Tensor *out) {
+    CHECK(din->size == dout->size && out->size == dout->size, "relu backward: sizes %lld, %lld, %lld",
+          (long long)din->size, (long long)dout->size, (long long)out->size);
+    const int64_t n = dout->size;
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i++)
+        din->data[i] += out->data[i] > 0.0f ? dout->data[i] : 0.0f;
+}

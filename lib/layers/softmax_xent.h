@@ -1,0 +1,20 @@
+/* Softmax cross-entropy: the loss of a classifier, fused with its gradient.
+ *
+ * For logits z [N, classes] and labels y [N]:
+ *   loss = mean over n of ( log sum_j exp z[n,j]  -  z[n, y[n]] )
+ *   dL/dz[n,j] = (softmax(z[n])_j - [j == y[n]]) / N
+ * Fusing the two avoids the softmax's own Jacobian and is what PyTorch's
+ * CrossEntropyLoss computes (mean reduction). The maximum is subtracted first so
+ * that exp never overflows. */
+#ifndef LAYERS_SOFTMAX_XENT_H
+#define LAYERS_SOFTMAX_XENT_H
+
+#include "core/tensor.h"
+
+/* Returns the mean loss; adds the gradient to dlogits when it is not NULL. */
+float softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels);
+
+/* Number of rows whose largest logit is at the label. */
+int count_correct(const Tensor *logits, const int *labels);
+
+#endif

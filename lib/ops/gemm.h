@@ -1,0 +1,24 @@
+/* Matrix multiplication, the workhorse of every layer here.
+ *
+ *   C[M,N] = alpha * op(A) * op(B) + beta * C      (row-major; op = identity or transpose)
+ *
+ * A is [M,K] (or [K,M] with trans_a), B is [K,N] (or [N,K] with trans_b); lda, ldb, ldc
+ * are row strides. With OpenBLAS present (HAVE_CBLAS) this calls cblas_sgemm; without,
+ * the library's own cache-blocked code runs, OpenMP-parallel unless it is called from
+ * inside a parallel region (the convolution already splits its batch across threads). */
+#ifndef OPS_GEMM_H
+#define OPS_GEMM_H
+
+#include <stdbool.h>
+
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+          const float *B, int ldb, float beta, float *C, int ldc);
+
+/* The library's own implementation, whatever the build; the tests compare both. */
+void gemm_blocked(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+                  int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+/* "OpenBLAS 0.3.21" or "built-in blocked GEMM", for logs and benchmarks. */
+const char *gemm_backend_name(void);
+
+#endif

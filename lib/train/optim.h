@@ -1,0 +1,44 @@
+/* Optimisers with PyTorch's update rules and defaults, so the same hyper-parameters
+ * give the same training here as in the seeds' PyTorch scripts.
+ *
+ *   SGD  (torch.optim.SGD):   g += wd*p;  buf = momentum*buf + g (buf = g at step 1);
+ *                             p -= lr*buf
+ *   Adam (torch.optim.Adam):  g += wd*p;  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2;
+ *                             p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
+ *   AdamW: as Adam, but p *= 1 - lr*wd instead of g += wd*p (decoupled decay). */
+#ifndef TRAIN_OPTIM_H
+#define TRAIN_OPTIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "train/params.h"
+
+typedef struct {
+    float lr, momentum, weight_decay;
+    int64_t step;
+    Tensor buf[PARAMS_MAX]; /* momentum buffers, one per parameter */
+} Sgd;
+
+void sgd_init(Sgd *opt, const ParamList *params, float lr, float momentum, float weight_decay);
+void sgd_step(Sgd *opt, ParamList *params);
+void sgd_free(Sgd *opt);
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    bool decoupled;             /* true: AdamW */
+    int64_t step;               /* t, the number of updates so far */
+    Tensor m[PARAMS_MAX];       /* first moments, one per parameter */
+    Tensor v[PARAMS_MAX];       /* second moments */
+} Adam;
+
+/* Adam with PyTorch's defaults: betas (0.9, 0.999), eps 1e-8, no weight decay. */
+void adam_init(Adam *opt, const ParamList *params, float lr);
+void adam_step(Adam *opt, ParamList *params);
+void adam_free(Adam *opt);
+
+/* One Adam update of n values at step t (t >= 1): the loop adam_step runs per tensor. */
+void adam_update(float *p, const float *g, float *m, float *v, int64_t n, const Adam *opt,
+                 int64_t t);
+
+#endif

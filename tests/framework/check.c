@@ -1,0 +1,179 @@
+#include "check.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/rng.h"
+#include "core/timer.h"
+
+static int g_passed, g_failed, g_skipped;
+
+void check_begin(const char *suite) {
+    g_passed = g_failed = g_skipped = 0;
+    printf("== %s ==\n", suite);
+    fflush(stdout);
+}
+
+/* Reads the child's output until it exits or the deadline passes. Returns false on
+ * timeout. Output beyond the buffer is dropped (the start says what went wrong). */
+static bool collect(int fd, pid_t pid, double deadline, char *buf, size_t cap, size_t *len,
+                    int *status) {
+    for (;;) {
+        double left = deadline - now_seconds();
+        if (left <= 0) return false;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);
+        if (r > 0) {
+            char tmp[4096];
+            ssize_t n = read(fd, tmp, sizeof tmp);
+            if (n > 0) {
+                size_t room = cap - 1 - *len;
+                size_t take = (size_t)n < room ? (size_t)n : room;
+                memcpy(buf + *len, tmp, take);
+                *len += take;
+                continue;
+            }
+        }
+        pid_t w = waitpid(pid, status, WNOHANG);
+        if (w == pid) {
+            /* drain what is left in the pipe */
+            ssize_t n;
+            char tmp[4096];
+            while ((n = read(fd, tmp, sizeof tmp)) > 0) {
+                size_t room = cap - 1 - *len;
+                size_t take = (size_t)n < room ? (size_t)n : room;
+                memcpy(buf + *len, tmp, take);
+                *len += take;
+            }
+            return true;
+        }
+    }
+}
+
+static void print_indented(const char *text) {
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("        %.*s\n", len, p);
+        p += len + (nl ? 1 : 0);
+    }
+}
+
+void check_run(const char *tag, const char *name, CheckFn fn, int timeout_seconds) {
+    fflush(stdout);
+    fflush(stderr);
+    int fds[2];
+    if (pipe(fds) != 0) {
+        perror("pipe");
+        exit(2);
+    }
+    double start = now_seconds();
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        exit(2);
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[1]);
+        setvbuf(stdout, NULL, _IONBF, 0);
+        int r = fn();
+        fflush(stdout);
+        _exit(r);
+    }
+    close(fds[1]);
+    static char out[16384];
+    size_t len = 0;
+    int status = 0;
+    bool finished = collect(fds[0], pid, start + timeout_seconds, out, sizeof out, &len, &status);
+    out[len] = '\0';
+    close(fds[0]);
+    const char *verdict;
+    char why[128] = "";
+    if (!finished) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        verdict = "FAIL";
+        snprintf(why, sizeof why, "timed out after %d s (an endless loop? a huge size?)",
+                 timeout_seconds);
+    } else if (WIFSIGNALED(status)) {
+        verdict = "FAIL";
+        snprintf(why, sizeof why, "crashed with signal %d (%s): look for an index out of range",
+                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+    } else if (WEXITSTATUS(status) == CHECK_PASS) {
+        verdict = "PASS";
+    } else if (WEXITSTATUS(status) == CHECK_SKIP) {
+        verdict = "SKIP";
+    } else {
+        verdict = "FAIL";
+        /* 3: a TODO stub stopped the program and has said which one */
+        if (WEXITSTATUS(status) != CHECK_FAIL && WEXITSTATUS(status) != 3)
+            snprintf(why, sizeof why, "stopped with exit status %d", WEXITSTATUS(status));
+    }
+    double secs = now_seconds() - start;
+    printf("%s  %-12s %s (%.1f s)\n", verdict, tag ? tag : "", name, secs);
+    if (verdict[0] != 'P') {
+        if (len) print_indented(out);
+        if (why[0]) print_indented(why);
+    }
+    if (verdict[0] == 'P') g_passed++;
+    else if (verdict[0] == 'S') g_skipped++;
+    else g_failed++;
+    fflush(stdout);
+}
+
+int check_end(void) {
+    if (g_skipped) printf("%d passed, %d failed, %d skipped\n", g_passed, g_failed, g_skipped);
+    else printf("%d passed, %d failed\n", g_passed, g_failed);
+    fflush(stdout);
+    return g_failed ? 1 : 0;
+}
+
+bool expect_close(const char *what, const float *got, const float *want, int64_t n, float atol,
+                  float rtol) {
+    int64_t bad = 0, first = -1;
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double diff = fabs((double)got[i] - (double)want[i]);
+        double tol = atol + rtol * fabs((double)want[i]);
+        if (!(diff <= tol)) { /* also catches NaN */
+            if (first < 0) first = i;
+            bad++;
+            if (diff > worst || isnan(diff)) worst = diff;
+        }
+    }
+    if (!bad) return true;
+    printf("%s: %lld of %lld values differ; first at index %lld: got %.7g, expected %.7g "
+           "(tolerance %.1e + %.1e * |expected|); largest difference %.3g\n",
+           what, (long long)bad, (long long)n, (long long)first, (double)got[first],
+           (double)want[first], (double)atol, (double)rtol, worst);
+    return false;
+}
+
+bool expect_true(bool cond, const char *fmt, ...) {
+    if (cond) return true;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    return false;
+}
+
+void fill_uniform(float *x, int64_t n, uint64_t seed, float lo, float hi) {
+    Rng rng;
+    rng_seed(&rng, seed, 7);
+    for (int64_t i = 0; i < n; i++) x[i] = rng_uniform_range(&rng, lo, hi);
+}

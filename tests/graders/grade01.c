@@ -1,0 +1,439 @@
+/* Grader of lesson 01: one check per TODO (or a few), each against the library's
+ * reference layers or finite differences, never against numbers typed in here.
+ * Run with `make check-lesson 1` (your code) or `make check-lesson 1 SOLUTION=1`. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "framework/check.h"
+#include "layers/conv2d.h"
+#include "layers/maxpool2d.h"
+#include "layers/softmax_xent.h"
+#include "lesson.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static Tensor random_tensor(uint64_t seed, int ndim, int a, int b, int c, int d) {
+    Tensor t = ndim == 4 ? tensor_zeros(4, a, b, c, d) : ndim == 2 ? tensor_zeros(2, a, b)
+                                                                   : tensor_zeros(1, a);
+    fill_uniform(t.data, t.size, seed, -1.0f, 1.0f);
+    return t;
+}
+
+typedef struct {
+    int N, C, H, W, Cout, K, stride, pad;
+} ConvCase;
+
+/* A random convolution that fits: sizes small enough for plain loops. */
+static ConvCase conv_case(Rng *rng) {
+    ConvCase c;
+    c.N = 1 + (int)rng_below(rng, 3);
+    c.C = 1 + (int)rng_below(rng, 4);
+    c.Cout = 1 + (int)rng_below(rng, 5);
+    c.H = 4 + (int)rng_below(rng, 9);
+    c.W = 4 + (int)rng_below(rng, 9);
+    c.K = 1 + (int)rng_below(rng, 5);
+    c.stride = 1 + (int)rng_below(rng, 2);
+    c.pad = (int)rng_below(rng, 3);
+    if (c.K > c.H + 2 * c.pad) c.K = c.H + 2 * c.pad;
+    if (c.K > c.W + 2 * c.pad) c.K = c.W + 2 * c.pad;
+    return c;
+}
+
+static void describe(const ConvCase *c) {
+    printf("case: in [%d, %d, %d, %d], weight [%d, %d, %d, %d], stride %d, padding %d\n", c->N,
+           c->C, c->H, c->W, c->Cout, c->C, c->K, c->K, c->stride, c->pad);
+}
+
+static int out_size(int in, int k, int stride, int pad) { return (in + 2 * pad - k) / stride + 1; }
+
+/* ---------------------------------------------------------------- TODO 1.1 */
+
+static int check_conv_forward(void) {
+    Rng rng;
+    rng_seed(&rng, 11, 0);
+    for (int t = 0; t < 16; t++) {
+        ConvCase c = conv_case(&rng);
+        Tensor in = random_tensor(100 + t, 4, c.N, c.C, c.H, c.W);
+        Tensor w = random_tensor(200 + t, 4, c.Cout, c.C, c.K, c.K);
+        Tensor b = random_tensor(300 + t, 1, c.Cout, 0, 0, 0);
+        int OH = out_size(c.H, c.K, c.stride, c.pad), OW = out_size(c.W, c.K, c.stride, c.pad);
+        Tensor mine = tensor_zeros(4, c.N, c.Cout, OH, OW), ref = tensor_zeros_like(&mine);
+        tensor_fill(&mine, NAN); /* every output must be written */
+        lesson_conv2d_forward(&mine, &in, &w, &b, c.stride, c.pad);
+        conv2d_forward(&ref, &in, &w, &b, c.stride, c.pad);
+        if (!expect_close("out", mine.data, ref.data, ref.size, 1e-5f, 1e-4f)) {
+            describe(&c);
+            printf("hint: check the bias, the padding test (0 <= ih < H) and ih = oh*stride - pad + kh\n");
+            return CHECK_FAIL;
+        }
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 1.2 */
+
+/* Both backward passes, from gradients pre-filled with the same random values so
+ * that "=" instead of "+=" shows. */
+static int compare_conv_backward(const ConvCase *c, uint64_t seed, bool with_din) {
+    Tensor in = random_tensor(seed, 4, c->N, c->C, c->H, c->W);
+    Tensor w = random_tensor(seed + 1, 4, c->Cout, c->C, c->K, c->K);
+    int OH = out_size(c->H, c->K, c->stride, c->pad), OW = out_size(c->W, c->K, c->stride, c->pad);
+    Tensor dout = random_tensor(seed + 2, 4, c->N, c->Cout, OH, OW);
+    Tensor din[2], dw[2], db[2];
+    for (int k = 0; k < 2; k++) {
+        din[k] = random_tensor(seed + 3, 4, c->N, c->C, c->H, c->W);
+        dw[k] = random_tensor(seed + 4, 4, c->Cout, c->C, c->K, c->K);
+        db[k] = random_tensor(seed + 5, 1, c->Cout, 0, 0, 0);
+    }
+    lesson_conv2d_backward(with_din ? &din[0] : NULL, &dw[0], &db[0], &dout, &in, &w, c->stride,
+                           c->pad);
+    conv2d_backward(with_din ? &din[1] : NULL, &dw[1], &db[1], &dout, &in, &w, c->stride, c->pad);
+    bool ok = expect_close("dbias", db[0].data, db[1].data, db[1].size, 1e-4f, 1e-4f) &&
+              expect_close("dweight", dw[0].data, dw[1].data, dw[1].size, 1e-4f, 1e-4f) &&
+              expect_close("din", din[0].data, din[1].data, din[1].size, 1e-4f, 1e-4f);
+    if (!ok) {
+        describe(c);
+        printf("hint: gradients start non-zero here: add (+=) into them, never assign;%s\n",
+               with_din ? "" : " din is NULL in this case: skip it");
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_conv_backward(void) {
+    Rng rng;
+    rng_seed(&rng, 12, 0);
+    for (int t = 0; t < 16; t++) {
+        ConvCase c = conv_case(&rng);
+        if (compare_conv_backward(&c, 1000 + 10 * (uint64_t)t, t % 4 != 3) != CHECK_PASS)
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* Finite differences on L = sum(out * R), through the library's forward: checks the
+ * gradient against the definition of a derivative, independently of any backward. */
+static int check_conv_backward_numeric(void) {
+    ConvCase c = {2, 3, 7, 6, 4, 3, 2, 1};
+    Tensor in = random_tensor(1, 4, c.N, c.C, c.H, c.W);
+    Tensor w = random_tensor(2, 4, c.Cout, c.C, c.K, c.K);
+    Tensor b = random_tensor(3, 1, c.Cout, 0, 0, 0);
+    int OH = out_size(c.H, c.K, c.stride, c.pad), OW = out_size(c.W, c.K, c.stride, c.pad);
+    Tensor R = random_tensor(4, 4, c.N, c.Cout, OH, OW), out = tensor_zeros_like(&R);
+    Tensor din = tensor_zeros_like(&in), dw = tensor_zeros_like(&w), db = tensor_zeros_like(&b);
+    lesson_conv2d_backward(&din, &dw, &db, &R, &in, &w, c.stride, c.pad);
+
+    Tensor *wrt[] = {&in, &w, &b}, *grad[] = {&din, &dw, &db};
+    const char *names[] = {"din", "dweight", "dbias"};
+    const float eps = 1e-2f;
+    for (int k = 0; k < 3; k++)
+        for (int64_t i = 0; i < wrt[k]->size; i += 1 + wrt[k]->size / 23) {
+            float keep = wrt[k]->data[i];
+            double loss[2];
+            for (int s = 0; s < 2; s++) {
+                wrt[k]->data[i] = keep + (s ? -eps : eps);
+                conv2d_forward(&out, &in, &w, &b, c.stride, c.pad);
+                loss[s] = 0;
+                for (int64_t j = 0; j < out.size; j++) loss[s] += (double)out.data[j] * R.data[j];
+            }
+            wrt[k]->data[i] = keep;
+            float numeric = (float)((loss[0] - loss[1]) / (2 * eps));
+            char what[64];
+            snprintf(what, sizeof what, "%s[%lld] vs finite difference", names[k], (long long)i);
+            if (!expect_close(what, &grad[k]->data[i], &numeric, 1, 2e-3f, 1e-2f)) return CHECK_FAIL;
+        }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 1.3 */
+
+static const int POOLS[][2] = {{2, 2}, {3, 2}, {3, 3}, {2, 1}}; /* kernel, stride */
+
+static int check_pool_forward(void) {
+    for (int t = 0; t < 4; t++) {
+        int k = POOLS[t][0], s = POOLS[t][1], H = 9 + t, W = 8;
+        Tensor in = random_tensor(40 + t, 4, 2, 3, H, W);
+        int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+        Tensor mine = tensor_zeros(4, 2, 3, OH, OW), ref = tensor_zeros_like(&mine);
+        int *arg_mine = xcalloc((size_t)mine.size, sizeof(int));
+        int *arg_ref = xcalloc((size_t)mine.size, sizeof(int));
+        lesson_maxpool2d_forward(&mine, arg_mine, &in, k, s);
+        maxpool2d_forward(&ref, arg_ref, &in, k, s);
+        if (!expect_close("out", mine.data, ref.data, ref.size, 0, 0)) {
+            printf("kernel %d, stride %d, input [2, 3, %d, %d]\n", k, s, H, W);
+            return CHECK_FAIL;
+        }
+        for (int64_t i = 0; i < ref.size; i++)
+            if (arg_mine[i] != arg_ref[i]) {
+                printf("argmax[%lld] is %d, expected %d (kernel %d, stride %d): the index of the "
+                       "winner within its H x W plane, row * W + column\n",
+                       (long long)i, arg_mine[i], arg_ref[i], k, s);
+                return CHECK_FAIL;
+            }
+    }
+    return CHECK_PASS;
+}
+
+static int check_pool_backward(void) {
+    for (int t = 0; t < 4; t++) {
+        int k = POOLS[t][0], s = POOLS[t][1], H = 9 + t, W = 8;
+        Tensor in = random_tensor(50 + t, 4, 2, 3, H, W);
+        int OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+        Tensor out = tensor_zeros(4, 2, 3, OH, OW), dout = random_tensor(60 + t, 4, 2, 3, OH, OW);
+        int *arg = xcalloc((size_t)out.size, sizeof(int));
+        maxpool2d_forward(&out, arg, &in, k, s); /* the library's argmax: tests 1.3b alone */
+        Tensor mine = random_tensor(70 + t, 4, 2, 3, H, W), ref = random_tensor(70 + t, 4, 2, 3, H, W);
+        lesson_maxpool2d_backward(&mine, &dout, arg);
+        maxpool2d_backward(&ref, &dout, arg);
+        if (!expect_close("din", mine.data, ref.data, ref.size, 1e-6f, 1e-6f)) {
+            printf("kernel %d, stride %d; din started non-zero: add (+=) into it\n", k, s);
+            return CHECK_FAIL;
+        }
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 1.4 */
+
+static int check_loss_reference(void) {
+    Tensor z = random_tensor(5, 2, 13, 10, 0, 0);
+    for (int64_t i = 0; i < z.size; i++) z.data[i] *= 4.0f;
+    int labels[13];
+    for (int n = 0; n < 13; n++) labels[n] = (n * 7) % 10;
+    Tensor d_mine = random_tensor(6, 2, 13, 10, 0, 0), d_ref = random_tensor(6, 2, 13, 10, 0, 0);
+    float mine = lesson_softmax_cross_entropy(&d_mine, &z, labels);
+    float ref = softmax_cross_entropy(&d_ref, &z, labels);
+    if (!expect_close("loss", &mine, &ref, 1, 1e-5f, 1e-5f)) return CHECK_FAIL;
+    if (!expect_close("dlogits", d_mine.data, d_ref.data, d_ref.size, 1e-6f, 1e-5f)) {
+        printf("hint: (p_j - [j == label]) / N, added (+=) to what dlogits held\n");
+        return CHECK_FAIL;
+    }
+    float again = lesson_softmax_cross_entropy(NULL, &z, labels);
+    if (!expect_close("loss with dlogits = NULL", &again, &ref, 1, 1e-5f, 1e-5f)) return CHECK_FAIL;
+    return CHECK_PASS;
+}
+
+static int check_loss_numeric(void) {
+    Tensor z = random_tensor(8, 2, 4, 6, 0, 0), dz = tensor_zeros(2, 4, 6);
+    int labels[4] = {0, 5, 2, 2};
+    lesson_softmax_cross_entropy(&dz, &z, labels);
+    const float eps = 1e-2f;
+    for (int64_t i = 0; i < z.size; i++) {
+        float keep = z.data[i];
+        z.data[i] = keep + eps;
+        float up = softmax_cross_entropy(NULL, &z, labels);
+        z.data[i] = keep - eps;
+        float down = softmax_cross_entropy(NULL, &z, labels);
+        z.data[i] = keep;
+        float numeric = (up - down) / (2 * eps);
+        char what[64];
+        snprintf(what, sizeof what, "dlogits[%lld] vs finite difference", (long long)i);
+        if (!expect_close(what, &dz.data[i], &numeric, 1, 5e-4f, 1e-2f)) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+static int check_loss_large_logits(void) {
+    Tensor z = tensor_zeros(2, 2, 3), dz = tensor_zeros(2, 2, 3);
+    float vals[] = {1000, 0, -1000, 500, 1000, 999};
+    memcpy(z.data, vals, sizeof vals);
+    int labels[2] = {0, 2};
+    float loss = lesson_softmax_cross_entropy(&dz, &z, labels);
+    float ref = softmax_cross_entropy(NULL, &z, labels); /* = (0 + 1.3133) / 2 */
+    bool ok = expect_true(isfinite(loss), "loss is %g for logits of +-1000: subtract the row's "
+                                          "maximum before exp()", (double)loss) &&
+              expect_close("loss", &loss, &ref, 1, 1e-4f, 1e-4f);
+    for (int i = 0; ok && i < 6; i++)
+        ok = expect_true(isfinite(dz.data[i]), "dlogits[%d] is %g", i, (double)dz.data[i]);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODO 1.5 */
+
+static int check_adam(float weight_decay) {
+    ParamList mine = {0}, ref = {0};
+    params_add(&mine, "a", 2, (int[]){3, 5});
+    params_add(&mine, "b", 1, (int[]){7});
+    params_add(&ref, "a", 2, (int[]){3, 5});
+    params_add(&ref, "b", 1, (int[]){7});
+    for (int i = 0; i < 2; i++) {
+        fill_uniform(mine.items[i].value.data, mine.items[i].value.size, 80 + i, -1, 1);
+        tensor_copy(&ref.items[i].value, &mine.items[i].value);
+    }
+    Adam a, b;
+    adam_init(&a, &mine, 0.01f);
+    adam_init(&b, &ref, 0.01f);
+    a.weight_decay = b.weight_decay = weight_decay;
+    for (int step = 1; step <= 3; step++) {
+        for (int i = 0; i < 2; i++) { /* new gradients each step */
+            fill_uniform(mine.items[i].grad.data, mine.items[i].grad.size, 90 + 10 * step + i, -2, 2);
+            tensor_copy(&ref.items[i].grad, &mine.items[i].grad);
+        }
+        lesson_adam_step(&a, &mine);
+        adam_step(&b, &ref);
+        for (int i = 0; i < 2; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "step %d: parameter '%s'", step, mine.items[i].name);
+            if (!expect_close(what, mine.items[i].value.data, ref.items[i].value.data,
+                              ref.items[i].value.size, 1e-6f, 1e-5f) ||
+                !expect_close("first moment m", a.m[i].data, b.m[i].data, b.m[i].size, 1e-6f, 1e-5f) ||
+                !expect_close("second moment v", a.v[i].data, b.v[i].data, b.v[i].size, 1e-7f, 1e-5f)) {
+                printf("hint: step %d; did you increase opt->step first and use the bias "
+                       "corrections 1 - beta^t?%s\n", step,
+                       weight_decay ? " With weight decay, g = grad + weight_decay * p." : "");
+                return CHECK_FAIL;
+            }
+        }
+        if (!expect_true(a.step == step, "opt->step is %lld after %d steps", (long long)a.step, step))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+static int check_adam_plain(void) { return check_adam(0.0f); }
+static int check_adam_weight_decay(void) { return check_adam(0.05f); }
+
+/* ---------------------------------------------------------------- TODO 1.6, 1.7 */
+
+/* A short run on the synthetic set, with the library's layers everywhere except
+ * the part under test. */
+typedef struct {
+    Dataset train, test;
+    Cnn model;
+    Adam opt;
+    Sampler sampler;
+    Batch batch;
+} Run;
+
+static void run_init(Run *r, int train_count, int batch) {
+    dataset_make_synthetic(train_count, 1, 28, 1, &r->train);
+    dataset_make_synthetic(250, 1, 28, 2, &r->test);
+    Rng rng;
+    rng_seed(&rng, 3, 0);
+    cnn_init(&r->model, 1, 28, 28, 10, batch, &rng);
+    adam_init(&r->opt, &r->model.params, 1e-3f);
+    sampler_init(&r->sampler, r->train.count, true, 5);
+    sampler_set_epoch(&r->sampler, 1);
+    batch_init(&r->batch, batch, &r->train);
+}
+
+/* The training loop as the lesson describes it, with the library's loss and Adam. */
+static double reference_epoch(Run *r) {
+    double sum = 0;
+    int n, seen = 0;
+    while ((n = sampler_next(&r->sampler, r->batch.indices, r->batch.size)) > 0) {
+        Tensor images = tensor_rows(&r->batch.images, n);
+        dataset_gather(&r->train, r->batch.indices, n, &images, r->batch.labels);
+        Tensor logits = cnn_forward(&r->model, &images);
+        Tensor dlogits = tensor_rows(&r->model.d_logits, n);
+        tensor_fill(&dlogits, 0.0f);
+        sum += (double)softmax_cross_entropy(&dlogits, &logits, r->batch.labels) * n;
+        params_zero_grad(&r->model.params);
+        cnn_backward(&r->model, &images);
+        adam_step(&r->opt, &r->model.params);
+        seen += n;
+    }
+    return sum / seen;
+}
+
+static int check_train_epoch(void) {
+    Run mine, ref;
+    run_init(&mine, 330, 32); /* 330 = 10 full batches and a short one of 10 */
+    run_init(&ref, 330, 32);
+    EpochResult r = train_epoch(&mine.model, &mine.opt, &mine.train, &mine.sampler, &mine.batch);
+    double ref_loss = reference_epoch(&ref);
+    if (!expect_true(r.examples == 330, "train_epoch saw %d examples, expected 330 (all of "
+                                        "them, the short last batch too)", r.examples))
+        return CHECK_FAIL;
+    float got = (float)r.loss, want = (float)ref_loss;
+    if (!expect_close("mean training loss", &got, &want, 1, 1e-4f, 1e-3f)) {
+        printf("hint: weight each batch's loss by its size n, divide by the examples seen\n");
+        return CHECK_FAIL;
+    }
+    for (int i = 0; i < ref.model.params.count; i++) {
+        const Param *p = &mine.model.params.items[i], *q = &ref.model.params.items[i];
+        if (!expect_close(p->name, p->value.data, q->value.data, q->value.size, 1e-4f, 1e-3f)) {
+            printf("hint: after one epoch the parameters differ from the reference loop: are "
+                   "the gradients zeroed before each backward, and is every batch used?\n");
+            return CHECK_FAIL;
+        }
+    }
+    return CHECK_PASS;
+}
+
+static int check_evaluate(void) {
+    Run r;
+    run_init(&r, 100, 100);
+    EpochResult got = evaluate(&r.model, &r.test, &r.batch); /* 250 = 100 + 100 + 50 */
+    Tensor images = tensor_zeros(4, 250, 1, 28, 28);
+    int labels[250], idx[250];
+    for (int i = 0; i < 250; i++) idx[i] = i;
+    dataset_gather(&r.test, idx, 250, &images, labels);
+    Cnn big;
+    Rng rng;
+    rng_seed(&rng, 3, 0);
+    cnn_init(&big, 1, 28, 28, 10, 250, &rng); /* same seed: same weights */
+    Tensor logits = cnn_forward(&big, &images);
+    float want_loss = softmax_cross_entropy(NULL, &logits, labels);
+    float want_acc = (float)count_correct(&logits, labels) / 250.0f;
+    float got_loss = (float)got.loss, got_acc = (float)got.accuracy;
+    bool ok = expect_true(got.examples == 250, "evaluate saw %d examples, expected 250",
+                          got.examples) &&
+              expect_close("test loss", &got_loss, &want_loss, 1, 1e-4f, 1e-4f) &&
+              expect_close("test accuracy", &got_acc, &want_acc, 1, 1e-6f, 0);
+    if (!ok) printf("hint: the test set has 250 examples and the batch holds 100\n");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* All TODOs together: the lesson's model (your max-pool) learns the synthetic set. */
+static int check_learns(void) {
+    Run r;
+    run_init(&r, 3000, 100);
+    r.model.layers.pool_forward = lesson_maxpool2d_forward;
+    r.model.layers.pool_backward = lesson_maxpool2d_backward;
+    EpochResult before = evaluate(&r.model, &r.test, &r.batch);
+    EpochResult tr = train_epoch(&r.model, &r.opt, &r.train, &r.sampler, &r.batch);
+    EpochResult after = evaluate(&r.model, &r.test, &r.batch);
+    printf("test loss %.4f -> %.4f, accuracy %.3f -> %.3f (train loss %.4f)\n", before.loss,
+           after.loss, before.accuracy, after.accuracy, tr.loss);
+    bool ok = expect_true(after.loss < 0.5 * before.loss, "the test loss did not halve") &&
+              expect_true(after.accuracy >= 0.8, "test accuracy %.3f < 0.8 after one epoch",
+                          after.accuracy);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* Your convolution inside the model: a few steps give the same parameters. */
+static int check_conv_in_model(void) {
+    Run mine, ref;
+    run_init(&mine, 64, 16);
+    run_init(&ref, 64, 16);
+    mine.model.layers.conv_forward = lesson_conv2d_forward;
+    mine.model.layers.conv_backward = lesson_conv2d_backward;
+    reference_epoch(&mine);
+    reference_epoch(&ref);
+    for (int i = 0; i < ref.model.params.count; i++) {
+        const Param *p = &mine.model.params.items[i], *q = &ref.model.params.items[i];
+        if (!expect_close(p->name, p->value.data, q->value.data, q->value.size, 1e-4f, 1e-3f))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+int main(void) {
+    check_begin("lesson 01: cpu-cnn");
+    check_run("TODO 1.1", "conv2d forward matches the library on 16 random shapes", check_conv_forward, 30);
+    check_run("TODO 1.2", "conv2d backward matches the library (din, dweight, dbias)", check_conv_backward, 30);
+    check_run("TODO 1.2", "conv2d backward agrees with finite differences", check_conv_backward_numeric, 30);
+    check_run("TODO 1.1", "the model trained with your convolution matches the library's", check_conv_in_model, 60);
+    check_run("TODO 1.3", "max-pool forward: values and argmax (kernel 2/3, stride 1-3)", check_pool_forward, 30);
+    check_run("TODO 1.3", "max-pool backward routes gradients through argmax", check_pool_backward, 30);
+    check_run("TODO 1.4", "softmax cross-entropy: loss and gradient match the library", check_loss_reference, 30);
+    check_run("TODO 1.4", "softmax cross-entropy gradient agrees with finite differences", check_loss_numeric, 30);
+    check_run("TODO 1.4", "softmax cross-entropy stays finite for logits of +-1000", check_loss_large_logits, 30);
+    check_run("TODO 1.5", "Adam: three steps follow torch.optim.Adam's rule", check_adam_plain, 30);
+    check_run("TODO 1.5", "Adam with weight decay", check_adam_weight_decay, 30);
+    check_run("TODO 1.6", "train_epoch: same loss and parameters as the reference loop", check_train_epoch, 60);
+    check_run("TODO 1.7", "evaluate: loss and accuracy over 250 images in batches of 100", check_evaluate, 60);
+    check_run("TODO 1.3-1.7", "one epoch on the synthetic set reaches 80% test accuracy", check_learns, 120);
+    return check_end();
+}

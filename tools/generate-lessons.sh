@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Generates lessons/ (what participants edit: TODO stubs) and solutions/ (complete)
+# from the single source in course/. In course/, each TODO's answer sits in an
+# `#ifdef SOLUTION ... #else <stub> #endif` block; unifdef keeps one side or the
+# other. README.md goes to lessons/ (the exercise sheet).
+#
+#   tools/generate-lessons.sh           regenerate lessons/ and solutions/
+#   tools/generate-lessons.sh --check   fail if the committed copies differ
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v unifdef >/dev/null; then
+    echo "error: unifdef is not installed (sudo apt-get install unifdef, or sudo make deps)" >&2
+    exit 1
+fi
+
+generate() { # $1: output root, in which lessons/ and solutions/ are written
+    local out=$1 src name f base
+    for src in course/[0-9][0-9]-*/; do
+        name=$(basename "$src")
+        mkdir -p "$out/lessons/$name" "$out/solutions/$name"
+        for f in "$src"*; do
+            base=$(basename "$f")
+            case "$base" in
+            *.c | *.h | *.cu)
+                # -x2: exit 0 whether or not lines were removed, 2 on a real error
+                unifdef -x2 -USOLUTION -o "$out/lessons/$name/$base" "$f"
+                unifdef -x2 -DSOLUTION -o "$out/solutions/$name/$base" "$f"
+                ;;
+            README.md) cp "$f" "$out/lessons/$name/$base" ;;
+            *) cp "$f" "$out/lessons/$name/$base"; cp "$f" "$out/solutions/$name/$base" ;;
+            esac
+        done
+        cat >"$out/solutions/$name/README.md" <<MD
+# Solution of lesson $name
+
+The complete version of [lessons/$name](../../lessons/$name/README.md), generated
+from \`course/$name/\` by \`make lessons\`: edit there, not here.
+
+    make check-lesson ${name%%-*} SOLUTION=1      # grade it
+    make run-lesson ${name%%-*} SOLUTION=1        # run it
+MD
+    done
+}
+
+if [ "${1:-}" = "--check" ]; then
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    generate "$tmp"
+    status=0
+    for kind in lessons solutions; do
+        if ! diff -r "$tmp/$kind" "$kind" >"$tmp/$kind.diff" 2>&1; then
+            echo "$kind/ is out of sync with course/ (run: make lessons):"
+            head -40 "$tmp/$kind.diff"
+            status=1
+        fi
+    done
+    [ $status -eq 0 ] && echo "lessons/ and solutions/ match course/"
+    exit $status
+fi
+
+rm -rf lessons solutions
+generate .
+echo "generated lessons/ and solutions/ from course/"
