@@ -10,19 +10,21 @@ CC      ?= cc
 ARCH    ?= native
 OPT     ?= -O3
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror
-CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -march=$(ARCH) -fopenmp $(WARN) -Ilib -Itests
+CFLAGS  := -std=c11 -D_GNU_SOURCE -DCOURSE_ROOT='"$(CURDIR)"' $(OPT) -march=$(ARCH) -fopenmp $(WARN) -Ilib -Itests
 LDLIBS  := -fopenmp -lm
 BUILD   := build
 PYTHON  ?= /usr/bin/python3
 
 # ---------------------------------------------------------------- detection
 HASH := \#
+, := ,
 try_link = $(shell printf '$(1)\nint main(void){return 0;}\n' | \
              $(CC) -x c - $(2) -o /dev/null >/dev/null 2>&1 && echo yes)
 
 BLAS_FLAGS := $(shell pkg-config --cflags --libs openblas 2>/dev/null || echo -lopenblas)
 HAVE_BLAS  := $(call try_link,$(HASH)include <cblas.h>,$(BLAS_FLAGS))
 HAVE_ZLIB  := $(call try_link,$(HASH)include <zlib.h>,-lz)
+HAVE_STB   := $(call try_link,$(HASH)include <stb/stb_image.h>,)
 HAVE_MPI   := $(shell command -v mpicc >/dev/null 2>&1 && echo yes)
 HAVE_UNIFDEF := $(shell command -v unifdef >/dev/null 2>&1 && echo yes)
 HAVE_FMNIST := $(shell test -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz && echo yes)
@@ -31,6 +33,9 @@ HAVE_TORCH := $(shell $(PYTHON) -c 'import torch' >/dev/null 2>&1 && echo yes)
 ifeq ($(HAVE_BLAS),yes)
   CFLAGS += -DHAVE_CBLAS $(filter -I%,$(BLAS_FLAGS))
   LDLIBS += $(filter -L% -l%,$(BLAS_FLAGS))
+endif
+ifeq ($(HAVE_STB),yes)
+  CFLAGS += -DHAVE_STB
 endif
 ifeq ($(HAVE_ZLIB),yes)
   CFLAGS += -DHAVE_ZLIB
@@ -42,6 +47,7 @@ define REPORT
 optional parts:
   OpenBLAS (cblas)  $(call found,$(HAVE_BLAS)) $(if $(HAVE_BLAS),GEMM through OpenBLAS,GEMM uses the library's own blocked code (slower))
   zlib              $(call found,$(HAVE_ZLIB)) $(if $(HAVE_ZLIB),reads .gz data sets,only uncompressed IDX files can be read)
+  stb_image         $(call found,$(HAVE_STB)) $(if $(HAVE_STB),reads image folders (PNG, JPEG, BMP...),no --dataset folder (images in class folders))
   Open MPI          $(call found,$(HAVE_MPI)) $(if $(HAVE_MPI),mpicc is there for the multi-rank lessons,no multi-rank lessons (06, 07))
   Fashion-MNIST     $(call found,$(HAVE_FMNIST)) $(if $(HAVE_FMNIST),/usr/share/datasets/fashion-mnist,demo trains on the synthetic set instead)
   unifdef           $(call found,$(HAVE_UNIFDEF)) $(if $(HAVE_UNIFDEF),make lessons can regenerate lessons/,make lessons and its sync check cannot run)
@@ -77,7 +83,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(FRAMEWORK_OBJ) $(LIB)
 # (complete) are generated from it by unifdef and committed.
 LESSON_DIRS := $(sort $(notdir $(wildcard course/[0-9][0-9]-*)))
 # N as 1 or 01 -> the directory name, e.g. 01-cpu-cnn
-lesson_dir = $(firstword $(filter $(shell printf '%02d' $(1) 2>/dev/null)-%,$(LESSON_DIRS)))
+lesson_dir = $(firstword $(filter $(shell (printf '%02d' $$((10#$(1)))) 2>/dev/null)-%,$(LESSON_DIRS)))
 
 # A stub leaves the sizes it declares for the participant unused: no warning for that.
 LESSON_CFLAGS = $(CFLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable
@@ -114,7 +120,7 @@ $(BENCH_BIN): $(BUILD)/obj/bench/bench_cnn.o $(BUILD)/obj/bench/peak_flops.o $(L
 all: config $(LIB) $(UNIT_BIN) $(LESSON_BINS) $(BENCH_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | \
+	@grep -hE '^[a-z-]+:.*## ' Makefile | sed -E 's/:.*## /\t/' | \
 	  awk -F'\t' '{printf "  make %-20s %s\n", $$1, $$2}'
 	@echo "  variables: SOLUTION=1 (grade/run the solution), ARGS=\"...\" (program options),"
 	@echo "             ARCH=x86-64-v3 (portable build), THREADS=N (OpenMP threads)"
@@ -138,13 +144,13 @@ demo: $(BUILD)/solutions/01-cpu-cnn/train ## train the lesson 01 solution for on
 
 check-lesson: ## grade lesson N: make check-lesson 1 [SOLUTION=1]
 	@d="$(call lesson_dir,$(word 2,$(MAKECMDGOALS)))"; \
-	if [ -z "$$d" ]; then echo "error: give a lesson number, e.g. make check-lesson 1 (lessons: $(LESSON_DIRS))" >&2; exit 1; fi; \
+	if [ -z "$$d" ]; then echo "error: $(if $(word 2,$(MAKECMDGOALS)),there is no lesson $(word 2,$(MAKECMDGOALS)),give a lesson number$(,) e.g. make check-lesson 1) (lessons: $(LESSON_DIRS))" >&2; exit 1; fi; \
 	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/grade && \
 	OMP_NUM_THREADS=$(THREADS) $(BUILD)/$(KIND)/$$d/grade
 
 run-lesson: ## run lesson N's program: make run-lesson 1 [SOLUTION=1] ARGS="--epochs 1"
 	@d="$(call lesson_dir,$(word 2,$(MAKECMDGOALS)))"; \
-	if [ -z "$$d" ]; then echo "error: give a lesson number, e.g. make run-lesson 1 (lessons: $(LESSON_DIRS))" >&2; exit 1; fi; \
+	if [ -z "$$d" ]; then echo "error: $(if $(word 2,$(MAKECMDGOALS)),there is no lesson $(word 2,$(MAKECMDGOALS)),give a lesson number$(,) e.g. make run-lesson 1) (lessons: $(LESSON_DIRS))" >&2; exit 1; fi; \
 	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/train && \
 	OMP_NUM_THREADS=$(THREADS) $(BUILD)/$(KIND)/$$d/train --threads $(THREADS) $(ARGS)
 

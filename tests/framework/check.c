@@ -123,7 +123,8 @@ void check_run(const char *tag, const char *name, CheckFn fn, int timeout_second
             snprintf(why, sizeof why, "stopped with exit status %d", WEXITSTATUS(status));
     }
     double secs = now_seconds() - start;
-    printf("%s  %-12s %s (%.1f s)\n", verdict, tag ? tag : "", name, secs);
+    if (tag) printf("%s  %-12s %s (%.1f s)\n", verdict, tag, name, secs);
+    else printf("%s  %s (%.1f s)\n", verdict, name, secs);
     if (verdict[0] != 'P') {
         if (len) print_indented(out);
         if (why[0]) print_indented(why);

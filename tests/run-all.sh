@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Everything `make test` runs, in order, then one total:
+#   1. the library's unit tests
+#   2. every solution's grader (all checks must pass)
+#   3. every stub's grader (every TODO check must fail)
+#   4. lessons/ and solutions/ in sync with course/
+#   5. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
+# The last line is "N passed, M failed[, K skipped]"; exit status 0 only if none failed.
+set -u
+cd "$(dirname "$0")/.."
+build=${BUILD:-build}
+passed=0 failed=0 skipped=0
+
+tally() { # $1: title; the rest: the command whose last result line is counted
+    local title=$1 out line p f s
+    shift
+    echo
+    echo "#### $title"
+    out=$("$@" 2>&1)
+    printf '%s\n' "$out"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)
+    if [ -z "$line" ]; then
+        echo "FAIL  $title: no result line (did it build?)"
+        failed=$((failed + 1))
+        return
+    fi
+    p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line")
+    f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
+    s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$line")
+    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
+}
+
+sync_check() {
+    if tools/generate-lessons.sh --check; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
+}
+
+tally "unit tests" tests/run-suites.sh "$build"/tests/test_*
+tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
+tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
+tally "lessons/ and solutions/ in sync with course/" sync_check
+tally "unit tests under ASan + UBSan" make --no-print-directory -s asan-tests
+
+echo
+if [ $skipped -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
+[ $failed -eq 0 ]
