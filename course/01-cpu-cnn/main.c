@@ -24,7 +24,7 @@ static Config parse_args(int argc, char **argv) {
     Config c = {.dataset = "fashion-mnist", .conv = "library", .epochs = 1, .batch_size = 100,
                 .seed = 42, .threads = omp_get_max_threads(), .lr = 1e-3f};
     ArgSpec specs[] = {
-        {"dataset", ARG_CHOICE, &c.dataset, "data set", "fashion-mnist|mnist|cifar10|synthetic"},
+        {"dataset", ARG_CHOICE, &c.dataset, "data set", "fashion-mnist|mnist|cifar10|synthetic|folder"},
         {"data", ARG_STRING, &c.data_dir, "directory with the data set files", NULL},
         {"epochs", ARG_INT, &c.epochs, "passes over the training set", NULL},
         {"batch-size", ARG_INT, &c.batch_size, "images per training step", NULL},

@@ -202,6 +202,16 @@ static void load_cifar_set(const Places *p, Dataset *train, Dataset *test) {
     not_found("cifar10", "data_batch_1.bin .. data_batch_5.bin and test_batch.bin", p, note);
 }
 
+/* An image folder: ROOT is --data, else $DATA_DIR; nothing is searched for. */
+static void load_folder(const char *data_dir, Dataset *train, Dataset *test) {
+    const char *root = data_dir && data_dir[0] ? data_dir : getenv("DATA_DIR");
+#ifdef HAVE_STB
+    if (!root || !root[0])
+        fatal("--dataset folder needs --data DIR with DIR/train/<class>/ and DIR/test/<class>/");
+#endif
+    dataset_load_image_folder(root, train, test); /* without stb_image: says how to get it */
+}
+
 void dataset_load(const char *name, const char *data_dir, Dataset *train, Dataset *test) {
     CHECK(name && train && test, "dataset_load needs a name and two Datasets");
     if (strcmp(name, "synthetic") == 0) {
@@ -209,10 +219,14 @@ void dataset_load(const char *name, const char *data_dir, Dataset *train, Datase
         dataset_make_synthetic(SYNTHETIC_TEST, 1, SYNTHETIC_SIDE, SYNTHETIC_TEST_SEED, test);
         return;
     }
+    if (strcmp(name, "folder") == 0) {
+        load_folder(data_dir, train, test);
+        return;
+    }
     bool idx = strcmp(name, "fashion-mnist") == 0 || strcmp(name, "mnist") == 0;
     if (!idx && strcmp(name, "cifar10") != 0)
-        fatal("unknown data set '%s': valid names are fashion-mnist, mnist, cifar10, synthetic",
-              name);
+        fatal("unknown data set '%s': valid names are fashion-mnist, mnist, cifar10, synthetic, "
+              "folder (images in DIR/train/<class>/ and DIR/test/<class>/)", name);
     Places *places = xcalloc(1, sizeof *places); /* ~100 KB: not on the stack */
     search_places(name, data_dir, places);
     if (idx) load_idx_set(name, places, train, test);

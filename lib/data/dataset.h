@@ -37,4 +37,11 @@ void dataset_load_idx(const char *images_path, const char *labels_path, Dataset 
 void dataset_load_cifar10(const char *const *batch_paths, int nbatches, Dataset *d);
 void dataset_make_synthetic(int count, int channels, int size, uint64_t seed, Dataset *d);
 
+/* Images in class folders, like torchvision's ImageFolder (needs stb_image, libstb-dev):
+ * root/train/<class>/NAME.png (.jpg .jpeg .bmp .pgm .ppm .tga .gif) and root/test/<class>/.
+ * Classes are train's subfolders sorted by strcmp (label = index, 2 to 255 of them); test
+ * must have the same ones. All images must be the size of the first; its channels (1 or
+ * 3) are used for all. dataset_load("folder", dir, ...) calls this with dir or $DATA_DIR. */
+void dataset_load_image_folder(const char *root, Dataset *train, Dataset *test);
+
 #endif

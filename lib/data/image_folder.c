@@ -1,6 +1,6 @@
 /* Image folders, laid out like torchvision's ImageFolder:
  *
- *   ROOT/train/<class>/*.png  (or .jpg .jpeg .bmp .pgm .ppm .tga .gif, any case)
+ *   ROOT/train/<class>/NAME.png  (or .jpg .jpeg .bmp .pgm .ppm .tga .gif, any case)
  *   ROOT/test/<class>/...
  *
  * The classes are the subfolders of ROOT/train sorted by strcmp (label = position in
@@ -30,7 +30,6 @@ void dataset_load_image_folder(const char *root, Dataset *train, Dataset *test) 
 
 #else
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -39,6 +38,7 @@ void dataset_load_image_folder(const char *root, Dataset *train, Dataset *test) 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 /* Only the formats we accept by extension; the user-facing failure strings. */
@@ -130,12 +130,8 @@ static void names_join(const Names *s, char *out, size_t cap) {
 static bool has_image_ext(const char *name) {
     const char *dot = strrchr(name, '.');
     if (!dot || dot == name) return false;
-    char ext[8];
-    size_t n = strlen(dot + 1);
-    if (n == 0 || n >= sizeof ext) return false;
-    for (size_t i = 0; i <= n; i++) ext[i] = (char)tolower((unsigned char)dot[1 + i]);
     for (size_t i = 0; i < sizeof IMAGE_EXT / sizeof *IMAGE_EXT; i++)
-        if (strcmp(ext, IMAGE_EXT[i]) == 0) return true;
+        if (strcasecmp(dot + 1, IMAGE_EXT[i]) == 0) return true; /* .PNG too */
     return false;
 }
 

@@ -130,15 +130,15 @@ void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *
 
     /* Sum the partials in chunk order (the same order for every element, whatever
      * the thread count), in blocks that stay in cache and vectorise. */
-    const size_t stride = wsize + (size_t)Cout;
-    const int64_t nblocks = (int64_t)((stride + 1023) / 1024);
+    const size_t per_chunk = wsize + (size_t)Cout;
+    const int64_t nblocks = (int64_t)((per_chunk + 1023) / 1024);
 #pragma omp parallel for schedule(static)
     for (int64_t blk = 0; blk < nblocks; blk++) {
-        size_t j0 = (size_t)blk * 1024, j1 = j0 + 1024 < stride ? j0 + 1024 : stride;
+        size_t j0 = (size_t)blk * 1024, j1 = j0 + 1024 < per_chunk ? j0 + 1024 : per_chunk;
         float acc[1024];
         for (size_t j = j0; j < j1; j++) acc[j - j0] = partial[j];
         for (int chunk = 1; chunk < nchunks; chunk++) {
-            const float *part = partial + (size_t)chunk * stride;
+            const float *part = partial + (size_t)chunk * per_chunk;
             for (size_t j = j0; j < j1; j++) acc[j - j0] += part[j];
         }
         for (size_t j = j0; j < j1; j++) {
