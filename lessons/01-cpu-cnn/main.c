@@ -24,7 +24,7 @@ static Config parse_args(int argc, char **argv) {
     Config c = {.dataset = "fashion-mnist", .conv = "library", .epochs = 1, .batch_size = 100,
                 .seed = 42, .threads = omp_get_max_threads(), .lr = 1e-3f};
     ArgSpec specs[] = {
-        {"dataset", ARG_CHOICE, &c.dataset, "data set", "fashion-mnist|mnist|cifar10|synthetic"},
+        {"dataset", ARG_CHOICE, &c.dataset, "data set", "fashion-mnist|mnist|cifar10|synthetic|folder"},
         {"data", ARG_STRING, &c.data_dir, "directory with the data set files", NULL},
         {"epochs", ARG_INT, &c.epochs, "passes over the training set", NULL},
         {"batch-size", ARG_INT, &c.batch_size, "images per training step", NULL},
@@ -55,6 +55,9 @@ int main(int argc, char **argv) {
     dataset_load(cfg.dataset, cfg.data_dir, &train, &test);
     dataset_truncate(&train, cfg.train_limit);
     dataset_truncate(&test, cfg.test_limit);
+    if (train.height < 16 || train.width < 16)
+        fatal("%s images are %dx%d; the CNN needs at least 16x16 (two 5x5 convolutions and two "
+              "poolings)", train.name, train.height, train.width);
     if (cfg.batch_size > train.count) cfg.batch_size = train.count;
 
     Rng rng;

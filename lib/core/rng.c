@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "check.h"
+
 void rng_seed(Rng *rng, uint64_t seed, uint64_t stream) {
     rng->state = 0;
     rng->inc = (stream << 1u) | 1u;
@@ -19,6 +21,7 @@ uint32_t rng_u32(Rng *rng) {
 }
 
 uint32_t rng_below(Rng *rng, uint32_t n) {
+    CHECK(n > 0, "rng_below(0): no integer lies in [0, 0)");
     /* Rejection removes the bias of a plain modulo (Lemire's threshold). */
     uint32_t threshold = (uint32_t)(-n) % n;
     for (;;) {

@@ -82,7 +82,10 @@ static void add_base(Places *p, const char *name, const char *why, const char *b
 
 static void search_places(const char *name, const char *data_dir, Places *p) {
     p->n = 0;
-    add_base(p, name, "--data", data_dir);
+    if (data_dir && data_dir[0]) { /* an explicit choice: no silent fallback elsewhere */
+        add_base(p, name, "--data", data_dir);
+        return;
+    }
     add_base(p, name, "$DATA_DIR", getenv("DATA_DIR"));
     /* absolute, so that the error message says which current directory */
     char here[PATH_CAP];

@@ -3,8 +3,9 @@
  *   Dataset train, test;
  *   dataset_load("fashion-mnist", data_dir, &train, &test);   // or mnist, cifar10, synthetic
  *
- * Files are looked up in data_dir (--data), then $DATA_DIR, then datasets/data, then
- * Debian's /usr/share/datasets/<name> (dataset-fashion-mnist). A missing, truncated or
+ * Files are looked up in data_dir (--data) only, when it is given; otherwise in
+ * $DATA_DIR, then datasets/data, then Debian's /usr/share/datasets/<name>
+ * (dataset-fashion-mnist). A missing, truncated or
  * corrupt file is a user error: one message naming the file and the fix, exit 1. */
 #ifndef DATA_DATASET_H
 #define DATA_DATASET_H

@@ -247,13 +247,114 @@ static const char *stb_reason(void) {
     return r && r[0] ? r : "unknown reason";
 }
 
+/* ------------------------------------------------------------ a guard for stb_image 2.27
+ * A JPEG whose DHT segment declares more than 256 Huffman codes makes stb_image 2.27
+ * (Debian's libstb-dev 0.0~git20220908) write past its tables: nothings/stb#1289, fixed
+ * upstream by refusing such a segment. A corrupt file must give a message, not corrupt
+ * memory, so every DHT segment that stb_image could read is checked before it sees the
+ * file: the segments before the first scan one after the other, as stb_image reads them,
+ * then every 0xFF 0xC4 after it (scan data never holds one: there 0xFF is followed by 0
+ * or a restart marker). */
+
+static unsigned byte_at(const uint8_t *b, size_t n, size_t at) {
+    return at < n ? b[at] : 0; /* stb_image reads zeros past the end */
+}
+
+/* Whether the DHT segment whose length field is at b[at] declares a table of more than
+ * 256 codes; *end: where the segment ends. */
+static bool dht_too_many(const uint8_t *b, size_t n, size_t at, size_t *end) {
+    long left = (long)(byte_at(b, n, at) << 8 | byte_at(b, n, at + 1)) - 2;
+    at += 2;
+    while (left > 0) {
+        unsigned q = byte_at(b, n, at++);
+        if ((q >> 4) > 1 || (q & 15) > 3) break; /* stb_image stops: "bad DHT header" */
+        unsigned codes = 0;
+        for (int i = 0; i < 16; i++) codes += byte_at(b, n, at++);
+        if (codes > 256) return true;
+        at += codes;
+        left -= 17 + (long)codes;
+    }
+    *end = at;
+    return false;
+}
+
+/* Whether stb_image would take b[0..n) for a JPEG and meet a table it cannot hold. */
+static bool jpeg_bad_dht(const uint8_t *b, size_t n) {
+    size_t at = 0;
+    if (byte_at(b, n, at++) != 0xFF) return false;
+    unsigned m;
+    while ((m = byte_at(b, n, at++)) == 0xFF) continue;
+    if (m != 0xD8) return false; /* no SOI: not a JPEG to stb_image */
+    for (;;) {                   /* the segments before the first scan */
+        while (at < n && b[at] != 0xFF) at++;
+        while (at < n && b[at] == 0xFF) at++;
+        if (at >= n) return false;
+        m = b[at++];
+        if (m == 0xDA) break;          /* SOS: the first scan */
+        if (m == 0xD9) return false;   /* EOI */
+        if (m == 0xC4) {
+            if (dht_too_many(b, n, at, &at)) return true;
+        } else if (m != 0x01 && !(m >= 0xD0 && m <= 0xD8)) {
+            at += byte_at(b, n, at) << 8 | byte_at(b, n, at + 1); /* a segment's length */
+        }
+    }
+    for (size_t end; at + 1 < n; at++)
+        if (b[at] == 0xFF && b[at + 1] == 0xC4 && dht_too_many(b, n, at + 2, &end)) return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ reading images */
+
+/* The bytes of path (free() them), checked by the guard above; NULL with a message in
+ * msg when they cannot be had. Called from OpenMP threads, so it must not exit. */
+static uint8_t *read_bytes(const char *path, int *len, char *msg, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || st.st_size < 0 || st.st_size > INT_MAX) {
+        snprintf(msg, cap, "%s: too large for an image (%lld bytes)", path,
+                 (long long)st.st_size);
+        fclose(f);
+        return NULL;
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *b = malloc(size ? size : 1);
+    if (!b) {
+        snprintf(msg, cap, "out of memory reading %s (%zu bytes)", path, size);
+        fclose(f);
+        return NULL;
+    }
+    size_t got = fread(b, 1, size, f);
+    bool error = ferror(f) != 0;
+    fclose(f);
+    if (got != size || error) {
+        snprintf(msg, cap, "cannot read %s: %s", path,
+                 error ? strerror(errno) : "the file changed while being read");
+        free(b);
+        return NULL;
+    }
+    if (jpeg_bad_dht(b, size)) {
+        snprintf(msg, cap, "%s: cannot read the image (corrupt JPEG: a Huffman table with more "
+                 "than 256 codes): the file is corrupt, truncated or not an image", path);
+        free(b);
+        return NULL;
+    }
+    *len = (int)size;
+    return b;
+}
+
 /* Width, height and channels of the first training image. */
 static void read_shape(const char *path, Shape *sh) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fatal("cannot open %s: %s", path, strerror(errno));
+    char msg[MSG_CAP];
+    int len = 0;
+    uint8_t *b = read_bytes(path, &len, msg, sizeof msg);
+    if (!b) fatal("%s", msg);
     int w = 0, h = 0, comp = 0;
-    int ok = stbi_info_from_file(f, &w, &h, &comp);
-    fclose(f);
+    int ok = stbi_info_from_memory(b, len, &w, &h, &comp);
+    free(b);
     if (!ok)
         fatal("%s: cannot read the image (stb_image: %s): the file is corrupt, truncated or not "
               "an image", path, stb_reason());
@@ -267,14 +368,12 @@ static void read_shape(const char *path, Shape *sh) {
 /* Decodes one image into dst [C, H, W]; on failure writes the message into msg and
  * returns false (called from OpenMP threads, so it must not exit). */
 static bool decode(const char *path, const Shape *sh, float *dst, char *msg, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
-        return false;
-    }
+    int len = 0;
+    uint8_t *b = read_bytes(path, &len, msg, cap);
+    if (!b) return false;
     int w = 0, h = 0, comp = 0, c = sh->channels;
-    stbi_uc *px = stbi_load_from_file(f, &w, &h, &comp, c);
-    fclose(f);
+    stbi_uc *px = stbi_load_from_memory(b, len, &w, &h, &comp, c);
+    free(b);
     if (!px) {
         snprintf(msg, cap, "%s: cannot read the image (stb_image: %s): the file is corrupt, "
                  "truncated or not an image", path, stb_reason());
@@ -356,7 +455,7 @@ void dataset_load_image_folder(const char *root, Dataset *train, Dataset *test) 
     size_t n = strlen(base);
     while (n > 1 && base[n - 1] == '/') base[--n] = '\0'; /* ROOT/ -> ROOT */
     if (n == 0) fatal("--dataset folder: the root directory is an empty string");
-    need_dir(base, "the image folder root, " LAYOUT);
+    need_dir(base, "the root of the image folder data set");
 
     Split tr, te;
     list_classes(base, "train", true, &tr);

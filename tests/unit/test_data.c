@@ -625,9 +625,15 @@ static int body_missing(const char *dir) {
         printf("mnist was found elsewhere on this machine: cannot test its absence\n");
         return CHECK_SKIP;
     }
-    ok = ok && expect_exit(&o, 1, partial, env, "datasets/data", "fetch.sh mnist", "--data DIR",
+    /* --data given: only there, no fallback to $DATA_DIR or elsewhere */
+    ok = ok && expect_exit(&o, 1, partial, "fetch.sh mnist", "--data DIR",
                            "--dataset synthetic", "missing train-labels-idx1-ubyte",
                            (const char *)NULL);
+    ok = ok && expect_true(!strstr(o.err, env), "with --data, $DATA_DIR must not be searched");
+    Job nodir = {.name = "mnist", .dir = NULL, .chdir_to = dir};
+    run_child(&nodir, &o);
+    if (ok && !(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0))
+        ok = expect_exit(&o, 1, env, "datasets/data", "fetch.sh mnist", (const char *)NULL);
     Job cifar = {.name = "cifar10", .dir = arg, .chdir_to = dir};
     run_child(&cifar, &o);
     if (ok && !(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0))

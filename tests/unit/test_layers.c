@@ -41,6 +41,12 @@
 
 /* ------------------------------------------------------------ helpers */
 
+/* one_thread_note: the gradient checks run thousands of tiny forwards; each opens an
+ * OpenMP parallel region, and on a loaded machine every region's barrier can wait a
+ * scheduler tick (seconds in all, more under the sanitizers). They run on one thread;
+ * what several threads do is checked by check_conv_threads. Every check runs in a
+ * child process of its own, so the setting does not leak into the others. */
+
 static Tensor random4(uint64_t seed, int a, int b, int c, int d) {
     Tensor t = tensor_zeros(4, a, b, c, d);
     fill_uniform(t.data, t.size, seed, -1.0f, 1.0f);
@@ -93,7 +99,7 @@ static bool fd_check(const char *what, float *x, const float *analytic, int64_t 
         }
     }
     if (bad) printf("%s: %d of %lld entries wrong\n", what, bad, (long long)n);
-    if (getenv("TEST_VERBOSE")) printf("%s: worst difference %.3f of the tolerance\n", what, worst);
+    printf("%s: worst difference %.3f of the tolerance\n", what, worst); /* shown on failure */
     return bad == 0;
 }
 
@@ -151,6 +157,7 @@ static const ConvCase GRAD_CASES[] = {
 };
 
 static int check_conv_grad(void) {
+    omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
     bool ok = true;
     for (size_t t = 0; ok && t < sizeof GRAD_CASES / sizeof GRAD_CASES[0]; t++) {
         ConvSetup s = conv_setup(&GRAD_CASES[t], 10 * t + 1);
@@ -171,6 +178,7 @@ static int check_conv_grad(void) {
 
 /* din = NULL (the first layer): same weight and bias gradients, bit for bit. */
 static int check_conv_null_din(void) {
+    omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
     bool ok = true;
     for (size_t t = 0; ok && t < sizeof GRAD_CASES / sizeof GRAD_CASES[0]; t++) {
         ConvSetup s = conv_setup(&GRAD_CASES[t], 10 * t + 2);
@@ -373,6 +381,7 @@ static bool expect_added(const char *what, const Tensor *from_p, const Tensor *p
 }
 
 static int check_backward_adds(void) {
+    omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
     bool ok = true;
     /* conv2d */
     {
@@ -473,6 +482,7 @@ static double pool_objective(void *ctx) {
 /* Inputs 0.1 apart (a shuffled ramp), so eps = 1e-2 never changes which pixel is the
  * maximum of a window: the pooled output is then linear in each input. */
 static int check_pool_grad(void) {
+    omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
     const int cases[][6] = {/* N, C, H, W, kernel, stride */
                             {2, 3, 6, 8, 2, 2},  {1, 2, 7, 7, 2, 2},  {2, 2, 7, 9, 3, 2},
                             {1, 3, 5, 6, 2, 1},  {2, 1, 10, 8, 3, 3}, {1, 2, 4, 4, 4, 1}};
@@ -580,6 +590,7 @@ static double relu_objective(void *ctx) {
 }
 
 static int check_relu_grad(void) {
+    omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
     ReluSetup s;
     s.in = random4(800, 2, 3, 5, 7);
     s.out = tensor_zeros_like(&s.in);
@@ -628,6 +639,7 @@ static double linear_objective(void *ctx) {
 }
 
 static int check_linear_grad(void) {
+    omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
     const int cases[][3] = {{5, 7, 4}, {1, 1, 1}, {3, 65, 10}, {17, 3, 1}};
     bool ok = true;
     for (size_t k = 0; ok && k < sizeof cases / sizeof cases[0]; k++) {
@@ -693,6 +705,7 @@ static double xent_reference(const Tensor *z, const int *labels) {
 }
 
 static int check_xent_grad(void) {
+    omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
     bool ok = true;
     const int cases[][2] = {{4, 5}, {1, 10}, {7, 3}, {3, 1}};
     for (size_t k = 0; ok && k < sizeof cases / sizeof cases[0]; k++) {

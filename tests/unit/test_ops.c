@@ -133,8 +133,17 @@ static bool sweep_sizes(GemmFn fn, const char *name) {
     return ok;
 }
 
-static int check_gemm_sizes(void) { return sweep_sizes(gemm, "gemm") ? CHECK_PASS : CHECK_FAIL; }
+/* The sweeps run on one thread: hundreds of calls each open parallel regions, and on
+ * a loaded machine their barriers can each wait a scheduler tick. Several threads are
+ * checked below (check_gemm_threads): the same bits as one thread, on shapes that
+ * span several row blocks, and right results inside a parallel region. Each check
+ * runs in a child process of its own, so the setting does not leak. */
+static int check_gemm_sizes(void) {
+    omp_set_num_threads(1);
+    return sweep_sizes(gemm, "gemm") ? CHECK_PASS : CHECK_FAIL;
+}
 static int check_gemm_blocked_sizes(void) {
+    omp_set_num_threads(1);
     return sweep_sizes(gemm_blocked, "gemm_blocked") ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -158,8 +167,12 @@ static bool sweep_scalars(GemmFn fn, const char *name) {
     return ok;
 }
 
-static int check_gemm_scalars(void) { return sweep_scalars(gemm, "gemm") ? CHECK_PASS : CHECK_FAIL; }
+static int check_gemm_scalars(void) {
+    omp_set_num_threads(1);
+    return sweep_scalars(gemm, "gemm") ? CHECK_PASS : CHECK_FAIL;
+}
 static int check_gemm_blocked_scalars(void) {
+    omp_set_num_threads(1);
     return sweep_scalars(gemm_blocked, "gemm_blocked") ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -219,25 +232,43 @@ static int check_gemm_parallel(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
-/* gemm_blocked gives the same bits on 1, 2 and 3 threads: each block of rows is
- * computed whole by one thread, in the same order. */
-static int check_gemm_blocked_threads(void) {
-    const int M = 301, N = 1100, K = 300;
-    float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
-    float *C[3];
-    fill_uniform(A, (int64_t)M * K, 1, -1, 1);
-    fill_uniform(B, (int64_t)K * N, 2, -1, 1);
-    for (int t = 0; t < 3; t++) {
-        C[t] = malloc(sizeof(float) * M * N);
-        omp_set_num_threads(t + 1);
-        gemm_blocked(false, true, M, N, K, 1.0f, A, K, B, K, 0.0f, C[t], N);
+/* Several threads: gemm_blocked gives the same bits on 1, 2 and 3 threads (each block
+ * of MC rows is computed whole by one thread, in the same order), on shapes with
+ * several row and column blocks and every transpose; and both gemm and gemm_blocked
+ * are right on 2 threads against the double loop. */
+static int check_gemm_threads(void) {
+    const GemmCase cases[] = {
+        {false, true, 301, 1100, 300, 1.0f, 0.0f, 0, 0, 0}, {true, false, 65, 257, 17, -0.5f, 1.0f, 2, 0, 1},
+        {true, true, 257, 65, 300, 2.5f, 0.3f, 0, 3, 0},    {false, false, 129, 33, 513, 1.0f, 0.0f, 1, 1, 1}};
+    bool ok = true;
+    for (size_t c = 0; ok && c < sizeof cases / sizeof cases[0]; c++) {
+        const GemmCase *g = &cases[c];
+        const int arows = g->ta ? g->K : g->M, acols = g->ta ? g->M : g->K;
+        const int brows = g->tb ? g->N : g->K, bcols = g->tb ? g->K : g->N;
+        const int lda = acols + g->pad_a, ldb = bcols + g->pad_b, ldc = g->N + g->pad_c;
+        const size_t nc = (size_t)g->M * ldc;
+        float *A = malloc(sizeof(float) * (size_t)arows * lda), *B = malloc(sizeof(float) * (size_t)brows * ldb);
+        float *C0 = malloc(sizeof(float) * nc), *C[3];
+        fill_uniform(A, (int64_t)arows * lda, 10 + c, -1, 1);
+        fill_uniform(B, (int64_t)brows * ldb, 20 + c, -1, 1);
+        fill_uniform(C0, (int64_t)nc, 30 + c, -1, 1);
+        for (int t = 0; t < 3; t++) {
+            C[t] = malloc(sizeof(float) * nc);
+            memcpy(C[t], C0, sizeof(float) * nc);
+            omp_set_num_threads(t + 1);
+            gemm_blocked(g->ta, g->tb, g->M, g->N, g->K, g->alpha, A, lda, B, ldb, g->beta, C[t], ldc);
+        }
+        ok = expect_true(memcmp(C[0], C[1], sizeof(float) * nc) == 0 && memcmp(C[0], C[2], sizeof(float) * nc) == 0,
+                         "gemm_blocked gives different bits on 1, 2, 3 threads");
+        omp_set_num_threads(2);
+        ok = ok && run_gemm_case(gemm_blocked, "gemm_blocked on 2 threads", g, 40 + c);
+        ok = ok && run_gemm_case(gemm, "gemm on 2 threads", g, 50 + c);
+        if (!ok) describe_gemm("gemm_blocked", g);
+        for (int t = 0; t < 3; t++) free(C[t]);
+        free(A);
+        free(B);
+        free(C0);
     }
-    bool ok = expect_true(memcmp(C[0], C[1], sizeof(float) * M * N) == 0 &&
-                              memcmp(C[0], C[2], sizeof(float) * M * N) == 0,
-                          "gemm_blocked gives different bits on 1, 2, 3 threads");
-    for (int t = 0; t < 3; t++) free(C[t]);
-    free(A);
-    free(B);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -429,7 +460,7 @@ int main(void) {
     check_run(NULL, "gemm_blocked: alpha, beta (0 ignores NaN in C), wide leading dimensions", check_gemm_blocked_scalars, 60);
     check_run(NULL, "gemm, gemm_blocked: K = 0, M or N = 0, a 2x2 by hand", check_gemm_degenerate, 10);
     check_run(NULL, "gemm, gemm_blocked inside an OpenMP parallel region", check_gemm_parallel, 60);
-    check_run(NULL, "gemm_blocked: same bits on 1, 2, 3 threads", check_gemm_blocked_threads, 30);
+    check_run(NULL, "gemm_blocked: same bits on 1, 2, 3 threads; both right on 2", check_gemm_threads, 30);
     check_run(NULL, "conv_geometry: output sizes; a kernel too big stops", check_conv_geometry, 10);
     check_run(NULL, "im2col equals its definition (stride 1-3, pad 0-2, kernel 1-5)", check_im2col, 30);
     check_run(NULL, "col2im adds each column entry onto its pixel", check_col2im, 30);

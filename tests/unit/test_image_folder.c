@@ -1,0 +1,901 @@
+/* Unit tests of the image-folder data set (lib/data/image_folder.c): small PNG, BMP and
+ * TGA files written here with stb_image_write into ROOT/train/<class>/ and
+ * ROOT/test/<class>/ under a temporary directory, then read back: counts, labels by
+ * sorted class name, file order, exact pixels (byte / 255), the [C, H, W] order of
+ * colour images, and the channel rules. Every error (mismatched sizes, a corrupt file,
+ * no test/, different class folders, no --data, ...) is checked in a child process:
+ * exit status 1 and a message naming the path and the problem.
+ *
+ * Built without stb_image (no libstb-dev), every check skips except the one that the
+ * loader then says how to get it. */
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifdef HAVE_STB
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+#endif
+
+#include "data/dataset.h"
+#include "framework/check.h"
+
+#define SIDE 20
+
+/* ------------------------------------------------------------ temporary directory */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Runs body(dir) in a fresh directory under /tmp and removes it afterwards. The body
+ * runs in a child of its own, so the directory goes even when a loader calls exit. */
+static int with_tmpdir(int (*body)(const char *dir)) {
+    char dir[] = "/tmp/test_image_folder_XXXXXX";
+    if (!mkdtemp(dir)) {
+        printf("mkdtemp: %s\n", strerror(errno));
+        return CHECK_FAIL;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int r = body(dir);
+        fflush(stdout);
+        _exit(r);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) status = CHECK_FAIL << 8;
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (WIFSIGNALED(status)) {
+        printf("crashed with signal %d (%s)\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        return CHECK_FAIL;
+    }
+    return WEXITSTATUS(status);
+}
+
+/* ------------------------------------------------------------ running a loader that must fail */
+
+typedef struct {
+    const char *name, *dir; /* dataset_load(name, dir) */
+    const char *root;       /* or dataset_load_image_folder(root) */
+    const char *env;        /* $DATA_DIR (NULL: unset) */
+} Job;
+
+typedef struct {
+    int status;      /* from waitpid */
+    char err[16384]; /* what the child wrote to stderr */
+} Outcome;
+
+static void job_run(const Job *job) {
+    Dataset a, b;
+    if (job->env) setenv("DATA_DIR", job->env, 1);
+    else unsetenv("DATA_DIR");
+    if (job->name) dataset_load(job->name, job->dir, &a, &b);
+    else dataset_load_image_folder(job->root, &a, &b);
+}
+
+/* Runs the job in a child with stderr into a pipe; the child exits 0 if it returns. */
+static void run_child(const Job *job, Outcome *o) {
+    int fds[2];
+    memset(o, 0, sizeof *o);
+    if (pipe(fds) != 0) {
+        o->status = -1;
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[1]);
+        job_run(job);
+        _exit(0);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t n;
+    char tmp[4096];
+    while ((n = read(fds[0], tmp, sizeof tmp)) > 0) {
+        size_t take = (size_t)n < sizeof o->err - 1 - len ? (size_t)n : sizeof o->err - 1 - len;
+        memcpy(o->err + len, tmp, take);
+        len += take;
+    }
+    o->err[len] = '\0';
+    close(fds[0]);
+    waitpid(pid, &o->status, 0);
+}
+
+/* The child must have exited with status `code` (not a signal), and its stderr must
+ * contain each of the NULL-terminated strings that follow. */
+static bool expect_exit(const Outcome *o, int code, ...) {
+    bool ok = expect_true(WIFEXITED(o->status), "the loader did not exit normally (%s)",
+                          WIFSIGNALED(o->status) ? strsignal(WTERMSIG(o->status)) : "?");
+    ok = ok && expect_true(WEXITSTATUS(o->status) == code, "exit status %d, expected %d",
+                           WEXITSTATUS(o->status), code);
+    va_list ap;
+    va_start(ap, code);
+    for (const char *want; ok && (want = va_arg(ap, const char *));)
+        ok = expect_true(strstr(o->err, want) != NULL, "the message lacks \"%s\"", want);
+    va_end(ap);
+    if (!ok) printf("its stderr was:\n%s\n", o->err);
+    return ok;
+}
+
+#ifdef HAVE_STB
+
+/* ------------------------------------------------------------ writing images */
+
+static void path_in(char *out, size_t cap, const char *dir, const char *name) {
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap) {
+        printf("test bug: path %s/%s too long\n", dir, name);
+        exit(CHECK_FAIL);
+    }
+}
+
+/* mkdir -p of dir/sub (sub relative, with slashes). */
+static void make_dirs(const char *dir, const char *sub) {
+    char p[1024];
+    path_in(p, sizeof p, dir, sub);
+    for (char *s = p + strlen(dir) + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(p, 0700);
+            *s = '/';
+        }
+    mkdir(p, 0700);
+}
+
+
+/* The pixel bytes of image `i` of class `k`: a pattern that differs by class, image,
+ * channel and position, with 0 and 255 in it. Interleaved [H, W, C], as files store. */
+static void pattern(uint8_t *px, int w, int h, int comp, int k, int i) {
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < comp; c++)
+                px[(y * w + x) * comp + c] =
+                    (uint8_t)((k * 61 + i * 17 + c * 101 + y * 13 + x * 7) % 256);
+    px[0] = 0;
+    px[comp] = 255;
+}
+
+/* Writes dir/sub/name (format by extension) with the pattern of (k, i). */
+static bool write_image(const char *dir, const char *sub, const char *name, int w, int h,
+                        int comp, int k, int i) {
+    char folder[1024], path[1024];
+    path_in(folder, sizeof folder, dir, sub);
+    path_in(path, sizeof path, folder, name);
+    uint8_t *px = malloc((size_t)w * h * comp);
+    pattern(px, w, h, comp, k, i);
+    const char *ext = strrchr(name, '.');
+    int r = 0;
+    if (ext && strcasecmp(ext, ".bmp") == 0) r = stbi_write_bmp(path, w, h, comp, px);
+    else if (ext && strcasecmp(ext, ".tga") == 0) r = stbi_write_tga(path, w, h, comp, px);
+    else r = stbi_write_png(path, w, h, comp, px, w * comp);
+    free(px);
+    return expect_true(r != 0, "stb_image_write could not write %s", path);
+}
+
+static bool write_bytes(const char *dir, const char *name, const void *bytes, size_t len) {
+    char path[1024];
+    path_in(path, sizeof path, dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return expect_true(false, "cannot write %s: %s", path, strerror(errno));
+    bool ok = fwrite(bytes, 1, len, f) == len;
+    return expect_true(fclose(f) == 0 && ok, "cannot write %s", path);
+}
+
+/* ROOT/train and ROOT/test with the classes named in `classes` (NULL-terminated), each
+ * with n_train / n_test 20x20 PNG images of `comp` channels, named img0.png, img1.png... */
+static bool write_split(const char *root, const char *split, const char *const *classes,
+                        int n, int comp) {
+    bool ok = true;
+    for (int k = 0; ok && classes[k]; k++) {
+        char sub[256], name[64];
+        snprintf(sub, sizeof sub, "%s/%s", split, classes[k]);
+        make_dirs(root, sub);
+        for (int i = 0; ok && i < n; i++) {
+            snprintf(name, sizeof name, "img%d.png", i);
+            ok = write_image(root, sub, name, SIDE, SIDE, comp, k, i);
+        }
+    }
+    return ok;
+}
+
+/* Image `at` of d must hold the pattern (k, i) of a file of comp_in_file channels,
+ * read as d->channels channels ([C, H, W], byte / 255). */
+static bool expect_image(const Dataset *d, int at, int k, int i, int comp_in_file) {
+    int c = d->channels, plane = d->height * d->width;
+    uint8_t *px = malloc((size_t)plane * comp_in_file);
+    float *want = malloc((size_t)plane * c * sizeof(float));
+    pattern(px, d->width, d->height, comp_in_file, k, i);
+    for (int ch = 0; ch < c; ch++)
+        for (int p = 0; p < plane; p++)
+            want[ch * plane + p] = px[p * comp_in_file + ch] / 255.0f; /* first c channels */
+    char what[64];
+    snprintf(what, sizeof what, "image %d (class %d, file %d)", at, k, i);
+    bool ok = expect_close(what, d->images + (size_t)at * c * plane, want, (int64_t)c * plane,
+                           0, 0);
+    free(px);
+    free(want);
+    return ok;
+}
+
+static bool expect_shape(const Dataset *d, int count, int channels, int classes) {
+    return expect_true(d->count == count && d->channels == channels && d->height == SIDE &&
+                           d->width == SIDE && d->num_classes == classes,
+                       "got %d images of %dx%dx%d, %d classes; expected %d of %dx%dx%d, %d",
+                       d->count, d->channels, d->height, d->width, d->num_classes, count,
+                       channels, SIDE, SIDE, classes);
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* Three classes, created out of order; files of several formats and names; things to
+ * ignore (hidden files, other extensions, a folder inside a class, a hidden class). */
+static int body_grey(const char *dir) {
+    static const char *const train_names[3][4] = {
+        {"b.png", "a.PNG", "c.bmp", NULL}, /* class "bird": a, b, c in name order */
+        {"x.tga", "10.png", "9.png", NULL},  /* "cat": 10, 9, x (strcmp order) */
+        {"only.png", NULL, NULL, NULL},      /* "dog" */
+    };
+    static const char *const classes[3] = {"bird", "cat", "dog"};
+    static const int create_order[3] = {2, 0, 1};
+    bool ok = true;
+    for (int j = 0; ok && j < 3; j++) {
+        int k = create_order[j];
+        char sub[64];
+        snprintf(sub, sizeof sub, "train/%s", classes[k]);
+        make_dirs(dir, sub);
+        for (int i = 0; ok && train_names[k][i]; i++)
+            ok = write_image(dir, sub, train_names[k][i], SIDE, SIDE, 1, k, i);
+        snprintf(sub, sizeof sub, "test/%s", classes[k]);
+        make_dirs(dir, sub);
+        ok = ok && write_image(dir, sub, "t.png", SIDE, SIDE, 1, k, 7);
+    }
+    /* ignored: a hidden file of another size, text, an image folder inside a class,
+     * hidden class folders, a loose file in train/ */
+    make_dirs(dir, "train/cat/nested");
+    make_dirs(dir, "train/.cache");
+    make_dirs(dir, "test/.cache");
+    ok = ok && write_image(dir, "train/bird", ".hidden.png", 7, 9, 3, 0, 0);
+    ok = ok && write_image(dir, "train/cat/nested", "deep.png", 7, 9, 1, 0, 0);
+    ok = ok && write_image(dir, "train/.cache", "z.png", 7, 9, 1, 0, 0);
+    char bird[512];
+    path_in(bird, sizeof bird, dir, "train/bird");
+    ok = ok && write_bytes(bird, "notes.txt", "not an image", 12);
+    ok = ok && write_bytes(bird, "README", "x", 1);
+    ok = ok && write_bytes(bird, "image.png.bak", "x", 1);
+    if (!ok) return CHECK_FAIL;
+
+    Dataset tr, te;
+    dataset_load_image_folder(dir, &tr, &te);
+    ok = expect_shape(&tr, 7, 1, 3) && expect_shape(&te, 3, 1, 3);
+    ok = ok && expect_true(strcmp(tr.name, "folder") == 0 && strcmp(te.name, "folder") == 0 &&
+                               strcmp(tr.source, dir) == 0,
+                           "name \"%s\", source \"%s\"; expected \"folder\", \"%s\"", tr.name,
+                           tr.source, dir);
+    /* (class, index of the file in train_names) in data set order */
+    static const int want[7][2] = {{0, 1}, {0, 0}, {0, 2}, {1, 1}, {1, 2}, {1, 0}, {2, 0}};
+    for (int j = 0; ok && j < 7; j++) {
+        ok = expect_true(tr.labels[j] == want[j][0], "train label %d is %d, expected %d", j,
+                         tr.labels[j], want[j][0]);
+        ok = ok && expect_image(&tr, j, want[j][0], want[j][1], 1);
+    }
+    for (int k = 0; ok && k < 3; k++) {
+        ok = expect_true(te.labels[k] == k, "test label %d is %d, expected %d", k, te.labels[k],
+                         k);
+        ok = ok && expect_image(&te, k, k, 7, 1);
+    }
+    ok = ok && expect_true(tr.images[0] == 0.0f && tr.images[1] == 1.0f,
+                           "byte 0 -> %g, 255 -> %g; expected 0 and 1", tr.images[0],
+                           tr.images[1]);
+    dataset_free(&tr);
+    dataset_free(&te);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_grey(void) { return with_tmpdir(body_grey); }
+
+/* RGB files: 3 channels, planar [C, H, W]; RGBA in the same set reads as RGB. */
+static int body_colour(const char *dir) {
+    static const char *const classes[] = {"apple", "banana", NULL};
+    bool ok = write_split(dir, "train", classes, 3, 3) && write_split(dir, "test", classes, 2, 3);
+    ok = ok && write_image(dir, "test/banana", "z_rgba.png", SIDE, SIDE, 4, 1, 5);
+    if (!ok) return CHECK_FAIL;
+    Dataset tr, te;
+    dataset_load_image_folder(dir, &tr, &te);
+    ok = expect_shape(&tr, 6, 3, 2) && expect_shape(&te, 5, 3, 2);
+    for (int j = 0; ok && j < 6; j++)
+        ok = expect_image(&tr, j, j / 3, j % 3, 3) &&
+             expect_true(tr.labels[j] == j / 3, "label %d is %d", j, tr.labels[j]);
+    ok = ok && expect_image(&te, 4, 1, 5, 4); /* alpha dropped */
+    /* planar by hand: pixel (y=2, x=3) of image 0, each channel */
+    const uint8_t want_r = (uint8_t)((0 + 0 + 0 + 26 + 21) % 256);
+    const uint8_t want_g = (uint8_t)((0 + 0 + 101 + 26 + 21) % 256);
+    const uint8_t want_b = (uint8_t)((0 + 0 + 202 + 26 + 21) % 256);
+    const float *img = tr.images;
+    int at = 2 * SIDE + 3, plane = SIDE * SIDE;
+    ok = ok && expect_true(img[at] == want_r / 255.0f && img[plane + at] == want_g / 255.0f &&
+                               img[2 * plane + at] == want_b / 255.0f,
+                           "pixel (2, 3) reads %g %g %g, expected %g %g %g", img[at],
+                           img[plane + at], img[2 * plane + at], want_r / 255.0f,
+                           want_g / 255.0f, want_b / 255.0f);
+    dataset_free(&tr);
+    dataset_free(&te);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_colour(void) { return with_tmpdir(body_colour); }
+
+/* Grey + alpha first: 1 channel (alpha dropped); RGBA first: 3; later images follow. */
+static int body_channel_rules(const char *dir) {
+    char a[512], b[512];
+    make_dirs(dir, "ga");
+    make_dirs(dir, "rgba");
+    path_in(a, sizeof a, dir, "ga");
+    path_in(b, sizeof b, dir, "rgba");
+    static const char *const classes[] = {"one", "two", NULL};
+    bool ok = write_split(a, "train", classes, 2, 2) && write_split(a, "test", classes, 1, 2) &&
+              write_split(b, "train", classes, 2, 4) && write_split(b, "test", classes, 1, 4);
+    /* a colour image in the grey set and a grey one in the colour set */
+    ok = ok && write_image(a, "train/two", "z.png", SIDE, SIDE, 3, 1, 9);
+    ok = ok && write_image(b, "train/two", "z.png", SIDE, SIDE, 1, 1, 9);
+    if (!ok) return CHECK_FAIL;
+    Dataset tr, te;
+    dataset_load_image_folder(a, &tr, &te);
+    ok = expect_shape(&tr, 5, 1, 2) && expect_shape(&te, 2, 1, 2);
+    ok = ok && expect_image(&tr, 0, 0, 0, 2) && expect_image(&te, 1, 1, 0, 2);
+    float lo = 1, hi = 0; /* the colour image became grey: values still in [0, 1] */
+    for (int p = 0; p < SIDE * SIDE; p++) {
+        float v = tr.images[4 * SIDE * SIDE + p];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    ok = ok && expect_true(lo >= 0 && hi <= 1 && hi > lo, "converted image spans %g..%g", lo, hi);
+    dataset_free(&tr);
+    dataset_free(&te);
+    dataset_load_image_folder(b, &tr, &te);
+    ok = ok && expect_shape(&tr, 5, 3, 2) && expect_shape(&te, 2, 3, 2);
+    ok = ok && expect_image(&tr, 1, 0, 1, 4) && expect_image(&te, 0, 0, 0, 4);
+    /* grey in a colour set: the grey value in all three planes */
+    const float *g = tr.images + (size_t)4 * 3 * SIDE * SIDE;
+    for (int p = 0; ok && p < SIDE * SIDE; p++)
+        ok = expect_true(g[p] == g[SIDE * SIDE + p] && g[p] == g[2 * SIDE * SIDE + p],
+                         "grey image in a colour set: pixel %d is %g %g %g", p, g[p],
+                         g[SIDE * SIDE + p], g[2 * SIDE * SIDE + p]);
+    dataset_free(&tr);
+    dataset_free(&te);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_channel_rules(void) { return with_tmpdir(body_channel_rules); }
+
+/* dataset_load("folder", ...): --data, then $DATA_DIR. */
+static int body_dataset_load(const char *dir) {
+    char a[512], b[512];
+    make_dirs(dir, "a");
+    make_dirs(dir, "b");
+    path_in(a, sizeof a, dir, "a");
+    path_in(b, sizeof b, dir, "b");
+    static const char *const classes[] = {"c0", "c1", "c2", NULL};
+    bool ok = write_split(a, "train", classes, 2, 1) && write_split(a, "test", classes, 1, 1) &&
+              write_split(b, "train", classes, 3, 1) && write_split(b, "test", classes, 2, 1);
+    if (!ok) return CHECK_FAIL;
+    Dataset tr, te;
+    setenv("DATA_DIR", b, 1);
+    dataset_load("folder", a, &tr, &te); /* --data first */
+    ok = expect_shape(&tr, 6, 1, 3) && expect_shape(&te, 3, 1, 3);
+    ok = ok && expect_true(strcmp(tr.name, "folder") == 0 && strcmp(tr.source, a) == 0,
+                           "name %s, source %s", tr.name, tr.source);
+    dataset_free(&tr);
+    dataset_free(&te);
+    dataset_load("folder", NULL, &tr, &te);
+    ok = ok && expect_shape(&tr, 9, 1, 3) && expect_shape(&te, 6, 1, 3);
+    ok = ok && expect_true(strcmp(tr.source, b) == 0, "source %s, expected %s", tr.source, b);
+    dataset_free(&tr);
+    dataset_free(&te);
+    char slash[520];
+    snprintf(slash, sizeof slash, "%s/", a); /* a trailing slash is the same folder */
+    dataset_load("folder", slash, &tr, &te);
+    ok = ok && expect_shape(&tr, 6, 1, 3);
+    dataset_free(&tr);
+    dataset_free(&te);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_dataset_load(void) { return with_tmpdir(body_dataset_load); }
+
+/* PGM (P5) or PPM (P6, grey in all three) of the pattern (k, i), written by hand. */
+static bool write_pnm(const char *dir, const char *sub, const char *name, int k, int i) {
+    char folder[1024], path[1024];
+    path_in(folder, sizeof folder, dir, sub);
+    path_in(path, sizeof path, folder, name);
+    bool colour = strcasestr(name, ".ppm") != NULL;
+    uint8_t px[SIDE * SIDE];
+    pattern(px, SIDE, SIDE, 1, k, i);
+    FILE *f = fopen(path, "wb");
+    if (!f) return expect_true(false, "cannot write %s", path);
+    fprintf(f, "%s\n# a comment\n%d %d\n255\n", colour ? "P6" : "P5", SIDE, SIDE);
+    for (int p = 0; p < SIDE * SIDE; p++)
+        for (int c = 0; c < (colour ? 3 : 1); c++) fputc(px[p], f);
+    return expect_true(fclose(f) == 0, "cannot write %s", path);
+}
+
+/* A GIF of the pattern (k, i) rounded down to even values (a 128-grey palette), with
+ * "uncompressed" LZW: 8-bit codes, a clear code every 100 pixels so the width stays 8. */
+static bool write_gif(const char *dir, const char *sub, const char *name, int k, int i) {
+    char folder[1024], path[1024];
+    path_in(folder, sizeof folder, dir, sub);
+    path_in(path, sizeof path, folder, name);
+    uint8_t px[SIDE * SIDE], codes[SIDE * SIDE + SIDE * SIDE / 100 + 8];
+    pattern(px, SIDE, SIDE, 1, k, i);
+    int n = 0;
+    for (int p = 0; p < SIDE * SIDE; p++) {
+        if (p % 100 == 0) codes[n++] = 128; /* clear */
+        codes[n++] = px[p] / 2;
+    }
+    codes[n++] = 129; /* end of information */
+    FILE *f = fopen(path, "wb");
+    if (!f) return expect_true(false, "cannot write %s", path);
+    const uint8_t head[13] = {'G', 'I', 'F', '8', '9', 'a', SIDE, 0, SIDE, 0, 0xF6, 0, 0};
+    fwrite(head, 1, sizeof head, f);
+    for (int c = 0; c < 128; c++)
+        for (int j = 0; j < 3; j++) fputc(2 * c, f);
+    const uint8_t image[11] = {0x2C, 0, 0, 0, 0, SIDE, 0, SIDE, 0, 0, 7};
+    fwrite(image, 1, sizeof image, f);
+    for (int at = 0; at < n; at += 255) {
+        int len = n - at < 255 ? n - at : 255;
+        fputc(len, f);
+        fwrite(codes + at, 1, (size_t)len, f);
+    }
+    fputc(0, f);
+    fputc(0x3B, f);
+    return expect_true(fclose(f) == 0, "cannot write %s", path);
+}
+
+/* A bit writer for JPEG scan data: most significant bit first, 0xFF stuffed with 0. */
+typedef struct {
+    uint8_t *out;
+    size_t n;
+    unsigned acc;
+    int bits;
+} BitWriter;
+
+static void put_bits(BitWriter *w, unsigned value, int count) {
+    for (int i = count - 1; i >= 0; i--) {
+        w->acc = w->acc << 1 | ((value >> i) & 1);
+        if (++w->bits == 8) {
+            w->out[w->n++] = (uint8_t)w->acc;
+            if (w->acc == 0xFF) w->out[w->n++] = 0;
+            w->acc = 0;
+            w->bits = 0;
+        }
+    }
+}
+
+/* A baseline JPEG of one grey value (not 128), written by hand (stb_image_write's JPEG
+ * writer is not clean under UBSan): one component, quantisation steps of 1, DC only. A
+ * flat 8x8 block has DC = 8 (value - 128); the first block codes it, the others a
+ * difference of 0; each block ends with an end-of-block code. */
+static bool write_jpeg(const char *dir, const char *sub, const char *name, int value) {
+    char folder[1024], path[1024];
+    path_in(folder, sizeof folder, dir, sub);
+    path_in(path, sizeof path, folder, name);
+    int dc = 8 * (value - 128), cat = 0;
+    for (int a = dc < 0 ? -dc : dc; a; a >>= 1) cat++;
+    unsigned extra = (unsigned)(dc >= 0 ? dc : dc + (1 << cat) - 1);
+    uint8_t out[1024];
+    size_t n = 0;
+    static const uint8_t soi_dqt[] = {0xFF, 0xD8, 0xFF, 0xDB, 0x00, 0x43, 0x00};
+    memcpy(out + n, soi_dqt, sizeof soi_dqt), n += sizeof soi_dqt;
+    memset(out + n, 1, 64), n += 64;
+    const uint8_t sof_dht[] = {
+        0xFF, 0xC0, 0x00, 0x0B, 8, 0, SIDE, 0, SIDE, 1, 1, 0x11, 0,  /* SOF0: 1 component */
+        0xFF, 0xC4, 0x00, 0x15, 0x00, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, (uint8_t)cat,                                              /* DC: "0" 0, "10" cat */
+        0xFF, 0xC4, 0x00, 0x14, 0x10, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0x00,                                                         /* AC: "0" end of block */
+        0xFF, 0xDA, 0x00, 0x08, 1, 1, 0x00, 0, 63, 0};                /* SOS */
+    memcpy(out + n, sof_dht, sizeof sof_dht), n += sizeof sof_dht;
+    BitWriter w = {out + n, 0, 0, 0};
+    int blocks = ((SIDE + 7) / 8) * ((SIDE + 7) / 8);
+    for (int b = 0; b < blocks; b++) {
+        if (b == 0) put_bits(&w, 2, 2), put_bits(&w, extra, cat);
+        else put_bits(&w, 0, 1);
+        put_bits(&w, 0, 1);
+    }
+    if (w.bits) put_bits(&w, 0xFF, 8 - w.bits); /* pad with ones */
+    n += w.n;
+    out[n++] = 0xFF, out[n++] = 0xD9;
+    return write_bytes(folder, name, out, n);
+}
+
+/* Puts an APP1 segment holding the bytes of an oversized Huffman table (as EXIF data
+ * might) after the JPEG's SOI: not a table, so the image must still load. */
+static bool insert_app_segment(const char *dir, const char *name) {
+    static const uint8_t app[] = {0xFF, 0xE1, 0x00, 0x19, 0xFF, 0xC4, 0x10, 0x03, 0x00,
+                                  255,  255,  255,  255,  255,  255,  255,  255,
+                                  255,  255,  255,  255,  255,  255,  255,  255, 0, 0};
+    char path[1024];
+    path_in(path, sizeof path, dir, name);
+    FILE *f = fopen(path, "rb");
+    uint8_t buf[65536];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f) fclose(f);
+    if (n < 4 || n == sizeof buf || buf[0] != 0xFF || buf[1] != 0xD8)
+        return expect_true(false, "%s is not the small JPEG expected", path);
+    f = fopen(path, "wb");
+    bool ok = f && fwrite(buf, 1, 2, f) == 2 && fwrite(app, 1, sizeof app, f) == sizeof app &&
+              fwrite(buf + 2, 1, n - 2, f) == n - 2;
+    return expect_true(f && fclose(f) == 0 && ok, "cannot rewrite %s", path);
+}
+
+static bool expect_flat(const Dataset *d, int at, int value, float tol) {
+    int plane = d->height * d->width;
+    float want[SIDE * SIDE];
+    for (int p = 0; p < plane; p++) want[p] = value / 255.0f;
+    char what[64];
+    snprintf(what, sizeof what, "JPEG image %d", at);
+    return expect_close(what, d->images + (size_t)at * plane, want, plane, tol, 0);
+}
+
+/* PGM, PPM (read as grey), GIF exactly; JPEG within 1 level; any case of extension. */
+static int body_formats(const char *dir) {
+    make_dirs(dir, "train/a");
+    make_dirs(dir, "train/b");
+    make_dirs(dir, "test/a");
+    make_dirs(dir, "test/b");
+    bool ok = write_pnm(dir, "train/a", "p.pgm", 0, 0) && write_pnm(dir, "train/a", "q.PPM", 0, 1);
+    ok = ok && write_jpeg(dir, "train/b", "j.jpg", 150) && write_gif(dir, "train/b", "k.gif", 1, 0);
+    ok = ok && write_jpeg(dir, "test/a", "t.JPEG", 60) && write_gif(dir, "test/b", "u.GIF", 1, 3);
+    ok = ok && insert_app_segment(dir, "train/b/j.jpg");
+    if (!ok) return CHECK_FAIL;
+    Dataset tr, te;
+    dataset_load_image_folder(dir, &tr, &te);
+    ok = expect_shape(&tr, 4, 1, 2) && expect_shape(&te, 2, 1, 2);
+    ok = ok && expect_image(&tr, 0, 0, 0, 1) && expect_image(&tr, 1, 0, 1, 1);
+    ok = ok && expect_flat(&tr, 2, 150, 1 / 255.0f) && expect_flat(&te, 0, 60, 1 / 255.0f);
+    uint8_t px[SIDE * SIDE];
+    float want[SIDE * SIDE];
+    pattern(px, SIDE, SIDE, 1, 1, 0);
+    for (int p = 0; p < SIDE * SIDE; p++) want[p] = (px[p] / 2 * 2) / 255.0f;
+    ok = ok && expect_close("GIF image", tr.images + 3 * SIDE * SIDE, want, SIDE * SIDE, 0, 0);
+    ok = ok && expect_true(tr.labels[2] == 1 && tr.labels[3] == 1 && te.labels[1] == 1,
+                           "labels %d %d %d", tr.labels[2], tr.labels[3], te.labels[1]);
+    dataset_free(&tr);
+    dataset_free(&te);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_formats(void) { return with_tmpdir(body_formats); }
+
+/* ------------------------------------------------------------ errors */
+
+static bool expect_folder_error(const char *root, ...) {
+    Job job = {.root = root};
+    Outcome o;
+    run_child(&job, &o);
+    bool ok = expect_true(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 1,
+                          "loading %s: %s %d, expected exit status 1", root,
+                          WIFSIGNALED(o.status) ? "signal" : "exit status",
+                          WIFSIGNALED(o.status) ? WTERMSIG(o.status) : WEXITSTATUS(o.status));
+    ok = ok && expect_true(strncmp(o.err, "error: ", 7) == 0, "the message does not start "
+                                                              "with \"error: \"");
+    va_list ap;
+    va_start(ap, root);
+    for (const char *want; ok && (want = va_arg(ap, const char *));)
+        ok = expect_true(strstr(o.err, want) != NULL, "the message lacks \"%s\"", want);
+    va_end(ap);
+    if (!ok) printf("its stderr was:\n%s\n", o.err);
+    return ok;
+}
+
+static int body_mismatched_sizes(const char *dir) {
+    static const char *const classes[] = {"a", "b", NULL};
+    bool ok = write_split(dir, "train", classes, 2, 1) && write_split(dir, "test", classes, 1, 1);
+    ok = ok && write_image(dir, "train/b", "img1x.png", 24, 18, 1, 0, 0); /* after img1 */
+    ok = ok && write_image(dir, "train/b", "img2.png", 30, 30, 1, 0, 0);  /* a later one */
+    char bad[512], first[512];
+    path_in(bad, sizeof bad, dir, "train/b/img1x.png");
+    path_in(first, sizeof first, dir, "train/a/img0.png");
+    ok = ok && expect_folder_error(dir, bad, first, "24x18", "20x20",
+                                   "resize your images to one size first", (const char *)NULL);
+    /* in the test set too */
+    path_in(bad, sizeof bad, dir, "train/b/img1x.png");
+    ok = ok && remove(bad) == 0;
+    path_in(bad, sizeof bad, dir, "train/b/img2.png");
+    ok = ok && remove(bad) == 0;
+    ok = ok && write_image(dir, "test/a", "small.png", 16, 16, 1, 0, 0);
+    path_in(bad, sizeof bad, dir, "test/a/small.png");
+    ok = ok && expect_folder_error(dir, bad, "16x16", "20x20", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_mismatched_sizes(void) { return with_tmpdir(body_mismatched_sizes); }
+
+static int body_corrupt(const char *dir) {
+    static const char *const classes[] = {"a", "b", NULL};
+    bool ok = write_split(dir, "train", classes, 3, 1) && write_split(dir, "test", classes, 1, 1);
+    uint8_t junk[500];
+    uint64_t s = 12345;
+    for (size_t i = 0; i < sizeof junk; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        junk[i] = (uint8_t)(s >> 56);
+    }
+    char folder[512], bad[512];
+    path_in(folder, sizeof folder, dir, "train/b");
+    path_in(bad, sizeof bad, folder, "img1.png");
+    ok = ok && write_bytes(folder, "img1.png", junk, sizeof junk);
+    ok = ok && expect_folder_error(dir, bad, "cannot read the image", "stb_image",
+                                   "corrupt", (const char *)NULL);
+    /* a real PNG cut in half */
+    ok = ok && write_image(dir, "train/b", "img1.png", SIDE, SIDE, 1, 0, 0);
+    struct stat st;
+    ok = ok && stat(bad, &st) == 0 && truncate(bad, st.st_size / 2) == 0;
+    ok = ok && expect_folder_error(dir, bad, "cannot read the image", (const char *)NULL);
+    /* the very first image (its size is read first) */
+    path_in(bad, sizeof bad, dir, "train/a/img0.png");
+    ok = ok && truncate(bad, 10) == 0;
+    ok = ok && expect_folder_error(dir, bad, "cannot read the image", (const char *)NULL);
+    /* an empty file */
+    ok = ok && truncate(bad, 0) == 0;
+    ok = ok && expect_folder_error(dir, bad, "cannot read the image", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_corrupt(void) { return with_tmpdir(body_corrupt); }
+
+/* A JPEG whose Huffman table claims 16 x 255 codes: stb_image 2.27 would write past its
+ * tables (nothings/stb#1289), so the loader refuses it first: as a later image, as the
+ * first one (whose size is read first), and with the table after the first scan. */
+static int body_bad_jpeg(const char *dir) {
+    static const char *const classes[] = {"a", "b", NULL};
+    bool ok = write_split(dir, "train", classes, 2, 1) && write_split(dir, "test", classes, 1, 1);
+    uint8_t bytes[64] = {0xFF, 0xD8, 0xFF, 0xC4, 0x10, 0x03, 0x00};
+    for (int i = 7; i < 23; i++) bytes[i] = 255;
+    char folder[512], bad[512];
+    path_in(folder, sizeof folder, dir, "train/b");
+    path_in(bad, sizeof bad, folder, "img1.jpg");
+    ok = ok && write_bytes(folder, "img1.jpg", bytes, 23);
+    ok = ok && expect_folder_error(dir, bad, "corrupt JPEG", "Huffman", (const char *)NULL);
+    ok = ok && remove(bad) == 0;
+    path_in(folder, sizeof folder, dir, "train/a");
+    path_in(bad, sizeof bad, folder, "0.jpg");
+    ok = ok && write_bytes(folder, "0.jpg", bytes, 23);
+    ok = ok && expect_folder_error(dir, bad, "corrupt JPEG", "Huffman", (const char *)NULL);
+    /* SOI, APP0 holding a fake table (not read: fine), SOS, scan bytes, then the table */
+    static const uint8_t later[] = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x08, 0xFF, 0xC4, 0x10, 0x03,
+                                    0x00, 0xFF, 0xFF, 0xDA, 0x00, 0x02, 0x12, 0x34, 0xFF, 0x00,
+                                    0xFF, 0xC4, 0x10, 0x03, 0x01};
+    memcpy(bytes, later, sizeof later);
+    for (int i = 0; i < 16; i++) bytes[sizeof later + i] = 255;
+    ok = ok && write_bytes(folder, "0.jpg", bytes, sizeof later + 16);
+    ok = ok && expect_folder_error(dir, bad, "corrupt JPEG", "Huffman", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_bad_jpeg(void) { return with_tmpdir(body_bad_jpeg); }
+
+/* An unreadable file (as root, permissions do not stop reading: skipped). */
+static int body_unreadable(const char *dir) {
+    static const char *const classes[] = {"a", "b", NULL};
+    bool ok = write_split(dir, "train", classes, 2, 1) && write_split(dir, "test", classes, 1, 1);
+    char bad[512];
+    path_in(bad, sizeof bad, dir, "test/b/img0.png");
+    ok = ok && chmod(bad, 0) == 0;
+    if (ok && access(bad, R_OK) == 0) {
+        printf("running as root: a file without read permission is still readable\n");
+        return CHECK_SKIP;
+    }
+    ok = ok && expect_folder_error(dir, bad, "Permission denied", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_unreadable(void) { return with_tmpdir(body_unreadable); }
+
+static int body_missing_dirs(const char *dir) {
+    static const char *const classes[] = {"a", "b", NULL};
+    char root[512], path[512];
+    path_in(root, sizeof root, dir, "nothere");
+    bool ok = expect_folder_error(root, root, "no such directory", (const char *)NULL);
+    ok = ok && write_split(dir, "train", classes, 2, 1);
+    path_in(path, sizeof path, dir, "test");
+    ok = ok && expect_folder_error(dir, path, "no such directory", "test/<class>",
+                                   (const char *)NULL);
+    ok = ok && write_bytes(dir, "test", "x", 1); /* test is a file */
+    ok = ok && expect_folder_error(dir, path, "not a directory", (const char *)NULL);
+    /* no train/, only test/ */
+    char other[512];
+    make_dirs(dir, "other");
+    path_in(other, sizeof other, dir, "other");
+    ok = ok && write_split(other, "test", classes, 1, 1);
+    path_in(path, sizeof path, other, "train");
+    ok = ok && expect_folder_error(other, path, "no such directory", "train/<class>",
+                                   (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_missing_dirs(void) { return with_tmpdir(body_missing_dirs); }
+
+static int body_class_mismatch(const char *dir) {
+    static const char *const tr[] = {"cat", "dog", "emu", NULL};
+    static const char *const te[] = {"cat", "dog", "fox", NULL};
+    static const char *const fewer[] = {"cat", "dog", NULL};
+    char other[512], a[512], b[512];
+    bool ok = write_split(dir, "train", tr, 2, 1) && write_split(dir, "test", te, 1, 1);
+    path_in(a, sizeof a, dir, "train");
+    path_in(b, sizeof b, dir, "test");
+    ok = ok && expect_folder_error(dir, "\"emu\"", a, b, "fox", "same class folders",
+                                   (const char *)NULL);
+    make_dirs(dir, "other");
+    path_in(other, sizeof other, dir, "other");
+    ok = ok && write_split(other, "train", fewer, 2, 1) && write_split(other, "test", tr, 1, 1);
+    ok = ok && expect_folder_error(other, "\"emu\"", "same class folders", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_class_mismatch(void) { return with_tmpdir(body_class_mismatch); }
+
+static int body_class_counts(const char *dir) {
+    char root[512], path[512];
+    /* an empty class folder, in train and in test */
+    static const char *const classes[] = {"a", "b", NULL};
+    bool ok = write_split(dir, "train", classes, 2, 1) && write_split(dir, "test", classes, 1, 1);
+    make_dirs(dir, "train/c");
+    make_dirs(dir, "test/c");
+    ok = ok && write_image(dir, "test/c", "x.png", SIDE, SIDE, 1, 0, 0);
+    char folder[512];
+    path_in(folder, sizeof folder, dir, "train/c");
+    ok = ok && write_bytes(folder, "notes.txt", "x", 1);
+    ok = ok && expect_folder_error(dir, folder, "empty class folder", ".png", (const char *)NULL);
+    ok = ok && write_image(dir, "train/c", "x.png", SIDE, SIDE, 1, 0, 0);
+    path_in(folder, sizeof folder, dir, "test/b/img0.png");
+    ok = ok && remove(folder) == 0;
+    path_in(folder, sizeof folder, dir, "test/b");
+    ok = ok && expect_folder_error(dir, folder, "empty class folder", (const char *)NULL);
+
+    /* one class only; no class folders but images loose in train/ */
+    static const char *const one[] = {"only", NULL};
+    make_dirs(dir, "one");
+    path_in(root, sizeof root, dir, "one");
+    ok = ok && write_split(root, "train", one, 2, 1) && write_split(root, "test", one, 1, 1);
+    ok = ok && expect_folder_error(root, "1 class folder", "at least 2", (const char *)NULL);
+    make_dirs(dir, "loose/train");
+    make_dirs(dir, "loose/test");
+    path_in(root, sizeof root, dir, "loose");
+    ok = ok && write_image(root, "train", "x.png", SIDE, SIDE, 1, 0, 0);
+    ok = ok && expect_folder_error(root, "0 class folders", "subfolder named after the class",
+                                   (const char *)NULL);
+
+    /* 256 classes: too many for uint8 labels */
+    make_dirs(dir, "many/test");
+    path_in(root, sizeof root, dir, "many");
+    for (int k = 0; ok && k < 256; k++) {
+        char sub[64];
+        snprintf(sub, sizeof sub, "train/c%03d", k);
+        make_dirs(root, sub);
+    }
+    path_in(path, sizeof path, root, "train");
+    ok = ok && expect_folder_error(root, path, "256 class folders", "too many classes", "255",
+                                   (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_class_counts(void) { return with_tmpdir(body_class_counts); }
+
+/* 255 classes is the limit, and it works (one 20x20 image per class). */
+static int body_max_classes(const char *dir) {
+    bool ok = true;
+    for (int k = 0; ok && k < 255; k++) {
+        char sub[64];
+        snprintf(sub, sizeof sub, "train/k%03d", k);
+        make_dirs(dir, sub);
+        ok = write_image(dir, sub, "a.png", SIDE, SIDE, 1, k, 0);
+        snprintf(sub, sizeof sub, "test/k%03d", k);
+        make_dirs(dir, sub);
+        ok = ok && write_image(dir, sub, "a.png", SIDE, SIDE, 1, k, 1);
+    }
+    if (!ok) return CHECK_FAIL;
+    Dataset tr, te;
+    dataset_load_image_folder(dir, &tr, &te);
+    ok = expect_shape(&tr, 255, 1, 255) && expect_shape(&te, 255, 1, 255);
+    for (int k = 0; ok && k < 255; k++)
+        ok = expect_true(tr.labels[k] == k && te.labels[k] == k, "labels %d, %d at %d",
+                         tr.labels[k], te.labels[k], k);
+    ok = ok && expect_image(&tr, 254, 254, 0, 1) && expect_image(&te, 100, 100, 1, 1);
+    dataset_free(&tr);
+    dataset_free(&te);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_max_classes(void) { return with_tmpdir(body_max_classes); }
+
+static int check_no_data_dir(void) {
+    Job job = {.name = "folder", .dir = NULL, .env = NULL};
+    Outcome o;
+    run_child(&job, &o);
+    bool ok = expect_exit(&o, 1, "--dataset folder needs --data DIR", "DIR/train/<class>/",
+                          "DIR/test/<class>/", (const char *)NULL);
+    Job empty = {.name = "folder", .dir = "", .env = ""};
+    run_child(&empty, &o);
+    ok = ok && expect_exit(&o, 1, "--dataset folder needs --data DIR", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_without_stb(void) {
+    printf("built with stb_image: --dataset folder works\n");
+    return CHECK_SKIP;
+}
+
+#else /* !HAVE_STB */
+
+static int skip(void) {
+    printf("built without stb_image (sudo apt-get install libstb-dev, or sudo make deps)\n");
+    return CHECK_SKIP;
+}
+static int check_grey(void) { return skip(); }
+static int check_colour(void) { return skip(); }
+static int check_channel_rules(void) { return skip(); }
+static int check_dataset_load(void) { return skip(); }
+static int check_mismatched_sizes(void) { return skip(); }
+static int check_corrupt(void) { return skip(); }
+static int check_formats(void) { return skip(); }
+static int check_bad_jpeg(void) { return skip(); }
+static int check_unreadable(void) { return skip(); }
+static int check_missing_dirs(void) { return skip(); }
+static int check_class_mismatch(void) { return skip(); }
+static int check_class_counts(void) { return skip(); }
+static int check_max_classes(void) { return skip(); }
+static int check_no_data_dir(void) { return skip(); }
+
+/* Without stb_image, --dataset folder says how to get it, with or without --data. */
+static int body_without_stb(const char *dir) {
+    Job job = {.name = "folder", .dir = dir};
+    Outcome o;
+    run_child(&job, &o);
+    bool ok = expect_exit(&o, 1, "built without stb_image", "libstb-dev", "make deps",
+                          "rebuild", (const char *)NULL);
+    Job none = {.name = "folder"};
+    run_child(&none, &o);
+    ok = ok && expect_exit(&o, 1, "built without stb_image", (const char *)NULL);
+    Job direct = {.root = dir};
+    run_child(&direct, &o);
+    ok = ok && expect_exit(&o, 1, "libstb-dev", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_without_stb(void) { return with_tmpdir(body_without_stb); }
+
+#endif
+
+/* The unknown-name message lists folder among the valid names. */
+static int check_unknown_name(void) {
+    Job job = {.name = "imagenet"};
+    Outcome o;
+    run_child(&job, &o);
+    return expect_exit(&o, 1, "imagenet", "synthetic", "folder", (const char *)NULL)
+               ? CHECK_PASS
+               : CHECK_FAIL;
+}
+
+int main(void) {
+    check_begin("image folders");
+    check_run(NULL, "grey PNG/BMP/TGA: counts, labels by sorted class, file order, exact pixels",
+              check_grey, 30);
+    check_run(NULL, "colour: 3 channels in [C, H, W] order, RGBA read as RGB", check_colour, 30);
+    check_run(NULL, "channels from the first image (grey+alpha -> 1, RGBA -> 3)",
+              check_channel_rules, 30);
+    check_run(NULL, "PGM, PPM, GIF exactly; JPEG within 1 level", check_formats, 30);
+    check_run(NULL, "dataset_load(\"folder\"): --data, then $DATA_DIR", check_dataset_load, 30);
+    check_run(NULL, "255 classes read; labels up to 254", check_max_classes, 60);
+    check_run(NULL, "images of different sizes: names the file and both sizes",
+              check_mismatched_sizes, 30);
+    check_run(NULL, "corrupt, truncated and empty image files", check_corrupt, 30);
+    check_run(NULL, "JPEG with an oversized Huffman table is refused (stb_image 2.27 bug)",
+              check_bad_jpeg, 30);
+    check_run(NULL, "unreadable image file", check_unreadable, 30);
+    check_run(NULL, "missing root, train/ or test/", check_missing_dirs, 30);
+    check_run(NULL, "class folders differ between train/ and test/", check_class_mismatch, 30);
+    check_run(NULL, "empty class folder, one class, 256 classes", check_class_counts, 30);
+    check_run(NULL, "--dataset folder without --data", check_no_data_dir, 30);
+    check_run(NULL, "built without stb_image: says how to get it", check_without_stb, 30);
+    check_run(NULL, "unknown data set name lists folder", check_unknown_name, 30);
+    return check_end();
+}
