@@ -76,6 +76,13 @@ void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const T
         float *cols = workspace((size_t)K * ncols + (size_t)Cout * ncols); /* [K, ncols] */
         float *prod = cols + (size_t)K * ncols;                            /* [Cout, ncols] */
         im2col(cols, in->data + n0 * in_img, nimg, &g);
+        if (nimg == 1) { /* one image: the product is already in the output's layout */
+            float *dst = out->data + n0 * out_img; /* [Cout, OHW] */
+            for (int co = 0; co < Cout; co++)
+                for (int p = 0; p < OHW; p++) dst[(size_t)co * OHW + p] = bias->data[co];
+            gemm(false, false, Cout, OHW, K, 1.0f, weight->data, K, cols, OHW, 1.0f, dst, OHW);
+            continue;
+        }
         gemm(false, false, Cout, ncols, K, 1.0f, weight->data, K, cols, ncols, 0.0f, prod, ncols);
         for (int i = 0; i < nimg; i++) /* [Cout, nimg, OHW] -> [nimg, Cout, OHW] + bias */
             for (int co = 0; co < Cout; co++) {
@@ -111,11 +118,13 @@ void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *
         float *dcols = dy + (size_t)Cout * ncols;                /* [K, ncols] */
         float *dw = partial + (size_t)chunk * (wsize + (size_t)Cout); /* [Cout, K] */
         float *db = dw + wsize;                                       /* [Cout] */
+        if (nimg == 1) dy = dout->data + n0 * out_img; /* already [Cout, OHW]: no copy */
         for (int co = 0; co < Cout; co++) { /* [nimg, Cout, OHW] -> [Cout, nimg, OHW] */
             float sum = 0.0f;
             for (int i = 0; i < nimg; i++) {
                 const float *src = dout->data + (n0 + i) * out_img + (size_t)co * OHW;
-                memcpy(dy + (size_t)co * ncols + (size_t)i * OHW, src, (size_t)OHW * sizeof(float));
+                if (nimg > 1) memcpy(dy + (size_t)co * ncols + (size_t)i * OHW, src,
+                                     (size_t)OHW * sizeof(float));
                 for (int p = 0; p < OHW; p++) sum += src[p];
             }
             db[co] = sum;

@@ -16,14 +16,22 @@ void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, i
         const float *x = in->data + (size_t)plane * H * W;
         float *y = out->data + (size_t)plane * OH * OW;
         int *arg = argmax + (size_t)plane * OH * OW;
-        if (kernel == 2 && stride == 2) { /* the common case, unrolled */
+        if (kernel == 2 && stride == 2) { /* the common case: branch-free selects */
             for (int oh = 0; oh < OH; oh++)
                 for (int ow = 0; ow < OW; ow++) {
-                    int i0 = 2 * oh * W + 2 * ow, best = i0;
-                    if (x[i0 + 1] > x[best]) best = i0 + 1;
-                    if (x[i0 + W] > x[best]) best = i0 + W;
-                    if (x[i0 + W + 1] > x[best]) best = i0 + W + 1;
-                    y[oh * OW + ow] = x[best];
+                    const int i0 = 2 * oh * W + 2 * ow;
+                    float m = x[i0];
+                    int best = i0;
+                    float v = x[i0 + 1];
+                    best = v > m ? i0 + 1 : best;
+                    m = v > m ? v : m;
+                    v = x[i0 + W];
+                    best = v > m ? i0 + W : best;
+                    m = v > m ? v : m;
+                    v = x[i0 + W + 1];
+                    best = v > m ? i0 + W + 1 : best;
+                    m = v > m ? v : m;
+                    y[oh * OW + ow] = m;
                     arg[oh * OW + ow] = best;
                 }
             continue;
