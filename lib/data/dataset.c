@@ -166,8 +166,9 @@ static _Noreturn void not_found(const char *name, const char *files_desc, const 
     text_add(&t, "To fix it: ");
     if (strcmp(name, "fashion-mnist") == 0)
         text_add(&t, "install Debian's dataset-fashion-mnist (sudo make deps), or ");
-    text_add(&t, "run datasets/fetch.sh %s on a login node with internet, or pass --data DIR, "
-                 "or use --dataset synthetic", name);
+    text_add(&t, "download the %s files on a login node with internet into datasets/data/%s/ "
+                 "(datasets/README.md says where from), or pass --data DIR, or use --dataset "
+                 "synthetic", name, name);
     fatal("%s", buf);
 }
 

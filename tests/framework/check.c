@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -177,4 +179,135 @@ void fill_uniform(float *x, int64_t n, uint64_t seed, float lo, float hi) {
     Rng rng;
     rng_seed(&rng, seed, 7);
     for (int64_t i = 0; i < n; i++) x[i] = rng_uniform_range(&rng, lo, hi);
+}
+
+/* ---------------------------------------------------------------- code that must stop */
+
+static void run_child_into(void (*fn)(void *), void *arg, bool with_stdout, ChildResult *r) {
+    int fds[2];
+    memset(r, 0, sizeof *r);
+    if (pipe(fds) != 0) {
+        r->status = -1;
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        r->status = -1;
+        return;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        if (with_stdout) dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[1]);
+        fn(arg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t n;
+    char tmp[4096];
+    while ((n = read(fds[0], tmp, sizeof tmp)) > 0) {
+        size_t room = sizeof r->out - 1 - len;
+        size_t take = (size_t)n < room ? (size_t)n : room;
+        memcpy(r->out + len, tmp, take);
+        len += take;
+    }
+    r->out[len] = '\0';
+    close(fds[0]);
+    waitpid(pid, &r->status, 0);
+}
+
+void run_child(void (*fn)(void *), void *arg, ChildResult *r) {
+    run_child_into(fn, arg, true, r);
+}
+
+void run_child_stderr(void (*fn)(void *), void *arg, ChildResult *r) {
+    run_child_into(fn, arg, false, r);
+}
+
+bool expect_exitv(const char *what, const ChildResult *r, int code, va_list words) {
+    bool ok = expect_true(WIFEXITED(r->status), "%s: did not exit normally (%s)", what,
+                          WIFSIGNALED(r->status) ? strsignal(WTERMSIG(r->status)) : "?");
+    ok = ok && expect_true(WEXITSTATUS(r->status) == code, "%s: exit status %d, expected %d",
+                           what, WEXITSTATUS(r->status), code);
+    for (const char *want; ok && (want = va_arg(words, const char *));)
+        ok = expect_true(strstr(r->out, want) != NULL, "%s: the message lacks \"%s\"", what,
+                         want);
+    if (!ok) printf("its output was:\n%s\n", r->out);
+    return ok;
+}
+
+bool expect_exit(const char *what, const ChildResult *r, int code, ...) {
+    va_list ap;
+    va_start(ap, code);
+    bool ok = expect_exitv(what, r, code, ap);
+    va_end(ap);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- temporary directories */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int with_tmpdir(const char *prefix, int (*body)(const char *dir)) {
+    char dir[256];
+    int len = snprintf(dir, sizeof dir, "/tmp/%s_XXXXXX", prefix);
+    if (len < 0 || (size_t)len >= sizeof dir) {
+        printf("test bug: temporary directory prefix %s too long\n", prefix);
+        return CHECK_FAIL;
+    }
+    if (!mkdtemp(dir)) {
+        printf("mkdtemp: %s\n", strerror(errno));
+        return CHECK_FAIL;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int r = body(dir);
+        fflush(stdout);
+        _exit(r);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) status = CHECK_FAIL << 8;
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (WIFSIGNALED(status)) {
+        printf("crashed with signal %d (%s)\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        return CHECK_FAIL;
+    }
+    return WEXITSTATUS(status);
+}
+
+void path_in(char *out, size_t cap, const char *dir, const char *name) {
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap) {
+        printf("test bug: path %s/%s too long\n", dir, name);
+        exit(CHECK_FAIL);
+    }
+}
+
+void make_dirs(const char *dir, const char *sub) {
+    char p[1024];
+    path_in(p, sizeof p, dir, sub);
+    for (char *s = p + strlen(dir) + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(p, 0700);
+            *s = '/';
+        }
+    mkdir(p, 0700);
+}
+
+void make_dir_in(char *out, size_t cap, const char *dir, const char *sub) {
+    path_in(out, cap, dir, sub);
+    make_dirs(dir, sub);
 }

@@ -14,7 +14,9 @@
 #ifndef TESTS_CHECK_H
 #define TESTS_CHECK_H
 
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum { CHECK_PASS = 0, CHECK_FAIL = 1, CHECK_SKIP = 77 };
@@ -35,5 +37,45 @@ bool expect_true(bool cond, const char *fmt, ...) __attribute__((format(printf, 
 
 /* Fills x[0..n) with uniform values in [lo, hi) from a fixed seed. */
 void fill_uniform(float *x, int64_t n, uint64_t seed, float lo, float hi);
+
+/* Running code that must stop the program (exit with a message) inside a check: it
+ * runs in a child process of its own and the check looks at how that ended.
+ *
+ *   ChildResult r;
+ *   run_child(body_view_bad, NULL, &r);
+ *   ok = ok && expect_exit("view of 12 elements as 15", &r, 2, "tensor.c", "[3, 4]",
+ *                          (const char *)NULL);
+ */
+typedef struct {
+    int status;      /* from waitpid; -1 when no child could be started */
+    char out[16384]; /* what the child wrote to the captured streams, in order (the rest
+                      * is dropped), NUL-terminated */
+} ChildResult;
+
+/* Runs fn(arg) in a child with its stdout and stderr into one pipe and waits for it; the
+ * child exits 0 when fn returns. */
+void run_child(void (*fn)(void *), void *arg, ChildResult *r);
+/* The same, capturing only stderr: stdout stays where it was. */
+void run_child_stderr(void (*fn)(void *), void *arg, ChildResult *r);
+
+/* The child must have exited with status `code` (not died of a signal), and its output
+ * must contain each of the NULL-terminated strings that follow. On a mismatch it prints
+ * what: the problem, then the child's output, and returns false. */
+bool expect_exit(const char *what, const ChildResult *r, int code, ...);
+/* expect_exit with the strings as a va_list (for helpers that take them on). */
+bool expect_exitv(const char *what, const ChildResult *r, int code, va_list words);
+
+/* Temporary directories for checks that write files. */
+
+/* Runs body(dir) in a fresh directory /tmp/<prefix>_XXXXXX and removes it (and all in
+ * it) afterwards. body runs in a child of its own, so the directory goes even when the
+ * code under test calls exit. Returns body's result (CHECK_FAIL if it crashed). */
+int with_tmpdir(const char *prefix, int (*body)(const char *dir));
+/* out = dir/name; a path longer than cap is a bug in the test: exits CHECK_FAIL. */
+void path_in(char *out, size_t cap, const char *dir, const char *name);
+/* mkdir -p of dir/sub (sub relative, with slashes); errors are left to what follows. */
+void make_dirs(const char *dir, const char *sub);
+/* make_dirs, then out = dir/sub (as path_in). */
+void make_dir_in(char *out, size_t cap, const char *dir, const char *sub);
 
 #endif

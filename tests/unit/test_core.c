@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/args.h"
@@ -22,67 +21,6 @@
 #include "core/timer.h"
 #include "core/todo.h"
 #include "framework/check.h"
-
-/* ------------------------------------------------------------ running code that must stop */
-
-typedef struct {
-    int status;       /* from waitpid */
-    char out[16384];  /* what the child wrote to stdout and stderr, in order */
-} Outcome;
-
-/* Runs body(arg) in a child with stdout and stderr into one pipe; the child exits 0
- * when body returns. */
-static void run_child(void (*body)(void *), void *arg, Outcome *o) {
-    int fds[2];
-    memset(o, 0, sizeof *o);
-    if (pipe(fds) != 0) {
-        o->status = -1;
-        return;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], STDOUT_FILENO);
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[1]);
-        body(arg);
-        fflush(stdout);
-        fflush(stderr);
-        _exit(0);
-    }
-    close(fds[1]);
-    size_t len = 0;
-    ssize_t n;
-    char tmp[4096];
-    while ((n = read(fds[0], tmp, sizeof tmp)) > 0) {
-        size_t room = sizeof o->out - 1 - len;
-        size_t take = (size_t)n < room ? (size_t)n : room;
-        memcpy(o->out + len, tmp, take);
-        len += take;
-    }
-    o->out[len] = '\0';
-    close(fds[0]);
-    waitpid(pid, &o->status, 0);
-}
-
-/* The child must have exited with status `code` (not died of a signal), and its
- * output must contain each of the NULL-terminated strings that follow. */
-static bool expect_exit(const char *what, const Outcome *o, int code, ...) {
-    bool ok = expect_true(WIFEXITED(o->status), "%s: did not exit normally (%s)", what,
-                          WIFSIGNALED(o->status) ? strsignal(WTERMSIG(o->status)) : "?");
-    ok = ok && expect_true(WEXITSTATUS(o->status) == code, "%s: exit status %d, expected %d",
-                           what, WEXITSTATUS(o->status), code);
-    va_list ap;
-    va_start(ap, code);
-    for (const char *want; ok && (want = va_arg(ap, const char *));)
-        ok = expect_true(strstr(o->out, want) != NULL, "%s: the message lacks \"%s\"", what,
-                         want);
-    va_end(ap);
-    if (!ok) printf("its output was:\n%s\n", o->out);
-    return ok;
-}
 
 /* ------------------------------------------------------------ tensor */
 
@@ -173,7 +111,7 @@ static void body_copy_bad(void *arg) {
 }
 
 static int check_tensor_misuse(void) {
-    Outcome o;
+    ChildResult o;
     run_child(body_view_bad, NULL, &o);
     bool ok = expect_exit("view of 12 elements as 15", &o, 2, "tensor.c", "[3, 4]", "12", "15",
                           (const char *)NULL);
@@ -251,7 +189,7 @@ static void body_shapes_fine(void *arg) {
 }
 
 static int check_shape_checks(void) {
-    Outcome o;
+    ChildResult o;
     run_child(body_shapes_fine, NULL, &o);
     bool ok = expect_exit("matching shapes", &o, 0, "all fine", (const char *)NULL);
     run_child(body_check_shape, NULL, &o);
@@ -284,7 +222,7 @@ static void body_overflow(void *arg) {
 }
 
 static int check_errors(void) {
-    Outcome o;
+    ChildResult o;
     run_child(body_fatal, NULL, &o);
     bool ok = expect_exit("fatal", &o, 1, "error: cannot open 'x.bin': try --data DIR",
                           (const char *)NULL);
@@ -550,54 +488,60 @@ static void body_parse(void *arg) {
     parse_into(&c, (const char **)arg);
 }
 
+/* Parses argv in a child: it must exit with `code` and a message that contains each of
+ * the NULL-terminated strings that follow. */
+static bool parse_exits(const char *what, const char **argv, int code, ...) {
+    ChildResult o;
+    run_child(body_parse, argv, &o);
+    va_list ap;
+    va_start(ap, code);
+    bool ok = expect_exitv(what, &o, code, ap);
+    va_end(ap);
+    return ok;
+}
+
 static int check_args_errors(void) {
-    Outcome o;
     bool ok = true;
     const char *unknown[] = {"prog", "--epochs", "3", "--bogus", "1", NULL};
-    run_child(body_parse, unknown, &o);
-    ok = ok && expect_exit("unknown option", &o, 1, "error: ", "unknown option", "--bogus", "--help",
-                           (const char *)NULL);
+    ok = ok && parse_exits("unknown option", unknown, 1, "error: ", "unknown option", "--bogus",
+                           "--help", (const char *)NULL);
     const char *unknown_eq[] = {"prog", "--bogus=2", NULL};
-    run_child(body_parse, unknown_eq, &o);
-    ok = ok && expect_exit("unknown option with =", &o, 1, "unknown option '--bogus'",
+    ok = ok && parse_exits("unknown option with =", unknown_eq, 1, "unknown option '--bogus'",
                            (const char *)NULL);
     const char *bad_int[] = {"prog", "--epochs", "abc", NULL};
-    run_child(body_parse, bad_int, &o);
-    ok = ok && expect_exit("bad integer", &o, 1, "--epochs", "integer", "abc", (const char *)NULL);
+    ok = ok && parse_exits("bad integer", bad_int, 1, "--epochs", "integer", "abc",
+                           (const char *)NULL);
     const char *trailing[] = {"prog", "--epochs=3x", NULL};
-    run_child(body_parse, trailing, &o);
-    ok = ok && expect_exit("integer with trailing text", &o, 1, "--epochs", "3x", (const char *)NULL);
+    ok = ok && parse_exits("integer with trailing text", trailing, 1, "--epochs", "3x",
+                           (const char *)NULL);
     const char *fraction[] = {"prog", "--epochs", "2.5", NULL};
-    run_child(body_parse, fraction, &o);
-    ok = ok && expect_exit("fraction for an integer", &o, 1, "--epochs", "2.5", (const char *)NULL);
+    ok = ok && parse_exits("fraction for an integer", fraction, 1, "--epochs", "2.5",
+                           (const char *)NULL);
     const char *huge[] = {"prog", "--epochs", "99999999999", NULL};
-    run_child(body_parse, huge, &o);
-    ok = ok && expect_exit("integer out of range", &o, 1, "--epochs", "99999999999",
+    ok = ok && parse_exits("integer out of range", huge, 1, "--epochs", "99999999999",
                            (const char *)NULL);
     const char *empty[] = {"prog", "--epochs=", NULL};
-    run_child(body_parse, empty, &o);
-    ok = ok && expect_exit("empty integer", &o, 1, "--epochs", "integer", (const char *)NULL);
+    ok = ok && parse_exits("empty integer", empty, 1, "--epochs", "integer", (const char *)NULL);
     const char *bad_float[] = {"prog", "--lr", "fast", NULL};
-    run_child(body_parse, bad_float, &o);
-    ok = ok && expect_exit("bad number", &o, 1, "--lr", "number", "fast", (const char *)NULL);
+    ok = ok && parse_exits("bad number", bad_float, 1, "--lr", "number", "fast",
+                           (const char *)NULL);
     const char *bad_choice[] = {"prog", "--dataset", "imagenet", NULL};
-    run_child(body_parse, bad_choice, &o);
-    ok = ok && expect_exit("bad choice", &o, 1, "--dataset", DATASETS, "imagenet", (const char *)NULL);
+    ok = ok && parse_exits("bad choice", bad_choice, 1, "--dataset", DATASETS, "imagenet",
+                           (const char *)NULL);
     const char *part_choice[] = {"prog", "--dataset=mnis", NULL};
-    run_child(body_parse, part_choice, &o);
-    ok = ok && expect_exit("part of a choice", &o, 1, "--dataset", "mnis", (const char *)NULL);
+    ok = ok && parse_exits("part of a choice", part_choice, 1, "--dataset", "mnis",
+                           (const char *)NULL);
     const char *no_value[] = {"prog", "--lr", NULL};
-    run_child(body_parse, no_value, &o);
-    ok = ok && expect_exit("missing value", &o, 1, "--lr", "needs a value", (const char *)NULL);
+    ok = ok && parse_exits("missing value", no_value, 1, "--lr", "needs a value",
+                           (const char *)NULL);
     const char *flag_value[] = {"prog", "--verbose=1", NULL};
-    run_child(body_parse, flag_value, &o);
-    ok = ok && expect_exit("value for a flag", &o, 1, "--verbose", "no value", (const char *)NULL);
+    ok = ok && parse_exits("value for a flag", flag_value, 1, "--verbose", "no value",
+                           (const char *)NULL);
     const char *positional[] = {"prog", "data.bin", NULL};
-    run_child(body_parse, positional, &o);
-    ok = ok && expect_exit("positional argument", &o, 1, "data.bin", "--", (const char *)NULL);
+    ok = ok && parse_exits("positional argument", positional, 1, "data.bin", "--",
+                           (const char *)NULL);
     const char *help[] = {"prog", "--epochs", "9", "--help", NULL};
-    run_child(body_parse, help, &o);
-    ok = ok && expect_exit("--help", &o, 0, "usage: prog", "a test program", "--epochs",
+    ok = ok && parse_exits("--help", help, 0, "usage: prog", "a test program", "--epochs",
                            "passes over the training set", "[default: 9]", "--dataset",
                            DATASETS, "--verbose", "--lr", "[default: 0.001]", (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
@@ -788,7 +732,7 @@ static void body_metrics_bad(void *arg) {
 }
 
 static int check_metrics_unwritable(void) {
-    Outcome o;
+    ChildResult o;
     run_child(body_metrics_bad, NULL, &o);
     return expect_exit("metrics file in a missing directory", &o, 1, "/nonexistent-dir/metrics.jsonl",
                        (const char *)NULL)
@@ -806,7 +750,7 @@ static void body_print0(void *arg) {
 }
 
 static int check_log(void) {
-    Outcome o;
+    ChildResult o;
     int rank = 0;
     run_child(body_print0, &rank, &o);
     bool ok = expect_exit("print0 on rank 0", &o, 0, "rank says 42", (const char *)NULL);
@@ -833,7 +777,7 @@ static void body_todo(void *arg) {
 }
 
 static int check_todo_stop(void) {
-    Outcome o;
+    ChildResult o;
     run_child(body_todo, NULL, &o);
     bool ok = expect_exit("todo_stop", &o, EXIT_TODO, "TODO 1.2", "maxpool_forward",
                           "lessons/01-cpu-cnn/README.md", (const char *)NULL);

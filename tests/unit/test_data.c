@@ -3,9 +3,7 @@
  * files (each checked in a child process: exit status 1 and a message naming the file),
  * the synthetic set, and gather. */
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,52 +23,6 @@
 #define IMAGES_MAGIC 0x00000803u
 #define LABELS_MAGIC 0x00000801u
 #define CIFAR_RECORD 3073
-
-/* ------------------------------------------------------------ temporary directory */
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-/* Runs body(dir) in a fresh directory under /tmp and removes it afterwards. The body
- * runs in a child of its own, so the directory goes even when a loader calls exit. */
-static int with_tmpdir(int (*body)(const char *dir)) {
-    char dir[] = "/tmp/test_data_XXXXXX";
-    if (!mkdtemp(dir)) {
-        printf("mkdtemp: %s\n", strerror(errno));
-        return CHECK_FAIL;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int r = body(dir);
-        fflush(stdout);
-        _exit(r);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid) status = CHECK_FAIL << 8;
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    if (WIFSIGNALED(status)) {
-        printf("crashed with signal %d (%s)\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
-        return CHECK_FAIL;
-    }
-    return WEXITSTATUS(status);
-}
-
-static void path_in(char *out, size_t cap, const char *dir, const char *name) {
-    int n = snprintf(out, cap, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= cap) {
-        printf("test bug: path %s/%s too long\n", dir, name);
-        exit(CHECK_FAIL);
-    }
-}
-
-static void make_dir(const char *dir, const char *sub) {
-    char p[512];
-    path_in(p, sizeof p, dir, sub);
-    mkdir(p, 0700);
-}
 
 /* ------------------------------------------------------------ files in each format */
 
@@ -175,6 +127,8 @@ static bool write_idx_set(const char *dir, int ntrain, int ntest, const char *su
 
 /* ------------------------------------------------------------ running a loader that must fail */
 
+/* What a loader is called with; job_run calls it in a child (run_child_stderr), which
+ * exits 0 if the loader returns. */
 typedef struct {
     const char *name, *dir;         /* dataset_load */
     const char *images, *labels;    /* dataset_load_idx */
@@ -183,12 +137,8 @@ typedef struct {
     const char *chdir_to;           /* run from this directory (NULL: stay) */
 } Job;
 
-typedef struct {
-    int status;                     /* from waitpid */
-    char err[16384];                /* what the child wrote to stderr */
-} Outcome;
-
-static void job_run(const Job *job) {
+static void job_run(void *arg) {
+    const Job *job = arg;
     Dataset a, b;
     if (job->chdir_to && chdir(job->chdir_to) != 0) _exit(90);
     if (job->name) {
@@ -200,53 +150,6 @@ static void job_run(const Job *job) {
     }
 }
 
-/* Runs the job in a child with stderr into a pipe; the child exits 0 if it returns. */
-static void run_child(const Job *job, Outcome *o) {
-    int fds[2];
-    memset(o, 0, sizeof *o);
-    if (pipe(fds) != 0) {
-        o->status = -1;
-        return;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[1]);
-        job_run(job);
-        _exit(0);
-    }
-    close(fds[1]);
-    size_t len = 0;
-    ssize_t n;
-    char tmp[4096];
-    while ((n = read(fds[0], tmp, sizeof tmp)) > 0) {
-        size_t take = (size_t)n < sizeof o->err - 1 - len ? (size_t)n : sizeof o->err - 1 - len;
-        memcpy(o->err + len, tmp, take);
-        len += take;
-    }
-    o->err[len] = '\0';
-    close(fds[0]);
-    waitpid(pid, &o->status, 0);
-}
-
-/* The child must have exited with status `code` (not a signal), and its stderr must
- * contain each of the NULL-terminated strings that follow. */
-static bool expect_exit(const Outcome *o, int code, ...) {
-    bool ok = expect_true(WIFEXITED(o->status), "the loader did not exit normally (%s)",
-                          WIFSIGNALED(o->status) ? strsignal(WTERMSIG(o->status)) : "?");
-    ok = ok && expect_true(WEXITSTATUS(o->status) == code, "exit status %d, expected %d",
-                           WEXITSTATUS(o->status), code);
-    va_list ap;
-    va_start(ap, code);
-    for (const char *want; ok && (want = va_arg(ap, const char *));)
-        ok = expect_true(strstr(o->err, want) != NULL, "the message lacks \"%s\"", want);
-    va_end(ap);
-    if (!ok) printf("its stderr was:\n%s\n", o->err);
-    return ok;
-}
-
 /* Loads images/labels from dir (names relative to it) in a child; expects exit 1 and a
  * message naming `culprit` (a file in dir) and containing `word`. */
 static bool expect_idx_error(const char *dir, const char *images, const char *labels,
@@ -256,9 +159,9 @@ static bool expect_idx_error(const char *dir, const char *images, const char *la
     path_in(lp, sizeof lp, dir, labels);
     path_in(cp, sizeof cp, dir, culprit);
     Job job = {.images = ip, .labels = lp};
-    Outcome o;
-    run_child(&job, &o);
-    return expect_exit(&o, 1, cp, word, (const char *)NULL);
+    ChildResult o;
+    run_child_stderr(job_run, &job, &o);
+    return expect_exit("the loader", &o, 1, cp, word, (const char *)NULL);
 }
 
 /* ------------------------------------------------------------ IDX reader */
@@ -295,7 +198,7 @@ static int body_idx_plain(const char *dir) {
               write_blob(dir, "lab", idx_labels(LABELS_MAGIC, 7, 5));
     return ok && expect_idx_contents(dir, "img", "lab") ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_idx_plain(void) { return with_tmpdir(body_idx_plain); }
+static int check_idx_plain(void) { return with_tmpdir("test_data", body_idx_plain); }
 
 #ifdef HAVE_ZLIB
 static int body_idx_gz(const char *dir) {
@@ -306,7 +209,7 @@ static int body_idx_gz(const char *dir) {
     ok = ok && expect_idx_contents(dir, "img.gz", "lab"); /* one of each */
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_idx_gz(void) { return with_tmpdir(body_idx_gz); }
+static int check_idx_gz(void) { return with_tmpdir("test_data", body_idx_gz); }
 
 static int body_truncated_gz(const char *dir) {
     char p[512];
@@ -318,7 +221,7 @@ static int body_truncated_gz(const char *dir) {
     ok = ok && expect_idx_error(dir, "img.gz", "lab.gz", "img.gz", "truncated");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_truncated_gz(void) { return with_tmpdir(body_truncated_gz); }
+static int check_truncated_gz(void) { return with_tmpdir("test_data", body_truncated_gz); }
 #else
 static int check_idx_gz(void) {
     printf("built without zlib\n");
@@ -345,7 +248,7 @@ static int body_gz_without_zlib(const char *dir) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 #endif
 }
-static int check_gz_without_zlib(void) { return with_tmpdir(body_gz_without_zlib); }
+static int check_gz_without_zlib(void) { return with_tmpdir("test_data", body_gz_without_zlib); }
 
 /* ------------------------------------------------------------ IDX errors */
 
@@ -360,7 +263,7 @@ static int body_truncated_images(const char *dir) {
     ok = ok && expect_idx_error(dir, "img", "lab", "img", "truncated");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_truncated_images(void) { return with_tmpdir(body_truncated_images); }
+static int check_truncated_images(void) { return with_tmpdir("test_data", body_truncated_images); }
 
 static int body_truncated_labels(const char *dir) {
     Blob b = idx_labels(LABELS_MAGIC, 7, 5);
@@ -370,7 +273,7 @@ static int body_truncated_labels(const char *dir) {
     ok = ok && expect_idx_error(dir, "img", "lab", "lab", "truncated");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_truncated_labels(void) { return with_tmpdir(body_truncated_labels); }
+static int check_truncated_labels(void) { return with_tmpdir("test_data", body_truncated_labels); }
 
 static int body_wrong_magic(const char *dir) {
     bool ok = write_blob(dir, "img", idx_images(IMAGES_MAGIC, 7, 5, 4, 21)) &&
@@ -382,7 +285,7 @@ static int body_wrong_magic(const char *dir) {
     ok = ok && expect_idx_error(dir, "img", "junk", "junk", "magic");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_wrong_magic(void) { return with_tmpdir(body_wrong_magic); }
+static int check_wrong_magic(void) { return with_tmpdir("test_data", body_wrong_magic); }
 
 static int body_mismatched_counts(const char *dir) {
     bool ok = write_blob(dir, "img", idx_images(IMAGES_MAGIC, 7, 5, 4, 21)) &&
@@ -391,7 +294,9 @@ static int body_mismatched_counts(const char *dir) {
     ok = ok && expect_idx_error(dir, "img", "lab", "lab", "7 images");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_mismatched_counts(void) { return with_tmpdir(body_mismatched_counts); }
+static int check_mismatched_counts(void) {
+    return with_tmpdir("test_data", body_mismatched_counts);
+}
 
 static int body_label_range(const char *dir) {
     Blob b = idx_labels(LABELS_MAGIC, 7, 5);
@@ -401,7 +306,7 @@ static int body_label_range(const char *dir) {
     ok = ok && expect_idx_error(dir, "img", "lab", "lab", "out of range");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_label_range(void) { return with_tmpdir(body_label_range); }
+static int check_label_range(void) { return with_tmpdir("test_data", body_label_range); }
 
 static int body_bad_header(const char *dir) {
     bool ok = write_blob(dir, "lab", idx_labels(LABELS_MAGIC, 7, 5)) &&
@@ -420,7 +325,7 @@ static int body_bad_header(const char *dir) {
     ok = ok && expect_idx_error(dir, "huge", "hugelab", "huge", "truncated");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_bad_header(void) { return with_tmpdir(body_bad_header); }
+static int check_bad_header(void) { return with_tmpdir("test_data", body_bad_header); }
 
 /* Trailing bytes mean the file is not what its header says: rejected, consistently. */
 static int body_trailing_data(const char *dir) {
@@ -441,7 +346,7 @@ static int body_trailing_data(const char *dir) {
     ok = ok && expect_idx_error(dir, "img", "lablong", "lablong", "longer");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_trailing_data(void) { return with_tmpdir(body_trailing_data); }
+static int check_trailing_data(void) { return with_tmpdir("test_data", body_trailing_data); }
 
 /* ------------------------------------------------------------ CIFAR-10 reader */
 
@@ -480,16 +385,16 @@ static int body_cifar_read(const char *dir) {
     dataset_free(&d);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_cifar_read(void) { return with_tmpdir(body_cifar_read); }
+static int check_cifar_read(void) { return with_tmpdir("test_data", body_cifar_read); }
 
 static bool expect_cifar_error(const char *dir, const char *file, const char *word) {
     char p[512];
     path_in(p, sizeof p, dir, file);
     const char *paths[1] = {p};
     Job job = {.batches = paths, .nbatches = 1};
-    Outcome o;
-    run_child(&job, &o);
-    return expect_exit(&o, 1, p, word, (const char *)NULL);
+    ChildResult o;
+    run_child_stderr(job_run, &job, &o);
+    return expect_exit("the loader", &o, 1, p, word, (const char *)NULL);
 }
 
 static int body_cifar_errors(const char *dir) {
@@ -506,7 +411,7 @@ static int body_cifar_errors(const char *dir) {
     ok = ok && expect_cifar_error(dir, "missing.bin", "No such file");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_cifar_errors(void) { return with_tmpdir(body_cifar_errors); }
+static int check_cifar_errors(void) { return with_tmpdir("test_data", body_cifar_errors); }
 
 /* ------------------------------------------------------------ finding a data set */
 
@@ -528,10 +433,8 @@ static bool expect_loaded(const char *name, const char *data_dir, int ntrain, in
 
 static int body_load_data_dir(const char *dir) {
     char sub[512], flat[512];
-    make_dir(dir, "fashion-mnist");
-    make_dir(dir, "flat");
-    path_in(sub, sizeof sub, dir, "fashion-mnist");
-    path_in(flat, sizeof flat, dir, "flat");
+    make_dir_in(sub, sizeof sub, dir, "fashion-mnist");
+    make_dir_in(flat, sizeof flat, dir, "flat");
     bool ok = write_idx_set(sub, 6, 3, "") && write_idx_set(flat, 5, 2, "");
     unsetenv("DATA_DIR");
     ok = ok && expect_loaded("fashion-mnist", dir, 6, 3, sub);   /* base/<name>/ */
@@ -539,16 +442,13 @@ static int body_load_data_dir(const char *dir) {
     ok = ok && expect_loaded("mnist", flat, 5, 2, flat);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_load_data_dir(void) { return with_tmpdir(body_load_data_dir); }
+static int check_load_data_dir(void) { return with_tmpdir("test_data", body_load_data_dir); }
 
 static int body_load_env(const char *dir) {
     char env[512], arg[512], sub[512];
-    make_dir(dir, "env");
-    make_dir(dir, "arg");
-    path_in(env, sizeof env, dir, "env");
-    path_in(arg, sizeof arg, dir, "arg");
-    path_in(sub, sizeof sub, env, "mnist");
-    mkdir(sub, 0700);
+    make_dir_in(env, sizeof env, dir, "env");
+    make_dir_in(arg, sizeof arg, dir, "arg");
+    make_dir_in(sub, sizeof sub, env, "mnist");
     bool ok = write_idx_set(sub, 4, 2, "") && write_idx_set(arg, 8, 1, "");
     setenv("DATA_DIR", env, 1);
     ok = ok && expect_loaded("mnist", NULL, 4, 2, sub);
@@ -556,15 +456,12 @@ static int body_load_env(const char *dir) {
     ok = ok && expect_loaded("mnist", arg, 8, 1, arg); /* --data comes first */
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_load_env(void) { return with_tmpdir(body_load_env); }
+static int check_load_env(void) { return with_tmpdir("test_data", body_load_env); }
 
 /* datasets/data under the current directory, with gzip files where zlib is there. */
 static int body_load_cwd(const char *dir) {
     char sub[512];
-    make_dir(dir, "datasets");
-    make_dir(dir, "datasets/data");
-    make_dir(dir, "datasets/data/mnist");
-    path_in(sub, sizeof sub, dir, "datasets/data/mnist");
+    make_dir_in(sub, sizeof sub, dir, "datasets/data/mnist");
 #ifdef HAVE_ZLIB
     const char *suffix = ".gz";
 #else
@@ -576,23 +473,19 @@ static int body_load_cwd(const char *dir) {
     ok = ok && expect_loaded("mnist", NULL, 3, 2, "datasets/data/mnist");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_load_cwd(void) { return with_tmpdir(body_load_cwd); }
+static int check_load_cwd(void) { return with_tmpdir("test_data", body_load_cwd); }
 
 static int body_load_cifar(const char *dir) {
     static const char *const names[6] = {"data_batch_1.bin", "data_batch_2.bin",
                                          "data_batch_3.bin", "data_batch_4.bin",
                                          "data_batch_5.bin", "test_batch.bin"};
     char a[512], b[512];
-    make_dir(dir, "cifar-10-batches-bin");
-    make_dir(dir, "other");
-    make_dir(dir, "other/cifar10");
-    make_dir(dir, "other/cifar10/cifar-10-batches-bin");
-    path_in(a, sizeof a, dir, "cifar-10-batches-bin");
-    path_in(b, sizeof b, dir, "other");
+    make_dir_in(a, sizeof a, dir, "cifar-10-batches-bin");
+    make_dir_in(b, sizeof b, dir, "other");
     bool ok = true;
     for (int i = 0; i < 6; i++) ok = ok && write_blob(a, names[i], cifar_batch(i < 5 ? 2 : 3, (uint64_t)i));
     char deep[512];
-    path_in(deep, sizeof deep, b, "cifar10/cifar-10-batches-bin");
+    make_dir_in(deep, sizeof deep, b, "cifar10/cifar-10-batches-bin");
     for (int i = 0; i < 6; i++) ok = ok && write_blob(deep, names[i], cifar_batch(1, (uint64_t)i));
     unsetenv("DATA_DIR");
     ok = ok && expect_loaded("cifar10", dir, 10, 3, a);
@@ -605,50 +498,48 @@ static int body_load_cifar(const char *dir) {
     dataset_free(&te);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_load_cifar(void) { return with_tmpdir(body_load_cifar); }
+static int check_load_cifar(void) { return with_tmpdir("test_data", body_load_cifar); }
 
 /* Nothing anywhere: the message lists where it looked and how to fix it. */
 static int body_missing(const char *dir) {
     char env[512], arg[512], partial[512];
-    make_dir(dir, "env");
-    make_dir(dir, "arg");
-    make_dir(dir, "arg/mnist");
-    path_in(env, sizeof env, dir, "env");
-    path_in(arg, sizeof arg, dir, "arg");
-    path_in(partial, sizeof partial, dir, "arg/mnist");
+    make_dir_in(env, sizeof env, dir, "env");
+    make_dir_in(arg, sizeof arg, dir, "arg");
+    make_dir_in(partial, sizeof partial, dir, "arg/mnist");
     bool ok = write_blob(partial, "train-images-idx3-ubyte", idx_images(IMAGES_MAGIC, 3, 28, 28, 1));
     setenv("DATA_DIR", env, 1);
     Job job = {.name = "mnist", .dir = arg, .chdir_to = dir};
-    Outcome o;
-    run_child(&job, &o);
+    ChildResult o;
+    run_child_stderr(job_run, &job, &o);
     if (ok && WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0) {
         printf("mnist was found elsewhere on this machine: cannot test its absence\n");
         return CHECK_SKIP;
     }
     /* --data given: only there, no fallback to $DATA_DIR or elsewhere */
-    ok = ok && expect_exit(&o, 1, partial, "fetch.sh mnist", "--data DIR",
+    ok = ok && expect_exit("the loader", &o, 1, partial, "datasets/README.md", "--data DIR",
                            "--dataset synthetic", "missing train-labels-idx1-ubyte",
                            (const char *)NULL);
-    ok = ok && expect_true(!strstr(o.err, env), "with --data, $DATA_DIR must not be searched");
+    ok = ok && expect_true(!strstr(o.out, env), "with --data, $DATA_DIR must not be searched");
     Job nodir = {.name = "mnist", .dir = NULL, .chdir_to = dir};
-    run_child(&nodir, &o);
+    run_child_stderr(job_run, &nodir, &o);
     if (ok && !(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0))
-        ok = expect_exit(&o, 1, env, "datasets/data", "fetch.sh mnist", (const char *)NULL);
+        ok = expect_exit("the loader", &o, 1, env, "datasets/data", "datasets/README.md",
+                         (const char *)NULL);
     Job cifar = {.name = "cifar10", .dir = arg, .chdir_to = dir};
-    run_child(&cifar, &o);
+    run_child_stderr(job_run, &cifar, &o);
     if (ok && !(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0))
-        ok = expect_exit(&o, 1, "cifar-10-batches-bin", arg, "test_batch.bin",
+        ok = expect_exit("the loader", &o, 1, "cifar-10-batches-bin", arg, "test_batch.bin",
                          "--dataset synthetic", (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_missing(void) { return with_tmpdir(body_missing); }
+static int check_missing(void) { return with_tmpdir("test_data", body_missing); }
 
 static int check_unknown_name(void) {
     Job job = {.name = "imagenet"};
-    Outcome o;
-    run_child(&job, &o);
-    return expect_exit(&o, 1, "imagenet", "fashion-mnist", "mnist", "cifar10", "synthetic",
-                       (const char *)NULL)
+    ChildResult o;
+    run_child_stderr(job_run, &job, &o);
+    return expect_exit("the loader", &o, 1, "imagenet", "fashion-mnist", "mnist", "cifar10",
+                       "synthetic", (const char *)NULL)
                ? CHECK_PASS
                : CHECK_FAIL;
 }
@@ -785,23 +676,19 @@ static int check_gather(void) {
 }
 
 /* A tensor of the wrong shape is a programmer error: exit status 2, both shapes named. */
+static void body_gather_bad_shape(void *arg) {
+    (void)arg;
+    Dataset d;
+    dataset_make_synthetic(10, 1, 28, 1, &d);
+    int idx[2] = {0, 1};
+    Tensor t = tensor_zeros(4, 2, 1, 28, 27);
+    dataset_gather(&d, idx, 2, &t, NULL);
+}
 static int check_gather_bad_shape(void) {
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (!freopen("/dev/null", "w", stderr)) _exit(91);
-        Dataset d;
-        dataset_make_synthetic(10, 1, 28, 1, &d);
-        int idx[2] = {0, 1};
-        Tensor t = tensor_zeros(4, 2, 1, 28, 27);
-        dataset_gather(&d, idx, 2, &t, NULL);
-        _exit(0);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    return expect_true(WIFEXITED(status) && WEXITSTATUS(status) == 2,
-                       "gather into a [2, 1, 28, 27] tensor for 28x28 images did not stop "
-                       "with status 2")
+    ChildResult o;
+    run_child_stderr(body_gather_bad_shape, NULL, &o);
+    return expect_exit("gather into a [2, 1, 28, 27] tensor for 28x28 images", &o, 2,
+                       (const char *)NULL)
                ? CHECK_PASS
                : CHECK_FAIL;
 }
@@ -841,7 +728,7 @@ static int body_fashion_mnist(const char *dir) {
     dataset_free(&te);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_fashion_mnist(void) { return with_tmpdir(body_fashion_mnist); }
+static int check_fashion_mnist(void) { return with_tmpdir("test_data", body_fashion_mnist); }
 
 int main(void) {
     check_begin("data sets");

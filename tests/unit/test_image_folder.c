@@ -9,7 +9,6 @@
  * Built without stb_image (no libstb-dev), every check skips except the one that the
  * loader then says how to get it. */
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,52 +30,18 @@
 
 #define SIDE 20
 
-/* ------------------------------------------------------------ temporary directory */
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-/* Runs body(dir) in a fresh directory under /tmp and removes it afterwards. The body
- * runs in a child of its own, so the directory goes even when a loader calls exit. */
-static int with_tmpdir(int (*body)(const char *dir)) {
-    char dir[] = "/tmp/test_image_folder_XXXXXX";
-    if (!mkdtemp(dir)) {
-        printf("mkdtemp: %s\n", strerror(errno));
-        return CHECK_FAIL;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int r = body(dir);
-        fflush(stdout);
-        _exit(r);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid) status = CHECK_FAIL << 8;
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    if (WIFSIGNALED(status)) {
-        printf("crashed with signal %d (%s)\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
-        return CHECK_FAIL;
-    }
-    return WEXITSTATUS(status);
-}
-
 /* ------------------------------------------------------------ running a loader that must fail */
 
+/* What a loader is called with; job_run calls it in a child (run_child_stderr), which
+ * exits 0 if the loader returns. */
 typedef struct {
     const char *name, *dir; /* dataset_load(name, dir) */
     const char *root;       /* or dataset_load_image_folder(root) */
     const char *env;        /* $DATA_DIR (NULL: unset) */
 } Job;
 
-typedef struct {
-    int status;      /* from waitpid */
-    char err[16384]; /* what the child wrote to stderr */
-} Outcome;
-
-static void job_run(const Job *job) {
+static void job_run(void *arg) {
+    const Job *job = arg;
     Dataset a, b;
     if (job->env) setenv("DATA_DIR", job->env, 1);
     else unsetenv("DATA_DIR");
@@ -84,78 +49,9 @@ static void job_run(const Job *job) {
     else dataset_load_image_folder(job->root, &a, &b);
 }
 
-/* Runs the job in a child with stderr into a pipe; the child exits 0 if it returns. */
-static void run_child(const Job *job, Outcome *o) {
-    int fds[2];
-    memset(o, 0, sizeof *o);
-    if (pipe(fds) != 0) {
-        o->status = -1;
-        return;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[1]);
-        job_run(job);
-        _exit(0);
-    }
-    close(fds[1]);
-    size_t len = 0;
-    ssize_t n;
-    char tmp[4096];
-    while ((n = read(fds[0], tmp, sizeof tmp)) > 0) {
-        size_t take = (size_t)n < sizeof o->err - 1 - len ? (size_t)n : sizeof o->err - 1 - len;
-        memcpy(o->err + len, tmp, take);
-        len += take;
-    }
-    o->err[len] = '\0';
-    close(fds[0]);
-    waitpid(pid, &o->status, 0);
-}
-
-/* The child must have exited with status `code` (not a signal), and its stderr must
- * contain each of the NULL-terminated strings that follow. */
-static bool expect_exit(const Outcome *o, int code, ...) {
-    bool ok = expect_true(WIFEXITED(o->status), "the loader did not exit normally (%s)",
-                          WIFSIGNALED(o->status) ? strsignal(WTERMSIG(o->status)) : "?");
-    ok = ok && expect_true(WEXITSTATUS(o->status) == code, "exit status %d, expected %d",
-                           WEXITSTATUS(o->status), code);
-    va_list ap;
-    va_start(ap, code);
-    for (const char *want; ok && (want = va_arg(ap, const char *));)
-        ok = expect_true(strstr(o->err, want) != NULL, "the message lacks \"%s\"", want);
-    va_end(ap);
-    if (!ok) printf("its stderr was:\n%s\n", o->err);
-    return ok;
-}
-
 #ifdef HAVE_STB
 
 /* ------------------------------------------------------------ writing images */
-
-static void path_in(char *out, size_t cap, const char *dir, const char *name) {
-    int n = snprintf(out, cap, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= cap) {
-        printf("test bug: path %s/%s too long\n", dir, name);
-        exit(CHECK_FAIL);
-    }
-}
-
-/* mkdir -p of dir/sub (sub relative, with slashes). */
-static void make_dirs(const char *dir, const char *sub) {
-    char p[1024];
-    path_in(p, sizeof p, dir, sub);
-    for (char *s = p + strlen(dir) + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            mkdir(p, 0700);
-            *s = '/';
-        }
-    mkdir(p, 0700);
-}
-
 
 /* The pixel bytes of image `i` of class `k`: a pattern that differs by class, image,
  * channel and position, with 0 and 255 in it. Interleaved [H, W, C], as files store. */
@@ -304,7 +200,7 @@ static int body_grey(const char *dir) {
     dataset_free(&te);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_grey(void) { return with_tmpdir(body_grey); }
+static int check_grey(void) { return with_tmpdir("test_image_folder", body_grey); }
 
 /* RGB files: 3 channels, planar [C, H, W]; RGBA in the same set reads as RGB. */
 static int body_colour(const char *dir) {
@@ -334,15 +230,13 @@ static int body_colour(const char *dir) {
     dataset_free(&te);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_colour(void) { return with_tmpdir(body_colour); }
+static int check_colour(void) { return with_tmpdir("test_image_folder", body_colour); }
 
 /* Grey + alpha first: 1 channel (alpha dropped); RGBA first: 3; later images follow. */
 static int body_channel_rules(const char *dir) {
     char a[512], b[512];
-    make_dirs(dir, "ga");
-    make_dirs(dir, "rgba");
-    path_in(a, sizeof a, dir, "ga");
-    path_in(b, sizeof b, dir, "rgba");
+    make_dir_in(a, sizeof a, dir, "ga");
+    make_dir_in(b, sizeof b, dir, "rgba");
     static const char *const classes[] = {"one", "two", NULL};
     bool ok = write_split(a, "train", classes, 2, 2) && write_split(a, "test", classes, 1, 2) &&
               write_split(b, "train", classes, 2, 4) && write_split(b, "test", classes, 1, 4);
@@ -376,15 +270,15 @@ static int body_channel_rules(const char *dir) {
     dataset_free(&te);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_channel_rules(void) { return with_tmpdir(body_channel_rules); }
+static int check_channel_rules(void) {
+    return with_tmpdir("test_image_folder", body_channel_rules);
+}
 
 /* dataset_load("folder", ...): --data, then $DATA_DIR. */
 static int body_dataset_load(const char *dir) {
     char a[512], b[512];
-    make_dirs(dir, "a");
-    make_dirs(dir, "b");
-    path_in(a, sizeof a, dir, "a");
-    path_in(b, sizeof b, dir, "b");
+    make_dir_in(a, sizeof a, dir, "a");
+    make_dir_in(b, sizeof b, dir, "b");
     static const char *const classes[] = {"c0", "c1", "c2", NULL};
     bool ok = write_split(a, "train", classes, 2, 1) && write_split(a, "test", classes, 1, 1) &&
               write_split(b, "train", classes, 3, 1) && write_split(b, "test", classes, 2, 1);
@@ -410,7 +304,7 @@ static int body_dataset_load(const char *dir) {
     dataset_free(&te);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_dataset_load(void) { return with_tmpdir(body_dataset_load); }
+static int check_dataset_load(void) { return with_tmpdir("test_image_folder", body_dataset_load); }
 
 /* PGM (P5) or PPM (P6, grey in all three) of the pattern (k, i), written by hand. */
 static bool write_pnm(const char *dir, const char *sub, const char *name, int k, int i) {
@@ -573,26 +467,26 @@ static int body_formats(const char *dir) {
     dataset_free(&te);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_formats(void) { return with_tmpdir(body_formats); }
+static int check_formats(void) { return with_tmpdir("test_image_folder", body_formats); }
 
 /* ------------------------------------------------------------ errors */
 
 static bool expect_folder_error(const char *root, ...) {
     Job job = {.root = root};
-    Outcome o;
-    run_child(&job, &o);
+    ChildResult o;
+    run_child_stderr(job_run, &job, &o);
     bool ok = expect_true(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 1,
                           "loading %s: %s %d, expected exit status 1", root,
                           WIFSIGNALED(o.status) ? "signal" : "exit status",
                           WIFSIGNALED(o.status) ? WTERMSIG(o.status) : WEXITSTATUS(o.status));
-    ok = ok && expect_true(strncmp(o.err, "error: ", 7) == 0, "the message does not start "
+    ok = ok && expect_true(strncmp(o.out, "error: ", 7) == 0, "the message does not start "
                                                               "with \"error: \"");
     va_list ap;
     va_start(ap, root);
     for (const char *want; ok && (want = va_arg(ap, const char *));)
-        ok = expect_true(strstr(o.err, want) != NULL, "the message lacks \"%s\"", want);
+        ok = expect_true(strstr(o.out, want) != NULL, "the message lacks \"%s\"", want);
     va_end(ap);
-    if (!ok) printf("its stderr was:\n%s\n", o.err);
+    if (!ok) printf("its stderr was:\n%s\n", o.out);
     return ok;
 }
 
@@ -616,7 +510,9 @@ static int body_mismatched_sizes(const char *dir) {
     ok = ok && expect_folder_error(dir, bad, "16x16", "20x20", (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_mismatched_sizes(void) { return with_tmpdir(body_mismatched_sizes); }
+static int check_mismatched_sizes(void) {
+    return with_tmpdir("test_image_folder", body_mismatched_sizes);
+}
 
 static int body_corrupt(const char *dir) {
     static const char *const classes[] = {"a", "b", NULL};
@@ -647,7 +543,7 @@ static int body_corrupt(const char *dir) {
     ok = ok && expect_folder_error(dir, bad, "cannot read the image", (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_corrupt(void) { return with_tmpdir(body_corrupt); }
+static int check_corrupt(void) { return with_tmpdir("test_image_folder", body_corrupt); }
 
 /* A JPEG whose Huffman table claims 16 x 255 codes: stb_image 2.27 would write past its
  * tables (nothings/stb#1289), so the loader refuses it first: as a later image, as the
@@ -677,7 +573,7 @@ static int body_bad_jpeg(const char *dir) {
     ok = ok && expect_folder_error(dir, bad, "corrupt JPEG", "Huffman", (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_bad_jpeg(void) { return with_tmpdir(body_bad_jpeg); }
+static int check_bad_jpeg(void) { return with_tmpdir("test_image_folder", body_bad_jpeg); }
 
 /* An unreadable file (as root, permissions do not stop reading: skipped). */
 static int body_unreadable(const char *dir) {
@@ -693,7 +589,7 @@ static int body_unreadable(const char *dir) {
     ok = ok && expect_folder_error(dir, bad, "Permission denied", (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_unreadable(void) { return with_tmpdir(body_unreadable); }
+static int check_unreadable(void) { return with_tmpdir("test_image_folder", body_unreadable); }
 
 static int body_missing_dirs(const char *dir) {
     static const char *const classes[] = {"a", "b", NULL};
@@ -708,15 +604,14 @@ static int body_missing_dirs(const char *dir) {
     ok = ok && expect_folder_error(dir, path, "not a directory", (const char *)NULL);
     /* no train/, only test/ */
     char other[512];
-    make_dirs(dir, "other");
-    path_in(other, sizeof other, dir, "other");
+    make_dir_in(other, sizeof other, dir, "other");
     ok = ok && write_split(other, "test", classes, 1, 1);
     path_in(path, sizeof path, other, "train");
     ok = ok && expect_folder_error(other, path, "no such directory", "train/<class>",
                                    (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_missing_dirs(void) { return with_tmpdir(body_missing_dirs); }
+static int check_missing_dirs(void) { return with_tmpdir("test_image_folder", body_missing_dirs); }
 
 static int body_class_mismatch(const char *dir) {
     static const char *const tr[] = {"cat", "dog", "emu", NULL};
@@ -728,13 +623,14 @@ static int body_class_mismatch(const char *dir) {
     path_in(b, sizeof b, dir, "test");
     ok = ok && expect_folder_error(dir, "\"emu\"", a, b, "fox", "same class folders",
                                    (const char *)NULL);
-    make_dirs(dir, "other");
-    path_in(other, sizeof other, dir, "other");
+    make_dir_in(other, sizeof other, dir, "other");
     ok = ok && write_split(other, "train", fewer, 2, 1) && write_split(other, "test", tr, 1, 1);
     ok = ok && expect_folder_error(other, "\"emu\"", "same class folders", (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_class_mismatch(void) { return with_tmpdir(body_class_mismatch); }
+static int check_class_mismatch(void) {
+    return with_tmpdir("test_image_folder", body_class_mismatch);
+}
 
 static int body_class_counts(const char *dir) {
     char root[512], path[512];
@@ -756,8 +652,7 @@ static int body_class_counts(const char *dir) {
 
     /* one class only; no class folders but images loose in train/ */
     static const char *const one[] = {"only", NULL};
-    make_dirs(dir, "one");
-    path_in(root, sizeof root, dir, "one");
+    make_dir_in(root, sizeof root, dir, "one");
     ok = ok && write_split(root, "train", one, 2, 1) && write_split(root, "test", one, 1, 1);
     ok = ok && expect_folder_error(root, "1 class folder", "at least 2", (const char *)NULL);
     make_dirs(dir, "loose/train");
@@ -780,7 +675,7 @@ static int body_class_counts(const char *dir) {
                                    (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_class_counts(void) { return with_tmpdir(body_class_counts); }
+static int check_class_counts(void) { return with_tmpdir("test_image_folder", body_class_counts); }
 
 /* 255 classes is the limit, and it works (one 20x20 image per class). */
 static int body_max_classes(const char *dir) {
@@ -806,17 +701,18 @@ static int body_max_classes(const char *dir) {
     dataset_free(&te);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_max_classes(void) { return with_tmpdir(body_max_classes); }
+static int check_max_classes(void) { return with_tmpdir("test_image_folder", body_max_classes); }
 
 static int check_no_data_dir(void) {
     Job job = {.name = "folder", .dir = NULL, .env = NULL};
-    Outcome o;
-    run_child(&job, &o);
-    bool ok = expect_exit(&o, 1, "--dataset folder needs --data DIR", "DIR/train/<class>/",
-                          "DIR/test/<class>/", (const char *)NULL);
+    ChildResult o;
+    run_child_stderr(job_run, &job, &o);
+    bool ok = expect_exit("the loader", &o, 1, "--dataset folder needs --data DIR",
+                          "DIR/train/<class>/", "DIR/test/<class>/", (const char *)NULL);
     Job empty = {.name = "folder", .dir = "", .env = ""};
-    run_child(&empty, &o);
-    ok = ok && expect_exit(&o, 1, "--dataset folder needs --data DIR", (const char *)NULL);
+    run_child_stderr(job_run, &empty, &o);
+    ok = ok && expect_exit("the loader", &o, 1, "--dataset folder needs --data DIR",
+                           (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -849,28 +745,28 @@ static int check_no_data_dir(void) { return skip(); }
 /* Without stb_image, --dataset folder says how to get it, with or without --data. */
 static int body_without_stb(const char *dir) {
     Job job = {.name = "folder", .dir = dir};
-    Outcome o;
-    run_child(&job, &o);
-    bool ok = expect_exit(&o, 1, "built without stb_image", "libstb-dev", "make deps",
-                          "rebuild", (const char *)NULL);
+    ChildResult o;
+    run_child_stderr(job_run, &job, &o);
+    bool ok = expect_exit("the loader", &o, 1, "built without stb_image", "libstb-dev",
+                          "make deps", "rebuild", (const char *)NULL);
     Job none = {.name = "folder"};
-    run_child(&none, &o);
-    ok = ok && expect_exit(&o, 1, "built without stb_image", (const char *)NULL);
+    run_child_stderr(job_run, &none, &o);
+    ok = ok && expect_exit("the loader", &o, 1, "built without stb_image", (const char *)NULL);
     Job direct = {.root = dir};
-    run_child(&direct, &o);
-    ok = ok && expect_exit(&o, 1, "libstb-dev", (const char *)NULL);
+    run_child_stderr(job_run, &direct, &o);
+    ok = ok && expect_exit("the loader", &o, 1, "libstb-dev", (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
-static int check_without_stb(void) { return with_tmpdir(body_without_stb); }
+static int check_without_stb(void) { return with_tmpdir("test_image_folder", body_without_stb); }
 
 #endif
 
 /* The unknown-name message lists folder among the valid names. */
 static int check_unknown_name(void) {
     Job job = {.name = "imagenet"};
-    Outcome o;
-    run_child(&job, &o);
-    return expect_exit(&o, 1, "imagenet", "synthetic", "folder", (const char *)NULL)
+    ChildResult o;
+    run_child_stderr(job_run, &job, &o);
+    return expect_exit("the loader", &o, 1, "imagenet", "synthetic", "folder", (const char *)NULL)
                ? CHECK_PASS
                : CHECK_FAIL;
 }

@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "core/rng.h"
 #include "framework/check.h"
@@ -138,13 +136,13 @@ static bool sweep_sizes(GemmFn fn, const char *name) {
  * checked below (check_gemm_threads): the same bits as one thread, on shapes that
  * span several row blocks, and right results inside a parallel region. Each check
  * runs in a child process of its own, so the setting does not leak. */
-static int check_gemm_sizes(void) {
+static int on_one_thread(bool (*sweep)(GemmFn, const char *), GemmFn fn, const char *name) {
     omp_set_num_threads(1);
-    return sweep_sizes(gemm, "gemm") ? CHECK_PASS : CHECK_FAIL;
+    return sweep(fn, name) ? CHECK_PASS : CHECK_FAIL;
 }
+static int check_gemm_sizes(void) { return on_one_thread(sweep_sizes, gemm, "gemm"); }
 static int check_gemm_blocked_sizes(void) {
-    omp_set_num_threads(1);
-    return sweep_sizes(gemm_blocked, "gemm_blocked") ? CHECK_PASS : CHECK_FAIL;
+    return on_one_thread(sweep_sizes, gemm_blocked, "gemm_blocked");
 }
 
 /* alpha and beta, NaN garbage in C when beta is 0, and wide leading dimensions. */
@@ -167,13 +165,9 @@ static bool sweep_scalars(GemmFn fn, const char *name) {
     return ok;
 }
 
-static int check_gemm_scalars(void) {
-    omp_set_num_threads(1);
-    return sweep_scalars(gemm, "gemm") ? CHECK_PASS : CHECK_FAIL;
-}
+static int check_gemm_scalars(void) { return on_one_thread(sweep_scalars, gemm, "gemm"); }
 static int check_gemm_blocked_scalars(void) {
-    omp_set_num_threads(1);
-    return sweep_scalars(gemm_blocked, "gemm_blocked") ? CHECK_PASS : CHECK_FAIL;
+    return on_one_thread(sweep_scalars, gemm_blocked, "gemm_blocked");
 }
 
 /* K = 0: C = beta * C (and beta = 0 clears NaN); M or N = 0 touches nothing. */
@@ -306,6 +300,11 @@ static void describe_geo(const Geo *q) {
            g->C, g->H, g->W, g->KH, g->KW, g->stride, g->pad, g->OH, g->OW);
 }
 
+static void body_kernel_too_big(void *arg) {
+    (void)arg;
+    conv_geometry(1, 4, 4, 7, 3, 1, 1);
+}
+
 static int check_conv_geometry(void) {
     bool ok = true;
     ConvGeometry g = conv_geometry(3, 32, 28, 5, 3, 1, 0);
@@ -318,17 +317,9 @@ static int check_conv_geometry(void) {
                                g.stride == 3 && g.pad == 2,
                            "conv_geometry does not keep its inputs");
     /* a kernel that does not fit stops with status 2 (checked in a child) */
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (!freopen("/dev/null", "w", stderr)) _exit(91);
-        conv_geometry(1, 4, 4, 7, 3, 1, 1);
-        _exit(0);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ok = ok && expect_true(WIFEXITED(status) && WEXITSTATUS(status) == 2,
-                           "a 7x3 kernel on a 4x4 input with padding 1 did not stop with status 2");
+    ChildResult o;
+    run_child_stderr(body_kernel_too_big, NULL, &o);
+    ok = ok && expect_exit("a 7x3 kernel on a 4x4 input with padding 1", &o, 2, (const char *)NULL);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
