@@ -31,6 +31,11 @@ tally() { # $1: title; the rest: the command whose last result line is counted
 }
 
 sync_check() {
+    if ! command -v unifdef >/dev/null; then
+        echo "SKIP  unifdef is not installed: cannot regenerate lessons/ to compare"
+        echo "0 passed, 0 failed, 1 skipped"
+        return
+    fi
     if tools/generate-lessons.sh --check; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
 }
 

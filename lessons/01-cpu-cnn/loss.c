@@ -11,6 +11,8 @@
 float lesson_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels) {
     const int N = logits->shape[0], K = logits->shape[1];
     if (dlogits) CHECK_SAME_SHAPE(dlogits, logits);
+    for (int n = 0; n < N; n++)
+        CHECK(labels[n] >= 0 && labels[n] < K, "label %d of row %d outside 0..%d", labels[n], n, K - 1);
     /* TODO 1.4: for each row n of logits:
      *   1. zmax = the largest logit of the row (subtract it: exp never overflows);
      *   2. sum = sum over j of exp(z_j - zmax), in double;

@@ -3,8 +3,10 @@
  * The batch is cut into chunks of a few images; each OpenMP thread lowers its chunk
  * with im2col into a buffer that stays in cache and multiplies it with the weights.
  * Chunks depend on the shapes only, not on the thread count, and partial weight
- * gradients are summed in chunk order: the result is the same bits on any number
- * of threads (for a given BLAS). */
+ * gradients are summed in chunk order, so this layer gives the same bits on any
+ * number of threads. (A whole run may still differ in the last digits between
+ * thread counts: OpenBLAS picks its kernels by size and thread count for the GEMMs
+ * of the linear layers. With the built-in GEMM it does not.) */
 #ifndef LAYERS_CONV2D_H
 #define LAYERS_CONV2D_H
 

@@ -11,6 +11,8 @@
 float lesson_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels) {
     const int N = logits->shape[0], K = logits->shape[1];
     if (dlogits) CHECK_SAME_SHAPE(dlogits, logits);
+    for (int n = 0; n < N; n++)
+        CHECK(labels[n] >= 0 && labels[n] < K, "label %d of row %d outside 0..%d", labels[n], n, K - 1);
     double total = 0.0;
     for (int n = 0; n < N; n++) {
         const float *z = logits->data + (size_t)n * K;

@@ -4,6 +4,7 @@
  *
  * Prints one line per epoch (train loss, test loss, test accuracy, seconds,
  * images/s) and, with --metrics FILE, writes the same as one JSON object per line. */
+#include <math.h>
 #include <omp.h>
 #include <string.h>
 
@@ -41,8 +42,8 @@ static Config parse_args(int argc, char **argv) {
                "Lesson 01: train the simple CNN (conv 50, conv 75, fc 50) on the CPU with Adam.");
     if (c.epochs < 1) fatal("--epochs must be at least 1, got %d", c.epochs);
     if (c.batch_size < 1) fatal("--batch-size must be at least 1, got %d", c.batch_size);
-    if (c.threads < 1) fatal("--threads must be at least 1, got %d", c.threads);
-    if (!(c.lr > 0.0f)) fatal("--lr must be positive, got %g", (double)c.lr);
+    if (c.threads < 1 || c.threads > 256) fatal("--threads must be 1 to 256, got %d", c.threads);
+    if (!(c.lr > 0.0f) || !isfinite(c.lr)) fatal("--lr must be a positive number, got %g", (double)c.lr);
     if (c.train_limit < 0 || c.test_limit < 0) fatal("--train-limit and --test-limit must be >= 0");
     return c;
 }

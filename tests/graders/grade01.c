@@ -174,6 +174,23 @@ static int check_pool_forward(void) {
     return CHECK_PASS;
 }
 
+/* Equal values in every window: PyTorch (and the library) pick the first. */
+static int check_pool_ties(void) {
+    Tensor in = tensor_zeros(4, 1, 2, 6, 6);
+    for (int64_t i = 0; i < in.size; i++) in.data[i] = (float)((i / 13) % 3); /* many ties */
+    Tensor mine = tensor_zeros(4, 1, 2, 3, 3), ref = tensor_zeros_like(&mine);
+    int arg_mine[18], arg_ref[18];
+    lesson_maxpool2d_forward(&mine, arg_mine, &in, 2, 2);
+    maxpool2d_forward(&ref, arg_ref, &in, 2, 2);
+    for (int i = 0; i < 18; i++)
+        if (arg_mine[i] != arg_ref[i]) {
+            printf("argmax[%d] is %d, expected %d: on a tie keep the first maximum (compare "
+                   "with '>', not '>=')\n", i, arg_mine[i], arg_ref[i]);
+            return CHECK_FAIL;
+        }
+    return CHECK_PASS;
+}
+
 static int check_pool_backward(void) {
     for (int t = 0; t < 4; t++) {
         int k = POOLS[t][0], s = POOLS[t][1], H = 9 + t, W = 8;
@@ -250,7 +267,7 @@ static int check_loss_large_logits(void) {
 
 /* ---------------------------------------------------------------- TODO 1.5 */
 
-static int check_adam(float weight_decay) {
+static int check_adam(float weight_decay, float grad_scale) {
     ParamList mine = {0}, ref = {0};
     params_add(&mine, "a", 2, (int[]){3, 5});
     params_add(&mine, "b", 1, (int[]){7});
@@ -266,7 +283,8 @@ static int check_adam(float weight_decay) {
     a.weight_decay = b.weight_decay = weight_decay;
     for (int step = 1; step <= 3; step++) {
         for (int i = 0; i < 2; i++) { /* new gradients each step */
-            fill_uniform(mine.items[i].grad.data, mine.items[i].grad.size, 90 + 10 * step + i, -2, 2);
+            fill_uniform(mine.items[i].grad.data, mine.items[i].grad.size, 90 + 10 * step + i,
+                         -2 * grad_scale, 2 * grad_scale);
             tensor_copy(&ref.items[i].grad, &mine.items[i].grad);
         }
         lesson_adam_step(&a, &mine);
@@ -279,7 +297,8 @@ static int check_adam(float weight_decay) {
                 !expect_close("first moment m", a.m[i].data, b.m[i].data, b.m[i].size, 1e-6f, 1e-5f) ||
                 !expect_close("second moment v", a.v[i].data, b.v[i].data, b.v[i].size, 1e-7f, 1e-5f)) {
                 printf("hint: step %d; did you increase opt->step first and use the bias "
-                       "corrections 1 - beta^t?%s\n", step,
+                       "corrections 1 - beta^t? eps goes after the division: "
+                       "sqrt(v) / sqrt(1 - beta2^t) + eps.%s\n", step,
                        weight_decay ? " With weight decay, g = grad + weight_decay * p." : "");
                 return CHECK_FAIL;
             }
@@ -290,8 +309,10 @@ static int check_adam(float weight_decay) {
     return CHECK_PASS;
 }
 
-static int check_adam_plain(void) { return check_adam(0.0f); }
-static int check_adam_weight_decay(void) { return check_adam(0.05f); }
+static int check_adam_plain(void) { return check_adam(0.0f, 1.0f); }
+static int check_adam_weight_decay(void) { return check_adam(0.05f, 1.0f); }
+/* Gradients of 1e-7: sqrt(v) is then about as small as eps, so where eps goes shows. */
+static int check_adam_tiny_gradients(void) { return check_adam(0.0f, 1e-7f); }
 
 /* ---------------------------------------------------------------- TODO 1.6, 1.7 */
 
@@ -317,7 +338,8 @@ static void run_init(Run *r, int train_count, int batch) {
     batch_init(&r->batch, batch, &r->train);
 }
 
-/* The training loop as the lesson describes it, with the library's loss and Adam. */
+/* The training loop as the lesson describes it, built from your loss (TODO 1.4) and
+ * Adam (TODO 1.5), so that the check of TODO 1.6 tests the loop alone. */
 static double reference_epoch(Run *r) {
     double sum = 0;
     int n, seen = 0;
@@ -327,10 +349,10 @@ static double reference_epoch(Run *r) {
         Tensor logits = cnn_forward(&r->model, &images);
         Tensor dlogits = tensor_rows(&r->model.d_logits, n);
         tensor_fill(&dlogits, 0.0f);
-        sum += (double)softmax_cross_entropy(&dlogits, &logits, r->batch.labels) * n;
+        sum += (double)lesson_softmax_cross_entropy(&dlogits, &logits, r->batch.labels) * n;
         params_zero_grad(&r->model.params);
         cnn_backward(&r->model, &images);
-        adam_step(&r->opt, &r->model.params);
+        lesson_adam_step(&r->opt, &r->model.params);
         seen += n;
     }
     return sum / seen;
@@ -424,14 +446,16 @@ int main(void) {
     check_run("TODO 1.1", "conv2d forward matches the library on 16 random shapes", check_conv_forward, 30);
     check_run("TODO 1.2", "conv2d backward matches the library (din, dweight, dbias)", check_conv_backward, 30);
     check_run("TODO 1.2", "conv2d backward agrees with finite differences", check_conv_backward_numeric, 30);
-    check_run("TODO 1.1", "the model trained with your convolution matches the library's", check_conv_in_model, 60);
+    check_run("TODO 1.1-1.2", "the model trained with your convolution matches the library's", check_conv_in_model, 60);
     check_run("TODO 1.3", "max-pool forward: values and argmax (kernel 2/3, stride 1-3)", check_pool_forward, 30);
+    check_run("TODO 1.3", "max-pool forward: ties go to the first maximum", check_pool_ties, 30);
     check_run("TODO 1.3", "max-pool backward routes gradients through argmax", check_pool_backward, 30);
     check_run("TODO 1.4", "softmax cross-entropy: loss and gradient match the library", check_loss_reference, 30);
     check_run("TODO 1.4", "softmax cross-entropy gradient agrees with finite differences", check_loss_numeric, 30);
     check_run("TODO 1.4", "softmax cross-entropy stays finite for logits of +-1000", check_loss_large_logits, 30);
     check_run("TODO 1.5", "Adam: three steps follow torch.optim.Adam's rule", check_adam_plain, 30);
     check_run("TODO 1.5", "Adam with weight decay", check_adam_weight_decay, 30);
+    check_run("TODO 1.5", "Adam with tiny gradients: eps added to sqrt(v) / sqrt(1 - beta2^t)", check_adam_tiny_gradients, 30);
     check_run("TODO 1.6", "train_epoch: same loss and parameters as the reference loop", check_train_epoch, 60);
     check_run("TODO 1.7", "evaluate: loss and accuracy over 250 images in batches of 100", check_evaluate, 60);
     check_run("TODO 1.3-1.7", "one epoch on the synthetic set reaches 80% test accuracy", check_learns, 120);
