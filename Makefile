@@ -16,7 +16,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes $(WER
 # -ffp-contract=fast: C11 mode would otherwise forbid fusing a*b+c into one FMA.
 CFLAGS  := -std=c11 -D_GNU_SOURCE -DCOURSE_ROOT='"$(CURDIR)"' $(OPT) -march=$(ARCH) \
            -ffp-contract=fast -fopenmp $(WARN) -Ilib -Itests
-LDLIBS  := -fopenmp -lm
+LDLIBS  := -fopenmp -lm $(LDEXTRA)   # LDEXTRA: e.g. the sanitizers' runtime
 BUILD   := build
 PYTHON  ?= /usr/bin/python3
 
@@ -193,7 +193,6 @@ bench: $(BENCH_BIN) ## CNN training speed: images/s, GFLOP/s, share of peak, and
 clean: ## remove build/
 	rm -rf $(BUILD)
 
-LDLIBS += $(LDEXTRA)
 
 # `make check-lesson 1`: the number is a goal too; make it a no-op.
 ifneq ($(filter check-lesson run-lesson,$(MAKECMDGOALS)),)

@@ -30,7 +30,7 @@ field() { sed -E "s/.*\"$1\": \"?([^,\"}]+)\"?.*/\1/" <<<"$c_line"; }
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 
 echo "simple CNN training, 1x28x28, batch 100, Adam; $threads threads on $cpu ($(nproc) cores)"
-echo "GEMM: $(field gemm | sed 's/^ *//; s/ *$//'); best of $rounds alternating rounds"
+echo "GEMM: $(field gemm); best of $rounds alternating rounds"
 echo
 printf '%-22s %12s %10s %12s\n' "" "images/s" "GFLOP/s" "of FMA peak"
 gflops=$(field gflops) peak=$(field peak_gflops)

@@ -119,16 +119,17 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
 }
 
 const char *gemm_backend_name(void) {
-#ifdef HAVE_CBLAS
-    static char name[96];
-    if (!name[0]) {
-#ifdef OPENBLAS_VERSION
-        snprintf(name, sizeof name, "%s", OPENBLAS_VERSION);
-#else
-        snprintf(name, sizeof name, "cblas");
-#endif
+#if defined(HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+    static char name[64];
+    if (!name[0]) { /* OpenBLAS pads its version string with spaces */
+        const char *v = OPENBLAS_VERSION;
+        while (*v == ' ') v++;
+        snprintf(name, sizeof name, "%s", v);
+        for (size_t n = strlen(name); n > 0 && name[n - 1] == ' '; n--) name[n - 1] = '\0';
     }
     return name;
+#elif defined(HAVE_CBLAS)
+    return "cblas";
 #else
     return "built-in blocked GEMM";
 #endif

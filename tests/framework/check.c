@@ -27,8 +27,22 @@ void check_begin(const char *suite) {
     fflush(stdout);
 }
 
+/* Reads once from fd onto the end of buf, keeping at most cap - 1 bytes (the start
+ * of the output says what went wrong); returns what read() returned. */
+static ssize_t read_into(int fd, char *buf, size_t cap, size_t *len) {
+    char tmp[4096];
+    ssize_t n = read(fd, tmp, sizeof tmp);
+    if (n > 0) {
+        size_t room = cap - 1 - *len;
+        size_t take = (size_t)n < room ? (size_t)n : room;
+        memcpy(buf + *len, tmp, take);
+        *len += take;
+    }
+    return n;
+}
+
 /* Reads the child's output until it exits or the deadline passes. Returns false on
- * timeout. Output beyond the buffer is dropped (the start says what went wrong). */
+ * timeout. */
 static bool collect(int fd, pid_t pid, double deadline, char *buf, size_t cap, size_t *len,
                     int *status) {
     for (;;) {
@@ -36,28 +50,9 @@ static bool collect(int fd, pid_t pid, double deadline, char *buf, size_t cap, s
         if (left <= 0) return false;
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = poll(&p, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);
-        if (r > 0) {
-            char tmp[4096];
-            ssize_t n = read(fd, tmp, sizeof tmp);
-            if (n > 0) {
-                size_t room = cap - 1 - *len;
-                size_t take = (size_t)n < room ? (size_t)n : room;
-                memcpy(buf + *len, tmp, take);
-                *len += take;
-                continue;
-            }
-        }
-        pid_t w = waitpid(pid, status, WNOHANG);
-        if (w == pid) {
-            /* drain what is left in the pipe */
-            ssize_t n;
-            char tmp[4096];
-            while ((n = read(fd, tmp, sizeof tmp)) > 0) {
-                size_t room = cap - 1 - *len;
-                size_t take = (size_t)n < room ? (size_t)n : room;
-                memcpy(buf + *len, tmp, take);
-                *len += take;
-            }
+        if (r > 0 && read_into(fd, buf, cap, len) > 0) continue;
+        if (waitpid(pid, status, WNOHANG) == pid) {
+            while (read_into(fd, buf, cap, len) > 0) {} /* drain what is left in the pipe */
             return true;
         }
     }
@@ -218,14 +213,7 @@ static void run_child_into(void (*fn)(void *), void *arg, bool with_stdout, Chil
     }
     close(fds[1]);
     size_t len = 0;
-    ssize_t n;
-    char tmp[4096];
-    while ((n = read(fds[0], tmp, sizeof tmp)) > 0) {
-        size_t room = sizeof r->out - 1 - len;
-        size_t take = (size_t)n < room ? (size_t)n : room;
-        memcpy(r->out + len, tmp, take);
-        len += take;
-    }
+    while (read_into(fds[0], r->out, sizeof r->out, &len) > 0) {}
     r->out[len] = '\0';
     close(fds[0]);
     waitpid(pid, &r->status, 0);
