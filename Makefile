@@ -135,7 +135,7 @@ $(BENCH_BIN): $(BUILD)/obj/bench/bench_cnn.o $(BUILD)/obj/bench/peak_flops.o $(L
 all: config $(LIB) $(UNIT_BIN) $(LESSON_BINS) $(BENCH_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' Makefile | sed -E 's/:.*## /\t/' | \
+	@grep -hE '^[a-z-]+:.*## ' Makefile mk/*.mk | sed -E 's/:.*## /\t/' | \
 	  awk -F'\t' '{printf "  make %-20s %s\n", $$1, $$2}'
 	@echo "  variables: SOLUTION=1 (grade/run the solution), ARGS=\"...\" (program options),"
 	@echo "             ARCH=x86-64-v3 (portable build), THREADS=N (OpenMP threads)"
@@ -194,8 +194,10 @@ clean: ## remove build/
 	rm -rf $(BUILD)
 
 
+include mk/cluster.mk
+
 # `make check-lesson 1`: the number is a goal too; make it a no-op.
-ifneq ($(filter check-lesson run-lesson,$(MAKECMDGOALS)),)
+ifneq ($(filter check-lesson run-lesson submit,$(MAKECMDGOALS)),)
 %:
 	@:
 endif
