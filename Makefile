@@ -37,6 +37,29 @@ HAVE_FMNIST := $(and $(HAVE_ZLIB),$(shell test -r /usr/share/datasets/fashion-mn
 # '=': asked only by the targets that print it (importing torch takes seconds)
 HAVE_TORCH = $(shell $(PYTHON) -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' >/dev/null 2>&1 && echo yes)
 
+# CUDA: nvcc under CUDA_HOME (or on PATH). `make NVCC=` builds CPU-only on purpose.
+# CUDA_ARCH: the GPU generations to compile machine code (SASS) for; PTX of the last
+# one is added, which newer GPUs compile at load time. 80: A100, 90: H100/H200.
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+CUDA_ARCH ?= 80 90
+HAVE_CUDA := $(if $(NVCC),$(shell $(NVCC) --version >/dev/null 2>&1 && \
+               test -r $(CUDA_HOME)/include/cublas_v2.h && echo yes))
+CUDA_VERSION := $(if $(HAVE_CUDA),$(shell $(NVCC) --version | sed -nE 's/.*release ([0-9.]+).*/\1/p'))
+CUDA_GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+                -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH))
+# Warnings are errors in CI for .cu files too: nvcc's own (-Werror all-warnings)
+# and the host compiler's.
+NVCCFLAGS = -std=c++17 -O3 $(CUDA_GENCODE) -Ilib -Itests -DHAVE_CUDA \
+            -Xcompiler -Wall,-Wextra,-fopenmp $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror)
+
+ifeq ($(HAVE_CUDA),yes)
+  CFLAGS += -DHAVE_CUDA -isystem $(CUDA_HOME)/include
+  # --as-needed: programs that never touch the GPU do not load the CUDA libraries
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+            -Wl,--push-state,--as-needed -lcublas -lcudart -lstdc++ -Wl,--pop-state
+endif
+
 ifeq ($(HAVE_BLAS),yes)
   CFLAGS += -DHAVE_CBLAS $(filter -I%,$(BLAS_FLAGS))
   LDLIBS += $(filter -L% -l%,$(BLAS_FLAGS))
@@ -59,18 +82,20 @@ optional parts:
   Fashion-MNIST     $(call found,$(HAVE_FMNIST)) $(if $(HAVE_FMNIST),/usr/share/datasets/fashion-mnist,demo trains on the synthetic set instead)
   unifdef           $(call found,$(HAVE_UNIFDEF)) $(if $(HAVE_UNIFDEF),make lessons can regenerate lessons/,make lessons and its sync check cannot run)
   PyTorch (python3) $(call found,$(HAVE_TORCH)) $(if $(HAVE_TORCH),make bench compares with PyTorch,make bench runs without the PyTorch column)
+  CUDA (nvcc)       $(call found,$(HAVE_CUDA)) $(if $(HAVE_CUDA),CUDA $(CUDA_VERSION) in $(CUDA_HOME)$(,) code for $(addprefix sm_,$(CUDA_ARCH)): --device cuda works on a GPU node,CPU-only build: no --device cuda$(,) GPU checks skip (set CUDA_HOME)$(,) lessons 00/02 run their CPU part)
   (sudo make deps installs all of them)
 endef
 
 # ---------------------------------------------------------------- library
 LIB_SRC := $(sort $(wildcard lib/*/*.c))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_CU  := $(if $(HAVE_CUDA),$(sort $(wildcard lib/*/*.cu)))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libcourse.a
 FRAMEWORK_OBJ := $(BUILD)/obj/tests/framework/check.o
 
 # A stamp named after the flags: when a flag changes (an optional part appears,
 # ARCH=...), every object is rebuilt.
-FLAGS_STAMP := $(BUILD)/flags-$(shell echo '$(CC) $(CFLAGS) $(LDLIBS)' | md5sum | cut -c1-12)
+FLAGS_STAMP := $(BUILD)/flags-$(shell echo '$(CC) $(CFLAGS) $(LDLIBS) $(if $(HAVE_CUDA),$(NVCC) $(NVCCFLAGS))' | md5sum | cut -c1-12)
 $(FLAGS_STAMP):
 	@mkdir -p $(@D)
 	@rm -f $(BUILD)/flags-*
@@ -80,15 +105,29 @@ $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+$(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 # ---------------------------------------------------------------- unit tests
-UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
-UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# tests/gpu/test_*.c: the GPU backend's host-side parts, which need no GPU
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c)) $(sort $(wildcard tests/gpu/test_*.c))
+UNIT_BIN := $(addprefix $(BUILD)/tests/,$(basename $(notdir $(UNIT_SRC))))
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(FRAMEWORK_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+$(BUILD)/tests/test_gpu_%: $(BUILD)/obj/tests/gpu/test_gpu_%.o $(FRAMEWORK_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
+# make check-gpu: every CUDA op against its CPU twin, then training on both devices
+CHECK_GPU_BIN := $(BUILD)/tests/check_gpu
+$(CHECK_GPU_BIN): $(BUILD)/obj/tests/gpu/check_gpu.o $(FRAMEWORK_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 
@@ -101,18 +140,26 @@ lesson_dir = $(firstword $(filter $(shell (printf '%02d' $$((10#$(1)))) 2>/dev/n
 
 # A stub leaves the sizes it declares for the participant unused: no warning for that.
 LESSON_CFLAGS = $(CFLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable
+LESSON_NVCCFLAGS = $(NVCCFLAGS) -Xcompiler -Wno-unused-parameter,-Wno-unused-variable
+# A lesson's .cu files (kernels) are built only where nvcc is: its C code calls them
+# under #ifdef HAVE_CUDA and otherwise runs its CPU part.
+lesson_objs = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(2),$(wildcard $(1)/*.c))) \
+              $(if $(HAVE_CUDA),$(patsubst %.cu,$(BUILD)/%.o,$(wildcard $(1)/*.cu)))
 
 # $(1): lessons or solutions, $(2): lesson directory
 define LESSON_RULES
 $(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.c $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(LESSON_CFLAGS) -I$(1)/$(2) -MMD -MP -c $$< -o $$@
+$(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.cu $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)
+	@mkdir -p $$(@D)
+	$$(NVCC) $$(LESSON_NVCCFLAGS) -I$(1)/$(2) -MMD -MP -c $$< -o $$@
 $(BUILD)/$(1)/$(2)/grade.o: tests/graders/grade$(firstword $(subst -, ,$(2))).c $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) -I$(1)/$(2) -MMD -MP -c $$< -o $$@
-$(BUILD)/$(1)/$(2)/train: $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/$(2)/*.c)) $(LIB)
+$(BUILD)/$(1)/$(2)/train: $(call lesson_objs,$(1)/$(2),) $(LIB)
 	$$(CC) $$^ $$(LDLIBS) -o $$@
-$(BUILD)/$(1)/$(2)/grade: $(BUILD)/$(1)/$(2)/grade.o $(patsubst %.c,$(BUILD)/%.o,$(filter-out %/main.c,$(wildcard $(1)/$(2)/*.c))) $(FRAMEWORK_OBJ) $(LIB)
+$(BUILD)/$(1)/$(2)/grade: $(BUILD)/$(1)/$(2)/grade.o $(call lesson_objs,$(1)/$(2),%/main.c) $(FRAMEWORK_OBJ) $(LIB)
 	$$(CC) $$^ $$(LDLIBS) -o $$@
 endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call LESSON_RULES,lessons,$(d))))
@@ -127,12 +174,19 @@ $(BENCH_BIN): $(BUILD)/obj/bench/bench_cnn.o $(BUILD)/obj/bench/peak_flops.o $(L
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 
+# The GPU benchmark: built where nvcc is (it needs the CUDA layers).
+BENCH_GPU_BIN := $(if $(HAVE_CUDA),$(BUILD)/bench/bench_gpu)
+$(BUILD)/bench/bench_gpu: $(BUILD)/obj/bench/bench_gpu.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
 # ---------------------------------------------------------------- targets
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
+.DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench clean
+        lessons check-lessons-sync bench check-gpu bench-gpu clean
 
-all: config $(LIB) $(UNIT_BIN) $(LESSON_BINS) $(BENCH_BIN) ## build the library, tests, lessons, solutions and benchmark
+all: config $(LIB) $(UNIT_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_GPU_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile mk/*.mk | sed -E 's/:.*## /\t/' | \
@@ -189,6 +243,12 @@ asan-tests: ## the unit tests under AddressSanitizer and UndefinedBehaviorSaniti
 
 bench: $(BENCH_BIN) ## CNN training speed: images/s, GFLOP/s, share of peak, and PyTorch side by side
 	@bench/run-bench.sh $(BENCH_BIN) $(THREADS)
+
+check-gpu: $(CHECK_GPU_BIN) ## every CUDA op against the CPU, then CNN training on both (skips without a GPU)
+	@$(CHECK_GPU_BIN)
+
+bench-gpu: $(BENCH_GPU_BIN) ## on a GPU node: CNN training images/s vs PyTorch on the same GPU, GEMM vs cuBLAS
+	@bench/run-bench-gpu.sh $(BENCH_GPU_BIN)
 
 clean: ## remove build/
 	rm -rf $(BUILD)

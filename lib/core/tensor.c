@@ -6,6 +6,29 @@
 
 #include "check.h"
 
+static const TensorDeviceOps *g_device_ops[2]; /* [DEVICE_CUDA]: set by the backend */
+
+void tensor_register_device(Device device, const TensorDeviceOps *ops) {
+    CHECK(device == DEVICE_CUDA, "only DEVICE_CUDA takes a backend, not %d", (int)device);
+    g_device_ops[device] = ops;
+}
+
+const char *device_name(Device device) { return device == DEVICE_CUDA ? "cuda" : "cpu"; }
+
+/* The backend of a non-CPU device; stops when none was started. */
+static const TensorDeviceOps *device_ops(Device device) {
+    CHECK(device == DEVICE_CUDA, "unknown device %d", (int)device);
+    CHECK(g_device_ops[device] != NULL,
+          "a %s tensor, but the %s backend was not started: call gpu_init() (lib/cuda/gpu.h) "
+          "first", device_name(device), device_name(device));
+    return g_device_ops[device];
+}
+
+static float *alloc_on(Device device, int64_t size) {
+    if (device == DEVICE_CPU) return xcalloc((size_t)size, sizeof(float));
+    return device_ops(device)->alloc_zeroed((size_t)size * sizeof(float));
+}
+
 static Tensor tensor_from_dims(int ndim, const int *dims) {
     CHECK(ndim >= 1 && ndim <= TENSOR_MAX_DIMS, "tensor with %d dimensions (1..%d allowed)",
           ndim, TENSOR_MAX_DIMS);
@@ -32,15 +55,37 @@ Tensor tensor_zeros(int ndim, ...) {
     return t;
 }
 
+Tensor tensor_zeros_on(Device device, int ndim, ...) {
+    int dims[TENSOR_MAX_DIMS] = {0};
+    va_list ap;
+    va_start(ap, ndim);
+    for (int i = 0; i < ndim && i < TENSOR_MAX_DIMS; i++) dims[i] = va_arg(ap, int);
+    va_end(ap);
+    Tensor t = tensor_from_dims(ndim, dims);
+    t.device = device;
+    t.data = alloc_on(device, t.size);
+    return t;
+}
+
 Tensor tensor_zeros_like(const Tensor *t) {
     Tensor r = tensor_from_dims(t->ndim, t->shape);
-    r.data = xcalloc((size_t)r.size, sizeof(float));
+    r.device = t->device;
+    r.data = alloc_on(r.device, r.size);
     return r;
 }
 
 void tensor_free(Tensor *t) {
-    xfree(t->data);
+    if (t->device == DEVICE_CPU) xfree(t->data);
+    else if (t->data) device_ops(t->device)->release(t->data);
     memset(t, 0, sizeof *t);
+}
+
+Tensor tensor_to(const Tensor *t, Device device) {
+    Tensor r = tensor_from_dims(t->ndim, t->shape);
+    r.device = device;
+    r.data = alloc_on(device, r.size);
+    tensor_copy(&r, t);
+    return r;
 }
 
 Tensor tensor_view(const Tensor *t, int ndim, ...) {
@@ -67,13 +112,23 @@ Tensor tensor_rows(const Tensor *t, int n) {
 }
 
 void tensor_fill(Tensor *t, float value) {
+    if (t->device != DEVICE_CPU) {
+        device_ops(t->device)->fill(t->data, t->size, value);
+        return;
+    }
     for (int64_t i = 0; i < t->size; i++) t->data[i] = value;
 }
 
 void tensor_copy(Tensor *dst, const Tensor *src) {
     CHECK(dst->size == src->size, "copy of %lld elements into %lld", (long long)src->size,
           (long long)dst->size);
-    memcpy(dst->data, src->data, (size_t)src->size * sizeof(float));
+    const size_t bytes = (size_t)src->size * sizeof(float);
+    if (dst->device == DEVICE_CPU && src->device == DEVICE_CPU) {
+        memcpy(dst->data, src->data, bytes);
+        return;
+    }
+    Device other = dst->device != DEVICE_CPU ? dst->device : src->device;
+    device_ops(other)->copy(dst->data, dst->device, src->data, src->device, bytes);
 }
 
 bool tensor_same_shape(const Tensor *a, const Tensor *b) {

@@ -1,12 +1,18 @@
 /* A tensor: float32, contiguous, row-major, up to four dimensions.
  *
- * The device field says where `data` lives. Only DEVICE_CPU exists in this build
- * of the library; the CUDA backend adds DEVICE_CUDA with the same struct, so code
- * that passes tensors around does not change when a lesson moves to the GPU. */
+ * The device field says where `data` lives: host memory (DEVICE_CPU) or GPU memory
+ * (DEVICE_CUDA). The struct is the same on both, so code that passes tensors around
+ * does not change when a lesson moves to the GPU. Data never moves by itself:
+ * tensor_copy() and tensor_to() are the explicit, checked copies between devices.
+ *
+ * The CUDA backend (lib/cuda/) registers how to allocate, free, fill and copy GPU
+ * memory when it starts (gpu_init); this file knows no CUDA, so CPU-only programs
+ * do not link it. */
 #ifndef CORE_TENSOR_H
 #define CORE_TENSOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define TENSOR_MAX_DIMS 4
@@ -23,8 +29,30 @@ typedef struct {
 
 /* tensor_zeros(2, rows, cols): a zero-filled CPU tensor of that shape. */
 Tensor tensor_zeros(int ndim, ...);
+/* The same on a device: tensor_zeros_on(DEVICE_CUDA, 2, rows, cols). */
+Tensor tensor_zeros_on(Device device, int ndim, ...);
+/* Zero-filled, same shape and same device as t. */
 Tensor tensor_zeros_like(const Tensor *t);
 void tensor_free(Tensor *t);
+
+/* A new tensor on `device` holding a copy of t (host to device, device to host,
+ * or a plain copy). */
+Tensor tensor_to(const Tensor *t, Device device);
+
+/* What a device backend provides; bytes are sizes, pointers are that device's. */
+typedef struct {
+    const char *name;                                 /* "CUDA", for messages */
+    void *(*alloc_zeroed)(size_t bytes);
+    void (*release)(void *p);
+    void (*fill)(float *p, int64_t n, float value);
+    /* dst on dst_dev, src on src_dev; one of them is this device */
+    void (*copy)(void *dst, Device dst_dev, const void *src, Device src_dev, size_t bytes);
+} TensorDeviceOps;
+
+/* Called by the backend when it starts; NULL unregisters (device tensors then stop
+ * with a message saying the backend was not started). */
+void tensor_register_device(Device device, const TensorDeviceOps *ops);
+const char *device_name(Device device); /* "cpu" or "cuda" */
 
 /* Same data, new shape with the same number of elements (flatten is a reshape). */
 Tensor tensor_view(const Tensor *t, int ndim, ...);
@@ -32,6 +60,8 @@ Tensor tensor_view(const Tensor *t, int ndim, ...);
 /* The first n entries along dimension 0 (a batch of n), sharing data. */
 Tensor tensor_rows(const Tensor *t, int n);
 
+/* Both work on either device; tensor_copy copies between devices when dst and src
+ * are on different ones (sizes must match). */
 void tensor_fill(Tensor *t, float value);
 void tensor_copy(Tensor *dst, const Tensor *src);
 bool tensor_same_shape(const Tensor *a, const Tensor *b);

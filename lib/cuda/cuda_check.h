@@ -1,0 +1,48 @@
+/* Checking every CUDA and cuBLAS call, from C and from CUDA C++ alike.
+ *
+ *   CUDA_CHECK(cudaMalloc(&p, bytes));
+ *   kernel<<<blocks, threads>>>(...); CUDA_CHECK_LAUNCH();
+ *   CUBLAS_CHECK(cublasSgemm(...));
+ *
+ * A failure stops the program with file, line, the call, CUDA's error name and
+ * text, and a hint about the usual cause (exit status 2, like CHECK). Kernels run
+ * asynchronously: an error inside one shows up at a later call. Run with
+ * COURSE_CUDA_SYNC=1 to wait after every launch, so the error points at its kernel. */
+#ifndef CUDA_CUDA_CHECK_H
+#define CUDA_CUDA_CHECK_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+__attribute__((noreturn)) void cuda_fail_at(const char *file, int line, const char *call,
+                                            int code, const char *name, const char *text);
+__attribute__((noreturn)) void cublas_fail_at(const char *file, int line, const char *call,
+                                              int status);
+/* After a launch: the launch error, and with COURSE_CUDA_SYNC=1 the kernel's own. */
+void cuda_check_launch_at(const char *file, int line);
+
+#ifdef __cplusplus
+}
+#endif
+
+#define CUDA_CHECK(call)                                                                \
+    do {                                                                                \
+        cudaError_t e_ = (call);                                                        \
+        if (e_ != cudaSuccess)                                                          \
+            cuda_fail_at(__FILE__, __LINE__, #call, (int)e_, cudaGetErrorName(e_),      \
+                         cudaGetErrorString(e_));                                       \
+    } while (0)
+
+#define CUBLAS_CHECK(call)                                                              \
+    do {                                                                                \
+        cublasStatus_t s_ = (call);                                                     \
+        if (s_ != CUBLAS_STATUS_SUCCESS) cublas_fail_at(__FILE__, __LINE__, #call, (int)s_); \
+    } while (0)
+
+#define CUDA_CHECK_LAUNCH() cuda_check_launch_at(__FILE__, __LINE__)
+
+#endif

@@ -1,0 +1,50 @@
+#include "gemm_map.h"
+
+#include <stdio.h>
+
+CublasGemm gemm_to_cublas(bool trans_a, bool trans_b, int M, int N, int K, int lda, int ldb,
+                          int ldc) {
+    CublasGemm g = {.swap = true, .trans_first = trans_b, .trans_second = trans_a,
+                    .m = N, .n = M, .k = K, .ld_first = ldb, .ld_second = lda, .ldc = ldc};
+    return g;
+}
+
+static int max1(int a) { return a > 1 ? a : 1; }
+
+bool cublas_sgemm_model(bool transa, bool transb, int m, int n, int k, float alpha,
+                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                        int ldc, char *why, int why_cap) {
+    /* cuBLAS's own argument checks */
+    if (m < 0 || n < 0 || k < 0) {
+        snprintf(why, (size_t)why_cap, "negative size m=%d n=%d k=%d", m, n, k);
+        return false;
+    }
+    int rows_a = transa ? k : m, rows_b = transb ? n : k;
+    if (lda < max1(rows_a) || ldb < max1(rows_b) || ldc < max1(m)) {
+        snprintf(why, (size_t)why_cap,
+                 "cuBLAS would refuse this call (CUBLAS_STATUS_INVALID_VALUE): lda=%d must be "
+                 ">= %d, ldb=%d >= %d, ldc=%d >= %d (a column-major matrix's leading "
+                 "dimension is at least its number of rows)", lda, max1(rows_a), ldb,
+                 max1(rows_b), ldc, max1(m));
+        return false;
+    }
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double acc = 0.0;
+            for (int l = 0; l < k; l++) {
+                float a = transa ? A[l + (long)i * lda] : A[i + (long)l * lda];
+                float b = transb ? B[j + (long)l * ldb] : B[l + (long)j * ldb];
+                acc += (double)a * b;
+            }
+            float *c = &C[i + (long)j * ldc];
+            *c = (float)(alpha * acc + (beta == 0.0f ? 0.0 : (double)beta * *c));
+        }
+    return true;
+}
+
+bool gemm_through_model(const CublasGemm *g, float alpha, const float *A, const float *B,
+                        float beta, float *C, char *why, int why_cap) {
+    const float *first = g->swap ? B : A, *second = g->swap ? A : B;
+    return cublas_sgemm_model(g->trans_first, g->trans_second, g->m, g->n, g->k, alpha, first,
+                              g->ld_first, second, g->ld_second, beta, C, g->ldc, why, why_cap);
+}

@@ -1,0 +1,49 @@
+/* Row-major GEMM through cuBLAS, which is column-major (Fortran's convention).
+ *
+ * The library stores matrices row-major: X [r, c] with row stride ld. The same
+ * bytes read column-major are X^T [c, r] with leading dimension ld. So for the
+ * row-major C = op(A) op(B), hand cuBLAS the transposed product
+ *
+ *     C^T [N, M] = op(B)^T op(A)^T        (column-major, ldc unchanged)
+ *
+ * that is: B first, A second, m = N, n = M, the transposes kept as they are and
+ * every leading dimension as it is. No data moves. CublasGemm is that argument list;
+ * gemm_to_cublas() builds it, and cublas_sgemm_model() is cublasSgemm's definition
+ * on the host, so the mapping is tested on machines without a GPU. */
+#ifndef CUDA_GEMM_MAP_H
+#define CUDA_GEMM_MAP_H
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    bool swap;                   /* true: cuBLAS's first operand is our B, its second our A */
+    bool trans_first, trans_second; /* cuBLAS's transa, transb (true: CUBLAS_OP_T) */
+    int m, n, k;                 /* cuBLAS's sizes: its C is m x n column-major */
+    int ld_first, ld_second, ldc; /* leading dimensions of its A, B and C */
+} CublasGemm;
+
+/* The cuBLAS call for the row-major gemm() of ops/gemm.h with these arguments. */
+CublasGemm gemm_to_cublas(bool trans_a, bool trans_b, int M, int N, int K, int lda, int ldb,
+                          int ldc);
+
+/* cublasSgemm's definition, column-major, on the host (slow, for tests):
+ * C [m, n] = alpha op(A) op(B) + beta C, op(A) [m, k], op(B) [k, n]. Returns false,
+ * and says why in why, where cuBLAS would refuse the arguments
+ * (CUBLAS_STATUS_INVALID_VALUE: a leading dimension smaller than its rows). */
+bool cublas_sgemm_model(bool transa, bool transb, int m, int n, int k, float alpha,
+                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                        int ldc, char *why, int why_cap);
+
+/* Runs a row-major gemm as the CublasGemm call g describes, through the model. */
+bool gemm_through_model(const CublasGemm *g, float alpha, const float *A, const float *B,
+                        float beta, float *C, char *why, int why_cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,213 @@
+/* The CUDA backend's start and its memory, in host C against the CUDA runtime. */
+#ifdef HAVE_CUDA
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "core/check.h"
+#include "core/tensor.h"
+#include "gpu.h"
+#include "kernels.h"
+
+static int g_device = -1;
+static cublasHandle_t g_cublas;
+static bool g_sync_launches;
+
+static const char *hint_for(int code) {
+    switch (code) {
+    case cudaErrorMemoryAllocation:
+        return "the GPU is out of memory: use a smaller --batch-size, or check with "
+               "nvidia-smi that no other process holds the device";
+    case cudaErrorInvalidConfiguration:
+        return "a kernel was launched with an impossible configuration: check blocks and "
+               "threads (at most 1024 threads per block, blocks > 0)";
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+        return "a kernel read or wrote outside its buffers: check its index arithmetic and "
+               "bounds test; COURSE_CUDA_SYNC=1 and compute-sanitizer name the kernel";
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorUnsupportedPtxVersion:
+        return "this build has no code for this GPU's architecture: rebuild with "
+               "CUDA_ARCH set to its compute capability (e.g. make CUDA_ARCH=80 for an A100)";
+    case cudaErrorInvalidValue:
+        return "an argument is wrong: a NULL or host pointer where device memory is expected, "
+               "or a size of 0";
+    default:
+        return "run with COURSE_CUDA_SYNC=1 (and under compute-sanitizer) to find the failing call";
+    }
+}
+
+void cuda_fail_at(const char *file, int line, const char *call, int code, const char *name,
+                  const char *text) {
+    die_at(file, line, "CUDA error %d (%s: %s) in %s\n  hint: %s", code, name, text, call,
+           hint_for(code));
+}
+
+void cublas_fail_at(const char *file, int line, const char *call, int status) {
+    cublasStatus_t s = (cublasStatus_t)status;
+    die_at(file, line, "cuBLAS error %d (%s: %s) in %s\n  hint: %s", status,
+           cublasGetStatusName(s), cublasGetStatusString(s), call,
+           s == CUBLAS_STATUS_INVALID_VALUE
+               ? "a size or leading dimension is wrong: for a column-major m x k matrix, lda >= m"
+               : s == CUBLAS_STATUS_NOT_INITIALIZED ? "gpu_init() must run before cuBLAS calls"
+                                                    : "check the arguments of the call");
+}
+
+void cuda_check_launch_at(const char *file, int line) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && g_sync_launches) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess)
+        cuda_fail_at(file, line, "a kernel launch", (int)e, cudaGetErrorName(e),
+                     cudaGetErrorString(e));
+}
+
+bool gpu_built(void) { return true; }
+int gpu_current_device(void) { return g_device; }
+
+int gpu_device_count(char *why, size_t why_cap) {
+    int driver = 0, runtime = 0, n = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    if (driver == 0) {
+        snprintf(why, why_cap, "no NVIDIA driver on this machine, so no GPU to use: run on a "
+                 "GPU node (srun --gres=gpu:1 ..., or the lesson's sbatch script)");
+        return -1;
+    }
+    if (driver < runtime) {
+        snprintf(why, why_cap, "the NVIDIA driver supports CUDA up to %d.%d, but this build "
+                 "uses CUDA %d.%d: load an older CUDA module and rebuild (make clean all), or "
+                 "ask the admins for a newer driver", driver / 1000, driver % 1000 / 10,
+                 runtime / 1000, runtime % 1000 / 10);
+        return -1;
+    }
+    cudaError_t e = cudaGetDeviceCount(&n);
+    cudaGetLastError(); /* do not leave the error for the next call to find */
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
+        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+        snprintf(why, why_cap, "no CUDA device is visible (CUDA_VISIBLE_DEVICES=%s): on a "
+                 "cluster ask Slurm for one (--gres=gpu:1 or --gpus=1)", vis ? vis : "unset");
+        return -1;
+    }
+    if (e != cudaSuccess) {
+        snprintf(why, why_cap, "cannot count the CUDA devices: %s (%s)", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+        return -1;
+    }
+    return n;
+}
+
+static int attribute(enum cudaDeviceAttr a, int dev) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return v;
+}
+
+void gpu_device_info(int dev, GpuInfo *info) {
+    memset(info, 0, sizeof *info);
+    struct cudaDeviceProp p;
+    CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->total_bytes = p.totalGlobalMem;
+    info->major = p.major;
+    info->minor = p.minor;
+    info->multiprocessors = p.multiProcessorCount;
+    /* CUDA 13 dropped the clock fields from cudaDeviceProp; the attributes remain. */
+    info->clock_khz = attribute(cudaDevAttrClockRate, dev);
+    info->memory_clock_khz = attribute(cudaDevAttrMemoryClockRate, dev);
+    info->bus_width_bits = attribute(cudaDevAttrGlobalMemoryBusWidth, dev);
+    if (dev == g_device) {
+        size_t free_b = 0, total_b = 0;
+        CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+        info->free_bytes = free_b;
+    }
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static void require_started(const char *what) {
+    CHECK(g_device >= 0, "%s before gpu_init(): start the CUDA backend first", what);
+}
+
+void *gpu_malloc(size_t bytes) {
+    require_started("gpu_malloc");
+    void *p = NULL;
+    CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    return p;
+}
+
+void gpu_free(void *p) {
+    if (p) CUDA_CHECK(cudaFree(p));
+}
+
+void gpu_copy_to_device(void *dst, const void *src, size_t bytes) {
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+
+void gpu_copy_to_host(void *dst, const void *src, size_t bytes) {
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+
+void gpu_copy_on_device(void *dst, const void *src, size_t bytes) {
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+
+void gpu_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
+
+cublasHandle_t gpu_cublas(void) {
+    require_started("a cuBLAS call");
+    return g_cublas;
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+static void *tensor_alloc(size_t bytes) {
+    void *p = gpu_malloc(bytes);
+    CUDA_CHECK(cudaMemset(p, 0, bytes));
+    return p;
+}
+
+static void tensor_copy_bytes(void *dst, Device dd, const void *src, Device sd, size_t bytes) {
+    enum cudaMemcpyKind kind = dd == DEVICE_CUDA ? (sd == DEVICE_CUDA ? cudaMemcpyDeviceToDevice
+                                                                      : cudaMemcpyHostToDevice)
+                                                 : cudaMemcpyDeviceToHost;
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+}
+
+static const TensorDeviceOps CUDA_TENSORS = {"CUDA", tensor_alloc, gpu_free, cuda_fill_raw,
+                                             tensor_copy_bytes};
+
+/* ---------------------------------------------------------------- start */
+
+bool gpu_init(char *why, size_t why_cap) {
+    if (g_device >= 0) return true;
+    int count = gpu_device_count(why, why_cap);
+    if (count < 1) return false;
+    int dev = gpu_pick_device(gpu_local_rank(), count);
+    cudaError_t e = cudaSetDevice(dev);
+    if (e == cudaSuccess) e = cudaFree(NULL); /* creates the context now, not at first use */
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, why_cap, "cannot use CUDA device %d of %d: %s (%s)%s", dev, count,
+                 cudaGetErrorName(e), cudaGetErrorString(e),
+                 e == cudaErrorDevicesUnavailable
+                     ? "; it is busy (exclusive mode, another job?)"
+                     : "");
+        return false;
+    }
+    cublasStatus_t s = cublasCreate(&g_cublas);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(why, why_cap, "cuBLAS did not start on device %d: %s", dev,
+                 cublasGetStatusString(s));
+        return false;
+    }
+    const char *sync = getenv("COURSE_CUDA_SYNC");
+    g_sync_launches = sync && *sync && strcmp(sync, "0") != 0;
+    g_device = dev;
+    tensor_register_device(DEVICE_CUDA, &CUDA_TENSORS);
+    return true;
+}
+#endif

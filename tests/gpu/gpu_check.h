@@ -1,0 +1,33 @@
+/* For checks that need a GPU: the first line of such a check.
+ *
+ * Without a usable GPU (no CUDA in the build, no driver, no device) the check
+ * prints "needs a GPU: <why>" and SKIPs, never passes. tests/check-stubs.sh reads
+ * that line to tell a GPU TODO check that could not run from a host-side one.
+ * It runs in the check's own process (CUDA does not survive fork, so the parent
+ * never starts it). */
+#ifndef TESTS_GPU_CHECK_H
+#define TESTS_GPU_CHECK_H
+
+#include <stdio.h>
+
+#include "cuda/gpu.h"
+#include "framework/check.h"
+
+#define GPU_SKIP_PREFIX "needs a GPU: "
+
+#define REQUIRE_GPU()                                                      \
+    do {                                                                   \
+        char why_[512];                                                    \
+        if (!gpu_init(why_, sizeof why_)) {                                \
+            printf(GPU_SKIP_PREFIX "%s\n", why_);                          \
+            return CHECK_SKIP;                                             \
+        }                                                                  \
+    } while (0)
+
+/* The whole check, where the build has no CUDA at all. */
+static inline int gpu_check_no_cuda(void) {
+    REQUIRE_GPU();
+    return CHECK_FAIL; /* not reached: gpu_init fails without CUDA */
+}
+
+#endif
