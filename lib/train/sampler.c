@@ -24,6 +24,13 @@ void sampler_set_epoch(Sampler *s, int epoch) {
     }
 }
 
+void sampler_restore(Sampler *s, int epoch, int position) {
+    CHECK(position >= 0 && position <= s->count, "sampler position %d outside 0..%d", position,
+          s->count);
+    sampler_set_epoch(s, epoch);
+    s->position = position;
+}
+
 int sampler_next(Sampler *s, int *indices, int batch) {
     int n = 0;
     while (n < batch && s->position < s->count) indices[n++] = s->order[s->position++];

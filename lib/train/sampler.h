@@ -21,6 +21,10 @@ typedef struct {
 
 void sampler_init(Sampler *s, int count, bool shuffle, uint64_t seed);
 void sampler_set_epoch(Sampler *s, int epoch); /* rebuilds the order and rewinds */
+/* Puts the sampler where a checkpoint left it: the order of `epoch`, with `position`
+ * examples of it already visited (0..count). A resumed run then sees the same
+ * batches as one that never stopped. */
+void sampler_restore(Sampler *s, int epoch, int position);
 /* Writes up to batch indices; returns how many (0 when the epoch is done). */
 int sampler_next(Sampler *s, int *indices, int batch);
 void sampler_free(Sampler *s);

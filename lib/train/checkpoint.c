@@ -1,0 +1,467 @@
+/* Checkpoint files: the format, the hash, the manifest. Files and directories are in
+ * checkpoint_files.c. The layout is described in checkpoint.h. */
+#include "checkpoint.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/check.h"
+
+/* ------------------------------------------------------------ the manifest */
+
+static void copy_name(char *dst, const char *name, const char *what) {
+    size_t n = strlen(name);
+    CHECK(n > 0 && n < CKPT_NAME_MAX, "checkpoint %s name '%s': 1 to %d characters", what, name,
+          CKPT_NAME_MAX - 1);
+    memcpy(dst, name, n + 1);
+}
+
+static bool name_taken(const Checkpoint *c, const char *name) {
+    for (int i = 0; i < c->ntensors; i++)
+        if (strcmp(c->tensors[i].name, name) == 0) return true;
+    for (int i = 0; i < c->nscalars; i++)
+        if (strcmp(c->scalars[i].name, name) == 0) return true;
+    return false;
+}
+
+void ckpt_add_tensor(Checkpoint *c, const char *name, Tensor *t) {
+    CHECK(c->ntensors < CKPT_MAX_TENSORS, "more than %d tensors in a checkpoint", CKPT_MAX_TENSORS);
+    CHECK(!name_taken(c, name), "checkpoint entry '%s' added twice", name);
+    CHECK(t && t->data && t->device == DEVICE_CPU, "checkpoint tensor '%s': a CPU tensor with data",
+          name);
+    CkptTensor *e = &c->tensors[c->ntensors++];
+    copy_name(e->name, name, "tensor");
+    e->tensor = t;
+}
+
+static void add_scalar(Checkpoint *c, const char *name, CkptType type, void *v) {
+    CHECK(c->nscalars < CKPT_MAX_SCALARS, "more than %d scalars in a checkpoint", CKPT_MAX_SCALARS);
+    CHECK(!name_taken(c, name), "checkpoint entry '%s' added twice", name);
+    CHECK(v != NULL, "checkpoint scalar '%s' without a variable", name);
+    CkptScalar *e = &c->scalars[c->nscalars++];
+    copy_name(e->name, name, "scalar");
+    e->type = type;
+    e->value = v;
+}
+
+void ckpt_add_i64(Checkpoint *c, const char *name, int64_t *v) { add_scalar(c, name, CKPT_I64, v); }
+void ckpt_add_u64(Checkpoint *c, const char *name, uint64_t *v) { add_scalar(c, name, CKPT_U64, v); }
+void ckpt_add_f64(Checkpoint *c, const char *name, double *v) { add_scalar(c, name, CKPT_F64, v); }
+
+static void add_prefixed(Checkpoint *c, const char *prefix, const char *name, Tensor *t) {
+    char full[CKPT_NAME_MAX];
+    int n = snprintf(full, sizeof full, "%s.%s", prefix, name);
+    CHECK(n > 0 && n < (int)sizeof full, "checkpoint name %s.%s too long", prefix, name);
+    ckpt_add_tensor(c, full, t);
+}
+
+void ckpt_add_params(Checkpoint *c, const char *prefix, ParamList *params) {
+    for (int i = 0; i < params->count; i++)
+        add_prefixed(c, prefix, params->items[i].name, &params->items[i].value);
+}
+
+void ckpt_add_adam(Checkpoint *c, Adam *opt, const ParamList *params) {
+    for (int i = 0; i < params->count; i++) {
+        CHECK_SAME_SHAPE(&opt->m[i], &params->items[i].value);
+        add_prefixed(c, "adam.m", params->items[i].name, &opt->m[i]);
+        add_prefixed(c, "adam.v", params->items[i].name, &opt->v[i]);
+    }
+    ckpt_add_i64(c, "adam.step", &opt->step);
+}
+
+void ckpt_add_sgd(Checkpoint *c, Sgd *opt, const ParamList *params) {
+    for (int i = 0; i < params->count; i++) {
+        CHECK_SAME_SHAPE(&opt->buf[i], &params->items[i].value);
+        add_prefixed(c, "sgd.momentum", params->items[i].name, &opt->buf[i]);
+    }
+    ckpt_add_i64(c, "sgd.step", &opt->step);
+}
+
+void ckpt_add_train_state(Checkpoint *c, TrainState *s) {
+    ckpt_add_i64(c, "train.epoch", &s->epoch);
+    ckpt_add_i64(c, "train.step", &s->step);
+    ckpt_add_i64(c, "train.global_step", &s->global_step);
+    ckpt_add_u64(c, "rng.state", &s->rng_state);
+    ckpt_add_u64(c, "rng.inc", &s->rng_inc);
+    ckpt_add_u64(c, "sampler.seed", &s->sampler_seed);
+    ckpt_add_i64(c, "sampler.epoch", &s->sampler_epoch);
+    ckpt_add_i64(c, "sampler.position", &s->sampler_position);
+    ckpt_add_i64(c, "sampler.count", &s->sampler_count);
+    ckpt_add_f64(c, "train.loss_sum", &s->loss_sum);
+    ckpt_add_i64(c, "train.examples", &s->examples);
+    ckpt_add_f64(c, "best.metric", &s->best_metric);
+    ckpt_add_i64(c, "best.epoch", &s->best_epoch);
+}
+
+/* ------------------------------------------------------------ little-endian bytes */
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define HOST_BIG_ENDIAN 1
+#else
+#define HOST_BIG_ENDIAN 0
+#endif
+
+static uint64_t load_le(const uint8_t *p, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static void store_le(uint8_t *p, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++, v >>= 8) p[i] = (uint8_t)v;
+}
+
+static uint64_t load64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return HOST_BIG_ENDIAN ? __builtin_bswap64(v) : v;
+}
+
+/* float32 arrays: a plain copy on little-endian hosts, byte by byte otherwise */
+static void floats_to_le(uint8_t *dst, const float *src, int64_t n) {
+    if (!HOST_BIG_ENDIAN) {
+        memcpy(dst, src, (size_t)n * 4);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], 4);
+        store_le(dst + 4 * i, u, 4);
+    }
+}
+
+static void floats_from_le(float *dst, const uint8_t *src, int64_t n) {
+    if (!HOST_BIG_ENDIAN) {
+        memcpy(dst, src, (size_t)n * 4);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)load_le(src + 4 * i, 4);
+        memcpy(&dst[i], &u, 4);
+    }
+}
+
+/* ------------------------------------------------------------ the hash */
+
+static const uint64_t P1 = 0x9E3779B185EBCA87ULL, P2 = 0xC2B2AE3D27D4EB4FULL,
+                      P3 = 0x165667B19E3779F9ULL;
+
+static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static uint64_t mix_word(uint64_t acc, uint64_t w) { return rotl64(acc + w * P2, 31) * P1; }
+
+uint64_t ckpt_hash64(const void *data, size_t len, uint64_t seed) {
+    const uint8_t *p = data;
+    size_t i = 0;
+    /* four independent lanes: the multiplications overlap, about 1 byte per cycle */
+    uint64_t a = seed + P1 + P2, b = seed + P2, c = seed, d = seed - P1;
+    for (; i + 32 <= len; i += 32) {
+        a = mix_word(a, load64(p + i));
+        b = mix_word(b, load64(p + i + 8));
+        c = mix_word(c, load64(p + i + 16));
+        d = mix_word(d, load64(p + i + 24));
+    }
+    uint64_t h = rotl64(a, 1) + rotl64(b, 7) + rotl64(c, 12) + rotl64(d, 18) + (uint64_t)len * P3;
+    for (; i + 8 <= len; i += 8) h = rotl64(h ^ mix_word(0, load64(p + i)), 27) * P1 + P3;
+    for (; i < len; i++) h = rotl64(h ^ (p[i] * P3), 11) * P1;
+    /* final mixing (SplitMix64's): every input bit reaches every output bit */
+    h ^= h >> 30;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 27;
+    h *= 0x94D049BB133111EBULL;
+    return h ^ (h >> 31);
+}
+
+uint64_t params_digest(const ParamList *params) {
+    uint64_t h = 0;
+    for (int i = 0; i < params->count; i++) {
+        const Tensor *t = &params->items[i].value;
+        if (!HOST_BIG_ENDIAN) {
+            h = ckpt_hash64(t->data, (size_t)t->size * 4, h);
+        } else {
+            uint8_t *le = xmalloc((size_t)t->size * 4);
+            floats_to_le(le, t->data, t->size);
+            h = ckpt_hash64(le, (size_t)t->size * 4, h);
+            xfree(le);
+        }
+    }
+    return h;
+}
+
+/* ------------------------------------------------------------ encode */
+
+static const uint8_t MAGIC[8] = {0x89, 'C', 'K', 'P', '\r', '\n', 0x1a, '\n'};
+enum { HEADER_SIZE = 32, TYPE_F32 = 1 };
+
+size_t ckpt_encoded_size(const Checkpoint *c) {
+    size_t size = HEADER_SIZE + 8;
+    for (int i = 0; i < c->ntensors; i++) {
+        const Tensor *t = c->tensors[i].tensor;
+        size += 2 + strlen(c->tensors[i].name) + 2 + 4 * (size_t)t->ndim + 4 * (size_t)t->size;
+    }
+    for (int i = 0; i < c->nscalars; i++) size += 2 + strlen(c->scalars[i].name) + 1 + 8;
+    return size;
+}
+
+void ckpt_encode(const Checkpoint *c, uint8_t **buf, size_t *len) {
+    size_t size = ckpt_encoded_size(c);
+
+    uint8_t *b = xmalloc(size), *p = b;
+    memcpy(p, MAGIC, 8);
+    store_le(p + 8, CKPT_VERSION, 4);
+    store_le(p + 12, HEADER_SIZE, 4);
+    store_le(p + 16, size, 8);
+    store_le(p + 24, (uint64_t)c->ntensors, 4);
+    store_le(p + 28, (uint64_t)c->nscalars, 4);
+    p += HEADER_SIZE;
+    for (int i = 0; i < c->ntensors; i++) {
+        const Tensor *t = c->tensors[i].tensor;
+        size_t n = strlen(c->tensors[i].name);
+        store_le(p, n, 2);
+        memcpy(p + 2, c->tensors[i].name, n);
+        p += 2 + n;
+        *p++ = (uint8_t)t->ndim;
+        *p++ = TYPE_F32;
+        for (int k = 0; k < t->ndim; k++, p += 4) store_le(p, (uint64_t)t->shape[k], 4);
+        floats_to_le(p, t->data, t->size);
+        p += 4 * (size_t)t->size;
+    }
+    for (int i = 0; i < c->nscalars; i++) {
+        const CkptScalar *s = &c->scalars[i];
+        size_t n = strlen(s->name);
+        store_le(p, n, 2);
+        memcpy(p + 2, s->name, n);
+        p += 2 + n;
+        *p++ = (uint8_t)s->type;
+        uint64_t bits;
+        memcpy(&bits, s->value, 8); /* int64, uint64 and double: 8 bytes each */
+        store_le(p, bits, 8);
+        p += 8;
+    }
+    store_le(p, ckpt_hash64(b, size - 8, 0), 8);
+    CHECK(p + 8 == b + size, "checkpoint size computed as %zu, wrote %zu", size,
+          (size_t)(p + 8 - b));
+    *buf = b;
+    *len = size;
+}
+
+/* ------------------------------------------------------------ decode */
+
+static int fail(CkptError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(CkptError *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* A bounds-checked cursor: a read past the end sets bad and returns zeros. */
+typedef struct {
+    const uint8_t *p;
+    size_t len, pos;
+    bool bad;
+} Reader;
+
+static const uint8_t *take(Reader *r, size_t n) {
+    if (r->bad || n > r->len - r->pos) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *q = r->p + r->pos;
+    r->pos += n;
+    return q;
+}
+
+static uint64_t take_le(Reader *r, int bytes) {
+    const uint8_t *q = take(r, (size_t)bytes);
+    return q ? load_le(q, bytes) : 0;
+}
+
+/* Reads a name into out; false when it is not 1..63 printable characters. */
+static bool take_name(Reader *r, char out[CKPT_NAME_MAX]) {
+    size_t n = take_le(r, 2);
+    const uint8_t *q = (n > 0 && n < CKPT_NAME_MAX) ? take(r, n) : NULL;
+    if (!q) return false;
+    for (size_t i = 0; i < n; i++)
+        if (q[i] < 0x20 || q[i] > 0x7e) return false;
+    memcpy(out, q, n);
+    out[n] = '\0';
+    return true;
+}
+
+static const char *shape_str(int ndim, const uint32_t *shape, char *buf, size_t cap) {
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int k = 0; k < ndim && used < cap; k++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%u", k ? ", " : "", shape[k]);
+    if (used < cap) snprintf(buf + used, cap - used, "]");
+    return buf;
+}
+
+#define FIX_DAMAGED                                                                        \
+    "Delete it or move it away: with --resume the previous checkpoint in its directory is " \
+    "used instead"
+#define FIX_FOREIGN                                                                        \
+    "Resume with the program and options (model, --dataset) that wrote it, or use a new "  \
+    "--checkpoint-dir"
+
+/* Checks the header, the size and the checksum. */
+static int check_envelope(const uint8_t *buf, size_t len, const char *src, CkptError *err) {
+    if (len == 0)
+        return fail(err, "checkpoint %s is empty (0 bytes): it was never written. " FIX_DAMAGED ".",
+                    src);
+    if (len < 8 || memcmp(buf, MAGIC, 8) != 0)
+        return fail(err, "%s is not a checkpoint of this course (its first bytes are not the "
+                         "checkpoint magic number): another program's file? " FIX_FOREIGN ".", src);
+    if (len < HEADER_SIZE)
+        return fail(err, "checkpoint %s is truncated: only %zu bytes, less than its %d-byte "
+                         "header (the write was cut short). " FIX_DAMAGED ".", src, len, HEADER_SIZE);
+    uint32_t version = (uint32_t)load_le(buf + 8, 4);
+    if (version != CKPT_VERSION)
+        return fail(err, "checkpoint %s has format version %u; this program reads version %d. "
+                         "Resume with the program that wrote it, or start afresh in a new "
+                         "--checkpoint-dir.", src, version, CKPT_VERSION);
+    uint64_t size = load_le(buf + 16, 8);
+    if (load_le(buf + 12, 4) != HEADER_SIZE || size < HEADER_SIZE + 8)
+        return fail(err, "checkpoint %s has a damaged header. " FIX_DAMAGED ".", src);
+    if (len < size)
+        return fail(err, "checkpoint %s is truncated: %zu of its %llu bytes are there (the write "
+                         "was cut short: killed, disk full or over quota?). " FIX_DAMAGED ".",
+                    src, len, (unsigned long long)size);
+    if (len > size)
+        return fail(err, "checkpoint %s has %zu bytes but its header says %llu: something was "
+                         "appended or the header is damaged. " FIX_DAMAGED ".",
+                    src, len, (unsigned long long)size);
+    uint64_t stored = load_le(buf + size - 8, 8), actual = ckpt_hash64(buf, size - 8, 0);
+    if (stored != actual)
+        return fail(err, "checkpoint %s is damaged: its checksum does not match its contents "
+                         "(stored %016llx, computed %016llx; a bit flip, a torn write or a "
+                         "broken copy). " FIX_DAMAGED ".", src, (unsigned long long)stored,
+                    (unsigned long long)actual);
+    return 0;
+}
+
+/* Where each manifest entry's data sits in the buffer, found before anything is copied. */
+typedef struct {
+    size_t tensor_at[CKPT_MAX_TENSORS];
+    size_t scalar_at[CKPT_MAX_SCALARS];
+    bool tensor_seen[CKPT_MAX_TENSORS], scalar_seen[CKPT_MAX_SCALARS];
+} Placement;
+
+static int find_tensor(const Checkpoint *c, const char *name) {
+    for (int i = 0; i < c->ntensors; i++)
+        if (strcmp(c->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int find_scalar(const Checkpoint *c, const char *name) {
+    for (int i = 0; i < c->nscalars; i++)
+        if (strcmp(c->scalars[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int place_tensors(const Checkpoint *c, Reader *r, uint32_t count, Placement *pl,
+                         const char *src, CkptError *err) {
+    for (uint32_t e = 0; e < count; e++) {
+        char name[CKPT_NAME_MAX];
+        if (!take_name(r, name))
+            return fail(err, "checkpoint %s: tensor %u has a damaged name. " FIX_DAMAGED ".", src, e);
+        int ndim = (int)take_le(r, 1), type = (int)take_le(r, 1);
+        uint32_t shape[TENSOR_MAX_DIMS] = {0};
+        if (r->bad || ndim < 1 || ndim > TENSOR_MAX_DIMS || type != TYPE_F32)
+            return fail(err, "checkpoint %s: tensor '%s' has %d dimensions of type %d (1 to %d "
+                             "dimensions of float32 expected). " FIX_DAMAGED ".",
+                        src, name, ndim, type, TENSOR_MAX_DIMS);
+        uint64_t count_values = 1;
+        for (int k = 0; k < ndim; k++) {
+            shape[k] = (uint32_t)take_le(r, 4);
+            count_values *= shape[k];
+            if (count_values > r->len) count_values = r->len + 1; /* no overflow: too big anyway */
+        }
+        char sf[96], sm[96];
+        shape_str(ndim, shape, sf, sizeof sf);
+        int i = find_tensor(c, name);
+        if (i < 0)
+            return fail(err, "checkpoint %s holds tensor '%s' %s, which this program does not "
+                             "have: it was written by another program, model or optimiser. "
+                             FIX_FOREIGN ".", src, name, sf);
+        if (pl->tensor_seen[i])
+            return fail(err, "checkpoint %s holds tensor '%s' twice. " FIX_DAMAGED ".", src, name);
+        const Tensor *t = c->tensors[i].tensor;
+        uint32_t want[TENSOR_MAX_DIMS];
+        for (int k = 0; k < t->ndim; k++) want[k] = (uint32_t)t->shape[k];
+        shape_str(t->ndim, want, sm, sizeof sm);
+        if (strcmp(sf, sm) != 0)
+            return fail(err, "checkpoint %s: tensor '%s' is %s in the file but %s in this program: "
+                             "it was written for another model or data set (--dataset?). "
+                             FIX_FOREIGN ".", src, name, sf, sm);
+        pl->tensor_seen[i] = true;
+        pl->tensor_at[i] = r->pos;
+        if (!take(r, 4 * (size_t)count_values))
+            return fail(err, "checkpoint %s: tensor '%s' runs past the end of the file. "
+                             FIX_DAMAGED ".", src, name);
+    }
+    return 0;
+}
+
+static int place_scalars(const Checkpoint *c, Reader *r, uint32_t count, Placement *pl,
+                         const char *src, CkptError *err) {
+    for (uint32_t e = 0; e < count; e++) {
+        char name[CKPT_NAME_MAX];
+        if (!take_name(r, name))
+            return fail(err, "checkpoint %s: scalar %u has a damaged name. " FIX_DAMAGED ".", src, e);
+        int type = (int)take_le(r, 1);
+        int i = find_scalar(c, name);
+        if (i < 0)
+            return fail(err, "checkpoint %s holds '%s', which this program does not have: it was "
+                             "written by another program. " FIX_FOREIGN ".", src, name);
+        if (pl->scalar_seen[i])
+            return fail(err, "checkpoint %s holds '%s' twice. " FIX_DAMAGED ".", src, name);
+        if (type != (int)c->scalars[i].type)
+            return fail(err, "checkpoint %s: '%s' has type '%c' in the file but '%c' in this "
+                             "program. " FIX_FOREIGN ".", src, name, type, c->scalars[i].type);
+        pl->scalar_seen[i] = true;
+        pl->scalar_at[i] = r->pos;
+        if (!take(r, 8))
+            return fail(err, "checkpoint %s: '%s' runs past the end of the file. " FIX_DAMAGED ".",
+                        src, name);
+    }
+    return 0;
+}
+
+int ckpt_decode(const Checkpoint *c, const uint8_t *buf, size_t len, const char *source,
+                CkptError *err) {
+    const char *src = source ? source : "(memory)";
+    if (check_envelope(buf, len, src, err) != 0) return -1;
+    Reader r = {.p = buf, .len = len - 8, .pos = HEADER_SIZE}; /* the checksum is not data */
+    uint32_t ntensors = (uint32_t)load_le(buf + 24, 4), nscalars = (uint32_t)load_le(buf + 28, 4);
+    Placement *pl = xcalloc(1, sizeof *pl);
+    int rc = place_tensors(c, &r, ntensors, pl, src, err);
+    if (rc == 0) rc = place_scalars(c, &r, nscalars, pl, src, err);
+    if (rc == 0 && r.pos != r.len)
+        rc = fail(err, "checkpoint %s has %zu stray bytes after its last entry. " FIX_DAMAGED ".",
+                  src, r.len - r.pos);
+    for (int i = 0; rc == 0 && i < c->ntensors; i++)
+        if (!pl->tensor_seen[i])
+            rc = fail(err, "checkpoint %s lacks tensor '%s', which this program needs (written "
+                           "without optimiser state, or by another model or optimiser?). "
+                           FIX_FOREIGN ".", src, c->tensors[i].name);
+    for (int i = 0; rc == 0 && i < c->nscalars; i++)
+        if (!pl->scalar_seen[i])
+            rc = fail(err, "checkpoint %s lacks '%s', which this program needs (written by "
+                           "another program?). " FIX_FOREIGN ".", src, c->scalars[i].name);
+    if (rc == 0) { /* all good: only now change the program's variables */
+        for (int i = 0; i < c->ntensors; i++)
+            floats_from_le(c->tensors[i].tensor->data, buf + pl->tensor_at[i],
+                           c->tensors[i].tensor->size);
+        for (int i = 0; i < c->nscalars; i++) {
+            uint64_t bits = load_le(buf + pl->scalar_at[i], 8);
+            memcpy(c->scalars[i].value, &bits, 8);
+        }
+    }
+    xfree(pl);
+    return rc;
+}

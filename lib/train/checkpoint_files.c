@@ -1,0 +1,339 @@
+/* Checkpoint files on disk: the atomic write, reading back, and a run's directory
+ * (the last K checkpoints and a best one). The format itself is in checkpoint.c. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/check.h"
+#include "train/checkpoint.h"
+
+static int fail(CkptError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(CkptError *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------ writing */
+
+static int g_write_calls; /* for the COURSE_CKPT_STALL test hook */
+
+static int write_loop(int fd, const uint8_t *p, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (n == 0) { /* no progress and no error: treat as a full disk */
+            errno = ENOSPC;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int ckpt_write_all(int fd, const void *buf, size_t len) {
+    const char *hook = getenv("COURSE_CKPT_STALL");
+    if (hook && *hook && ++g_write_calls == atoi(hook) && len >= 2) {
+        write_loop(fd, buf, len / 2);
+        fprintf(stderr, "COURSE_CKPT_STALL: write %d stopped after %zu of %zu bytes (test hook); "
+                        "waiting to be killed\n", g_write_calls, len / 2, len);
+        fflush(stderr);
+        for (;;) pause();
+    }
+    return write_loop(fd, buf, len);
+}
+
+/* fsync of the directory makes the rename itself durable. File systems that cannot
+ * sync a directory say EINVAL (or EROFS, ENOTSUP): nothing more can be done there. */
+static int sync_dir_of(const char *path, CkptError *err) {
+    char dir[CKPT_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return fail(err, "cannot open directory %s to sync it: %s", dir, strerror(errno));
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && e != EINVAL && e != EROFS && e != ENOTSUP)
+        return fail(err, "fsync of directory %s failed: %s", dir, strerror(e));
+    return 0;
+}
+
+int ckpt_write_atomic(const char *path, const uint8_t *buf, size_t len, CkptError *err) {
+    char tmp[CKPT_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return fail(err, "cannot create %s: %s (is the checkpoint directory writable?)", tmp,
+                    strerror(errno));
+    if (ckpt_write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return fail(err, "writing %s failed: %s (disk full or over quota? free space, or use "
+                         "another --checkpoint-dir); %s is unchanged", tmp, strerror(e), path);
+    }
+    if (close(fd) != 0) { /* network file systems may report write errors only here */
+        int e = errno;
+        unlink(tmp);
+        return fail(err, "writing %s failed at close: %s; %s is unchanged", tmp, strerror(e), path);
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return fail(err, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    return sync_dir_of(path, err);
+}
+
+int ckpt_save(const Checkpoint *c, const char *path, CkptError *err) {
+    uint8_t *buf;
+    size_t len;
+    ckpt_encode(c, &buf, &len);
+    int rc = ckpt_write_atomic(path, buf, len, err);
+    xfree(buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------ reading */
+
+int ckpt_read_file(const char *path, uint8_t **buf, size_t *len, CkptError *err) {
+    *buf = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(err, "cannot open checkpoint %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail(err, "checkpoint %s is not a regular file", path);
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *b = malloc(size ? size : 1);
+    if (!b) {
+        close(fd);
+        return fail(err, "checkpoint %s: cannot allocate %zu bytes to read it", path, size);
+    }
+    size_t got = 0;
+    while (got < size) { /* the file may shrink while we read: stop at its end */
+        ssize_t n = read(fd, b + got, size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            free(b);
+            return fail(err, "reading checkpoint %s failed: %s", path, strerror(e));
+        }
+        if (n == 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    *buf = b; /* plain malloc: xfree is free, and a failure here is an error, not an exit */
+    *len = got;
+    return 0;
+}
+
+int ckpt_load(const Checkpoint *c, const char *path, CkptError *err) {
+    uint8_t *buf;
+    size_t len;
+    if (ckpt_read_file(path, &buf, &len, err) != 0) return -1;
+    int rc = ckpt_decode(c, buf, len, path, err);
+    xfree(buf);
+    return rc;
+}
+
+void ckpt_load_or_die(const Checkpoint *c, const char *path) {
+    CkptError err;
+    if (ckpt_load(c, path, &err) != 0) fatal("%s", err.msg);
+}
+
+/* ------------------------------------------------------------ a run's directory */
+
+static void join(char *out, size_t cap, const char *dir, const char *name) {
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    CHECK(n > 0 && (size_t)n < cap, "path %s/%s longer than %zu", dir, name, cap);
+}
+
+void ckpt_store_init(CkptStore *s, const char *dir, int keep) {
+    if (!dir || !*dir) fatal("the checkpoint directory is empty: give --checkpoint-dir DIR");
+    if (strlen(dir) + 32 >= sizeof s->dir)
+        fatal("checkpoint directory path too long (%zu characters): %s", strlen(dir), dir);
+    if (keep < 1) fatal("--keep must be at least 1, got %d", keep);
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    s->keep = keep;
+    s->write = ckpt_write_atomic;
+    char p[CKPT_PATH_MAX];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *q = p + 1; ; q++) { /* mkdir -p */
+        bool end = *q == '\0';
+        if (*q == '/' || end) {
+            *q = '\0';
+            if (mkdir(p, 0755) != 0 && errno != EEXIST)
+                fatal("cannot create the checkpoint directory %s: %s. Choose another "
+                      "--checkpoint-dir (on a cluster: your scratch or project space)",
+                      p, strerror(errno));
+            if (end) break;
+            *q = '/';
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        fatal("checkpoint directory %s is not a directory: choose another --checkpoint-dir", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        fatal("checkpoint directory %s is not writable: %s. Choose another --checkpoint-dir",
+              dir, strerror(errno));
+}
+
+void ckpt_store_path(const CkptStore *s, int64_t step, char *out, size_t cap) {
+    char name[64];
+    snprintf(name, sizeof name, "ckpt-%012" PRId64 ".ckpt", step);
+    join(out, cap, s->dir, name);
+}
+
+void ckpt_store_best_path(const CkptStore *s, char *out, size_t cap) {
+    join(out, cap, s->dir, "best.ckpt");
+}
+
+/* "ckpt-<digits>.ckpt" (or with ".tmp" after it, when tmp): the step, or -1. */
+static int64_t parse_name(const char *name, bool tmp) {
+    if (strncmp(name, "ckpt-", 5) != 0) return -1;
+    const char *p = name + 5;
+    int64_t step = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9' && digits < 18; p++, digits++) step = step * 10 + (*p - '0');
+    if (digits == 0) return -1;
+    return strcmp(p, tmp ? ".ckpt.tmp" : ".ckpt") == 0 ? step : -1;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* All steps in the directory, newest first (malloc'ed); returns the count. */
+static int list_all(const CkptStore *s, int64_t **steps) {
+    int n = 0, cap = 16;
+    int64_t *v = xmalloc((size_t)cap * sizeof *v);
+    DIR *d = opendir(s->dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        int64_t step = parse_name(e->d_name, false);
+        if (step < 0) continue;
+        if (n == cap) {
+            int64_t *w = xmalloc((size_t)(cap *= 2) * sizeof *w);
+            memcpy(w, v, (size_t)n * sizeof *v);
+            xfree(v);
+            v = w;
+        }
+        v[n++] = step;
+    }
+    if (d) closedir(d);
+    qsort(v, (size_t)n, sizeof *v, cmp_desc);
+    *steps = v;
+    return n;
+}
+
+int ckpt_store_list(const CkptStore *s, int64_t *steps, int max) {
+    int64_t *all;
+    int n = list_all(s, &all);
+    if (n > max) n = max;
+    memcpy(steps, all, (size_t)n * sizeof *all);
+    xfree(all);
+    return n;
+}
+
+/* Deletes step checkpoints beyond the newest keep, and .tmp files that a killed
+ * writer left (one writer per directory: none is being written now). */
+static void rotate(const CkptStore *s) {
+    int64_t *all;
+    int n = list_all(s, &all);
+    char path[CKPT_PATH_MAX];
+    for (int i = s->keep; i < n; i++) {
+        ckpt_store_path(s, all[i], path, sizeof path);
+        unlink(path);
+    }
+    xfree(all);
+    DIR *d = opendir(s->dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (parse_name(e->d_name, true) >= 0 || strcmp(e->d_name, "best.ckpt.tmp") == 0) {
+            join(path, sizeof path, s->dir, e->d_name);
+            unlink(path);
+        }
+    if (d) closedir(d);
+}
+
+static int save_to(const CkptStore *s, const Checkpoint *c, const char *path, CkptError *err) {
+    uint8_t *buf;
+    size_t len;
+    ckpt_encode(c, &buf, &len);
+    int rc = (s->write ? s->write : ckpt_write_atomic)(path, buf, len, err);
+    xfree(buf);
+    return rc;
+}
+
+int ckpt_store_save(const CkptStore *s, const Checkpoint *c, int64_t step, char *path_out,
+                    size_t cap, CkptError *err) {
+    char path[CKPT_PATH_MAX];
+    ckpt_store_path(s, step, path, sizeof path);
+    if (path_out) snprintf(path_out, cap, "%s", path);
+    if (save_to(s, c, path, err) != 0) return -1;
+    rotate(s); /* only after the new one is safely there */
+    return 0;
+}
+
+int ckpt_store_save_best(const CkptStore *s, const Checkpoint *c, CkptError *err) {
+    char path[CKPT_PATH_MAX];
+    ckpt_store_best_path(s, path, sizeof path);
+    return save_to(s, c, path, err);
+}
+
+int ckpt_store_load_latest(const CkptStore *s, const Checkpoint *c, char *path_out, size_t cap,
+                           CkptError *err) {
+    int64_t *all;
+    int n = list_all(s, &all);
+    char path[CKPT_PATH_MAX];
+    size_t used = 0;
+    if (err) err->msg[0] = '\0';
+    int rc = n == 0 ? 0 : -1;
+    for (int i = 0; i < n && rc != 1; i++) {
+        ckpt_store_path(s, all[i], path, sizeof path);
+        CkptError one;
+        if (ckpt_load(c, path, &one) == 0) {
+            if (path_out) snprintf(path_out, cap, "%s", path);
+            rc = 1;
+            break;
+        }
+        fprintf(stderr, "warning: skipping a checkpoint that does not load: %s\n", one.msg);
+        if (err && used < sizeof err->msg)
+            used += (size_t)snprintf(err->msg + used, sizeof err->msg - used, "%s%s",
+                                     used ? "\n  " : "", one.msg);
+    }
+    if (rc == -1 && err) { /* a summary first, then each file's reason */
+        char *list = xstrdup(err->msg);
+        int head = snprintf(err->msg, sizeof err->msg,
+                            "none of the %d checkpoints in %s loads; move them away to start "
+                            "afresh, or resume from another --checkpoint-dir:\n  ", n, s->dir);
+        size_t at = head < 0 ? 0 : (size_t)head < sizeof err->msg ? (size_t)head : sizeof err->msg - 1;
+        size_t room = sizeof err->msg - 1 - at, take = strlen(list) < room ? strlen(list) : room;
+        memcpy(err->msg + at, list, take);
+        err->msg[at + take] = '\0';
+        xfree(list);
+    }
+    xfree(all);
+    return rc;
+}
