@@ -140,7 +140,8 @@ lesson_dir = $(firstword $(filter $(shell (printf '%02d' $$((10#$(1)))) 2>/dev/n
 
 # A stub leaves the sizes it declares for the participant unused: no warning for that.
 LESSON_CFLAGS = $(CFLAGS) -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable
-LESSON_NVCCFLAGS = $(NVCCFLAGS) -Xcompiler -Wno-unused-parameter,-Wno-unused-variable
+# (177: a stub's kernel that nothing launches yet)
+LESSON_NVCCFLAGS = $(NVCCFLAGS) -diag-suppress 177 -Xcompiler -Wno-unused-parameter,-Wno-unused-variable
 # A lesson's .cu files (kernels) are built only where nvcc is: its C code calls them
 # under #ifdef HAVE_CUDA and otherwise runs its CPU part.
 lesson_objs = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(2),$(wildcard $(1)/*.c))) \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything `make test` runs, in order, then one total:
 #   1. the library's unit tests
+#   1b. make check-gpu: CUDA against CPU (every check skips where there is no GPU)
 #   2. every solution's grader (all checks must pass)
 #   3. every stub's grader (every TODO check must fail)
 #   4. lessons/ and solutions/ in sync with course/
@@ -40,6 +41,7 @@ sync_check() {
 }
 
 tally "unit tests" tests/run-suites.sh "$build"/tests/test_*
+tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
 tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
 tally "lessons/ and solutions/ in sync with course/" sync_check

@@ -1,0 +1,34 @@
+/* TODO 0.1 and 0.2: launch arithmetic and bandwidth, plain C on the host. */
+#include "lesson.h"
+
+int lesson_blocks(int64_t n, int threads) {
+#ifdef SOLUTION
+    return (int)((n + threads - 1) / threads); /* round up: the last block is partial */
+#else
+    /* TODO 0.1: a grid of blocks, each of `threads` threads, must have at least one
+     * thread per element. n / threads rounds down and loses the last, partial block
+     * whenever n is not a multiple of threads: round up instead, in integers. */
+    TODO_STOP("0.1");
+#endif
+}
+
+double lesson_peak_bandwidth_gbs(int memory_clock_khz, int bus_width_bits) {
+#ifdef SOLUTION
+    /* double data rate: two transfers per clock, each bus_width_bits / 8 bytes wide */
+    return 2.0 * memory_clock_khz * 1e3 * (bus_width_bits / 8.0) / 1e9;
+#else
+    /* TODO 0.2: transfers per second times bytes per transfer, in GB/s (1e9 B/s).
+     * The clock is in kHz; the memory moves data twice per clock (double data
+     * rate); one transfer moves bus_width_bits / 8 bytes. */
+    TODO_STOP("0.2");
+#endif
+}
+
+double lesson_bandwidth_gbs(size_t bytes, double seconds) {
+#ifdef SOLUTION
+    return (double)bytes / seconds / 1e9;
+#else
+    /* TODO 0.2: bytes moved per second, in GB/s (1e9 bytes per second). */
+    TODO_STOP("0.2");
+#endif
+}
