@@ -1,0 +1,538 @@
+/* Unit tests of lib/train/checkpoint: the round trip (bit for bit, special floats
+ * too), every kind of damage (empty, foreign, other version, truncated at every
+ * length, appended, any flipped byte, other shapes, missing and extra entries),
+ * that a failed load changes neither the variables nor the file, garbage with a
+ * valid header and checksum (the parser on its own), keep-K rotation and the best
+ * checkpoint, falling back to an older checkpoint, the atomic write killed halfway,
+ * the fatal wrappers, and the hash. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/check.h"
+#include "core/timer.h"
+#include "framework/check.h"
+#include "train/checkpoint.h"
+
+/* ------------------------------------------------------------ a state to save */
+
+typedef struct {
+    ParamList params;
+    Adam adam;
+    Sgd sgd;
+    TrainState ts;
+    int64_t extra;
+    Checkpoint c;
+} State;
+
+/* Two parameters, Adam and SGD state, the training state and one extra scalar, all
+ * filled from seed. shape0 changes the first parameter's shape (a "different model"). */
+static void state_init(State *s, uint64_t seed, int shape0) {
+    memset(s, 0, sizeof *s);
+    params_add(&s->params, "conv.weight", 4, (int[]){shape0, 2, 3, 3});
+    params_add(&s->params, "fc.bias", 1, (int[]){7});
+    adam_init(&s->adam, &s->params, 0.01f);
+    sgd_init(&s->sgd, &s->params, 0.1f, 0.9f, 0.0f);
+    ckpt_add_params(&s->c, "model", &s->params);
+    ckpt_add_adam(&s->c, &s->adam, &s->params);
+    ckpt_add_sgd(&s->c, &s->sgd, &s->params);
+    ckpt_add_train_state(&s->c, &s->ts);
+    ckpt_add_i64(&s->c, "extra.counter", &s->extra);
+    for (int i = 0; i < s->params.count; i++) {
+        fill_uniform(s->params.items[i].value.data, s->params.items[i].value.size, seed + i, -1, 1);
+        fill_uniform(s->adam.m[i].data, s->adam.m[i].size, seed + 10 + i, -1, 1);
+        fill_uniform(s->adam.v[i].data, s->adam.v[i].size, seed + 20 + i, 0, 1);
+        fill_uniform(s->sgd.buf[i].data, s->sgd.buf[i].size, seed + 30 + i, -1, 1);
+    }
+    s->adam.step = (int64_t)seed;
+    s->sgd.step = (int64_t)seed + 1;
+    s->ts = (TrainState){.epoch = 3, .step = (int64_t)seed % 11, .global_step = (int64_t)seed * 7,
+                         .rng_state = 0xFEDCBA9876543210ULL ^ seed, .rng_inc = 2 * seed + 1,
+                         .sampler_seed = seed, .sampler_epoch = 3, .sampler_position = 40,
+                         .sampler_count = 100, .loss_sum = seed / 3.0, .examples = 40,
+                         .best_metric = -INFINITY, .best_epoch = 0};
+    s->extra = -(int64_t)seed;
+}
+
+/* Everything the manifest points at, as bytes (encode is itself tested by the round trip). */
+static uint64_t state_hash(const State *s) {
+    uint8_t *buf;
+    size_t len;
+    ckpt_encode(&s->c, &buf, &len);
+    uint64_t h = ckpt_hash64(buf, len, 3);
+    xfree(buf);
+    return h;
+}
+
+static uint64_t file_hash(const char *path) {
+    uint8_t *buf;
+    size_t len;
+    CkptError err;
+    if (ckpt_read_file(path, &buf, &len, &err) != 0) return 0;
+    uint64_t h = ckpt_hash64(buf, len, 5);
+    xfree(buf);
+    return h;
+}
+
+static bool write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data, 1, len, f) == len;
+    if (f) ok = fclose(f) == 0 && ok;
+    return ok;
+}
+
+/* ------------------------------------------------------------ round trip */
+
+static int body_round_trip(const char *dir) {
+    State a, b;
+    state_init(&a, 17, 4);
+    state_init(&b, 99, 4);
+    /* floats that a careless text or double round trip would change */
+    float special[] = {NAN, INFINITY, -INFINITY, -0.0f, 1e-45f, 3.4028235e38f, 0.1f};
+    memcpy(a.params.items[1].value.data, special, sizeof special);
+    char path[512];
+    path_in(path, sizeof path, dir, "a.ckpt");
+    CkptError err;
+    bool ok = expect_true(ckpt_save(&a.c, path, &err) == 0, "save: %s", err.msg);
+    struct stat st;
+    ok = ok && expect_true(stat(path, &st) == 0 && (size_t)st.st_size == ckpt_encoded_size(&a.c),
+                           "file size %lld, ckpt_encoded_size %zu", (long long)st.st_size,
+                           ckpt_encoded_size(&a.c));
+    ok = ok && expect_true(ckpt_load(&b.c, path, &err) == 0, "load: %s", err.msg);
+    ok = ok && expect_true(state_hash(&a) == state_hash(&b), "the loaded state differs from the saved one");
+    ok = ok && expect_true(memcmp(a.params.items[1].value.data, b.params.items[1].value.data,
+                                  sizeof special) == 0, "NaN, inf, -0 or denormals changed");
+    ok = ok && expect_true(isinf(b.ts.best_metric) && b.ts.best_metric < 0 && b.adam.step == 17 &&
+                               b.sgd.step == 18 && b.extra == -17 && b.ts.rng_state == a.ts.rng_state,
+                           "scalars not restored");
+    ok = ok && expect_true(params_digest(&a.params) == params_digest(&b.params), "digests differ");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_round_trip(void) { return with_tmpdir("test_ckpt", body_round_trip); }
+
+static int check_encode_deterministic(void) {
+    State a, b;
+    state_init(&a, 5, 4);
+    state_init(&b, 5, 4);
+    uint8_t *x, *y;
+    size_t nx, ny;
+    ckpt_encode(&a.c, &x, &nx);
+    ckpt_encode(&b.c, &y, &ny);
+    bool ok = expect_true(nx == ny && memcmp(x, y, nx) == 0, "the same state encodes differently") &&
+              expect_true(nx == ckpt_encoded_size(&a.c), "encoded %zu bytes, size says %zu", nx,
+                          ckpt_encoded_size(&a.c));
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ------------------------------------------------------------ damage */
+
+/* Decoding buf must fail with a message containing want, and change nothing. */
+static bool expect_rejected(const char *what, const uint8_t *buf, size_t len, const char *want) {
+    State s;
+    state_init(&s, 77, 4);
+    uint64_t before = state_hash(&s);
+    CkptError err = {{0}};
+    int rc = ckpt_decode(&s.c, buf, len, "test.ckpt", &err);
+    bool ok = expect_true(rc == -1, "%s: decode returned %d, expected -1", what, rc) &&
+              expect_true(!want || strstr(err.msg, want), "%s: the message lacks \"%s\": %s", what,
+                          want ? want : "", err.msg) &&
+              expect_true(strstr(err.msg, "test.ckpt") != NULL, "%s: the message does not name "
+                          "the file: %s", what, err.msg) &&
+              expect_true(state_hash(&s) == before, "%s: a failed load changed the variables", what);
+    return ok;
+}
+
+static void good_bytes(uint8_t **buf, size_t *len) {
+    State s;
+    state_init(&s, 11, 4);
+    ckpt_encode(&s.c, buf, len);
+}
+
+static int check_empty_foreign_version(void) {
+    uint8_t *buf;
+    size_t len;
+    good_bytes(&buf, &len);
+    const char *text = "epoch,loss\n1,0.5\n";
+    bool ok = expect_rejected("empty", buf, 0, "empty") &&
+              expect_rejected("a CSV file", (const uint8_t *)text, strlen(text), "not a checkpoint");
+    buf[8] = 2; /* version 2 */
+    ok = ok && expect_rejected("version 2", buf, len, "format version 2");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_truncated(void) {
+    uint8_t *buf;
+    size_t len;
+    good_bytes(&buf, &len);
+    bool ok = true;
+    for (size_t n = 1; n < len && ok; n += (n < 64 ? 1 : 97)) {
+        char what[64];
+        snprintf(what, sizeof what, "cut to %zu of %zu bytes", n, len);
+        ok = expect_rejected(what, buf, n, n < 8 ? "not a checkpoint" : "truncated");
+    }
+    ok = ok && expect_rejected("one byte short", buf, len - 1, "truncated");
+    uint8_t *longer = xcalloc(len + 3, 1);
+    memcpy(longer, buf, len);
+    ok = ok && expect_rejected("3 bytes appended", longer, len + 3, "header says");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* Every byte flipped in turn (a sample of them in the data): always rejected. */
+static int check_flipped_bytes(void) {
+    uint8_t *buf;
+    size_t len;
+    good_bytes(&buf, &len);
+    bool ok = true;
+    for (size_t i = 0; i < len && ok; i += (i < 400 || i > len - 400 ? 1 : 61)) {
+        buf[i] ^= 0x04;
+        char what[64];
+        snprintf(what, sizeof what, "byte %zu of %zu flipped", i, len);
+        ok = expect_rejected(what, buf, len, NULL);
+        buf[i] ^= 0x04;
+    }
+    buf[len / 2] ^= 1;
+    ok = ok && expect_rejected("a bit flipped in the data", buf, len, "checksum");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_mismatched(void) {
+    uint8_t *buf;
+    size_t len;
+    good_bytes(&buf, &len); /* conv.weight [4, 2, 3, 3] */
+    State other;
+    state_init(&other, 1, 5); /* [5, 2, 3, 3]: another model */
+    CkptError err;
+    bool ok = expect_true(ckpt_decode(&other.c, buf, len, "x.ckpt", &err) == -1 &&
+                              strstr(err.msg, "[4, 2, 3, 3] in the file but [5, 2, 3, 3]"),
+                          "another shape: %s", err.msg);
+    /* a program that expects one more entry: "lacks" */
+    State more;
+    state_init(&more, 1, 4);
+    int64_t spare = 0;
+    ckpt_add_i64(&more.c, "extra.spare", &spare);
+    uint64_t before = state_hash(&more);
+    ok = ok && expect_true(ckpt_decode(&more.c, buf, len, "x.ckpt", &err) == -1 &&
+                               strstr(err.msg, "lacks 'extra.spare'"), "a missing entry: %s", err.msg) &&
+         expect_true(state_hash(&more) == before, "a failed load changed the variables");
+    /* a program without SGD: the file's sgd tensors are foreign to it */
+    State fewer;
+    memset(&fewer, 0, sizeof fewer);
+    params_add(&fewer.params, "conv.weight", 4, (int[]){4, 2, 3, 3});
+    params_add(&fewer.params, "fc.bias", 1, (int[]){7});
+    adam_init(&fewer.adam, &fewer.params, 0.01f);
+    ckpt_add_params(&fewer.c, "model", &fewer.params);
+    ckpt_add_adam(&fewer.c, &fewer.adam, &fewer.params);
+    ok = ok && expect_true(ckpt_decode(&fewer.c, buf, len, "x.ckpt", &err) == -1 &&
+                               strstr(err.msg, "'sgd.momentum.conv.weight'") &&
+                               strstr(err.msg, "does not have"), "an extra entry: %s", err.msg);
+    /* a scalar of another type */
+    Checkpoint typed = {0};
+    double as_double = 0;
+    State t;
+    state_init(&t, 1, 4);
+    typed = t.c;
+    for (int i = 0; i < typed.nscalars; i++)
+        if (strcmp(typed.scalars[i].name, "extra.counter") == 0) {
+            typed.scalars[i].type = CKPT_F64;
+            typed.scalars[i].value = &as_double;
+        }
+    ok = ok && expect_true(ckpt_decode(&typed, buf, len, "x.ckpt", &err) == -1 &&
+                               strstr(err.msg, "type 'i' in the file but 'f'"), "another type: %s",
+                           err.msg);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* Random bodies behind a valid header and a valid checksum: only the parser stands
+ * between them and the variables. Run under ASan by make asan-tests. */
+static int check_garbage(void) {
+    Rng rng;
+    rng_seed(&rng, 2024, 0);
+    uint8_t *good;
+    size_t good_len;
+    good_bytes(&good, &good_len);
+    bool ok = true;
+    for (int trial = 0; trial < 3000 && ok; trial++) {
+        size_t len = 40 + rng_below(&rng, 600);
+        uint8_t *buf = xmalloc(len);
+        for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)rng_u32(&rng);
+        if (trial % 2) { /* half: a real start (header, first names), random after */
+            size_t keep = 32 + rng_below(&rng, (uint32_t)(len - 39)); /* 32..len-8 */
+            memcpy(buf, good, keep);
+        } else {
+            memcpy(buf, good, 32);
+            buf[24] = (uint8_t)rng_below(&rng, 4); /* few entries: deeper into the parser */
+            buf[25] = buf[26] = buf[27] = 0;
+        }
+        for (int k = 0; k < 8; k++) buf[16 + k] = (uint8_t)((uint64_t)len >> (8 * k));
+        uint64_t h = ckpt_hash64(buf, len - 8, 0);
+        for (int k = 0; k < 8; k++) buf[len - 8 + k] = (uint8_t)(h >> (8 * k));
+        ok = expect_rejected("random contents with a valid checksum", buf, len, NULL);
+        xfree(buf);
+    }
+    for (int trial = 0; trial < 2000 && ok; trial++) { /* and plain random bytes */
+        size_t len = rng_below(&rng, 200);
+        uint8_t buf[200];
+        for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)rng_u32(&rng);
+        if (len >= 8 && trial % 2) memcpy(buf, good, 8);
+        ok = expect_rejected("random bytes", buf, len, NULL);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int body_file_untouched(const char *dir) {
+    uint8_t *buf;
+    size_t len;
+    good_bytes(&buf, &len);
+    char path[512];
+    path_in(path, sizeof path, dir, "bad.ckpt");
+    buf[len - 100] ^= 0xff;
+    if (!write_file(path, buf, len)) return CHECK_FAIL;
+    uint64_t before = file_hash(path);
+    struct stat st0, st1;
+    stat(path, &st0);
+    State s;
+    state_init(&s, 3, 4);
+    CkptError err;
+    bool ok = expect_true(ckpt_load(&s.c, path, &err) == -1, "a damaged file loaded");
+    stat(path, &st1);
+    ok = ok && expect_true(file_hash(path) == before && st0.st_ino == st1.st_ino &&
+                               st0.st_mtime == st1.st_mtime, "the damaged file changed on disk") &&
+         expect_true(access(path, F_OK) == 0, "the damaged file was removed");
+    path_in(path, sizeof path, dir, "missing.ckpt");
+    ok = ok && expect_true(ckpt_load(&s.c, path, &err) == -1 && strstr(err.msg, "missing.ckpt"),
+                           "a missing file: %s", err.msg);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_file_untouched(void) { return with_tmpdir("test_ckpt", body_file_untouched); }
+
+/* ------------------------------------------------------------ the store */
+
+static int count_files(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "exit $(ls -A '%s' | wc -l)", dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int body_rotation(const char *dir) {
+    char sub[512], p[1024];
+    path_in(sub, sizeof sub, dir, "run/a/b"); /* made by ckpt_store_init */
+    CkptStore store;
+    ckpt_store_init(&store, sub, 2);
+    State s;
+    state_init(&s, 1, 4);
+    CkptError err;
+    /* a writer killed earlier left these */
+    path_in(p, sizeof p, sub, "ckpt-000000000003.ckpt.tmp");
+    write_file(p, "x", 1);
+    path_in(p, sizeof p, sub, "notes.txt"); /* not ours: stays */
+    write_file(p, "keep me", 7);
+    bool ok = expect_true(ckpt_store_save_best(&store, &s.c, &err) == 0, "best: %s", err.msg);
+    for (int64_t step = 5; step <= 25 && ok; step += 5) {
+        s.ts.global_step = step;
+        char written[1024];
+        ok = expect_true(ckpt_store_save(&store, &s.c, step, written, sizeof written, &err) == 0,
+                         "save %lld: %s", (long long)step, err.msg);
+        ckpt_store_path(&store, step, p, sizeof p);
+        ok = ok && expect_true(strcmp(written, p) == 0, "path_out %s, expected %s", written, p);
+    }
+    int64_t steps[8];
+    int n = ckpt_store_list(&store, steps, 8);
+    ok = ok && expect_true(n == 2 && steps[0] == 25 && steps[1] == 20,
+                           "after saves at 5..25 with keep 2: %d checkpoints (newest %lld)", n,
+                           (long long)(n ? steps[0] : -1)) &&
+         expect_true(count_files(sub) == 4, "expected the 2 newest, best.ckpt and notes.txt: %d "
+                     "files (a leftover .tmp not removed?)", count_files(sub));
+    ckpt_store_best_path(&store, p, sizeof p);
+    ok = ok && expect_true(access(p, F_OK) == 0, "best.ckpt went with the rotation");
+    path_in(p, sizeof p, sub, "ckpt-000000000009.ckpt.bak"); /* only exact names count */
+    write_file(p, "x", 1);
+    ok = ok && expect_true(ckpt_store_list(&store, steps, 8) == 2, "a .bak file was listed");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_rotation(void) { return with_tmpdir("test_ckpt", body_rotation); }
+
+static int body_latest(const char *dir) {
+    CkptStore store;
+    ckpt_store_init(&store, dir, 3);
+    State s, t;
+    state_init(&s, 1, 4);
+    state_init(&t, 50, 4);
+    char got[1024], p[1024];
+    CkptError err;
+    bool ok = expect_true(ckpt_store_load_latest(&store, &t.c, got, sizeof got, &err) == 0,
+                          "an empty directory did not return 0");
+    uint64_t h[3];
+    for (int k = 0; k < 3; k++) {
+        state_init(&s, 10 + (uint64_t)k, 4);
+        h[k] = state_hash(&s);
+        ckpt_store_save(&store, &s.c, 100 + k, NULL, 0, &err);
+    }
+    ckpt_store_path(&store, 102, p, sizeof p);
+    if (truncate(p, 500) != 0) return CHECK_FAIL;
+    ok = ok && expect_true(ckpt_store_load_latest(&store, &t.c, got, sizeof got, &err) == 1,
+                           "newest truncated: did not fall back") &&
+         expect_true(state_hash(&t) == h[1] && strstr(got, "ckpt-000000000101.ckpt"),
+                     "fell back to %s, expected step 101", got);
+    ckpt_store_path(&store, 101, p, sizeof p);
+    if (truncate(p, 40) != 0) return CHECK_FAIL;
+    ckpt_store_path(&store, 100, p, sizeof p);
+    if (truncate(p, 0) != 0) return CHECK_FAIL;
+    ok = ok && expect_true(ckpt_store_load_latest(&store, &t.c, got, sizeof got, &err) == -1,
+                           "all damaged: did not return -1") &&
+         expect_true(strstr(err.msg, "none of the 3") && strstr(err.msg, "ckpt-000000000100.ckpt") &&
+                         strstr(err.msg, "ckpt-000000000102.ckpt"), "the message: %s", err.msg) &&
+         expect_true(state_hash(&t) == h[1], "failed loads changed the variables");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_latest(void) { return with_tmpdir("test_ckpt", body_latest); }
+
+/* ------------------------------------------------------------ the atomic write */
+
+static int body_write_killed(const char *dir) {
+    char path[512], log[512];
+    path_in(path, sizeof path, dir, "c.ckpt");
+    path_in(log, sizeof log, dir, "log");
+    State s;
+    state_init(&s, 8, 4);
+    CkptError err;
+    if (ckpt_save(&s.c, path, &err) != 0) return CHECK_FAIL;
+    uint64_t old = file_hash(path);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(log, "w", stderr)) _exit(2);
+        setenv("COURSE_CKPT_STALL", "1", 1);
+        State t;
+        state_init(&t, 9, 4);
+        ckpt_save(&t.c, path, &err);
+        _exit(0);
+    }
+    bool stalled = false;
+    for (double end = now_seconds() + 10; !stalled && now_seconds() < end; usleep(2000)) {
+        FILE *f = fopen(log, "r");
+        char line[256] = "";
+        if (f) {
+            stalled = fgets(line, sizeof line, f) && strstr(line, "COURSE_CKPT_STALL");
+            fclose(f);
+        }
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    struct stat st;
+    bool ok = expect_true(stalled, "the writer never reached the test hook") &&
+              expect_true(file_hash(path) == old, "the old checkpoint changed") &&
+              expect_true(stat(tmp, &st) == 0 && (size_t)st.st_size == ckpt_encoded_size(&s.c) / 2,
+                          "expected a half-written %s", tmp) &&
+              expect_true(ckpt_load(&s.c, path, &err) == 0, "the old checkpoint no longer loads: %s",
+                          err.msg);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_write_killed(void) { return with_tmpdir("test_ckpt", body_write_killed); }
+
+static int body_write_errors(const char *dir) {
+    char path[512];
+    path_in(path, sizeof path, dir, "nope/x.ckpt");
+    State s;
+    state_init(&s, 8, 4);
+    CkptError err;
+    bool ok = expect_true(ckpt_save(&s.c, path, &err) == -1 && strstr(err.msg, "nope/x.ckpt.tmp"),
+                          "a missing directory: %s", err.msg);
+    path_in(path, sizeof path, dir, "x.ckpt");
+    make_dirs(dir, "x.ckpt"); /* a directory in the way of the rename */
+    ok = ok && expect_true(ckpt_save(&s.c, path, &err) == -1 && strstr(err.msg, "rename"),
+                           "renaming over a directory: %s", err.msg);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    ok = ok && expect_true(access(tmp, F_OK) != 0, "a failed write left %s behind", tmp);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_write_errors(void) { return with_tmpdir("test_ckpt", body_write_errors); }
+
+/* ------------------------------------------------------------ the fatal wrappers */
+
+static const char *g_path;
+static void load_or_die_bad(void *arg) {
+    (void)arg;
+    State s;
+    state_init(&s, 1, 4);
+    ckpt_load_or_die(&s.c, g_path);
+}
+static void store_init_on_file(void *arg) {
+    (void)arg;
+    CkptStore st;
+    ckpt_store_init(&st, g_path, 2);
+}
+
+static int body_fatal(const char *dir) {
+    char path[512];
+    path_in(path, sizeof path, dir, "junk.ckpt");
+    write_file(path, "hello", 5);
+    g_path = path;
+    ChildResult r;
+    run_child(load_or_die_bad, NULL, &r);
+    bool ok = expect_exit("ckpt_load_or_die on a foreign file", &r, 1, "junk.ckpt",
+                          "not a checkpoint", (const char *)NULL);
+    char below[600];
+    snprintf(below, sizeof below, "%s/sub", path); /* a file where a directory should be */
+    g_path = below;
+    run_child(store_init_on_file, NULL, &r);
+    ok = ok && expect_exit("ckpt_store_init below a file", &r, 1, "--checkpoint-dir",
+                           (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_fatal(void) { return with_tmpdir("test_ckpt", body_fatal); }
+
+/* ------------------------------------------------------------ the hash */
+
+static int check_hash(void) {
+    uint8_t buf[100];
+    for (int i = 0; i < 100; i++) buf[i] = (uint8_t)(i * 31 + 7);
+    uint64_t base = ckpt_hash64(buf, sizeof buf, 0);
+    bool ok = true;
+    for (int bit = 0; bit < 800 && ok; bit++) {
+        buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        ok = expect_true(ckpt_hash64(buf, sizeof buf, 0) != base, "flipping bit %d keeps the hash", bit);
+        buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    }
+    for (size_t n = 0; n < 99 && ok; n++)
+        ok = expect_true(ckpt_hash64(buf, n, 0) != ckpt_hash64(buf, n + 1, 0),
+                         "lengths %zu and %zu hash alike", n, n + 1);
+    ok = ok && expect_true(ckpt_hash64(buf, 100, 1) != base, "the seed changes nothing") &&
+         expect_true(ckpt_hash64(buf, 100, 0) == base, "the hash is not deterministic");
+    State a, b;
+    state_init(&a, 4, 4);
+    state_init(&b, 4, 4);
+    ok = ok && expect_true(params_digest(&a.params) == params_digest(&b.params), "equal parameters, "
+                           "different digests");
+    b.params.items[1].value.data[6] = nextafterf(b.params.items[1].value.data[6], 2.0f);
+    ok = ok && expect_true(params_digest(&a.params) != params_digest(&b.params),
+                           "one ulp in the last parameter: same digest");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+int main(void) {
+    check_begin("lib/train/checkpoint");
+    check_run(NULL, "round trip: parameters, Adam, SGD, training state, NaN/inf/-0, bit for bit", check_round_trip, 20);
+    check_run(NULL, "encoding is deterministic and ckpt_encoded_size is its size", check_encode_deterministic, 20);
+    check_run(NULL, "empty, foreign and other-version files are rejected, naming the file", check_empty_foreign_version, 20);
+    check_run(NULL, "truncated at every length and appended: rejected, nothing changed", check_truncated, 30);
+    check_run(NULL, "any flipped byte is rejected (checksum, header)", check_flipped_bytes, 30);
+    check_run(NULL, "other shapes, missing and extra entries, other types: rejected with the names", check_mismatched, 20);
+    check_run(NULL, "garbage behind a valid header and checksum: rejected, no crash", check_garbage, 60);
+    check_run(NULL, "a failed load leaves the file on disk as it was", check_file_untouched, 20);
+    check_run(NULL, "store: keep-K rotation, best.ckpt kept, leftover .tmp removed, mkdir -p", check_rotation, 20);
+    check_run(NULL, "store: newest that loads, falling back; 0 when empty; -1 naming every file", check_latest, 20);
+    check_run(NULL, "atomic write killed halfway: the old checkpoint stays and loads", check_write_killed, 20);
+    check_run(NULL, "write errors: missing directory, rename failure, no .tmp left", check_write_errors, 20);
+    check_run(NULL, "ckpt_load_or_die and ckpt_store_init: exit 1 with a message", check_fatal, 20);
+    check_run(NULL, "hash: every bit and length counts; parameter digest", check_hash, 20);
+    return check_end();
+}
