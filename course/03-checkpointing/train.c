@@ -1,0 +1,315 @@
+/* Lesson 03: the training program, step by step, with checkpoints (given, except
+ * TODO 3.5 in lesson_after_step; worth reading).
+ *
+ *   train --dataset fashion-mnist --epochs 3 --checkpoint-dir ckpt --checkpoint-every 100
+ *   train ... --resume          # continue from the newest checkpoint in ckpt/
+ *
+ * The lesson 01 CNN with Adam, from the library. A run stops early, writes a
+ * checkpoint and exits with EXIT_REQUEUE (75) on SIGUSR1 or SIGTERM, or after
+ * --stop-after-steps steps; --resume continues it exactly. The last line is
+ * "parameter digest: <16 hex digits>", a hash of every parameter's bytes. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/args.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/timer.h"
+#include "layers/softmax_xent.h"
+#include "lesson.h"
+
+/* ---------------------------------------------------------------- options */
+
+static Config parse_args(int argc, char **argv) {
+    /* the site's scratch when the Slurm scripts set COURSE_RUN_DIR, else here */
+    static char default_dir[CKPT_PATH_MAX];
+    const char *run_dir = getenv("COURSE_RUN_DIR");
+    snprintf(default_dir, sizeof default_dir, "%s%scheckpoints", run_dir ? run_dir : "",
+             run_dir && *run_dir ? "/" : "");
+    Config c = {.dataset = "fashion-mnist", .augment = "shift", .checkpoint_dir = default_dir,
+                .epochs = 2, .batch_size = 100, .seed = 42, .threads = omp_get_max_threads(),
+                .lr = 1e-3f, .checkpoint_every = 100, .keep = 2};
+    ArgSpec specs[] = {
+        {"dataset", ARG_CHOICE, &c.dataset, "data set", "fashion-mnist|mnist|cifar10|synthetic|folder"},
+        {"data", ARG_STRING, &c.data_dir, "directory with the data set files", NULL},
+        {"epochs", ARG_INT, &c.epochs, "passes over the training set", NULL},
+        {"batch-size", ARG_INT, &c.batch_size, "images per training step", NULL},
+        {"lr", ARG_FLOAT, &c.lr, "Adam learning rate", NULL},
+        {"seed", ARG_INT, &c.seed, "seed of the weights, the shuffling and the augmentation", NULL},
+        {"threads", ARG_INT, &c.threads, "OpenMP threads", NULL},
+        {"augment", ARG_CHOICE, &c.augment, "random shifts of up to 2 pixels, or none", "shift|none"},
+        {"train-limit", ARG_INT, &c.train_limit, "use only the first N training images (0: all)", NULL},
+        {"test-limit", ARG_INT, &c.test_limit, "use only the first N test images (0: all)", NULL},
+        {"metrics", ARG_STRING, &c.metrics, "write one JSON object per epoch to this file", NULL},
+        {"checkpoint-dir", ARG_STRING, &c.checkpoint_dir,
+         "where checkpoints go ($COURSE_RUN_DIR/checkpoints in a course job)", NULL},
+        {"checkpoint-every", ARG_INT, &c.checkpoint_every,
+         "steps between checkpoints (0: only at the end of each epoch and on a stop)", NULL},
+        {"keep", ARG_INT, &c.keep, "how many of the newest checkpoints to keep", NULL},
+        {"resume", ARG_FLAG, &c.resume,
+         "continue from the newest checkpoint in --checkpoint-dir (start afresh if there is none)", NULL},
+        {"stop-after-steps", ARG_INT, &c.stop_after_steps,
+         "stop as if signalled after this many steps of this run (0: never); simulates a time limit", NULL},
+    };
+    args_parse(argc, argv, specs, ARRAY_LEN(specs),
+               "Lesson 03: train the simple CNN with checkpoints that survive the job's time limit.");
+    if (c.epochs < 1) fatal("--epochs must be at least 1, got %d", c.epochs);
+    if (c.batch_size < 1) fatal("--batch-size must be at least 1, got %d", c.batch_size);
+    if (c.threads < 1 || c.threads > 256) fatal("--threads must be 1 to 256, got %d", c.threads);
+    if (!(c.lr > 0.0f) || !isfinite(c.lr)) fatal("--lr must be a positive number, got %g", (double)c.lr);
+    if (c.train_limit < 0 || c.test_limit < 0) fatal("--train-limit and --test-limit must be >= 0");
+    if (c.checkpoint_every < 0) fatal("--checkpoint-every must be >= 0, got %d", c.checkpoint_every);
+    if (c.keep < 1) fatal("--keep must be at least 1, got %d", c.keep);
+    if (c.stop_after_steps < 0) fatal("--stop-after-steps must be >= 0, got %d", c.stop_after_steps);
+    return c;
+}
+
+/* ---------------------------------------------------------------- one step */
+
+/* Shifts each image [C, H, W] by a random (dy, dx) in -2..2, filling with 0: the
+ * same image looks a little different every epoch. The draws come from run->rng,
+ * which is why the Rng belongs in the checkpoint. */
+static void augment_shift(Tensor *images, Rng *rng) {
+    int N = images->shape[0], C = images->shape[1], H = images->shape[2], W = images->shape[3];
+    float *tmp = xmalloc((size_t)H * W * sizeof(float));
+    for (int n = 0; n < N; n++) {
+        int dy = (int)rng_below(rng, 5) - 2, dx = (int)rng_below(rng, 5) - 2;
+        for (int c = 0; c < C; c++) {
+            float *plane = images->data + ((size_t)n * C + c) * H * W;
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++) {
+                    int sy = y - dy, sx = x - dx;
+                    tmp[y * W + x] = sy >= 0 && sy < H && sx >= 0 && sx < W ? plane[sy * W + sx] : 0.0f;
+                }
+            memcpy(plane, tmp, (size_t)H * W * sizeof(float));
+        }
+    }
+    xfree(tmp);
+}
+
+/* Forward, loss, backward, Adam on the n examples in run->indices; the batch's loss. */
+static float train_step(Run *run, int n) {
+    Tensor images = tensor_rows(&run->images, n); /* [n, C, H, W] */
+    dataset_gather(&run->train, run->indices, n, &images, run->labels);
+    if (strcmp(run->cfg.augment, "shift") == 0) augment_shift(&images, &run->rng);
+    Tensor logits = cnn_forward(&run->model, &images);          /* [n, classes] */
+    Tensor dlogits = tensor_rows(&run->model.d_logits, n);
+    tensor_fill(&dlogits, 0.0f);
+    float loss = softmax_cross_entropy(&dlogits, &logits, run->labels);
+    params_zero_grad(&run->model.params);
+    cnn_backward(&run->model, &images);
+    adam_step(&run->opt, &run->model.params);
+    return loss;
+}
+
+/* Mean loss and accuracy on the test set, in order, without training. */
+static void evaluate(Run *run, double *loss, double *accuracy) {
+    const Dataset *d = &run->test;
+    int B = run->images.shape[0], correct = 0;
+    double sum = 0;
+    for (int start = 0; start < d->count; start += B) {
+        int n = d->count - start < B ? d->count - start : B;
+        for (int i = 0; i < n; i++) run->indices[i] = start + i;
+        Tensor images = tensor_rows(&run->images, n);
+        dataset_gather(d, run->indices, n, &images, run->labels);
+        Tensor logits = cnn_forward(&run->model, &images);
+        sum += (double)softmax_cross_entropy(NULL, &logits, run->labels) * n;
+        correct += count_correct(&logits, run->labels);
+    }
+    *loss = sum / d->count;
+    *accuracy = (double)correct / d->count;
+}
+
+/* ---------------------------------------------------------------- checkpoints */
+
+bool save_checkpoint(Run *run) {
+    double t0 = now_seconds();
+    lesson_capture_state(run);
+    CkptError err; /* writes through run->store.write: your lesson_write_atomic */
+    if (ckpt_store_save(&run->store, &run->ckpt, run->ts.global_step, NULL, 0, &err) != 0) {
+        fprintf(stderr, "warning: checkpoint not saved, training goes on: %s\n", err.msg);
+        return false;
+    }
+    run->saves++;
+    run->save_bytes = ckpt_encoded_size(&run->ckpt);
+    run->save_seconds += now_seconds() - t0;
+    return true;
+}
+
+static void save_best(Run *run) {
+    lesson_capture_state(run);
+    CkptError err;
+    if (ckpt_store_save_best(&run->store, &run->ckpt, &err) != 0)
+        fprintf(stderr, "warning: best checkpoint not saved: %s\n", err.msg);
+}
+
+bool lesson_after_step(Run *run) {
+#ifdef SOLUTION
+    const Config *c = &run->cfg;
+    bool stop = lesson_stop_signal != 0 ||
+                (c->stop_after_steps > 0 && run->steps_this_run >= c->stop_after_steps);
+    bool due = c->checkpoint_every > 0 && run->ts.global_step % c->checkpoint_every == 0;
+    if (due || stop) save_checkpoint(run); /* on a failed save the previous one stays */
+    return stop;
+#else
+    /* TODO 3.5: a stop is asked for when lesson_stop_signal is not 0 (TODO 3.4), or
+     * when run->cfg.stop_after_steps > 0 and run->steps_this_run has reached it.
+     * A checkpoint is due when run->cfg.checkpoint_every > 0 and
+     * run->ts.global_step is a multiple of it. Call save_checkpoint(run) when one
+     * is due or a stop is asked for (once, not twice), and return whether to stop. */
+    TODO_STOP("3.5");
+#endif
+}
+
+/* ---------------------------------------------------------------- the program */
+
+static void setup(Run *run) {
+    const Config *cfg = &run->cfg;
+    dataset_load(cfg->dataset, cfg->data_dir, &run->train, &run->test);
+    dataset_truncate(&run->train, cfg->train_limit);
+    dataset_truncate(&run->test, cfg->test_limit);
+    const Dataset *d = &run->train;
+    if (d->height < 16 || d->width < 16)
+        fatal("%s images are %dx%d; the CNN needs at least 16x16", d->name, d->height, d->width);
+    int B = cfg->batch_size < d->count ? cfg->batch_size : d->count;
+    Rng init;
+    rng_seed(&init, (uint64_t)cfg->seed, 0);
+    cnn_init(&run->model, d->channels, d->height, d->width, d->num_classes, B, &init);
+    adam_init(&run->opt, &run->model.params, cfg->lr);
+    sampler_init(&run->sampler, d->count, true, (uint64_t)cfg->seed);
+    sampler_set_epoch(&run->sampler, 1);
+    rng_seed(&run->rng, (uint64_t)cfg->seed, 1); /* its own stream: not the weights' */
+    run->ts = (TrainState){.epoch = 1, .best_metric = -INFINITY};
+    run->indices = xcalloc((size_t)B, sizeof(int));
+    run->labels = xcalloc((size_t)B, sizeof(int));
+    run->images = tensor_zeros(4, B, d->channels, d->height, d->width);
+}
+
+static void teardown(Run *run) {
+    tensor_free(&run->images);
+    xfree(run->indices);
+    xfree(run->labels);
+    sampler_free(&run->sampler);
+    adam_free(&run->opt);
+    cnn_free(&run->model);
+    dataset_free(&run->train);
+    dataset_free(&run->test);
+    xfree(run);
+}
+
+static void print_saves(const Run *run) {
+    if (run->saves)
+        print0("checkpoints: %d written by this run, %.2f MB each, %.1f ms per write (encode, "
+               "write, fsync, rename)\n", run->saves, run->save_bytes / 1e6,
+               1e3 * run->save_seconds / run->saves);
+}
+
+/* Resumes or starts afresh, as asked; prints which. */
+static void start(Run *run) {
+    const Config *cfg = &run->cfg;
+    int64_t newest[1];
+    bool present = ckpt_store_list(&run->store, newest, 1) > 0;
+    if (!cfg->resume) {
+        if (present)
+            fatal("%s already holds checkpoints of an earlier run (newest: step %lld): pass "
+                  "--resume to continue it, or give another --checkpoint-dir to start afresh",
+                  run->store.dir, (long long)newest[0]);
+        print0("starting afresh; checkpoints go to %s\n", run->store.dir);
+        return;
+    }
+    double t0 = now_seconds();
+    if (lesson_resume(run))
+        print0("resumed from %s (epoch %lld, step %lld, %lld steps done) in %.1f ms\n",
+               run->store.dir, (long long)run->ts.epoch, (long long)run->ts.step,
+               (long long)run->ts.global_step, 1e3 * (now_seconds() - t0));
+    else
+        print0("no checkpoint in %s: starting afresh\n", run->store.dir);
+}
+
+int lesson_main(int argc, char **argv) {
+    Run *run = xcalloc(1, sizeof *run); /* large: the manifest holds hundreds of entries */
+    run->cfg = parse_args(argc, argv);
+    const Config *cfg = &run->cfg;
+    lesson_install_stop_handlers(); /* early: a signal before this would kill the job */
+    omp_set_num_threads(cfg->threads);
+    setup(run);
+    lesson_describe_checkpoint(&run->ckpt, run);
+    ckpt_store_init(&run->store, cfg->checkpoint_dir, cfg->keep);
+    run->store.write = lesson_write_atomic;
+
+    print0("data: %s, %d training and %d test images of %dx%dx%d (%s)\n", run->train.name,
+           run->train.count, run->test.count, run->train.channels, run->train.height,
+           run->train.width, run->train.source);
+    print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d, %d threads, augment %s\n",
+           (long long)params_count(&run->model.params), (double)cfg->lr, run->images.shape[0],
+           cfg->threads, cfg->augment);
+    start(run);
+    MetricsFile *metrics = metrics_open(cfg->metrics);
+    TrainState *ts = &run->ts;
+    print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss",
+           "test accuracy", "seconds", "images/s");
+    while (ts->epoch <= cfg->epochs) {
+        double t0 = now_seconds();
+        int n, seen = 0;
+        while ((n = sampler_next(&run->sampler, run->indices, run->images.shape[0])) > 0) {
+            float loss = train_step(run, n);
+            ts->loss_sum += (double)loss * n;
+            ts->examples += n;
+            ts->step++;
+            ts->global_step++;
+            run->steps_this_run++;
+            seen += n;
+            progress("  epoch %lld: %lld/%d images, loss %.4f", (long long)ts->epoch,
+                     (long long)ts->examples, run->train.count, ts->loss_sum / ts->examples);
+            if (lesson_after_step(run)) {
+                print0("stopping at epoch %lld, step %lld (%s): checkpoint in %s; exit status "
+                       "%d asks for a requeue, then run again with --resume\n",
+                       (long long)ts->epoch, (long long)ts->step,
+                       lesson_stop_signal ? strsignal(lesson_stop_signal) : "--stop-after-steps",
+                       run->store.dir, EXIT_REQUEUE);
+                print_saves(run);
+                metrics_close(metrics);
+                teardown(run);
+                return EXIT_REQUEUE;
+            }
+        }
+        double seconds = now_seconds() - t0, test_loss, accuracy;
+        evaluate(run, &test_loss, &accuracy);
+        double train_loss = ts->examples ? ts->loss_sum / ts->examples : 0.0;
+        double rate = seconds > 0 ? seen / seconds : 0.0;
+        print0("%5lld  %10.4f  %9.4f  %13.4f  %8.1f  %9.0f\n", (long long)ts->epoch, train_loss,
+               test_loss, accuracy, seconds, rate);
+        metrics_begin(metrics);
+        metrics_int(metrics, "epoch", ts->epoch);
+        metrics_num(metrics, "train_loss", train_loss);
+        metrics_num(metrics, "test_loss", test_loss);
+        metrics_num(metrics, "test_accuracy", accuracy);
+        metrics_num(metrics, "seconds", seconds);
+        metrics_num(metrics, "samples_per_s", rate);
+        metrics_end(metrics);
+
+        /* the next epoch begins: that is the state the end-of-epoch checkpoint holds */
+        bool improved = accuracy > ts->best_metric;
+        if (improved) {
+            ts->best_metric = accuracy;
+            ts->best_epoch = ts->epoch;
+        }
+        ts->epoch++;
+        ts->step = 0;
+        ts->loss_sum = 0;
+        ts->examples = 0;
+        sampler_set_epoch(&run->sampler, (int)ts->epoch);
+        if (improved) save_best(run); /* best first: a kill between the two redoes this epoch */
+        save_checkpoint(run);
+    }
+    print0("best test accuracy %.4f after epoch %lld (%s/best.ckpt)\n", ts->best_metric,
+           (long long)ts->best_epoch, run->store.dir);
+    print_saves(run);
+    print0("parameter digest: %016llx\n", (unsigned long long)params_digest(&run->model.params));
+    metrics_close(metrics);
+    teardown(run);
+    return 0;
+}
