@@ -31,9 +31,11 @@ for grader in "$build"/lessons/*/grade; do
         echo "SKIP  stub of $lesson: all $total TODO checks need a GPU, and there is none here"
         skipped=$((skipped + 1))
     else
-        note=""
-        [ "$gpu_skips" -gt 0 ] && note="; $gpu_skips GPU checks skipped (no GPU)"
-        echo "PASS  stub of $lesson: all $nfail host-side TODO checks fail before the TODOs are done$note"
+        if [ "$gpu_skips" -gt 0 ]; then
+            echo "PASS  stub of $lesson: all $nfail host-side TODO checks fail before the TODOs are done; $gpu_skips GPU checks skipped (no GPU)"
+        else
+            echo "PASS  stub of $lesson: all $total TODO checks fail before the TODOs are done"
+        fi
         passed=$((passed + 1))
         skipped=$((skipped + gpu_skips))
     fi
