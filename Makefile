@@ -238,7 +238,7 @@ unit-tests: $(UNIT_BIN) ## run the library's unit tests only
 	@tests/run-suites.sh $(UNIT_BIN)
 
 asan-tests: ## the unit tests under AddressSanitizer and UndefinedBehaviorSanitizer
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan NVCC= OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
 	  LDEXTRA="-fsanitize=address,undefined" $(BUILD)/asan/libcourse.a $(UNIT_BIN:$(BUILD)/%=$(BUILD)/asan/%)
 	@tests/run-suites.sh $(UNIT_BIN:$(BUILD)/%=$(BUILD)/asan/%)
 

@@ -44,28 +44,32 @@ static Tensor tensor_from_dims(int ndim, const int *dims) {
     return t;
 }
 
-Tensor tensor_zeros(int ndim, ...) {
+static Tensor zeros_on(Device device, int ndim, va_list ap) {
     int dims[TENSOR_MAX_DIMS] = {0};
-    va_list ap;
-    va_start(ap, ndim);
     for (int i = 0; i < ndim && i < TENSOR_MAX_DIMS; i++) dims[i] = va_arg(ap, int);
-    va_end(ap);
-    Tensor t = tensor_from_dims(ndim, dims);
-    t.data = xcalloc((size_t)t.size, sizeof(float));
-    return t;
-}
-
-Tensor tensor_zeros_on(Device device, int ndim, ...) {
-    int dims[TENSOR_MAX_DIMS] = {0};
-    va_list ap;
-    va_start(ap, ndim);
-    for (int i = 0; i < ndim && i < TENSOR_MAX_DIMS; i++) dims[i] = va_arg(ap, int);
-    va_end(ap);
     Tensor t = tensor_from_dims(ndim, dims);
     t.device = device;
     t.data = alloc_on(device, t.size);
     return t;
 }
+
+Tensor tensor_zeros(int ndim, ...) {
+    va_list ap;
+    va_start(ap, ndim);
+    Tensor t = zeros_on(DEVICE_CPU, ndim, ap);
+    va_end(ap);
+    return t;
+}
+
+Tensor tensor_zeros_on(Device device, int ndim, ...) {
+    va_list ap;
+    va_start(ap, ndim);
+    Tensor t = zeros_on(device, ndim, ap);
+    va_end(ap);
+    return t;
+}
+
+
 
 Tensor tensor_zeros_like(const Tensor *t) {
     Tensor r = tensor_from_dims(t->ndim, t->shape);

@@ -507,10 +507,7 @@ static int check_local_rank(void) {
     return CHECK_PASS;
 }
 
-#define GPU_CHECK(fn) fn
-#else
-#define GPU_CHECK(fn) gpu_check_no_cuda
-#endif
+#endif /* HAVE_CUDA */
 
 int main(void) {
     check_begin("check-gpu: CUDA against CPU");

@@ -30,4 +30,12 @@ static inline int gpu_check_no_cuda(void) {
     return CHECK_FAIL; /* not reached: gpu_init fails without CUDA */
 }
 
+/* check_run(..., GPU_CHECK(check_fn), ...): the check where the build has CUDA
+ * (check_fn is then defined under #ifdef HAVE_CUDA), a skip with the reason where not. */
+#ifdef HAVE_CUDA
+#define GPU_CHECK(fn) fn
+#else
+#define GPU_CHECK(fn) gpu_check_no_cuda
+#endif
+
 #endif

@@ -82,10 +82,7 @@ static int check_vector_add_edges(void) {
         }
     return CHECK_PASS;
 }
-#define GPU_CHECK(fn) fn
-#else
-#define GPU_CHECK(fn) gpu_check_no_cuda
-#endif
+#endif /* HAVE_CUDA */
 
 int main(void) {
     check_begin("lesson 00: hello-gpu");

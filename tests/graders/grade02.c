@@ -218,10 +218,7 @@ static int check_train_epoch_gpu(void) {
     }
     return CHECK_PASS;
 }
-#define GPU_CHECK(fn) fn
-#else
-#define GPU_CHECK(fn) gpu_check_no_cuda
-#endif
+#endif /* HAVE_CUDA */
 
 int main(void) {
     check_begin("lesson 02: gpu-cnn");
