@@ -7,30 +7,44 @@
 #include "kernels.h"
 #include "ops_cuda.h"
 
+/* Per-row losses and the bad-row flag on the device, kept between calls: a
+ * cudaMalloc/cudaFree pair every step would synchronise the GPU twice more. */
+static double *g_row_loss;
+static int *g_bad_row;
+static double *g_host_loss;
+static int g_rows;
+
+static void loss_buffers(int N) {
+    if (N <= g_rows) return;
+    gpu_free(g_row_loss);
+    gpu_free(g_bad_row);
+    xfree(g_host_loss);
+    g_row_loss = gpu_malloc((size_t)N * sizeof(double));
+    g_bad_row = gpu_malloc(sizeof(int));
+    g_host_loss = xmalloc((size_t)N * sizeof(double));
+    g_rows = N;
+}
+
 float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels) {
     CHECK_SHAPE(logits, -1, -1);
     CHECK(logits->device == DEVICE_CUDA, "logits must be on the GPU");
     const int N = logits->shape[0], K = logits->shape[1];
     if (dlogits) CHECK_SAME_SHAPE(dlogits, logits);
-    /* per-row losses and the first bad label's row, then one copy back */
-    double *row_loss = gpu_malloc((size_t)N * sizeof(double));
-    int *bad = gpu_malloc(sizeof(int));
-    gpu_copy_to_device(bad, &N, sizeof(int));
-    cuda_softmax_xent_raw(row_loss, bad, dlogits ? dlogits->data : NULL, logits->data, labels, N, K);
-    double *host = xmalloc((size_t)N * sizeof(double));
+    if (dlogits) CHECK(dlogits->device == DEVICE_CUDA, "dlogits must be on the GPU");
+    loss_buffers(N);
+    gpu_copy_to_device(g_bad_row, &N, sizeof(int)); /* no bad row yet */
+    cuda_softmax_xent_raw(g_row_loss, g_bad_row, dlogits ? dlogits->data : NULL, logits->data,
+                          labels, N, K);
     int bad_row = N;
-    gpu_copy_to_host(host, row_loss, (size_t)N * sizeof(double));
-    gpu_copy_to_host(&bad_row, bad, sizeof(int));
-    gpu_free(row_loss);
-    gpu_free(bad);
+    gpu_copy_to_host(g_host_loss, g_row_loss, (size_t)N * sizeof(double)); /* waits for the kernel */
+    gpu_copy_to_host(&bad_row, g_bad_row, sizeof(int));
     if (bad_row < N) {
         int label = -1;
         gpu_copy_to_host(&label, labels + bad_row, sizeof(int));
         CHECK(false, "label %d of row %d outside 0..%d", label, bad_row, K - 1);
     }
     double total = 0.0;
-    for (int n = 0; n < N; n++) total += host[n]; /* in row order, as on the CPU */
-    xfree(host);
+    for (int n = 0; n < N; n++) total += g_host_loss[n]; /* in row order, as on the CPU */
     return (float)(total / N);
 }
 
