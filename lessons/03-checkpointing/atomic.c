@@ -22,7 +22,8 @@ int lesson_write_atomic(const char *path, const uint8_t *buf, size_t len, CkptEr
      *      short writes, and it is where the grader stops you halfway), then fsync(fd);
      *   4. close(fd), then rename(tmp, path);
      *   5. open the directory of path (O_RDONLY | O_DIRECTORY) and fsync it.
-     * On any failure: fill err->msg (what failed, which file, strerror(errno)),
-     * remove tmp, return -1. Return 0 when all went well. */
+     * On any failure: remove tmp and return ckpt_error(err, "...", ...), which
+     * fills err->msg printf-style (what failed, which file, strerror(errno)) and
+     * returns -1. Return 0 when all went well. */
     TODO_STOP("3.2");
 }

@@ -248,8 +248,7 @@ void ckpt_encode(const Checkpoint *c, uint8_t **buf, size_t *len) {
 
 /* ------------------------------------------------------------ decode */
 
-static int fail(CkptError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(CkptError *err, const char *fmt, ...) {
+int ckpt_error(CkptError *err, const char *fmt, ...) {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
@@ -311,36 +310,36 @@ static const char *shape_str(int ndim, const uint32_t *shape, char *buf, size_t 
 /* Checks the header, the size and the checksum. */
 static int check_envelope(const uint8_t *buf, size_t len, const char *src, CkptError *err) {
     if (len == 0)
-        return fail(err, "checkpoint %s is empty (0 bytes): it was never written. " FIX_DAMAGED ".",
-                    src);
+        return ckpt_error(err, "checkpoint %s is empty (0 bytes): it was never written. " FIX_DAMAGED ".",
+                          src);
     if (len < 8 || memcmp(buf, MAGIC, 8) != 0)
-        return fail(err, "%s is not a checkpoint of this course (its first bytes are not the "
-                         "checkpoint magic number): another program's file? " FIX_FOREIGN ".", src);
+        return ckpt_error(err, "%s is not a checkpoint of this course (its first bytes are not the "
+                               "checkpoint magic number): another program's file? " FIX_FOREIGN ".", src);
     if (len < HEADER_SIZE)
-        return fail(err, "checkpoint %s is truncated: only %zu bytes, less than its %d-byte "
-                         "header (the write was cut short). " FIX_DAMAGED ".", src, len, HEADER_SIZE);
+        return ckpt_error(err, "checkpoint %s is truncated: only %zu bytes, less than its %d-byte "
+                               "header (the write was cut short). " FIX_DAMAGED ".", src, len, HEADER_SIZE);
     uint32_t version = (uint32_t)load_le(buf + 8, 4);
     if (version != CKPT_VERSION)
-        return fail(err, "checkpoint %s has format version %u; this program reads version %d. "
-                         "Resume with the program that wrote it, or start afresh in a new "
-                         "--checkpoint-dir.", src, version, CKPT_VERSION);
+        return ckpt_error(err, "checkpoint %s has format version %u; this program reads version %d. "
+                               "Resume with the program that wrote it, or start afresh in a new "
+                               "--checkpoint-dir.", src, version, CKPT_VERSION);
     uint64_t size = load_le(buf + 16, 8);
     if (load_le(buf + 12, 4) != HEADER_SIZE || size < HEADER_SIZE + 8)
-        return fail(err, "checkpoint %s has a damaged header. " FIX_DAMAGED ".", src);
+        return ckpt_error(err, "checkpoint %s has a damaged header. " FIX_DAMAGED ".", src);
     if (len < size)
-        return fail(err, "checkpoint %s is truncated: %zu of its %llu bytes are there (the write "
-                         "was cut short: killed, disk full or over quota?). " FIX_DAMAGED ".",
-                    src, len, (unsigned long long)size);
+        return ckpt_error(err, "checkpoint %s is truncated: %zu of its %llu bytes are there (the write "
+                               "was cut short: killed, disk full or over quota?). " FIX_DAMAGED ".",
+                          src, len, (unsigned long long)size);
     if (len > size)
-        return fail(err, "checkpoint %s has %zu bytes but its header says %llu: something was "
-                         "appended or the header is damaged. " FIX_DAMAGED ".",
-                    src, len, (unsigned long long)size);
+        return ckpt_error(err, "checkpoint %s has %zu bytes but its header says %llu: something was "
+                               "appended or the header is damaged. " FIX_DAMAGED ".",
+                          src, len, (unsigned long long)size);
     uint64_t stored = load_le(buf + size - 8, 8), actual = ckpt_hash64(buf, size - 8, 0);
     if (stored != actual)
-        return fail(err, "checkpoint %s is damaged: its checksum does not match its contents "
-                         "(stored %016llx, computed %016llx; a bit flip, a torn write or a "
-                         "broken copy). " FIX_DAMAGED ".", src, (unsigned long long)stored,
-                    (unsigned long long)actual);
+        return ckpt_error(err, "checkpoint %s is damaged: its checksum does not match its contents "
+                               "(stored %016llx, computed %016llx; a bit flip, a torn write or a "
+                               "broken copy). " FIX_DAMAGED ".", src, (unsigned long long)stored,
+                          (unsigned long long)actual);
     return 0;
 }
 
@@ -368,13 +367,13 @@ static int place_tensors(const Checkpoint *c, Reader *r, uint32_t count, Placeme
     for (uint32_t e = 0; e < count; e++) {
         char name[CKPT_NAME_MAX];
         if (!take_name(r, name))
-            return fail(err, "checkpoint %s: tensor %u has a damaged name. " FIX_DAMAGED ".", src, e);
+            return ckpt_error(err, "checkpoint %s: tensor %u has a damaged name. " FIX_DAMAGED ".", src, e);
         int ndim = (int)take_le(r, 1), type = (int)take_le(r, 1);
         uint32_t shape[TENSOR_MAX_DIMS] = {0};
         if (r->bad || ndim < 1 || ndim > TENSOR_MAX_DIMS || type != TYPE_F32)
-            return fail(err, "checkpoint %s: tensor '%s' has %d dimensions of type %d (1 to %d "
-                             "dimensions of float32 expected). " FIX_DAMAGED ".",
-                        src, name, ndim, type, TENSOR_MAX_DIMS);
+            return ckpt_error(err, "checkpoint %s: tensor '%s' has %d dimensions of type %d (1 to %d "
+                                   "dimensions of float32 expected). " FIX_DAMAGED ".",
+                              src, name, ndim, type, TENSOR_MAX_DIMS);
         uint64_t count_values = 1;
         for (int k = 0; k < ndim; k++) {
             shape[k] = (uint32_t)take_le(r, 4);
@@ -385,24 +384,24 @@ static int place_tensors(const Checkpoint *c, Reader *r, uint32_t count, Placeme
         shape_str(ndim, shape, sf, sizeof sf);
         int i = find_tensor(c, name);
         if (i < 0)
-            return fail(err, "checkpoint %s holds tensor '%s' %s, which this program does not "
-                             "have: it was written by another program, model or optimiser. "
-                             FIX_FOREIGN ".", src, name, sf);
+            return ckpt_error(err, "checkpoint %s holds tensor '%s' %s, which this program does not "
+                                   "have: it was written by another program, model or optimiser. "
+                                   FIX_FOREIGN ".", src, name, sf);
         if (pl->tensor_seen[i])
-            return fail(err, "checkpoint %s holds tensor '%s' twice. " FIX_DAMAGED ".", src, name);
+            return ckpt_error(err, "checkpoint %s holds tensor '%s' twice. " FIX_DAMAGED ".", src, name);
         const Tensor *t = c->tensors[i].tensor;
         uint32_t want[TENSOR_MAX_DIMS];
         for (int k = 0; k < t->ndim; k++) want[k] = (uint32_t)t->shape[k];
         shape_str(t->ndim, want, sm, sizeof sm);
         if (strcmp(sf, sm) != 0)
-            return fail(err, "checkpoint %s: tensor '%s' is %s in the file but %s in this program: "
-                             "it was written for another model or data set (--dataset?). "
-                             FIX_FOREIGN ".", src, name, sf, sm);
+            return ckpt_error(err, "checkpoint %s: tensor '%s' is %s in the file but %s in this program: "
+                                   "it was written for another model or data set (--dataset?). "
+                                   FIX_FOREIGN ".", src, name, sf, sm);
         pl->tensor_seen[i] = true;
         pl->tensor_at[i] = r->pos;
         if (!take(r, 4 * (size_t)count_values))
-            return fail(err, "checkpoint %s: tensor '%s' runs past the end of the file. "
-                             FIX_DAMAGED ".", src, name);
+            return ckpt_error(err, "checkpoint %s: tensor '%s' runs past the end of the file. "
+                                   FIX_DAMAGED ".", src, name);
     }
     return 0;
 }
@@ -412,22 +411,22 @@ static int place_scalars(const Checkpoint *c, Reader *r, uint32_t count, Placeme
     for (uint32_t e = 0; e < count; e++) {
         char name[CKPT_NAME_MAX];
         if (!take_name(r, name))
-            return fail(err, "checkpoint %s: scalar %u has a damaged name. " FIX_DAMAGED ".", src, e);
+            return ckpt_error(err, "checkpoint %s: scalar %u has a damaged name. " FIX_DAMAGED ".", src, e);
         int type = (int)take_le(r, 1);
         int i = find_scalar(c, name);
         if (i < 0)
-            return fail(err, "checkpoint %s holds '%s', which this program does not have: it was "
-                             "written by another program. " FIX_FOREIGN ".", src, name);
+            return ckpt_error(err, "checkpoint %s holds '%s', which this program does not have: it was "
+                                   "written by another program. " FIX_FOREIGN ".", src, name);
         if (pl->scalar_seen[i])
-            return fail(err, "checkpoint %s holds '%s' twice. " FIX_DAMAGED ".", src, name);
+            return ckpt_error(err, "checkpoint %s holds '%s' twice. " FIX_DAMAGED ".", src, name);
         if (type != (int)c->scalars[i].type)
-            return fail(err, "checkpoint %s: '%s' has type '%c' in the file but '%c' in this "
-                             "program. " FIX_FOREIGN ".", src, name, type, c->scalars[i].type);
+            return ckpt_error(err, "checkpoint %s: '%s' has type '%c' in the file but '%c' in this "
+                                   "program. " FIX_FOREIGN ".", src, name, type, c->scalars[i].type);
         pl->scalar_seen[i] = true;
         pl->scalar_at[i] = r->pos;
         if (!take(r, 8))
-            return fail(err, "checkpoint %s: '%s' runs past the end of the file. " FIX_DAMAGED ".",
-                        src, name);
+            return ckpt_error(err, "checkpoint %s: '%s' runs past the end of the file. " FIX_DAMAGED ".",
+                              src, name);
     }
     return 0;
 }
@@ -442,17 +441,17 @@ int ckpt_decode(const Checkpoint *c, const uint8_t *buf, size_t len, const char 
     int rc = place_tensors(c, &r, ntensors, pl, src, err);
     if (rc == 0) rc = place_scalars(c, &r, nscalars, pl, src, err);
     if (rc == 0 && r.pos != r.len)
-        rc = fail(err, "checkpoint %s has %zu stray bytes after its last entry. " FIX_DAMAGED ".",
-                  src, r.len - r.pos);
+        rc = ckpt_error(err, "checkpoint %s has %zu stray bytes after its last entry. " FIX_DAMAGED ".",
+                        src, r.len - r.pos);
     for (int i = 0; rc == 0 && i < c->ntensors; i++)
         if (!pl->tensor_seen[i])
-            rc = fail(err, "checkpoint %s lacks tensor '%s', which this program needs (written "
-                           "without optimiser state, or by another model or optimiser?). "
-                           FIX_FOREIGN ".", src, c->tensors[i].name);
+            rc = ckpt_error(err, "checkpoint %s lacks tensor '%s', which this program needs (written "
+                                 "without optimiser state, or by another model or optimiser?). "
+                                 FIX_FOREIGN ".", src, c->tensors[i].name);
     for (int i = 0; rc == 0 && i < c->nscalars; i++)
         if (!pl->scalar_seen[i])
-            rc = fail(err, "checkpoint %s lacks '%s', which this program needs (written by "
-                           "another program?). " FIX_FOREIGN ".", src, c->scalars[i].name);
+            rc = ckpt_error(err, "checkpoint %s lacks '%s', which this program needs (written by "
+                                 "another program?). " FIX_FOREIGN ".", src, c->scalars[i].name);
     if (rc == 0) { /* all good: only now change the program's variables */
         for (int i = 0; i < c->ntensors; i++)
             floats_from_le(c->tensors[i].tensor->data, buf + pl->tensor_at[i],

@@ -75,6 +75,10 @@ typedef struct {
     char msg[CKPT_ERROR_MAX];
 } CkptError;
 
+/* Fills err->msg (when err is not NULL) as printf does; returns -1, so that a
+ * failing function can `return ckpt_error(err, "cannot open %s: %s", ...)`. */
+int ckpt_error(CkptError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ------------------------------------------------------------ the manifest */
 
 void ckpt_add_tensor(Checkpoint *c, const char *name, Tensor *t);

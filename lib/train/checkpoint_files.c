@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +12,6 @@
 
 #include "core/check.h"
 #include "train/checkpoint.h"
-
-static int fail(CkptError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(CkptError *err, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ------------------------------------------------------------ writing */
 
@@ -66,12 +54,12 @@ static int sync_dir_of(const char *path, CkptError *err) {
     else if (slash == dir) dir[1] = '\0';
     else *slash = '\0';
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return fail(err, "cannot open directory %s to sync it: %s", dir, strerror(errno));
+    if (fd < 0) return ckpt_error(err, "cannot open directory %s to sync it: %s", dir, strerror(errno));
     int rc = fsync(fd);
     int e = errno;
     close(fd);
     if (rc != 0 && e != EINVAL && e != EROFS && e != ENOTSUP)
-        return fail(err, "fsync of directory %s failed: %s", dir, strerror(e));
+        return ckpt_error(err, "fsync of directory %s failed: %s", dir, strerror(e));
     return 0;
 }
 
@@ -80,24 +68,24 @@ int ckpt_write_atomic(const char *path, const uint8_t *buf, size_t len, CkptErro
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        return fail(err, "cannot create %s: %s (is the checkpoint directory writable?)", tmp,
-                    strerror(errno));
+        return ckpt_error(err, "cannot create %s: %s (is the checkpoint directory writable?)", tmp,
+                          strerror(errno));
     if (ckpt_write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
         int e = errno;
         close(fd);
         unlink(tmp);
-        return fail(err, "writing %s failed: %s (disk full or over quota? free space, or use "
-                         "another --checkpoint-dir); %s is unchanged", tmp, strerror(e), path);
+        return ckpt_error(err, "writing %s failed: %s (disk full or over quota? free space, or use "
+                               "another --checkpoint-dir); %s is unchanged", tmp, strerror(e), path);
     }
     if (close(fd) != 0) { /* network file systems may report write errors only here */
         int e = errno;
         unlink(tmp);
-        return fail(err, "writing %s failed at close: %s; %s is unchanged", tmp, strerror(e), path);
+        return ckpt_error(err, "writing %s failed at close: %s; %s is unchanged", tmp, strerror(e), path);
     }
     if (rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
-        return fail(err, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+        return ckpt_error(err, "cannot rename %s to %s: %s", tmp, path, strerror(e));
     }
     return sync_dir_of(path, err);
 }
@@ -118,17 +106,17 @@ int ckpt_read_file(const char *path, uint8_t **buf, size_t *len, CkptError *err)
     *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return fail(err, "cannot open checkpoint %s: %s", path, strerror(errno));
+        return ckpt_error(err, "cannot open checkpoint %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return fail(err, "checkpoint %s is not a regular file", path);
+        return ckpt_error(err, "checkpoint %s is not a regular file", path);
     }
     size_t size = (size_t)st.st_size;
     uint8_t *b = malloc(size ? size : 1);
     if (!b) {
         close(fd);
-        return fail(err, "checkpoint %s: cannot allocate %zu bytes to read it", path, size);
+        return ckpt_error(err, "checkpoint %s: cannot allocate %zu bytes to read it", path, size);
     }
     size_t got = 0;
     while (got < size) { /* the file may shrink while we read: stop at its end */
@@ -138,7 +126,7 @@ int ckpt_read_file(const char *path, uint8_t **buf, size_t *len, CkptError *err)
             int e = errno;
             close(fd);
             free(b);
-            return fail(err, "reading checkpoint %s failed: %s", path, strerror(e));
+            return ckpt_error(err, "reading checkpoint %s failed: %s", path, strerror(e));
         }
         if (n == 0) break;
         got += (size_t)n;

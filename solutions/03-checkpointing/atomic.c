@@ -18,24 +18,19 @@ int lesson_write_atomic(const char *path, const uint8_t *buf, size_t len, CkptEr
     char tmp[CKPT_PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", path); /* same directory: same file system */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err->msg, sizeof err->msg, "cannot create %s: %s", tmp, strerror(errno));
-        return -1;
-    }
+    if (fd < 0) return ckpt_error(err, "cannot create %s: %s", tmp, strerror(errno));
     /* fsync: the bytes are on the disk, not only in the page cache, before the
      * rename makes them the checkpoint */
     if (ckpt_write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
-        snprintf(err->msg, sizeof err->msg, "writing %s failed: %s (disk full?)", tmp,
-                 strerror(errno));
+        int e = errno; /* close and unlink may change errno */
         close(fd);
         unlink(tmp);
-        return -1;
+        return ckpt_error(err, "writing %s failed: %s (disk full?)", tmp, strerror(e));
     }
     if (close(fd) != 0 || rename(tmp, path) != 0) {
-        snprintf(err->msg, sizeof err->msg, "cannot replace %s by %s: %s", path, tmp,
-                 strerror(errno));
+        int e = errno;
         unlink(tmp);
-        return -1;
+        return ckpt_error(err, "cannot replace %s by %s: %s", path, tmp, strerror(e));
     }
     /* the rename is a change to the directory: sync it too, or a power cut can
      * still bring back the old name */
