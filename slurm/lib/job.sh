@@ -1,0 +1,95 @@
+# Shared job helpers, sourced by every slurm/NN-name.sbatch after `cd` to the course
+# root. They keep the site out of the lesson scripts: the site profile (partition,
+# modules, container, scratch) is chosen at submission (tools/submit.sh exports
+# COURSE_SITE) and applied here.
+#
+#   job_setup NN-name   load the site profile and its modules, pick the binary
+#                       (the participant's build, or the solution's when
+#                       SOLUTION=1), choose the run directory, print a header
+#   job_run CMD...      launch CMD through srun (inside the site's container, if any)
+#
+# After job_setup:
+#   JOB_BIN        the lesson's program: build/lessons/NN-name/train or build/solutions/...
+#   COURSE_RUN_DIR where the lesson writes metrics, checkpoints and other output:
+#                  $SITE_SCRATCH/dl-course/NN-name when the site has a scratch
+#                  directory, else runs/NN-name in the course directory
+#   COURSE_DEVICE  cpu or cuda, from the site profile (cuda unless it says otherwise)
+#   JOB_ID         $SLURM_JOB_ID, or "local" when the script runs outside Slurm
+
+job_die() {
+    echo "error: $*" >&2
+    exit 1
+}
+
+# Reads slurm/sites/$COURSE_SITE.env (default: generic) into SITE_* variables.
+job_load_site() {
+    local site=${COURSE_SITE:-generic}
+    local profile="slurm/sites/$site.env"
+    [ -f "$profile" ] || job_die "no site profile $profile (profiles: $(cd slurm/sites && ls *.env | sed 's/\.env$//' | tr '\n' ' '))"
+    # shellcheck source=/dev/null
+    . "$profile"
+    COURSE_SITE=$site
+    # an event or a person may override the profile without editing it
+    SITE_SCRATCH=${COURSE_SCRATCH_DIR:-${SITE_SCRATCH:-}}
+    SITE_PARTITION=${COURSE_PARTITION:-${SITE_PARTITION:-}}
+    SITE_GPU_PARTITION=${COURSE_PARTITION:-${SITE_GPU_PARTITION:-$SITE_PARTITION}}
+    SITE_ACCOUNT=${COURSE_ACCOUNT:-${SITE_ACCOUNT:-}}
+    SITE_RESERVATION=${COURSE_RESERVATION:-${SITE_RESERVATION:-}}
+}
+
+job_setup() {
+    local lesson=$1
+    [ -f slurm/lib/job.sh ] || job_die "not in the course directory (cwd: $PWD); submit with make submit"
+    job_load_site
+
+    if [ -n "${SITE_MODULES:-}" ]; then
+        if command -v module >/dev/null 2>&1 || type module >/dev/null 2>&1; then
+            # shellcheck disable=SC2086 # a list of module names
+            module load $SITE_MODULES || job_die "module load $SITE_MODULES failed (fix SITE_MODULES in slurm/sites/$COURSE_SITE.env)"
+        else
+            job_die "site $COURSE_SITE asks for modules ($SITE_MODULES) but this node has no module command"
+        fi
+    fi
+
+    local kind=lessons
+    case "${SOLUTION:-}" in 1 | yes | true) kind=solutions ;; esac
+    JOB_BIN="${COURSE_BUILD:-build}/$kind/$lesson/train"
+    [ -x "$JOB_BIN" ] || job_die "$JOB_BIN is not built: run 'make' on the login node first (make submit does it for you)"
+
+    if [ -n "${SITE_SCRATCH:-}" ]; then
+        COURSE_RUN_DIR="$SITE_SCRATCH/dl-course/$lesson"
+    else
+        COURSE_RUN_DIR="$PWD/runs/$lesson"
+        case "$COURSE_RUN_DIR/" in "$HOME"/*)
+            echo "note: site $COURSE_SITE sets no SITE_SCRATCH, so output goes to $COURSE_RUN_DIR, inside \$HOME" ;;
+        esac
+    fi
+    mkdir -p "$COURSE_RUN_DIR" || job_die "cannot create $COURSE_RUN_DIR (check SITE_SCRATCH in slurm/sites/$COURSE_SITE.env)"
+    COURSE_DEVICE=${COURSE_DEVICE:-${SITE_DEVICE:-cuda}}
+    JOB_ID=${SLURM_JOB_ID:-local}
+    export COURSE_RUN_DIR COURSE_DEVICE JOB_BIN JOB_ID
+
+    echo "job $JOB_ID: lesson $lesson ($kind) on $(hostname -s), site $COURSE_SITE, $(date '+%F %T')"
+    echo "tasks ${SLURM_NTASKS:-1}, cpus per task ${SLURM_CPUS_PER_TASK:-?}, gpus ${SLURM_GPUS_ON_NODE:-${CUDA_VISIBLE_DEVICES:-none}}, output to $COURSE_RUN_DIR"
+}
+
+# srun with the site's extra options and container; --mpi=pmix for multi-task jobs
+# (Open MPI and Slurm meet through PMIx; no mpirun inside a Slurm job).
+job_run() {
+    local -a launch=(srun)
+    [ -n "${SLURM_JOB_ID:-}" ] || launch=()  # outside Slurm (a login node test): run directly
+    if [ ${#launch[@]} -gt 0 ]; then
+        [ "${SLURM_NTASKS:-1}" -gt 1 ] && launch+=(--mpi=pmix)
+        # shellcheck disable=SC2206 # options, split on purpose
+        [ -n "${SITE_SRUN_OPTIONS:-}" ] && launch+=($SITE_SRUN_OPTIONS)
+        if [ -n "${SITE_CONTAINER:-}" ]; then
+            # pyxis/enroot (srun --container-*): the course and scratch directories
+            # appear at the same paths inside, so every path printed stays valid
+            local mounts="$PWD:$PWD"
+            [ -n "${SITE_SCRATCH:-}" ] && mounts+=",$SITE_SCRATCH:$SITE_SCRATCH"
+            launch+=(--container-image="$SITE_CONTAINER" --container-mounts="$mounts"
+                     --container-workdir="$PWD")
+        fi
+    fi
+    "${launch[@]}" "$@"
+}

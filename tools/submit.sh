@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Submits a lesson's sbatch script with a site's settings (what `make submit` runs).
+#
+#   tools/submit.sh N|NAME|SCRIPT [--site NAME] [--solution] [--dry] [-- PROGRAM ARGS...]
+#
+# N is a lesson number (1 or 01: slurm/01-*.sbatch), NAME a script in slurm/ without
+# .sbatch (mpi-check), SCRIPT a path to an .sbatch file. The site profile
+# slurm/sites/NAME.env (default: $COURSE_SITE, else generic) gives partition,
+# account, reservation and GPU syntax; what it leaves empty is not passed. COURSE_PARTITION, COURSE_ACCOUNT, COURSE_RESERVATION and COURSE_SCRATCH_DIR
+# override it for one submission. The script's own lines `#COURSE gpus=N` (GPUs the
+# lesson needs) and `#COURSE needs=TARGET` (what to build, relative to the build
+# directory; default KIND/NN-name/train) tell this tool what to add.
+#
+# It builds what the job runs (on the login node, for the site's CPU type), then
+# prints the job id and the output file; with --dry it prints the sbatch command
+# line instead and submits nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+target= site=${COURSE_SITE:-generic} solution= dry= program_args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --site) site=${2:?--site needs a name}; shift 2 ;;
+    --solution) solution=1; shift ;;
+    --dry) dry=1; shift ;;
+    --) shift; program_args=("$@"); break ;;
+    -h | --help) usage ;;
+    -*) echo "submit: unknown option $1" >&2; usage ;;
+    *) [ -z "$target" ] || usage; target=$1; shift ;;
+    esac
+done
+[ -n "$target" ] || { echo "submit: give a lesson number, e.g. make submit 1" >&2; exit 2; }
+
+if [[ "$target" =~ ^[0-9]+$ ]]; then
+    num=$(printf '%02d' $((10#$target)))
+    script=$(ls slurm/"$num"-*.sbatch 2>/dev/null | head -1 || true)
+    [ -n "$script" ] || { echo "submit: no slurm/$num-*.sbatch (scripts: $(ls slurm/*.sbatch | xargs -n1 basename | tr '\n' ' '))" >&2; exit 1; }
+elif [ -f "$target" ]; then
+    script=$target
+elif [ -f "slurm/$target.sbatch" ]; then
+    script=slurm/$target.sbatch
+else
+    echo "submit: no such script: $target (scripts: $(ls slurm/*.sbatch | xargs -n1 basename | tr '\n' ' '))" >&2
+    exit 1
+fi
+lesson=$(basename "$script" .sbatch)
+
+# shellcheck source=../slurm/lib/job.sh
+. slurm/lib/job.sh
+COURSE_SITE=$site
+job_load_site
+
+kind=lessons
+[ -n "$solution" ] && kind=solutions
+gpus=$(sed -nE 's/^#COURSE +gpus=([0-9]+).*/\1/p' "$script" | head -1)
+needs=$(sed -nE 's/^#COURSE +needs=([^ ]+).*/\1/p' "$script" | head -1)
+needs=${needs:-$kind/$lesson/train}
+
+# A binary built with -march=native on the login node may not run on the compute
+# nodes: sites with another ARCH get their own build directory.
+arch=${SITE_ARCH:-native}
+build=build
+[ "$arch" = native ] || build="build/arch-$arch"
+
+partition=$SITE_PARTITION
+args=(--parsable)
+if [ "${gpus:-0}" -gt 0 ]; then
+    partition=${SITE_GPU_PARTITION:-$SITE_PARTITION}
+    # shellcheck disable=SC2059 # the profile's format, e.g. --gres=gpu:%d
+    [ -n "${SITE_GPU_REQUEST:-}" ] && read -ra gpu_args <<<"$(printf "$SITE_GPU_REQUEST" "$gpus")" &&
+        args+=("${gpu_args[@]}")
+fi
+[ -n "$partition" ] && args+=(--partition="$partition")
+[ -n "$SITE_ACCOUNT" ] && args+=(--account="$SITE_ACCOUNT")
+[ -n "$SITE_RESERVATION" ] && args+=(--reservation="$SITE_RESERVATION")
+args+=(--job-name="$lesson" --chdir="$PWD" --output="logs/%x-%j.out" --error="logs/%x-%j.out")
+exports="ALL,COURSE_SITE=$site,COURSE_BUILD=$build,SOLUTION=${solution:-0}"
+for v in COURSE_SCRATCH_DIR COURSE_DEVICE; do  # the others are sbatch options already
+    [ -n "${!v:-}" ] && exports+=",$v=${!v}"
+done
+args+=(--export="$exports")
+cmd=(sbatch "${args[@]}" "$script" "${program_args[@]}")
+
+if [ -n "$dry" ]; then
+    # quoted only where the shell needs it, so it can be pasted
+    for a in "${cmd[@]}"; do
+        if [[ "$a" =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then printf '%s ' "$a"; else printf "'%s' " "${a//\'/\'\\\'\'}"; fi
+    done
+    echo
+    exit 0
+fi
+
+command -v sbatch >/dev/null || { echo "submit: sbatch not found: run this on the cluster's login node (or --dry to see the command)" >&2; exit 1; }
+make --no-print-directory BUILD="$build" ARCH="$arch" "$build/$needs" >&2 ||
+    { echo "submit: building $build/$needs failed; fix the build first" >&2; exit 1; }
+mkdir -p logs
+job=$("${cmd[@]}") || { echo "submit: sbatch refused the job (the message is above)" >&2; exit 1; }
+job=${job%%;*}  # --parsable prints "id" or "id;cluster"
+echo "submitted job $job: $lesson ($kind) on site $site"
+echo "output:  logs/$lesson-$job.out   (watch: squeue -j $job; tail -f logs/$lesson-$job.out)"
+if [ -n "$SITE_SCRATCH" ]; then results=$SITE_SCRATCH/dl-course/$lesson; else results=runs/$lesson; fi
+echo "results: $results"
