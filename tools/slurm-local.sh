@@ -48,6 +48,8 @@ ClusterName=course-local
 SlurmctldHost=$node
 SlurmUser=root
 AuthType=auth/munge
+# a requeued job waits cred_expire seconds before it may start again (default 120)
+AuthInfo=cred_expire=10
 # no cgroups in containers and CI machines: track processes by parent id
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
