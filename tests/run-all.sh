@@ -6,6 +6,9 @@
 #   3. every stub's grader (every TODO check must fail)
 #   4. lessons/ and solutions/ in sync with course/
 #   5. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
+#   6. datasets/fetch.sh against a local mirror (no internet needed)
+#   7. the sbatch scripts under a real Slurm (make check-slurm; skipped without
+#      Slurm, started by tests/slurm/run.sh when run as root)
 # The last line is "N passed, M failed[, K skipped]"; exit status 0 only if none failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -46,6 +49,8 @@ tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
 tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
 tally "lessons/ and solutions/ in sync with course/" sync_check
 tally "unit tests under ASan + UBSan" make --no-print-directory -s asan-tests
+tally "data set fetching" tests/datasets/test-fetch.sh
+tally "sbatch scripts under Slurm" make --no-print-directory -s check-slurm
 
 echo
 if [ $skipped -gt 0 ]; then
