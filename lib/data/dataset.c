@@ -166,8 +166,8 @@ static _Noreturn void not_found(const char *name, const char *files_desc, const 
     text_add(&t, "To fix it: ");
     if (strcmp(name, "fashion-mnist") == 0)
         text_add(&t, "install Debian's dataset-fashion-mnist (sudo make deps), or ");
-    text_add(&t, "download the %s files on a login node with internet into datasets/data/%s/ "
-                 "(datasets/README.md says where from), or pass --data DIR, or use --dataset "
+    text_add(&t, "on a login node with internet run 'make datasets DATASETS=%s' (it fetches into "
+                 "datasets/data/%s/; datasets/README.md), or pass --data DIR, or use --dataset "
                  "synthetic", name, name);
     fatal("%s", buf);
 }
