@@ -185,7 +185,7 @@ $(BUILD)/bench/bench_gpu: $(BUILD)/obj/bench/bench_gpu.o $(LIB)
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench check-gpu bench-gpu clean
+        lessons check-lessons-sync bench check-gpu bench-gpu clean slides
 
 all: config $(LIB) $(UNIT_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_GPU_BIN) ## build the library, tests, lessons, solutions and benchmark
 
@@ -250,6 +250,16 @@ check-gpu: $(CHECK_GPU_BIN) ## every CUDA op against the CPU, then CNN training 
 
 bench-gpu: $(BENCH_GPU_BIN) ## on a GPU node: CNN training images/s vs PyTorch on the same GPU, GEMM vs cuBLAS
 	@bench/run-bench-gpu.sh $(BENCH_GPU_BIN)
+
+SLIDES := $(patsubst slides/%.md,$(BUILD)/slides/%.html,$(wildcard slides/[0-9]*.md))
+slides: ## render every lesson's deck to build/slides/*.html (needs pandoc)
+	@command -v pandoc >/dev/null || { echo "error: pandoc is not installed (sudo apt-get install pandoc); see slides/README.md" >&2; exit 1; }
+	@$(MAKE) --no-print-directory $(SLIDES)
+	@echo "slides in $(BUILD)/slides/ (reveal.js and MathJax load from the web; slides/README.md for offline use)"
+
+$(BUILD)/slides/%.html: slides/%.md
+	@mkdir -p $(@D)
+	pandoc -t revealjs -s --mathjax $< -o $@
 
 clean: ## remove build/
 	rm -rf $(BUILD)
