@@ -6,7 +6,8 @@
 #   3. every stub's grader (every TODO check must fail)
 #   4. lessons/ and solutions/ in sync with course/
 #   5. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
-#   6. datasets/fetch.sh against a local mirror (no internet needed)
+#   6. datasets/fetch.sh against a local mirror (no internet needed), and the sbatch
+#      command line make submit builds for every site profile
 #   7. the sbatch scripts under a real Slurm (make check-slurm; skipped without
 #      Slurm, started by tests/slurm/run.sh when run as root)
 # The last line is "N passed, M failed[, K skipped]"; exit status 0 only if none failed.
@@ -50,6 +51,7 @@ tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
 tally "lessons/ and solutions/ in sync with course/" sync_check
 tally "unit tests under ASan + UBSan" make --no-print-directory -s asan-tests
 tally "data set fetching" tests/datasets/test-fetch.sh
+tally "make submit DRY=1 for every site profile" tests/slurm/submit-dry.sh
 tally "sbatch scripts under Slurm" make --no-print-directory -s check-slurm
 
 echo

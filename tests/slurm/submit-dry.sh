@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `make submit N DRY=1` for every site profile, without Slurm: the printed sbatch line
+# must carry what the profile sets (partition, GPU syntax, account, reservation) and
+# nothing it leaves empty. Last line: "N passed, M failed".
+set -u
+cd "$(dirname "$0")/../.."
+passed=0 failed=0
+expect() { # $1: description, $2: command output, $3: regex that must match, $4: regex that must not
+    if grep -qE -- "$3" <<<"$2" && { [ -z "${4:-}" ] || ! grep -qE -- "$4" <<<"$2"; }; then
+        echo "PASS  $1"; passed=$((passed + 1))
+    else
+        echo "FAIL  $1"; echo "        got: $2"; failed=$((failed + 1))
+    fi
+}
+dry() { tools/submit.sh --dry "$@" 2>&1; }  # --dry first: after "--" it would go to the program
+
+expect "generic: GPU lesson asks --gres=gpu:1, no partition, account or reservation" \
+    "$(dry 2 --site generic)" '^sbatch .*--gres=gpu:1 .*slurm/02-gpu-cnn\.sbatch *$' '--partition|--account|--reservation'
+expect "generic: CPU lesson asks for no GPU" "$(dry 1 --site generic)" 'slurm/01-cpu-cnn\.sbatch' 'gpu'
+expect "lrz-ai: CPU lesson on lrz-cpu, GPU lesson on lrz-v100x2 with --gres" \
+    "$(dry 1 --site lrz-ai; dry 0 --site lrz-ai)" '--partition=lrz-cpu .*01-cpu-cnn[^$]*' ''
+expect "lrz-ai: GPU lesson on lrz-v100x2 with --gres=gpu:1" "$(dry 0 --site lrz-ai)" '--gres=gpu:1 --partition=lrz-v100x2'
+expect "jsc: develbooster" "$(dry 1 --site jsc)" '--partition=develbooster'
+expect "gwdg-grete: -G 1 on grete:shared" "$(dry 2 --site gwdg-grete)" '-G 1 --partition=grete:shared'
+expect "local: no GPU request even for a GPU lesson" "$(dry 2 --site local)" '--partition=local' 'gpu:|-G '
+expect "account and reservation from the environment are passed" \
+    "$(COURSE_ACCOUNT=training2410 COURSE_RESERVATION=dl-course dry 1 --site jsc)" \
+    '--account=training2410 --reservation=dl-course'
+expect "SOLUTION=1 and program arguments reach the job" \
+    "$(dry 1 --site generic --solution -- --epochs 2)" 'SOLUTION=1 slurm/01-cpu-cnn\.sbatch --epochs 2$'
+expect "an unknown site is refused" "$(dry 1 --site nowhere)" 'no site profile slurm/sites/nowhere\.env'
+expect "an unknown lesson is refused" "$(dry 42 --site generic)" 'no slurm/42-\*\.sbatch'
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
