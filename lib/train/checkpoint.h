@@ -168,8 +168,10 @@ void ckpt_store_path(const CkptStore *s, int64_t step, char *out, size_t cap);
 /* dir/best.ckpt */
 void ckpt_store_best_path(const CkptStore *s, char *out, size_t cap);
 
-/* Saves dir/ckpt-<step>.ckpt, then deletes the older ones beyond keep and leftover
- * .tmp files. The path written goes to path_out (may be NULL). 0 or -1 and err. */
+/* Saves dir/ckpt-<step>.ckpt, then deletes the older ones beyond keep (counting the
+ * new one; checkpoints of later steps, left by a run that fell back past them, are
+ * neither counted nor deleted) and leftover .tmp files. The path written goes to
+ * path_out (may be NULL). 0 or -1 and err. */
 int ckpt_store_save(const CkptStore *s, const Checkpoint *c, int64_t step, char *path_out,
                     size_t cap, CkptError *err);
 int ckpt_store_save_best(const CkptStore *s, const Checkpoint *c, CkptError *err);

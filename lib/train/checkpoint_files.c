@@ -245,13 +245,23 @@ int ckpt_store_list(const CkptStore *s, int64_t *steps, int max) {
     return n;
 }
 
-/* Deletes step checkpoints beyond the newest keep, and .tmp files that a killed
- * writer left (one writer per directory: none is being written now). */
-static void rotate(const CkptStore *s) {
+/* After step `written` was saved: keeps it and the keep-1 newest checkpoints before
+ * it, deletes older ones, and .tmp files that a killed writer left (one writer per
+ * directory: none is being written now). Checkpoints of later steps are left alone
+ * and not counted: they exist only when this run resumed from an older checkpoint
+ * because they did not load, so counting them could delete the one just written
+ * and leave nothing that loads. */
+static void rotate(const CkptStore *s, int64_t written) {
     int64_t *all;
     int n = list_all(s, &all);
     char path[CKPT_PATH_MAX];
-    for (int i = s->keep; i < n; i++) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) { /* newest first */
+        if (all[i] > written) continue;
+        if (all[i] == written || kept < s->keep) {
+            kept++;
+            continue;
+        }
         ckpt_store_path(s, all[i], path, sizeof path);
         unlink(path);
     }
@@ -280,7 +290,7 @@ int ckpt_store_save(const CkptStore *s, const Checkpoint *c, int64_t step, char 
     ckpt_store_path(s, step, path, sizeof path);
     if (path_out) snprintf(path_out, cap, "%s", path);
     if (save_to(s, c, path, err) != 0) return -1;
-    rotate(s); /* only after the new one is safely there */
+    rotate(s, step); /* only after the new one is safely there */
     return 0;
 }
 

@@ -357,6 +357,36 @@ static int body_rotation(const char *dir) {
 }
 static int check_rotation(void) { return with_tmpdir("test_ckpt", body_rotation); }
 
+/* A run that resumed from an older checkpoint (the newer ones are damaged) saves a
+ * step below theirs: the rotation must keep what it just wrote, and the older good
+ * checkpoints before it, not the damaged newer ones. */
+static int body_rotation_after_fallback(const char *dir) {
+    CkptStore store;
+    ckpt_store_init(&store, dir, 1);
+    State s, t;
+    state_init(&s, 3, 4);
+    state_init(&t, 77, 4);
+    CkptError err;
+    char p[1024], got[1024];
+    bool ok = expect_true(ckpt_store_save(&store, &s.c, 50, NULL, 0, &err) == 0, "save 50: %s", err.msg);
+    ckpt_store_path(&store, 100, p, sizeof p); /* a torn newer checkpoint */
+    write_file(p, "damaged", 7);
+    state_init(&s, 4, 4);
+    uint64_t want = state_hash(&s);
+    ok = ok && expect_true(ckpt_store_save(&store, &s.c, 60, NULL, 0, &err) == 0, "save 60: %s", err.msg);
+    ckpt_store_path(&store, 60, p, sizeof p);
+    ok = ok && expect_true(access(p, F_OK) == 0, "keep 1 with a damaged ckpt-100 present: the "
+                           "rotation deleted the checkpoint it had just written (step 60)");
+    ok = ok && expect_true(ckpt_store_load_latest(&store, &t.c, got, sizeof got, &err) == 1,
+                           "no checkpoint loads after the save at step 60: %s", err.msg) &&
+         expect_true(state_hash(&t) == want && strstr(got, "ckpt-000000000060.ckpt"),
+                     "resumed from %s, expected step 60", got);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_rotation_after_fallback(void) {
+    return with_tmpdir("test_ckpt", body_rotation_after_fallback);
+}
+
 static int body_latest(const char *dir) {
     CkptStore store;
     ckpt_store_init(&store, dir, 3);
@@ -529,6 +559,7 @@ int main(void) {
     check_run(NULL, "garbage behind a valid header and checksum: rejected, no crash", check_garbage, 60);
     check_run(NULL, "a failed load leaves the file on disk as it was", check_file_untouched, 20);
     check_run(NULL, "store: keep-K rotation, best.ckpt kept, leftover .tmp removed, mkdir -p", check_rotation, 20);
+    check_run(NULL, "store: a save below a damaged newer checkpoint keeps itself (keep 1)", check_rotation_after_fallback, 20);
     check_run(NULL, "store: newest that loads, falling back; 0 when empty; -1 naming every file", check_latest, 20);
     check_run(NULL, "atomic write killed halfway: the old checkpoint stays and loads", check_write_killed, 20);
     check_run(NULL, "write errors: missing directory, rename failure, no .tmp left", check_write_errors, 20);
