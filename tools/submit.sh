@@ -71,9 +71,15 @@ partition=$SITE_PARTITION
 args=(--parsable)
 if [ "${gpus:-0}" -gt 0 ]; then
     partition=${SITE_GPU_PARTITION:-$SITE_PARTITION}
-    # shellcheck disable=SC2059 # the profile's format, e.g. --gres=gpu:%d
-    [ -n "${SITE_GPU_REQUEST:-}" ] && read -ra gpu_args <<<"$(printf "$SITE_GPU_REQUEST" "$gpus")" &&
+    if [ -n "${SITE_GPU_REQUEST:-}" ]; then
+        # the profile's format, e.g. --gres=gpu:%d or -G %d ("--": a format that
+        # begins with "-" is not an option of printf)
+        # shellcheck disable=SC2059
+        request=$(printf -- "$SITE_GPU_REQUEST" "$gpus") ||
+            { echo "submit: bad SITE_GPU_REQUEST '$SITE_GPU_REQUEST' in slurm/sites/$site.env" >&2; exit 1; }
+        read -ra gpu_args <<<"$request"
         args+=("${gpu_args[@]}")
+    fi
 fi
 [ -n "$partition" ] && args+=(--partition="$partition")
 [ -n "$SITE_ACCOUNT" ] && args+=(--account="$SITE_ACCOUNT")
@@ -88,10 +94,11 @@ cmd=(sbatch "${args[@]}" "$script" "${program_args[@]}")
 
 if [ -n "$dry" ]; then
     # quoted only where the shell needs it, so it can be pasted
+    words=()
     for a in "${cmd[@]}"; do
-        if [[ "$a" =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then printf '%s ' "$a"; else printf "'%s' " "${a//\'/\'\\\'\'}"; fi
+        if [[ "$a" =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then words+=("$a"); else words+=("'${a//\'/\'\\\'\'}'"); fi
     done
-    echo
+    echo "${words[*]}"
     exit 0
 fi
 
