@@ -7,6 +7,8 @@
 #                       (the participant's build, or the solution's when
 #                       SOLUTION=1), choose the run directory, print a header
 #   job_run CMD...      launch CMD through srun (inside the site's container, if any)
+#   job_launcher        set JOB_LAUNCH to what job_run puts before CMD (for a
+#                       script that runs the program in the background itself)
 #
 # After job_setup:
 #   JOB_BIN        the lesson's program: build/lessons/NN-name/train or build/solutions/...
@@ -74,22 +76,33 @@ job_setup() {
 }
 
 # srun with the site's extra options and container; --mpi=pmix for multi-task jobs
-# (Open MPI and Slurm meet through PMIx; no mpirun inside a Slurm job).
-job_run() {
-    local -a launch=(srun)
-    [ -n "${SLURM_JOB_ID:-}" ] || launch=()  # outside Slurm (a login node test): run directly
-    if [ ${#launch[@]} -gt 0 ]; then
-        [ "${SLURM_NTASKS:-1}" -gt 1 ] && launch+=(--mpi=pmix)
-        # shellcheck disable=SC2206 # options, split on purpose
-        [ -n "${SITE_SRUN_OPTIONS:-}" ] && launch+=($SITE_SRUN_OPTIONS)
-        if [ -n "${SITE_CONTAINER:-}" ]; then
-            # pyxis/enroot (srun --container-*): the course and scratch directories
-            # appear at the same paths inside, so every path printed stays valid
-            local mounts="$PWD:$PWD"
-            [ -n "${SITE_SCRATCH:-}" ] && mounts+=",$SITE_SCRATCH:$SITE_SCRATCH"
-            launch+=(--container-image="$SITE_CONTAINER" --container-mounts="$mounts"
-                     --container-workdir="$PWD")
-        fi
+# (Open MPI and Slurm meet through PMIx; no mpirun inside a Slurm job). Sets the
+# array JOB_LAUNCH to the words put before the program: empty outside Slurm.
+job_launcher() {
+    JOB_LAUNCH=(srun)
+    if [ -z "${SLURM_JOB_ID:-}" ]; then  # outside Slurm (a login node test): run directly
+        JOB_LAUNCH=()
+        return 0
     fi
-    "${launch[@]}" "$@"
+    [ "${SLURM_NTASKS:-1}" -gt 1 ] && JOB_LAUNCH+=(--mpi=pmix)
+    # shellcheck disable=SC2206 # options, split on purpose
+    [ -n "${SITE_SRUN_OPTIONS:-}" ] && JOB_LAUNCH+=($SITE_SRUN_OPTIONS)
+    if [ -n "${SITE_CONTAINER:-}" ]; then
+        # pyxis/enroot (srun --container-*): the course and scratch directories
+        # appear at the same paths inside, so every path printed stays valid
+        local mounts="$PWD:$PWD"
+        [ -n "${SITE_SCRATCH:-}" ] && mounts+=",$SITE_SCRATCH:$SITE_SCRATCH"
+        JOB_LAUNCH+=(--container-image="$SITE_CONTAINER" --container-mounts="$mounts"
+                     --container-workdir="$PWD")
+    fi
+    return 0
+}
+
+# job_run CMD...: CMD through the launcher, in the foreground. A script that must
+# signal the program runs "${JOB_LAUNCH[@]}" CMD... & itself (after job_launcher):
+# then $! is the launcher's (or, outside Slurm, the program's) own pid, not that of
+# a subshell running this function, which would die of the signal in its place.
+job_run() {
+    job_launcher
+    "${JOB_LAUNCH[@]}" "$@"
 }
