@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # `make submit N DRY=1` for every site profile, without Slurm: the printed sbatch line
-# must carry what the profile sets (partition, GPU syntax, account, reservation) and
-# nothing it leaves empty. Last line: "N passed, M failed".
+# must carry what the profile sets (partition, GPU syntax, account, reservation),
+# nothing it leaves empty, and be the exact command a shell can run. Last line: "N passed, M failed".
 set -u
 cd "$(dirname "$0")/../.."
 passed=0 failed=0
+pass() { echo "PASS  $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
 expect() { # $1: description, $2: command output, $3: regex that must match, $4: regex that must not
     if grep -qE -- "$3" <<<"$2" && { [ -z "${4:-}" ] || ! grep -qE -- "$4" <<<"$2"; }; then
-        echo "PASS  $1"; passed=$((passed + 1))
+        pass "$1"
     else
-        echo "FAIL  $1"; echo "        got: $2"; failed=$((failed + 1))
+        fail "$1"; echo "        got: $2"
     fi
 }
 dry() { tools/submit.sh --dry "$@" 2>&1; }  # --dry first: after "--" it would go to the program
@@ -31,5 +33,45 @@ expect "SOLUTION=1 and program arguments reach the job" \
 expect "an unknown site is refused" "$(dry 1 --site nowhere)" 'no site profile slurm/sites/nowhere\.env'
 expect "an unknown lesson is refused" "$(dry 42 --site generic)" 'no slurm/42-\*\.sbatch'
 
+# The printed line is the exact command: read back by the shell, it gives the same
+# words, odd program arguments included.
+odd=(--epochs "5 x" "it's" '' 'a"b' '$HOME')
+for env in slurm/sites/*.env; do
+    site=$(basename "$env" .env)
+    line=$(env -u COURSE_ACCOUNT -u COURSE_RESERVATION -u COURSE_PARTITION \
+        tools/submit.sh 2 --dry --site "$site" -- "${odd[@]}" 2>&1)
+    rc=$?
+    words=()
+    eval "words=($line)" 2>/dev/null
+    n=${#words[@]}
+    tail=("${words[@]:n-${#odd[@]}}")
+    request=$(. "$env"; printf -- "${SITE_GPU_REQUEST:-}" 1)
+    if [ $rc -ne 0 ] || [ "${words[0]:-}" != sbatch ] || [ "${tail[*]}" != "${odd[*]}" ] ||
+        [ "${#tail[@]}" -ne "${#odd[@]}" ] || [ "${tail[3]}" != '' ] ||
+        [ "${words[n-${#odd[@]}-1]}" != slurm/02-gpu-cnn.sbatch ]; then
+        fail "submit --dry, site $site: not a command line that gives back the program's arguments (exit $rc)"
+        echo "        $line"
+        continue
+    fi
+    if [ -n "$request" ] && [[ " ${words[*]} " != *" $request "* ]]; then
+        fail "submit --dry, site $site: the GPU lesson's request '$request' is missing"
+        echo "        $line"
+    elif [[ "$line" == *--account* || "$line" == *--reservation* ]]; then
+        fail "submit --dry, site $site: an empty account or reservation was passed"
+        echo "        $line"
+    else
+        pass "submit --dry, site $site: the exact sbatch command${request:+, GPU as '$request'}"
+    fi
+done
+
+line=$(COURSE_ACCOUNT=training2410 COURSE_RESERVATION="my event" tools/submit.sh 3 --dry --site jsc 2>&1)
+words=()
+eval "words=($line)" 2>/dev/null
+if [[ " ${words[*]} " == *" --account=training2410 "* && " ${words[*]} " == *" --reservation=my event "* ]]; then
+    pass "submit --dry: COURSE_ACCOUNT and COURSE_RESERVATION are passed"
+else
+    fail "submit --dry: COURSE_ACCOUNT/COURSE_RESERVATION missing"
+    echo "        $line"
+fi
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
