@@ -102,6 +102,10 @@ if [ -n "$dry" ]; then
     exit 0
 fi
 
+if [ -n "${SITE_ACCOUNT_REQUIRED:-}" ] && [ -z "$SITE_ACCOUNT" ]; then
+    echo "submit: site $site needs a project account: COURSE_ACCOUNT=<project> make submit ..., or set SITE_ACCOUNT in slurm/sites/$site.env" >&2
+    exit 1
+fi
 command -v sbatch >/dev/null || { echo "submit: sbatch not found: run this on the cluster's login node (or --dry to see the command)" >&2; exit 1; }
 make --no-print-directory BUILD="$build" ARCH="$arch" "$build/$needs" >&2 ||
     { echo "submit: building $build/$needs failed; fix the build first" >&2; exit 1; }

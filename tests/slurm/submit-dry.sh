@@ -30,6 +30,8 @@ expect "account and reservation from the environment are passed" \
     '--account=training2410 --reservation=dl-course'
 expect "SOLUTION=1 and program arguments reach the job" \
     "$(dry 1 --site generic --solution -- --epochs 2)" 'SOLUTION=1 slurm/01-cpu-cnn\.sbatch --epochs 2$'
+expect "jsc: no submission without a project account" \
+    "$(env -u COURSE_ACCOUNT tools/submit.sh 1 --site jsc 2>&1)" 'site jsc needs a project account'
 expect "an unknown site is refused" "$(dry 1 --site nowhere)" 'no site profile slurm/sites/nowhere\.env'
 expect "an unknown lesson is refused" "$(dry 42 --site generic)" 'no slurm/42-\*\.sbatch'
 
