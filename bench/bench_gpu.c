@@ -49,7 +49,15 @@ static void bench_gemms(int batch) {
         {"fc1 forward", false, true, batch, 50, 1200},
         {"square 8192", false, false, 8192, 8192, 8192},
     };
-    size_t most = (size_t)8192 * 8192;
+    /* one buffer each for A, B and C, as large as the largest of them over the shapes
+     * (the CNN's columns grow with the batch and outgrow the square for large ones) */
+    size_t most = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const Shape *s = &shapes[i];
+        size_t a = (size_t)s->M * s->K, b = (size_t)s->K * s->N, c = (size_t)s->M * s->N;
+        size_t m = a > b ? a : b;
+        most = m > c ? (m > most ? m : most) : (c > most ? c : most);
+    }
     float *A = gpu_malloc(most * 4), *B = gpu_malloc(most * 4), *C = gpu_malloc(most * 4);
     cuda_fill_raw(A, (int64_t)most, 0.5f);
     cuda_fill_raw(B, (int64_t)most, 0.25f);

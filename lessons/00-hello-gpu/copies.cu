@@ -1,6 +1,7 @@
 // Given: timing host<->device copies with CUDA events (timestamps recorded by the
 // GPU itself, in its stream, so they measure the copy and not the host's waiting).
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,10 @@ static double best_seconds(void *dst, const void *src, size_t bytes, cudaMemcpyK
 extern "C" CopyTimes time_copies(size_t bytes, int repeats, int pinned) {
     void *host, *dev, *dev2;
     if (pinned) CUDA_CHECK(cudaMallocHost(&host, bytes)); // page-locked: DMA straight from it
-    else if (!(host = malloc(bytes))) abort();
+    else if (!(host = malloc(bytes))) {
+        fprintf(stderr, "error: out of host memory for %zu bytes: use a smaller --size-mb\n", bytes);
+        exit(1);
+    }
     memset(host, 1, bytes);
     CUDA_CHECK(cudaMalloc(&dev, bytes));
     CUDA_CHECK(cudaMalloc(&dev2, bytes));

@@ -90,7 +90,9 @@ int main(int argc, char **argv) {
     };
     args_parse(argc, argv, specs, ARRAY_LEN(specs),
                "Lesson 00: list the GPUs, time host/device copies, add two vectors on the GPU.");
-    if (size_mb < 1 || size_mb > 16384) fatal("--size-mb must be 1 to 16384, got %d", size_mb);
+    /* at most 8192: n below stays an int (2^31 - 1 floats is 8589 MB), as the kernel's
+     * index and lesson_vector_add_gpu's n are */
+    if (size_mb < 1 || size_mb > 8192) fatal("--size-mb must be 1 to 8192, got %d", size_mb);
     if (repeats < 1) fatal("--repeats must be at least 1, got %d", repeats);
     const int n = (int)((size_t)size_mb * 1000000 / sizeof(float));
     float *a = xmalloc((size_t)n * sizeof(float)), *b = xmalloc((size_t)n * sizeof(float));

@@ -74,7 +74,10 @@ int gpu_device_count(char *why, size_t why_cap) {
                  "GPU node (srun --gres=gpu:1 ..., or the lesson's sbatch script)");
         return -1;
     }
-    if (driver < runtime) {
+    /* Within one major version an older driver runs a newer runtime (CUDA's minor
+     * version compatibility: a 13.0 driver runs a 13.1 build), so only an older
+     * major version is refused here; cudaGetDeviceCount says the rest. */
+    if (driver / 1000 < runtime / 1000) {
         snprintf(why, why_cap, "the NVIDIA driver supports CUDA up to %d.%d, but this build "
                  "uses CUDA %d.%d: load an older CUDA module and rebuild (make clean all), or "
                  "ask the admins for a newer driver", driver / 1000, driver % 1000 / 10,
@@ -83,6 +86,13 @@ int gpu_device_count(char *why, size_t why_cap) {
     }
     cudaError_t e = cudaGetDeviceCount(&n);
     cudaGetLastError(); /* do not leave the error for the next call to find */
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorCompatNotSupportedOnDevice) {
+        snprintf(why, why_cap, "the NVIDIA driver (CUDA %d.%d) is too old for this build (CUDA "
+                 "%d.%d): %s; load an older CUDA module and rebuild (make clean all), or ask the "
+                 "admins for a newer driver", driver / 1000, driver % 1000 / 10, runtime / 1000,
+                 runtime % 1000 / 10, cudaGetErrorString(e));
+        return -1;
+    }
     if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
         const char *vis = getenv("CUDA_VISIBLE_DEVICES");
         snprintf(why, why_cap, "no CUDA device is visible (CUDA_VISIBLE_DEVICES=%s): on a "
@@ -156,6 +166,16 @@ void gpu_copy_on_device(void *dst, const void *src, size_t bytes) {
 }
 
 void gpu_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
+
+bool gpu_is_device_pointer(const void *p) {
+    struct cudaPointerAttributes a;
+    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError(); /* older runtimes call a host pointer an error: clear it */
+        return false;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
+           a.type == cudaMemoryTypeHost;
+}
 
 cublasHandle_t gpu_cublas(void) {
     require_started("a cuBLAS call");

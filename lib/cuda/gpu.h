@@ -59,5 +59,10 @@ void gpu_copy_to_host(void *dst, const void *src, size_t bytes);
 void gpu_copy_on_device(void *dst, const void *src, size_t bytes);
 /* Waits until the GPU has finished all work: before reading a clock, for example. */
 void gpu_sync(void);
+/* True when a kernel may read p: device or managed memory, or pinned host memory
+ * (cudaMallocHost); false for ordinary host memory (malloc, the stack). For the raw
+ * pointers the CUDA layers take (argmax, labels): a host pointer there is a
+ * message, not an illegal address inside a kernel. */
+bool gpu_is_device_pointer(const void *p);
 
 #endif

@@ -51,4 +51,8 @@ void gpu_copy_on_device(void *dst, const void *src, size_t bytes) {
     no_cuda(__func__);
 }
 void gpu_sync(void) { no_cuda(__func__); }
+bool gpu_is_device_pointer(const void *p) {
+    (void)p;
+    return false;
+}
 #endif

@@ -10,6 +10,11 @@
     CHECK((t)->device == DEVICE_CUDA, "%s is a %s tensor; the CUDA layer needs it on the GPU " \
           "(tensor_to(t, DEVICE_CUDA))", #t, device_name((t)->device))
 
+/* The raw int pointers (argmax) must be memory a kernel can read. */
+#define CHECK_DEVICE_POINTER(p) \
+    CHECK(gpu_is_device_pointer(p), "%s (%p) is not GPU memory: allocate it with gpu_malloc " \
+          "(a host pointer would make the kernel fail with an illegal address)", #p, (const void *)(p))
+
 CudaKernels cuda_library_kernels(void) {
     CudaKernels k = {cuda_relu_forward_raw, cuda_relu_backward_raw, cuda_im2col_raw, cuda_gemm};
     return k;
@@ -63,6 +68,8 @@ void cuda_linear_forward_with(const CudaKernels *k, Tensor *out, const Tensor *i
     CHECK_SHAPE(out, N, OUT);
     CHECK_ON_GPU(in);
     CHECK_ON_GPU(out);
+    CHECK_ON_GPU(weight);
+    CHECK_ON_GPU(bias);
     cuda_bias_rows_raw(out->data, bias->data, N, OUT);
     k->gemm(false, true, N, OUT, IN, 1.0f, in->data, IN, weight->data, IN, 1.0f, out->data, OUT);
 }
@@ -76,7 +83,11 @@ void cuda_linear_backward_with(const CudaKernels *k, Tensor *din, Tensor *dweigh
     CHECK_SAME_SHAPE(dweight, weight);
     CHECK_SHAPE(dbias, OUT);
     CHECK_ON_GPU(dout);
+    CHECK_ON_GPU(in);
+    CHECK_ON_GPU(weight);
     CHECK_ON_GPU(dweight);
+    CHECK_ON_GPU(dbias);
+    if (din) CHECK_ON_GPU(din);
     k->gemm(true, false, OUT, IN, N, 1.0f, dout->data, OUT, in->data, IN, 1.0f, dweight->data, IN);
     cuda_bias_rows_backward_raw(dbias->data, dout->data, N, OUT);
     if (din) {
@@ -135,6 +146,7 @@ void cuda_conv2d_forward_with(const CudaKernels *k, Tensor *out, const Tensor *i
     ConvGeometry g = check_conv(out, in, weight, stride, pad);
     const int N = in->shape[0], Cout = weight->shape[0];
     CHECK_SHAPE(bias, Cout);
+    CHECK_ON_GPU(bias);
     const int K = g.C * g.KH * g.KW, OHW = g.OH * g.OW, ncols = N * OHW;
     float *cols = workspace((size_t)K * ncols + (size_t)Cout * ncols); /* [K, N*OHW] */
     float *prod = cols + (size_t)K * ncols;                            /* [Cout, N*OHW] */
@@ -151,7 +163,10 @@ void cuda_conv2d_backward_with(const CudaKernels *k, Tensor *din, Tensor *dweigh
     CHECK_SAME_SHAPE(dweight, weight);
     const int N = in->shape[0], Cout = weight->shape[0];
     CHECK_SHAPE(dbias, Cout);
+    CHECK_ON_GPU(dweight);
+    CHECK_ON_GPU(dbias);
     if (din) CHECK_SAME_SHAPE(din, in);
+    if (din) CHECK_ON_GPU(din);
     const int K = g.C * g.KH * g.KW, OHW = g.OH * g.OW, ncols = N * OHW;
     float *cols = workspace((size_t)(2 * K + Cout) * ncols); /* [K, N*OHW] */
     float *dy = cols + (size_t)K * ncols;                    /* [Cout, N*OHW] */
@@ -188,6 +203,7 @@ void cuda_maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kern
     CHECK_SHAPE(out, N, C, (H - kernel) / stride + 1, (W - kernel) / stride + 1);
     CHECK_ON_GPU(in);
     CHECK_ON_GPU(out);
+    CHECK_DEVICE_POINTER(argmax);
     cuda_maxpool_forward_raw(out->data, argmax, in->data, N * C, H, W, kernel, stride);
 }
 
@@ -196,6 +212,7 @@ void cuda_maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax)
     CHECK_SHAPE(dout, din->shape[0], din->shape[1], -1, -1);
     CHECK_ON_GPU(din);
     CHECK_ON_GPU(dout);
+    CHECK_DEVICE_POINTER(argmax);
     cuda_maxpool_backward_raw(din->data, dout->data, argmax, din->shape[0] * din->shape[1],
                               din->shape[2] * din->shape[3], dout->shape[2] * dout->shape[3]);
 }

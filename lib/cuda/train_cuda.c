@@ -31,6 +31,10 @@ float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const in
     const int N = logits->shape[0], K = logits->shape[1];
     if (dlogits) CHECK_SAME_SHAPE(dlogits, logits);
     if (dlogits) CHECK(dlogits->device == DEVICE_CUDA, "dlogits must be on the GPU");
+    if (N == 0) return NAN; /* as the CPU's 0 / 0; and no buffers of 0 rows to launch on */
+    CHECK(gpu_is_device_pointer(labels), "labels (%p) are not GPU memory: copy them to a "
+          "gpu_malloc buffer first (a host pointer would make the kernel fail with an illegal "
+          "address)", (const void *)labels);
     loss_buffers(N);
     gpu_copy_to_device(g_bad_row, &N, sizeof(int)); /* no bad row yet */
     cuda_softmax_xent_raw(g_row_loss, g_bad_row, dlogits ? dlogits->data : NULL, logits->data,
@@ -58,7 +62,8 @@ void cuda_adam_step(Adam *opt, ParamList *params) {
         Param *q = &params->items[i];
         CHECK(opt->m[i].size == q->value.size, "Adam state %d does not match parameter '%s'", i,
               q->name);
-        CHECK(q->value.device == DEVICE_CUDA && opt->m[i].device == DEVICE_CUDA,
+        CHECK(q->value.device == DEVICE_CUDA && q->grad.device == DEVICE_CUDA &&
+                  opt->m[i].device == DEVICE_CUDA && opt->v[i].device == DEVICE_CUDA,
               "cuda_adam_step: parameter '%s' and its Adam state must be on the GPU (adam_init "
               "after moving the model)", q->name);
         cuda_adam_raw(q->value.data, q->grad.data, opt->m[i].data, opt->v[i].data, q->value.size,
@@ -71,7 +76,10 @@ void cuda_sgd_step(Sgd *opt, ParamList *params) {
     opt->step++;
     for (int i = 0; i < params->count; i++) {
         Param *q = &params->items[i];
-        CHECK(q->value.device == DEVICE_CUDA && opt->buf[i].device == DEVICE_CUDA,
+        CHECK(opt->buf[i].size == q->value.size, "SGD state %d does not match parameter '%s'",
+              i, q->name);
+        CHECK(q->value.device == DEVICE_CUDA && q->grad.device == DEVICE_CUDA &&
+                  opt->buf[i].device == DEVICE_CUDA,
               "cuda_sgd_step: parameter '%s' and its momentum must be on the GPU (sgd_init "
               "after moving the model)", q->name);
         cuda_sgd_raw(q->value.data, q->grad.data, opt->buf[i].data, q->value.size, opt->lr,
