@@ -8,7 +8,9 @@
 #include "gpu.h"
 
 int gpu_local_rank(void) {
-    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"};
+    /* Open MPI, Slurm's srun, torchrun, then MPICH's Hydra (mpiexec) */
+    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK",
+                                 "MPI_LOCALRANKID"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
         if (!v || !*v) continue;

@@ -37,7 +37,8 @@ void conv2d_release_workspace(void) {
 
 static ConvGeometry check_shapes(const Tensor *out, const Tensor *in, const Tensor *weight,
                                  int stride, int pad) {
-    CHECK(in->device == DEVICE_CPU, "conv2d: this build has only the CPU backend");
+    CHECK(in->device == DEVICE_CPU, "conv2d takes CPU tensors; on the GPU use "
+                                     "cuda_conv2d_forward/_backward (lib/cuda/ops_cuda.h)");
     CHECK_SHAPE(in, -1, -1, -1, -1);
     CHECK_SHAPE(weight, -1, in->shape[1], -1, -1);
     ConvGeometry g = conv_geometry(in->shape[1], in->shape[2], in->shape[3], weight->shape[2],

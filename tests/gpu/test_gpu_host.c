@@ -70,9 +70,12 @@ static int check_local_rank(void) {
     unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
     unsetenv("SLURM_LOCALID");
     unsetenv("LOCAL_RANK");
+    unsetenv("MPI_LOCALRANKID");
     bool ok = expect_true(gpu_local_rank() == 0, "no variable set: rank %d", gpu_local_rank());
+    setenv("MPI_LOCALRANKID", "7", 1);
+    ok = ok && expect_true(gpu_local_rank() == 7, "MPICH's MPI_LOCALRANKID=7: rank %d", gpu_local_rank());
     setenv("LOCAL_RANK", "5", 1);
-    ok = ok && expect_true(gpu_local_rank() == 5, "LOCAL_RANK=5: rank %d", gpu_local_rank());
+    ok = ok && expect_true(gpu_local_rank() == 5, "LOCAL_RANK=5 before MPICH's: rank %d", gpu_local_rank());
     setenv("SLURM_LOCALID", "2", 1);
     ok = ok && expect_true(gpu_local_rank() == 2, "SLURM_LOCALID=2 before LOCAL_RANK: %d", gpu_local_rank());
     setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
@@ -171,7 +174,7 @@ int main(void) {
     check_run(NULL, "row-major GEMM -> cuBLAS arguments, through a host model of cublasSgemm", check_gemm_mapping, 20);
     check_run(NULL, "the cublasSgemm model refuses leading dimensions cuBLAS refuses", check_model_refuses, 20);
     check_run(NULL, "launch arithmetic: blocks for n elements", check_blocks, 20);
-    check_run(NULL, "local rank from Open MPI, Slurm, torchrun variables; rank modulo devices", check_local_rank, 20);
+    check_run(NULL, "local rank from Open MPI, Slurm, torchrun, MPICH variables; rank modulo devices", check_local_rank, 20);
     check_run(NULL, "a malformed local rank is a user error", check_bad_rank, 20);
     check_run(NULL, "--device cuda without a usable GPU: one clear message, exit 1", check_no_gpu_message, 60);
     check_run(NULL, "device tensors go through their backend (a stand-in in host memory)", check_device_tensors, 20);
