@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "ops/conv_direct.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
 
@@ -65,6 +66,10 @@ void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const T
     ConvGeometry g = check_shapes(out, in, weight, stride, pad);
     const int N = in->shape[0], Cout = weight->shape[0];
     CHECK_SHAPE(bias, Cout);
+    if (conv_direct_fits(&g)) {
+        conv_direct_forward(out->data, in->data, weight->data, bias->data, N, Cout, &g);
+        return;
+    }
     const int K = g.C * g.KH * g.KW, OHW = g.OH * g.OW;
     const int nchunks = chunk_count(N, &g);
     const size_t in_img = (size_t)g.C * g.H * g.W, out_img = (size_t)Cout * OHW;
@@ -95,6 +100,33 @@ void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const T
     }
 }
 
+/* Eight running sums, added at the end: one vector add per 8 floats instead of a
+ * chain of scalar adds (which the compiler may not reorder). */
+static float plane_sum(const float *x, int n) {
+    float lanes[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) lanes[j] += x[i + j];
+    float sum = 0.0f;
+    for (; i < n; i++) sum += x[i];
+    for (int j = 0; j < 8; j++) sum += lanes[j];
+    return sum;
+}
+
+/* Bias gradient by channel, then the direct kernels (lib/ops/conv_direct.h). */
+static void direct_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
+                            const Tensor *in, const Tensor *weight, const ConvGeometry *g) {
+    const int N = in->shape[0], Cout = weight->shape[0], OHW = g->OH * g->OW;
+#pragma omp parallel for schedule(static)
+    for (int co = 0; co < Cout; co++) {
+        float sum = 0.0f;
+        for (int n = 0; n < N; n++) sum += plane_sum(dout->data + ((size_t)n * Cout + co) * OHW, OHW);
+        dbias->data[co] += sum;
+    }
+    conv_direct_weight_grad(dweight->data, dout->data, in->data, N, Cout, g);
+    if (din) conv_direct_input_grad(din->data, dout->data, weight->data, N, Cout, g);
+}
+
 void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
                      const Tensor *in, const Tensor *weight, int stride, int pad) {
     ConvGeometry g = check_shapes(dout, in, weight, stride, pad);
@@ -102,6 +134,10 @@ void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *
     const int N = in->shape[0], Cout = weight->shape[0];
     CHECK_SHAPE(dbias, Cout);
     if (din) CHECK_SAME_SHAPE(din, in);
+    if (conv_direct_fits(&g)) {
+        direct_backward(din, dweight, dbias, dout, in, weight, &g);
+        return;
+    }
     const int K = g.C * g.KH * g.KW, OHW = g.OH * g.OW;
     const int nchunks = chunk_count(N, &g);
     const size_t in_img = (size_t)g.C * g.H * g.W, out_img = (size_t)Cout * OHW;

@@ -1,12 +1,14 @@
-/* 2-D convolution (PyTorch's Conv2d, groups = 1, dilation = 1), as im2col + GEMM.
+/* 2-D convolution (PyTorch's Conv2d, groups = 1, dilation = 1).
  *
- * The batch is cut into chunks of a few images; each OpenMP thread lowers its chunk
- * with im2col into a buffer that stays in cache and multiplies it with the weights.
- * Chunks depend on the shapes only, not on the thread count, and partial weight
- * gradients are summed in chunk order, so this layer gives the same bits on any
- * number of threads. (A whole run may still differ in the last digits between
- * thread counts: OpenBLAS picks its kernels by size and thread count for the GEMMs
- * of the linear layers. With the built-in GEMM it does not.) */
+ * Stride 1 without padding (the CNN's layers) goes to the direct kernels of
+ * lib/ops/conv_direct.h, which read the input in place. Every other shape is
+ * im2col + GEMM: the batch is cut into chunks of a few images; each OpenMP thread
+ * lowers its chunk with im2col into a buffer that stays in cache and multiplies it
+ * with the weights. Chunks depend on the shapes only, not on the thread count, and
+ * partial weight gradients are summed in chunk order, so both paths give the same
+ * bits on any number of threads. (A whole run may still differ in the last digits
+ * between thread counts: OpenBLAS picks its kernels by size and thread count for
+ * the GEMMs of the linear layers. With the built-in GEMM it does not.) */
 #ifndef LAYERS_CONV2D_H
 #define LAYERS_CONV2D_H
 

@@ -1,6 +1,57 @@
 #include "maxpool2d.h"
 
+#include <stdint.h>
+#include <string.h>
+
 #include "core/check.h"
+
+/* The common 2x2, stride 2 case, one output row: the four candidates of 8 outputs
+ * at a time (even and odd columns of two input rows), compared in the same order
+ * as the general loop below so that ties go to the first maximum; branch-free. */
+typedef float f8 __attribute__((vector_size(32)));
+typedef int32_t i8 __attribute__((vector_size(32)));
+
+static inline f8 load8(const float *p) {
+    f8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void take_larger(f8 *m, i8 *best, f8 v, i8 at) {
+    i8 larger = *m < v; /* all bits set where v wins */
+    *best = (at & larger) | (*best & ~larger);
+    *m = (f8)(((i8)v & larger) | ((i8)*m & ~larger));
+}
+
+static void pool2x2_row(float *restrict y, int *restrict arg, const float *restrict x, int i0,
+                        int W, int OW) {
+    const i8 even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = even + 1;
+    int ow = 0;
+    for (; ow + 8 <= OW; ow += 8) {
+        const int i = i0 + 2 * ow;
+        f8 t0 = load8(x + i), t1 = load8(x + i + 8), b0 = load8(x + i + W), b1 = load8(x + i + W + 8);
+        f8 m = __builtin_shuffle(t0, t1, even);
+        i8 best = i + even;
+        take_larger(&m, &best, __builtin_shuffle(t0, t1, odd), i + odd);
+        take_larger(&m, &best, __builtin_shuffle(b0, b1, even), i + W + even);
+        take_larger(&m, &best, __builtin_shuffle(b0, b1, odd), i + W + odd);
+        memcpy(y + ow, &m, sizeof m);
+        memcpy(arg + ow, &best, sizeof best);
+    }
+    for (; ow < OW; ow++) {
+        const int i = i0 + 2 * ow;
+        float m = x[i];
+        int best = i;
+        const int at[3] = {i + 1, i + W, i + W + 1};
+        for (int c = 0; c < 3; c++) {
+            float v = x[at[c]];
+            best = v > m ? at[c] : best;
+            m = v > m ? v : m;
+        }
+        y[ow] = m;
+        arg[ow] = best;
+    }
+}
 
 void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, int stride) {
     CHECK(kernel >= 1 && stride >= 1, "max-pool kernel %d, stride %d", kernel, stride);
@@ -16,24 +67,9 @@ void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, i
         const float *x = in->data + (size_t)plane * H * W;
         float *y = out->data + (size_t)plane * OH * OW;
         int *arg = argmax + (size_t)plane * OH * OW;
-        if (kernel == 2 && stride == 2) { /* the common case: branch-free selects */
+        if (kernel == 2 && stride == 2) {
             for (int oh = 0; oh < OH; oh++)
-                for (int ow = 0; ow < OW; ow++) {
-                    const int i0 = 2 * oh * W + 2 * ow;
-                    float m = x[i0];
-                    int best = i0;
-                    float v = x[i0 + 1];
-                    best = v > m ? i0 + 1 : best;
-                    m = v > m ? v : m;
-                    v = x[i0 + W];
-                    best = v > m ? i0 + W : best;
-                    m = v > m ? v : m;
-                    v = x[i0 + W + 1];
-                    best = v > m ? i0 + W + 1 : best;
-                    m = v > m ? v : m;
-                    y[oh * OW + ow] = m;
-                    arg[oh * OW + ow] = best;
-                }
+                pool2x2_row(y + oh * OW, arg + oh * OW, x, 2 * oh * W, W, OW);
             continue;
         }
         for (int oh = 0; oh < OH; oh++)

@@ -1,6 +1,7 @@
 /* Unit tests of lib/layers: every backward against central finite differences of its
- * forward, conv2d_forward against the direct seven-loop definition (batch sizes that
- * cut the internal chunks unevenly, 1x1 and non-square kernels, stride, padding),
+ * forward, conv2d_forward and conv2d_backward against their definitions in double
+ * (batch sizes that cut the internal chunks unevenly, 1x1 and non-square kernels,
+ * stride, padding, and the shapes that take the direct kernels),
  * the same bits on 1, 2 and 3 threads, backward passes that add (+=) into the
  * gradients they are given, max-pool ties, softmax cross-entropy on huge logits and
  * count_correct.
@@ -38,6 +39,7 @@
 #include "layers/maxpool2d.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
+#include "ops/conv_direct.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -154,12 +156,29 @@ static const ConvCase GRAD_CASES[] = {
     {2, 3, 5, 5, 3, 1, 1, 1, 0},  /* 1x1 */
     {1, 1, 9, 9, 2, 5, 5, 3, 2},  /* stride 3 */
     {2, 2, 6, 7, 2, 2, 2, 2, 0},  /* stride 2, inputs left out at the edge */
+    /* the direct kernels (lib/ops/conv_direct.c): rows of exactly 8 outputs, fewer
+     * rows than a register block; rows of 20 (the last segment overlaps); channel
+     * and tap counts that are not multiples of the blocks */
+    {2, 2, 5, 12, 4, 3, 5, 1, 0},
+    {2, 1, 4, 22, 7, 2, 3, 1, 0},
 };
+
+/* The shapes meant for the direct kernels must reach them, or the checks below
+ * would test the im2col path twice. */
+static bool takes_direct_path(const ConvCase *c) {
+    ConvGeometry g = conv_geometry(c->C, c->H, c->W, c->KH, c->KW, c->stride, c->pad);
+    return conv_direct_fits(&g);
+}
 
 static int check_conv_grad(void) {
     omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
-    bool ok = true;
-    for (size_t t = 0; ok && t < sizeof GRAD_CASES / sizeof GRAD_CASES[0]; t++) {
+    const size_t ncases = sizeof GRAD_CASES / sizeof GRAD_CASES[0];
+    bool ok = expect_true(takes_direct_path(&GRAD_CASES[ncases - 1]) &&
+                              takes_direct_path(&GRAD_CASES[ncases - 2]) &&
+                              !takes_direct_path(&GRAD_CASES[0]),
+                          "the direct-kernel cases do not take the direct path (or the first "
+                          "case does): see conv_direct_fits");
+    for (size_t t = 0; ok && t < ncases; t++) {
         ConvSetup s = conv_setup(&GRAD_CASES[t], 10 * t + 1);
         Tensor din = tensor_zeros_like(&s.in), dw = tensor_zeros_like(&s.w), db = tensor_zeros_like(&s.b);
         conv2d_forward(&s.out, &s.in, &s.w, &s.b, s.c.stride, s.c.pad);
@@ -201,7 +220,7 @@ static int check_conv_null_din(void) {
 
 /* The definition, seven loops, in double. mag gets sum |w x| + |b| per output (for
  * the tolerance). */
-static void conv_direct(double *out, double *mag, const ConvSetup *s) {
+static void conv_definition(double *out, double *mag, const ConvSetup *s) {
     const ConvCase *c = &s->c;
     int OH = s->out.shape[2], OW = s->out.shape[3];
     for (int n = 0; n < c->N; n++)
@@ -234,7 +253,7 @@ static bool conv_forward_matches(const ConvCase *c, uint64_t seed) {
     conv2d_forward(&s.out, &s.in, &s.w, &s.b, c->stride, c->pad);
     double *want = malloc(sizeof(double) * (size_t)s.out.size);
     double *mag = malloc(sizeof(double) * (size_t)s.out.size);
-    conv_direct(want, mag, &s);
+    conv_definition(want, mag, &s);
     const int K = c->C * c->KH * c->KW;
     bool ok = true;
     for (int64_t i = 0; ok && i < s.out.size; i++) {
@@ -260,6 +279,7 @@ static int check_conv_forward(void) {
         {0, 4, 9, 9, 6, 3, 3, 2, 1},    /* stride 2, padding 1 */
         {0, 1, 28, 28, 4, 5, 5, 1, 0},  /* the CNN's first layer, fewer channels */
         {0, 3, 7, 5, 3, 2, 4, 1, 2},    /* non-square kernel and image */
+        {0, 2, 6, 23, 7, 3, 4, 1, 0},   /* rows of 20: the last segment overlaps */
     };
     uint64_t seed = 100;
     for (size_t k = 0; ok && k < sizeof shapes / sizeof shapes[0]; k++)
@@ -287,6 +307,90 @@ static int check_conv_forward(void) {
             continue;
         }
         ok = conv_forward_matches(&c, seed++);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* The backward's three gradients by definition, in double, with the sums of |terms|
+ * for the tolerance (as for the forward). */
+static void conv_backward_definition(double *din, double *din_mag, double *dw, double *dw_mag,
+                                     double *db, double *db_mag, const ConvSetup *s) {
+    const ConvCase *c = &s->c;
+    const int OH = s->R.shape[2], OW = s->R.shape[3];
+    memset(din, 0, sizeof(double) * (size_t)s->in.size);
+    memset(din_mag, 0, sizeof(double) * (size_t)s->in.size);
+    memset(dw, 0, sizeof(double) * (size_t)s->w.size);
+    memset(dw_mag, 0, sizeof(double) * (size_t)s->w.size);
+    memset(db, 0, sizeof(double) * (size_t)s->b.size);
+    memset(db_mag, 0, sizeof(double) * (size_t)s->b.size);
+    for (int n = 0; n < c->N; n++)
+        for (int co = 0; co < c->Cout; co++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    double g = s->R.data[(((size_t)n * c->Cout + co) * OH + oh) * OW + ow];
+                    db[co] += g;
+                    db_mag[co] += fabs(g);
+                    for (int ci = 0; ci < c->C; ci++)
+                        for (int kh = 0; kh < c->KH; kh++)
+                            for (int kw = 0; kw < c->KW; kw++) {
+                                int ih = oh * c->stride - c->pad + kh, iw = ow * c->stride - c->pad + kw;
+                                if (ih < 0 || ih >= c->H || iw < 0 || iw >= c->W) continue;
+                                size_t xi = (((size_t)n * c->C + ci) * c->H + ih) * c->W + iw;
+                                size_t wi = (((size_t)co * c->C + ci) * c->KH + kh) * c->KW + kw;
+                                din[xi] += s->w.data[wi] * g;
+                                din_mag[xi] += fabs(s->w.data[wi] * g);
+                                dw[wi] += s->in.data[xi] * g;
+                                dw_mag[wi] += fabs(s->in.data[xi] * g);
+                            }
+                }
+}
+
+/* got[i] against want[i] within (terms + 2) FLT_EPSILON mag[i]: a float32 sum of
+ * that many terms in any order. */
+static bool sums_match(const char *what, const float *got, const double *want, const double *mag,
+                       int64_t n, double terms) {
+    for (int64_t i = 0; i < n; i++) {
+        double tol = (terms + 2) * (double)FLT_EPSILON * mag[i];
+        if (!(fabs(got[i] - want[i]) <= tol))
+            return expect_true(false, "%s[%lld] = %.9g, expected %.9g (tolerance %.3g)", what,
+                               (long long)i, got[i], want[i], tol);
+    }
+    return true;
+}
+
+/* Input, weight and bias gradients against the definition on the CNN's own two
+ * layers (the direct kernels, at full size) and on shapes for the im2col path. */
+static int check_conv_backward_definition(void) {
+    const ConvCase cases[] = {
+        {3, 1, 28, 28, 50, 5, 5, 1, 0},  /* the CNN's first layer */
+        {3, 50, 12, 12, 75, 5, 5, 1, 0}, /* its second */
+        {2, 3, 7, 22, 7, 3, 3, 1, 0},    /* rows of 20, the last segment overlapping */
+        {4, 3, 9, 9, 5, 3, 3, 2, 1},     /* stride 2, padding 1: im2col + GEMM */
+        {3, 2, 10, 6, 4, 3, 3, 1, 1},    /* rows shorter than 8: im2col + GEMM */
+    };
+    bool ok = expect_true(takes_direct_path(&cases[0]) && takes_direct_path(&cases[1]) &&
+                              takes_direct_path(&cases[2]) && !takes_direct_path(&cases[3]) &&
+                              !takes_direct_path(&cases[4]),
+                          "the cases do not take the paths they were chosen for (conv_direct_fits)");
+    for (size_t k = 0; ok && k < sizeof cases / sizeof cases[0]; k++) {
+        const ConvCase *c = &cases[k];
+        ConvSetup s = conv_setup(c, 500 + k);
+        Tensor din = tensor_zeros_like(&s.in), dw = tensor_zeros_like(&s.w), db = tensor_zeros_like(&s.b);
+        conv2d_backward(&din, &dw, &db, &s.R, &s.in, &s.w, c->stride, c->pad);
+        double *want[6];
+        const int64_t sizes[6] = {s.in.size, s.in.size, s.w.size, s.w.size, s.b.size, s.b.size};
+        for (int i = 0; i < 6; i++) want[i] = malloc(sizeof(double) * (size_t)sizes[i]);
+        conv_backward_definition(want[0], want[1], want[2], want[3], want[4], want[5], &s);
+        const int OHW = s.R.shape[2] * s.R.shape[3];
+        ok = sums_match("d input", din.data, want[0], want[1], din.size, (double)c->Cout * c->KH * c->KW) &&
+             sums_match("d weight", dw.data, want[2], want[3], dw.size, (double)c->N * OHW) &&
+             sums_match("d bias", db.data, want[4], want[5], db.size, (double)c->N * OHW);
+        if (!ok) describe(c);
+        for (int i = 0; i < 6; i++) free(want[i]);
+        tensor_free(&din);
+        tensor_free(&dw);
+        tensor_free(&db);
+        conv_free(&s);
     }
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
@@ -784,7 +888,8 @@ int main(void) {
     check_begin("layers");
     check_run(NULL, "conv2d backward: input, weight, bias vs finite differences (stride, padding, 1x1)", check_conv_grad, 60);
     check_run(NULL, "conv2d backward with din = NULL: same weight and bias gradients", check_conv_null_din, 30);
-    check_run(NULL, "conv2d forward vs the direct definition, N = 1, 3, 7, 37, 100, random shapes", check_conv_forward, 60);
+    check_run(NULL, "conv2d forward vs the definition, N = 1, 3, 7, 37, 100, random shapes", check_conv_forward, 60);
+    check_run(NULL, "conv2d backward vs the definition: the CNN's layers, rows of 20, im2col shapes", check_conv_backward_definition, 60);
     check_run(NULL, "conv2d backward on uneven chunks vs one image at a time", check_conv_backward_batches, 60);
     check_run(NULL, "conv2d forward and backward: same bits on 1, 2 and 3 threads", check_conv_threads, 60);
     check_run(NULL, "every backward adds (+=) into the gradients it is given", check_backward_adds, 30);

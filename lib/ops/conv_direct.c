@@ -1,0 +1,250 @@
+#include "conv_direct.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "core/check.h"
+
+/* One segment: 8 output pixels of a row, as a GCC vector (AVX on x86, two halves
+ * elsewhere: still correct, only slower). */
+enum { SEG = 8 };
+typedef float v8 __attribute__((vector_size(SEG * sizeof(float))));
+typedef int32_t mask8 __attribute__((vector_size(SEG * sizeof(int32_t))));
+
+/* Register blocks: each kernel keeps BLOCK_A x BLOCK_B accumulators of 8 floats.
+ * AVX-512 has 32 vector registers, AVX2 16. */
+#if defined(__AVX512VL__)
+enum { ROWS = 8, OUT_CHANNELS = 3, GRAD_CHANNELS = 5, GRAD_TAPS = 5, DIN_TAPS = 3 };
+#else
+enum { ROWS = 4, OUT_CHANNELS = 3, GRAD_CHANNELS = 3, GRAD_TAPS = 3, DIN_TAPS = 3 };
+#endif
+
+static inline v8 load8(const float *p) {
+    v8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
+
+/* Keeps a loaded vector in a register: without it GCC re-reads it from memory as an
+ * operand of each FMA that uses it, and the loads, not the FMAs, set the pace. */
+static inline v8 in_register(v8 v) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    __asm__("" : "+x"(v));
+#endif
+    return v;
+}
+
+static inline v8 splat(float s) { return (v8){s, s, s, s, s, s, s, s}; }
+
+static inline v8 keep_lanes(v8 v, mask8 keep) { return (v8)((mask8)v & keep); }
+
+static inline float lane_sum(v8 v) {
+    float s = 0.0f;
+    for (int i = 0; i < SEG; i++) s += v[i];
+    return s;
+}
+
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+
+/* Where everything lies, per image. Segment s covers output row oh = s / nseg from
+ * column ow0; the last segment of a row starts at OW - 8 and overlaps the one
+ * before it: keep[s] marks the lanes that are its own, which the gradients must
+ * count once. */
+typedef struct {
+    int K, L;          /* taps C*KH*KW; segments per image, OH * segments per row */
+    int *tap;          /* [K] offset of tap (c, kh, kw) in an input image */
+    int *seg_in;       /* [L] offset of the segment's first pixel in an input plane */
+    int *seg_out;      /* [L] ... in an output plane */
+    mask8 *keep;       /* [L] */
+} Plan;
+
+bool conv_direct_fits(const ConvGeometry *g) {
+    if (g->stride != 1 || g->pad != 0 || g->OW < SEG) return false;
+    int nseg = (g->OW + SEG - 1) / SEG;
+    return 4 * nseg * SEG <= 5 * g->OW; /* at most a quarter of the work repeated */
+}
+
+static Plan plan_make(const ConvGeometry *g) {
+    CHECK(conv_direct_fits(g), "direct convolution called for a shape it does not take");
+    Plan p;
+    const int nseg = (g->OW + SEG - 1) / SEG;
+    p.K = g->C * g->KH * g->KW;
+    p.L = g->OH * nseg;
+    p.tap = xmalloc((size_t)p.K * sizeof(int));
+    p.seg_in = xmalloc((size_t)p.L * sizeof(int));
+    p.seg_out = xmalloc((size_t)p.L * sizeof(int));
+    p.keep = xmalloc((size_t)p.L * sizeof(mask8));
+    for (int c = 0, k = 0; c < g->C; c++)
+        for (int kh = 0; kh < g->KH; kh++)
+            for (int kw = 0; kw < g->KW; kw++) p.tap[k++] = (c * g->H + kh) * g->W + kw;
+    for (int s = 0; s < p.L; s++) {
+        int oh = s / nseg, first = s % nseg * SEG, ow0 = min_int(first, g->OW - SEG);
+        p.seg_in[s] = oh * g->W + ow0;
+        p.seg_out[s] = oh * g->OW + ow0;
+        for (int i = 0; i < SEG; i++) p.keep[s][i] = ow0 + i >= first ? -1 : 0;
+    }
+    return p;
+}
+
+static void plan_free(Plan *p) {
+    xfree(p->tap);
+    xfree(p->seg_in);
+    xfree(p->seg_out);
+    xfree(p->keep);
+}
+
+/* ------------------------------------------------------------------ forward */
+
+/* ROWS segments x OUT_CHANNELS channels of one image. wt is the weight transposed,
+ * [K, Cout], so the channels of one tap are adjacent. */
+static void forward_block(float *out, const float *in, const float *wt, const float *bias,
+                          int Cout, int OHW, const Plan *p, int s0, int co0) {
+    int xo[ROWS], yo[ROWS], co[OUT_CHANNELS];
+    for (int r = 0; r < ROWS; r++) {
+        int s = min_int(s0 + r, p->L - 1); /* past the end: redo the last one */
+        xo[r] = p->seg_in[s];
+        yo[r] = p->seg_out[s];
+    }
+    for (int j = 0; j < OUT_CHANNELS; j++) co[j] = min_int(co0 + j, Cout - 1);
+
+    v8 acc[OUT_CHANNELS][ROWS];
+    for (int j = 0; j < OUT_CHANNELS; j++)
+        for (int r = 0; r < ROWS; r++) acc[j][r] = splat(bias[co[j]]);
+    for (int k = 0; k < p->K; k++) {
+        const float *x = in + p->tap[k], *w = wt + (size_t)k * Cout;
+        v8 wv[OUT_CHANNELS];
+        for (int j = 0; j < OUT_CHANNELS; j++) wv[j] = splat(w[co[j]]);
+        for (int r = 0; r < ROWS; r++) {
+            v8 xv = load8(x + xo[r]);
+            for (int j = 0; j < OUT_CHANNELS; j++) acc[j][r] += wv[j] * xv;
+        }
+    }
+    /* Stores of repeated rows and channels write the same values again. */
+    for (int j = 0; j < OUT_CHANNELS; j++)
+        for (int r = 0; r < ROWS; r++) store8(out + (size_t)co[j] * OHW + yo[r], acc[j][r]);
+}
+
+void conv_direct_forward(float *out, const float *in, const float *weight, const float *bias,
+                         int N, int Cout, const ConvGeometry *g) {
+    Plan p = plan_make(g);
+    const int OHW = g->OH * g->OW;
+    const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
+    float *wt = xmalloc((size_t)p.K * Cout * sizeof(float));
+    for (int co = 0; co < Cout; co++)
+        for (int k = 0; k < p.K; k++) wt[(size_t)k * Cout + co] = weight[(size_t)co * p.K + k];
+
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        for (int s0 = 0; s0 < p.L; s0 += ROWS)
+            for (int co0 = 0; co0 < Cout; co0 += OUT_CHANNELS)
+                forward_block(out + n * out_img, in + n * in_img, wt, bias, Cout, OHW, &p, s0, co0);
+    xfree(wt);
+    plan_free(&p);
+}
+
+/* ------------------------------------------------------------ weight gradient */
+
+/* GRAD_CHANNELS x GRAD_TAPS weight gradients, summed over every segment of every
+ * image: lanes hold the 8 pixels of a segment, added up at the end. */
+static void weight_grad_block(float *dweight, const float *dout, const float *in, int N, int Cout,
+                              size_t in_img, size_t out_img, int OHW, const Plan *p, int co0,
+                              int k0) {
+    int co[GRAD_CHANNELS], tap[GRAD_TAPS];
+    for (int j = 0; j < GRAD_CHANNELS; j++) co[j] = min_int(co0 + j, Cout - 1);
+    for (int t = 0; t < GRAD_TAPS; t++) tap[t] = p->tap[min_int(k0 + t, p->K - 1)];
+
+    v8 acc[GRAD_CHANNELS][GRAD_TAPS] = {{{0}}};
+    for (int n = 0; n < N; n++) {
+        const float *x = in + n * in_img, *dy = dout + n * out_img;
+        for (int s = 0; s < p->L; s++) {
+            v8 d[GRAD_CHANNELS];
+            for (int j = 0; j < GRAD_CHANNELS; j++)
+                d[j] = keep_lanes(load8(dy + (size_t)co[j] * OHW + p->seg_out[s]), p->keep[s]);
+            for (int t = 0; t < GRAD_TAPS; t++) {
+                v8 xv = load8(x + tap[t] + p->seg_in[s]);
+                for (int j = 0; j < GRAD_CHANNELS; j++) acc[j][t] += d[j] * xv;
+            }
+        }
+    }
+    for (int j = 0; j < GRAD_CHANNELS; j++)
+        for (int t = 0; t < GRAD_TAPS; t++)
+            if (co0 + j < Cout && k0 + t < p->K)
+                dweight[(size_t)(co0 + j) * p->K + k0 + t] += lane_sum(acc[j][t]);
+}
+
+void conv_direct_weight_grad(float *dweight, const float *dout, const float *in, int N,
+                             int Cout, const ConvGeometry *g) {
+    Plan p = plan_make(g);
+    const int OHW = g->OH * g->OW;
+    const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
+    const int co_blocks = (Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;
+    const int tap_blocks = (p.K + GRAD_TAPS - 1) / GRAD_TAPS;
+    /* Images in groups whose input and output gradient fit in about half of a 1 MB
+     * L2 cache, so a block's sweep over them does not go out to memory. The group
+     * size depends on the shapes only: the same sums on any number of threads. */
+    const size_t image_bytes = (in_img + out_img) * sizeof(float);
+    const int group = (int)(512 * 1024 / image_bytes) > 1 ? (int)(512 * 1024 / image_bytes) : 1;
+
+#pragma omp parallel
+    for (int n0 = 0; n0 < N; n0 += group) {
+        const int count = min_int(group, N - n0);
+#pragma omp for collapse(2) schedule(static)
+        for (int cb = 0; cb < co_blocks; cb++)
+            for (int tb = 0; tb < tap_blocks; tb++)
+                weight_grad_block(dweight, dout + n0 * out_img, in + n0 * in_img, count, Cout,
+                                  in_img, out_img, OHW, &p, cb * GRAD_CHANNELS, tb * GRAD_TAPS);
+    }
+    plan_free(&p);
+}
+
+/* ------------------------------------------------------------- input gradient */
+
+/* For ROWS segments and DIN_TAPS taps of one image: sum over output channels of
+ * weight x output gradient (one block of im2col's column gradient), added at once
+ * onto the input pixels the taps met (col2im's job). */
+static void input_grad_block(float *din, const float *dout, const float *weight, int Cout,
+                             int OHW, const Plan *p, int s0, int k0) {
+    int yo[ROWS], xo[ROWS], tk[DIN_TAPS];
+    mask8 keep[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        int s = min_int(s0 + r, p->L - 1);
+        yo[r] = p->seg_out[s];
+        xo[r] = p->seg_in[s];
+        keep[r] = s0 + r < p->L ? p->keep[s] : (mask8){0}; /* a repeat adds nothing */
+    }
+    for (int t = 0; t < DIN_TAPS; t++) tk[t] = min_int(k0 + t, p->K - 1);
+
+    v8 acc[DIN_TAPS][ROWS] = {{{0}}};
+    for (int co = 0; co < Cout; co++) {
+        const float *w = weight + (size_t)co * p->K, *dy = dout + (size_t)co * OHW;
+        v8 wv[DIN_TAPS];
+        for (int t = 0; t < DIN_TAPS; t++) wv[t] = splat(w[tk[t]]);
+        for (int r = 0; r < ROWS; r++) {
+            v8 dv = in_register(load8(dy + yo[r]));
+            for (int t = 0; t < DIN_TAPS; t++) acc[t][r] += wv[t] * dv;
+        }
+    }
+    for (int t = 0; t < DIN_TAPS; t++) {
+        if (k0 + t >= p->K) break;
+        float *dx = din + p->tap[k0 + t];
+        for (int r = 0; r < ROWS; r++)
+            store8(dx + xo[r], load8(dx + xo[r]) + keep_lanes(acc[t][r], keep[r]));
+    }
+}
+
+void conv_direct_input_grad(float *din, const float *dout, const float *weight, int N,
+                            int Cout, const ConvGeometry *g) {
+    Plan p = plan_make(g);
+    const int OHW = g->OH * g->OW;
+    const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
+
+    /* one image per thread at a time: the blocks of an image add onto the same pixels */
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        for (int s0 = 0; s0 < p.L; s0 += ROWS)
+            for (int k0 = 0; k0 < p.K; k0 += DIN_TAPS)
+                input_grad_block(din + n * in_img, dout + n * out_img, weight, Cout, OHW, &p, s0, k0);
+    plan_free(&p);
+}
