@@ -1,22 +1,11 @@
 #include "maxpool2d.h"
 
-#include <stdint.h>
-#include <string.h>
-
 #include "core/check.h"
+#include "ops/vec8.h"
 
 /* The common 2x2, stride 2 case, one output row: the four candidates of 8 outputs
  * at a time (even and odd columns of two input rows), compared in the same order
  * as the general loop below so that ties go to the first maximum; branch-free. */
-typedef float f8 __attribute__((vector_size(32)));
-typedef int32_t i8 __attribute__((vector_size(32)));
-
-static inline f8 load8(const float *p) {
-    f8 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 static inline void take_larger(f8 *m, i8 *best, f8 v, i8 at) {
     i8 larger = *m < v; /* all bits set where v wins */
     *best = (at & larger) | (*best & ~larger);

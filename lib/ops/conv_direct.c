@@ -1,49 +1,34 @@
 #include "conv_direct.h"
 
-#include <stdint.h>
-#include <string.h>
-
 #include "core/check.h"
+#include "ops/vec8.h"
 
-/* One segment: 8 output pixels of a row, as a GCC vector (AVX on x86, two halves
- * elsewhere: still correct, only slower). */
-enum { SEG = 8 };
-typedef float v8 __attribute__((vector_size(SEG * sizeof(float))));
-typedef int32_t mask8 __attribute__((vector_size(SEG * sizeof(int32_t))));
+/* One segment: 8 output pixels of a row, one f8 (ops/vec8.h). */
+enum { SEG = 8, L2_BYTES = 1 << 20 };
 
-/* Register blocks: each kernel keeps BLOCK_A x BLOCK_B accumulators of 8 floats.
- * AVX-512 has 32 vector registers, AVX2 16. */
+/* Register blocks, in accumulators of 8 floats: the forward keeps OUT_CHANNELS x
+ * ROWS of them, the weight gradient GRAD_CHANNELS x GRAD_TAPS, the input gradient
+ * DIN_TAPS x ROWS, plus a few registers for the operands. AVX-512 has 32 vector
+ * registers, AVX2 16. */
 #if defined(__AVX512VL__)
 enum { ROWS = 8, OUT_CHANNELS = 3, GRAD_CHANNELS = 5, GRAD_TAPS = 5, DIN_TAPS = 3 };
 #else
 enum { ROWS = 4, OUT_CHANNELS = 3, GRAD_CHANNELS = 3, GRAD_TAPS = 3, DIN_TAPS = 3 };
 #endif
 
-static inline v8 load8(const float *p) {
-    v8 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
-
-/* Keeps a loaded vector in a register: without it GCC re-reads it from memory as an
- * operand of each FMA that uses it, and the loads, not the FMAs, set the pace. */
-static inline v8 in_register(v8 v) {
-#if defined(__GNUC__) && defined(__x86_64__)
-    __asm__("" : "+x"(v));
-#endif
-    return v;
-}
-
-static inline v8 splat(float s) { return (v8){s, s, s, s, s, s, s, s}; }
-
-static inline v8 keep_lanes(v8 v, mask8 keep) { return (v8)((mask8)v & keep); }
-
-static inline float lane_sum(v8 v) {
+static inline float lane_sum(f8 v) {
     float s = 0.0f;
     for (int i = 0; i < SEG; i++) s += v[i];
     return s;
+}
+
+/* Keeps a loaded vector in a register: without it GCC re-reads it from memory as an
+ * operand of every FMA that uses it, and the loads, not the FMAs, set the pace. */
+static inline f8 in_register(f8 v) {
+#if defined(__GNUC__) && defined(__AVX__)
+    __asm__("" : "+x"(v));
+#endif
+    return v;
 }
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
@@ -57,7 +42,7 @@ typedef struct {
     int *tap;          /* [K] offset of tap (c, kh, kw) in an input image */
     int *seg_in;       /* [L] offset of the segment's first pixel in an input plane */
     int *seg_out;      /* [L] ... in an output plane */
-    mask8 *keep;       /* [L] */
+    i8 *keep;       /* [L] */
 } Plan;
 
 bool conv_direct_fits(const ConvGeometry *g) {
@@ -75,7 +60,7 @@ static Plan plan_make(const ConvGeometry *g) {
     p.tap = xmalloc((size_t)p.K * sizeof(int));
     p.seg_in = xmalloc((size_t)p.L * sizeof(int));
     p.seg_out = xmalloc((size_t)p.L * sizeof(int));
-    p.keep = xmalloc((size_t)p.L * sizeof(mask8));
+    p.keep = xmalloc((size_t)p.L * sizeof(i8));
     for (int c = 0, k = 0; c < g->C; c++)
         for (int kh = 0; kh < g->KH; kh++)
             for (int kw = 0; kw < g->KW; kw++) p.tap[k++] = (c * g->H + kh) * g->W + kw;
@@ -109,15 +94,15 @@ static void forward_block(float *out, const float *in, const float *wt, const fl
     }
     for (int j = 0; j < OUT_CHANNELS; j++) co[j] = min_int(co0 + j, Cout - 1);
 
-    v8 acc[OUT_CHANNELS][ROWS];
+    f8 acc[OUT_CHANNELS][ROWS];
     for (int j = 0; j < OUT_CHANNELS; j++)
-        for (int r = 0; r < ROWS; r++) acc[j][r] = splat(bias[co[j]]);
+        for (int r = 0; r < ROWS; r++) acc[j][r] = splat8(bias[co[j]]);
     for (int k = 0; k < p->K; k++) {
         const float *x = in + p->tap[k], *w = wt + (size_t)k * Cout;
-        v8 wv[OUT_CHANNELS];
-        for (int j = 0; j < OUT_CHANNELS; j++) wv[j] = splat(w[co[j]]);
+        f8 wv[OUT_CHANNELS];
+        for (int j = 0; j < OUT_CHANNELS; j++) wv[j] = splat8(w[co[j]]);
         for (int r = 0; r < ROWS; r++) {
-            v8 xv = load8(x + xo[r]);
+            f8 xv = load8(x + xo[r]);
             for (int j = 0; j < OUT_CHANNELS; j++) acc[j][r] += wv[j] * xv;
         }
     }
@@ -155,15 +140,15 @@ static void weight_grad_block(float *dweight, const float *dout, const float *in
     for (int j = 0; j < GRAD_CHANNELS; j++) co[j] = min_int(co0 + j, Cout - 1);
     for (int t = 0; t < GRAD_TAPS; t++) tap[t] = p->tap[min_int(k0 + t, p->K - 1)];
 
-    v8 acc[GRAD_CHANNELS][GRAD_TAPS] = {{{0}}};
+    f8 acc[GRAD_CHANNELS][GRAD_TAPS] = {{{0}}};
     for (int n = 0; n < N; n++) {
         const float *x = in + n * in_img, *dy = dout + n * out_img;
         for (int s = 0; s < p->L; s++) {
-            v8 d[GRAD_CHANNELS];
+            f8 d[GRAD_CHANNELS];
             for (int j = 0; j < GRAD_CHANNELS; j++)
-                d[j] = keep_lanes(load8(dy + (size_t)co[j] * OHW + p->seg_out[s]), p->keep[s]);
+                d[j] = select8(load8(dy + (size_t)co[j] * OHW + p->seg_out[s]), p->keep[s]);
             for (int t = 0; t < GRAD_TAPS; t++) {
-                v8 xv = load8(x + tap[t] + p->seg_in[s]);
+                f8 xv = load8(x + tap[t] + p->seg_in[s]);
                 for (int j = 0; j < GRAD_CHANNELS; j++) acc[j][t] += d[j] * xv;
             }
         }
@@ -181,11 +166,12 @@ void conv_direct_weight_grad(float *dweight, const float *dout, const float *in,
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     const int co_blocks = (Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;
     const int tap_blocks = (p.K + GRAD_TAPS - 1) / GRAD_TAPS;
-    /* Images in groups whose input and output gradient fit in about half of a 1 MB
-     * L2 cache, so a block's sweep over them does not go out to memory. The group
-     * size depends on the shapes only: the same sums on any number of threads. */
+    /* Images in groups whose input and output gradient fill about a 1 MB L2 cache:
+     * a block sweeps a group from cache, and the lane sums at the end of a block
+     * are paid once per group (smaller groups measured slower). The group size
+     * depends on the shapes only: the same sums on any number of threads. */
     const size_t image_bytes = (in_img + out_img) * sizeof(float);
-    const int group = (int)(512 * 1024 / image_bytes) > 1 ? (int)(512 * 1024 / image_bytes) : 1;
+    const int group = image_bytes < L2_BYTES ? (int)(L2_BYTES / image_bytes) : 1;
 
 #pragma omp parallel
     for (int n0 = 0; n0 < N; n0 += group) {
@@ -203,26 +189,26 @@ void conv_direct_weight_grad(float *dweight, const float *dout, const float *in,
 
 /* For ROWS segments and DIN_TAPS taps of one image: sum over output channels of
  * weight x output gradient (one block of im2col's column gradient), added at once
- * onto the input pixels the taps met (col2im's job). */
-static void input_grad_block(float *din, const float *dout, const float *weight, int Cout,
-                             int OHW, const Plan *p, int s0, int k0) {
-    int yo[ROWS], xo[ROWS], tk[DIN_TAPS];
-    mask8 keep[ROWS];
+ * onto the input pixels the taps met (col2im's job). wb holds this block's weights
+ * as [Cout, DIN_TAPS]: one stream through memory. */
+static void input_grad_block(float *din, const float *dout, const float *wb, int Cout, int OHW,
+                             const Plan *p, int s0, int k0) {
+    int yo[ROWS], xo[ROWS];
+    i8 keep[ROWS];
     for (int r = 0; r < ROWS; r++) {
         int s = min_int(s0 + r, p->L - 1);
         yo[r] = p->seg_out[s];
         xo[r] = p->seg_in[s];
-        keep[r] = s0 + r < p->L ? p->keep[s] : (mask8){0}; /* a repeat adds nothing */
+        keep[r] = s0 + r < p->L ? p->keep[s] : (i8){0}; /* a repeat adds nothing */
     }
-    for (int t = 0; t < DIN_TAPS; t++) tk[t] = min_int(k0 + t, p->K - 1);
 
-    v8 acc[DIN_TAPS][ROWS] = {{{0}}};
+    f8 acc[DIN_TAPS][ROWS] = {{{0}}};
     for (int co = 0; co < Cout; co++) {
-        const float *w = weight + (size_t)co * p->K, *dy = dout + (size_t)co * OHW;
-        v8 wv[DIN_TAPS];
-        for (int t = 0; t < DIN_TAPS; t++) wv[t] = splat(w[tk[t]]);
+        const float *w = wb + (size_t)co * DIN_TAPS, *dy = dout + (size_t)co * OHW;
+        f8 wv[DIN_TAPS];
+        for (int t = 0; t < DIN_TAPS; t++) wv[t] = splat8(w[t]);
         for (int r = 0; r < ROWS; r++) {
-            v8 dv = in_register(load8(dy + yo[r]));
+            f8 dv = in_register(load8(dy + yo[r]));
             for (int t = 0; t < DIN_TAPS; t++) acc[t][r] += wv[t] * dv;
         }
     }
@@ -230,7 +216,7 @@ static void input_grad_block(float *din, const float *dout, const float *weight,
         if (k0 + t >= p->K) break;
         float *dx = din + p->tap[k0 + t];
         for (int r = 0; r < ROWS; r++)
-            store8(dx + xo[r], load8(dx + xo[r]) + keep_lanes(acc[t][r], keep[r]));
+            store8(dx + xo[r], load8(dx + xo[r]) + select8(acc[t][r], keep[r]));
     }
 }
 
@@ -239,12 +225,22 @@ void conv_direct_input_grad(float *din, const float *dout, const float *weight, 
     Plan p = plan_make(g);
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
+    /* the weights as [tap block, Cout, DIN_TAPS], taps past the end zero */
+    const int tap_blocks = (p.K + DIN_TAPS - 1) / DIN_TAPS;
+    const size_t block_floats = (size_t)Cout * DIN_TAPS;
+    float *wb = xcalloc((size_t)tap_blocks * block_floats, sizeof(float));
+    for (int co = 0; co < Cout; co++)
+        for (int k = 0; k < p.K; k++)
+            wb[k / DIN_TAPS * block_floats + (size_t)co * DIN_TAPS + k % DIN_TAPS] =
+                weight[(size_t)co * p.K + k];
 
     /* one image per thread at a time: the blocks of an image add onto the same pixels */
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
         for (int s0 = 0; s0 < p.L; s0 += ROWS)
-            for (int k0 = 0; k0 < p.K; k0 += DIN_TAPS)
-                input_grad_block(din + n * in_img, dout + n * out_img, weight, Cout, OHW, &p, s0, k0);
+            for (int tb = 0; tb < tap_blocks; tb++)
+                input_grad_block(din + n * in_img, dout + n * out_img, wb + tb * block_floats,
+                                 Cout, OHW, &p, s0, tb * DIN_TAPS);
+    xfree(wb);
     plan_free(&p);
 }

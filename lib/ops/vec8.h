@@ -1,0 +1,29 @@
+/* Eight floats as one GCC vector: an AVX register on x86-64, two SSE or NEON
+ * registers elsewhere (still correct, only slower). Loads and stores go through
+ * memcpy, so any alignment will do. */
+#ifndef OPS_VEC8_H
+#define OPS_VEC8_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* The helpers are static inline: passing vectors by value changes no ABI here. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+typedef float f8 __attribute__((vector_size(8 * sizeof(float))));
+typedef int32_t i8 __attribute__((vector_size(8 * sizeof(int32_t)))); /* lane masks: 0 or -1 */
+
+static inline f8 load8(const float *p) {
+    f8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store8(float *p, f8 v) { memcpy(p, &v, sizeof v); }
+
+static inline f8 splat8(float s) { return (f8){s, s, s, s, s, s, s, s}; }
+
+/* v where mask is -1, 0 where it is 0 */
+static inline f8 select8(f8 v, i8 mask) { return (f8)((i8)v & mask); }
+
+#endif
