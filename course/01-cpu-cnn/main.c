@@ -33,7 +33,7 @@ static Config parse_args(int argc, char **argv) {
         {"seed", ARG_INT, &c.seed, "seed of the weights and the shuffling", NULL},
         {"threads", ARG_INT, &c.threads, "OpenMP threads", NULL},
         {"conv", ARG_CHOICE, &c.conv,
-         "convolution: the library's im2col + GEMM, or your loops (TODO 1.1, 1.2)", "library|loops"},
+         "convolution: the library's, or your loops (TODO 1.1, 1.2)", "library|loops"},
         {"train-limit", ARG_INT, &c.train_limit, "use only the first N training images (0: all)", NULL},
         {"test-limit", ARG_INT, &c.test_limit, "use only the first N test images (0: all)", NULL},
         {"metrics", ARG_STRING, &c.metrics, "write one JSON object per epoch to this file", NULL},
