@@ -45,6 +45,7 @@ typedef struct {
     int *labels;          /* [batch_size] */
     Tensor images;        /* [batch_size, C, H, W] */
     int steps_this_run;   /* steps since this process started (--stop-after-steps) */
+    int64_t saved_step;   /* global step of the newest checkpoint this process wrote (0: none) */
     int saves;            /* checkpoints written by this process, and their cost */
     double save_seconds;
     size_t save_bytes;

@@ -130,9 +130,11 @@ bool save_checkpoint(Run *run) {
     lesson_capture_state(run);
     CkptError err; /* writes through run->store.write: your lesson_write_atomic */
     if (ckpt_store_save(&run->store, &run->ckpt, run->ts.global_step, NULL, 0, &err) != 0) {
-        fprintf(stderr, "warning: checkpoint not saved, training goes on: %s\n", err.msg);
+        fprintf(stderr, "warning: checkpoint of step %lld not saved (the previous one stays): %s\n",
+                (long long)run->ts.global_step, err.msg);
         return false;
     }
+    run->saved_step = run->ts.global_step;
     run->saves++;
     run->save_bytes = ckpt_encoded_size(&run->ckpt);
     run->save_seconds += now_seconds() - t0;
@@ -207,6 +209,26 @@ static void print_saves(const Run *run) {
                1e3 * run->save_seconds / run->saves);
 }
 
+/* The exit status of a stop: EXIT_REQUEUE when the checkpoint of this step was
+ * written. Without it a requeue would only run into the same failure (disk full,
+ * quota) at the next stop, again and again: exit 1 instead, and say why. */
+static int stop_status(const Run *run) {
+    const TrainState *ts = &run->ts;
+    const char *why = lesson_stop_signal ? strsignal(lesson_stop_signal) : "--stop-after-steps";
+    if (run->saved_step != ts->global_step) {
+        fprintf(stderr, "error: stopping at epoch %lld, step %lld (%s) without a checkpoint of "
+                "this step (see the warning above): exit status 1, not %d, so that the job is "
+                "not requeued into the same failure. Fix the cause (space, quota, permissions), "
+                "then run again with --resume: it continues from the newest checkpoint that "
+                "loads.\n", (long long)ts->epoch, (long long)ts->step, why, EXIT_REQUEUE);
+        return EXIT_FAILURE;
+    }
+    print0("stopping at epoch %lld, step %lld (%s): checkpoint in %s; exit status %d asks for "
+           "a requeue, then run again with --resume\n", (long long)ts->epoch,
+           (long long)ts->step, why, run->store.dir, EXIT_REQUEUE);
+    return EXIT_REQUEUE;
+}
+
 /* Resumes or starts afresh, as asked; prints which. */
 static void start(Run *run) {
     const Config *cfg = &run->cfg;
@@ -265,15 +287,11 @@ int lesson_main(int argc, char **argv) {
             progress("  epoch %lld: %lld/%d images, loss %.4f", (long long)ts->epoch,
                      (long long)ts->examples, run->train.count, ts->loss_sum / ts->examples);
             if (lesson_after_step(run)) {
-                print0("stopping at epoch %lld, step %lld (%s): checkpoint in %s; exit status "
-                       "%d asks for a requeue, then run again with --resume\n",
-                       (long long)ts->epoch, (long long)ts->step,
-                       lesson_stop_signal ? strsignal(lesson_stop_signal) : "--stop-after-steps",
-                       run->store.dir, EXIT_REQUEUE);
+                int status = stop_status(run);
                 print_saves(run);
                 metrics_close(metrics);
                 teardown(run);
-                return EXIT_REQUEUE;
+                return status;
             }
         }
         double seconds = now_seconds() - t0, test_loss, accuracy;

@@ -605,6 +605,50 @@ static int body_signal(const char *dir) {
 }
 static int check_signal(void) { return with_tmpdir("grade03", body_signal); }
 
+/* A stop whose checkpoint cannot be written must not ask for a requeue: the next
+ * stop would fail the same way, forever. A directory where the checkpoint of step 6
+ * belongs makes that save fail, even for root. */
+static bool log_has(const char *dir, const char *log, const char *text) {
+    char path[512], line[1024];
+    path_in(path, sizeof path, dir, log);
+    FILE *f = fopen(path, "r");
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f)) found = strstr(line, text) != NULL;
+    if (f) fclose(f);
+    return found;
+}
+
+static int body_stop_unsaved(const char *dir) {
+    char want[64], blocker[512];
+    if (!straight_digest(dir, 2, want, sizeof want)) return CHECK_FAIL;
+    const char *first[] = {"--stop-after-steps", "3", NULL};
+    const char *second[] = {"--resume", "--stop-after-steps", "3", NULL};
+    const char *last[] = {"--resume", NULL};
+    int rc = run_main(dir, "log", 2, first);
+    if (!expect_true(rc == EXIT_REQUEUE, "the first stop (step 3) exited with %d, expected %d", rc,
+                     EXIT_REQUEUE)) {
+        show_log(dir, "log");
+        return CHECK_FAIL;
+    }
+    path_in(blocker, sizeof blocker, dir, "ckpt/ckpt-000000000006.ckpt");
+    mkdir(blocker, 0700);
+    rc = run_main(dir, "log", 2, second);
+    bool ok = expect_true(rc == 1 && log_has(dir, "log", "without a checkpoint of this step"),
+                          "a stop at step 6 whose checkpoint could not be written exited with %d; "
+                          "expected 1 and the message \"... without a checkpoint of this step ...\" "
+                          "(stop_status in train.c), not %d: a requeue would fail the same way",
+                          rc, EXIT_REQUEUE);
+    rmdir(blocker);
+    if (ok) {
+        rc = run_main(dir, "log", 2, last);
+        ok = expect_true(rc == 0, "--resume after the failed stop exited with %d", rc) &&
+             expect_same_digest(dir, "log", want, "resumed from step 3 after the failed stop");
+    }
+    if (!ok) show_log(dir, "log");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_stop_unsaved(void) { return with_tmpdir("grade03", body_stop_unsaved); }
+
 static int body_kill_mid_write(const char *dir) {
     char want[64];
     if (!straight_digest(dir, 2, want, sizeof want)) return CHECK_FAIL;
@@ -713,6 +757,7 @@ int main(void) {
     check_run("TODO 3.5", "after a step: save when due or stopping (once), and say when to stop", check_after_step, 30);
     check_run("TODO 3.1-3.5", "stop at steps 7, 10, 15 and resume: bit-identical to a run without stops", check_stop_resume, 120);
     check_run("TODO 3.4-3.5", "SIGUSR1 while training: checkpoint, exit 75, --resume ends bit-identical", check_signal, 120);
+    check_run("TODO 3.5", "a stop whose checkpoint cannot be written exits 1, not 75; --resume then ends bit-identical", check_stop_unsaved, 120);
     check_run("TODO 3.2-3.3", "kill -9 during a checkpoint write: the previous one loads, --resume ends bit-identical", check_kill_mid_write, 120);
     check_run("TODO 3.3", "truncated and corrupt checkpoints: a clear error, files untouched, then fall back", check_damaged, 120);
     return check_end();
