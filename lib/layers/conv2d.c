@@ -120,7 +120,8 @@ static void direct_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const T
 #pragma omp parallel for schedule(static)
     for (int co = 0; co < Cout; co++) {
         float sum = 0.0f;
-        for (int n = 0; n < N; n++) sum += plane_sum(dout->data + ((size_t)n * Cout + co) * OHW, OHW);
+        for (int n = 0; n < N; n++)
+            sum += plane_sum(dout->data + ((size_t)n * Cout + co) * OHW, OHW);
         dbias->data[co] += sum;
     }
     conv_direct_weight_grad(dweight->data, dout->data, in->data, N, Cout, g);

@@ -14,17 +14,18 @@ static inline void take_larger(f8 *m, i8 *best, f8 v, i8 at) {
 
 static void pool2x2_row(float *restrict y, int *restrict arg, const float *restrict x, int i0,
                         int W, int OW) {
-    const i8 even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = even + 1;
+    const i8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
     int ow = 0;
     for (; ow + 8 <= OW; ow += 8) {
         const int i = i0 + 2 * ow;
-        f8 t0 = load8(x + i), t1 = load8(x + i + 8), b0 = load8(x + i + W), b1 = load8(x + i + W + 8);
-        f8 m = __builtin_shuffle(t0, t1, even);
-        i8 best = i + even;
-        take_larger(&m, &best, __builtin_shuffle(t0, t1, odd), i + odd);
-        take_larger(&m, &best, __builtin_shuffle(b0, b1, even), i + W + even);
-        take_larger(&m, &best, __builtin_shuffle(b0, b1, odd), i + W + odd);
-        memcpy(y + ow, &m, sizeof m);
+        f8 t0 = load8(x + i), t1 = load8(x + i + 8);         /* top row */
+        f8 b0 = load8(x + i + W), b1 = load8(x + i + W + 8); /* bottom row */
+        f8 m = even_lanes8(t0, t1);
+        i8 best = i + 2 * lane;
+        take_larger(&m, &best, odd_lanes8(t0, t1), i + 2 * lane + 1);
+        take_larger(&m, &best, even_lanes8(b0, b1), i + W + 2 * lane);
+        take_larger(&m, &best, odd_lanes8(b0, b1), i + W + 2 * lane + 1);
+        store8(y + ow, m);
         memcpy(arg + ow, &best, sizeof best);
     }
     for (; ow < OW; ow++) {

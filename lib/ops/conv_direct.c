@@ -42,7 +42,7 @@ typedef struct {
     int *tap;          /* [K] offset of tap (c, kh, kw) in an input image */
     int *seg_in;       /* [L] offset of the segment's first pixel in an input plane */
     int *seg_out;      /* [L] ... in an output plane */
-    i8 *keep;       /* [L] */
+    int32_t (*keep)[SEG]; /* [L][8]: -1 for a lane of its own, 0 for a shared one */
 } Plan;
 
 bool conv_direct_fits(const ConvGeometry *g) {
@@ -60,7 +60,7 @@ static Plan plan_make(const ConvGeometry *g) {
     p.tap = xmalloc((size_t)p.K * sizeof(int));
     p.seg_in = xmalloc((size_t)p.L * sizeof(int));
     p.seg_out = xmalloc((size_t)p.L * sizeof(int));
-    p.keep = xmalloc((size_t)p.L * sizeof(i8));
+    p.keep = xmalloc((size_t)p.L * sizeof *p.keep); /* 16-byte aligned: load_mask8 */
     for (int c = 0, k = 0; c < g->C; c++)
         for (int kh = 0; kh < g->KH; kh++)
             for (int kw = 0; kw < g->KW; kw++) p.tap[k++] = (c * g->H + kh) * g->W + kw;
@@ -146,7 +146,8 @@ static void weight_grad_block(float *dweight, const float *dout, const float *in
         for (int s = 0; s < p->L; s++) {
             f8 d[GRAD_CHANNELS];
             for (int j = 0; j < GRAD_CHANNELS; j++)
-                d[j] = select8(load8(dy + (size_t)co[j] * OHW + p->seg_out[s]), p->keep[s]);
+                d[j] = select8(load8(dy + (size_t)co[j] * OHW + p->seg_out[s]),
+                               load_mask8(p->keep[s]));
             for (int t = 0; t < GRAD_TAPS; t++) {
                 f8 xv = load8(x + tap[t] + p->seg_in[s]);
                 for (int j = 0; j < GRAD_CHANNELS; j++) acc[j][t] += d[j] * xv;
@@ -199,7 +200,7 @@ static void input_grad_block(float *din, const float *dout, const float *wb, int
         int s = min_int(s0 + r, p->L - 1);
         yo[r] = p->seg_out[s];
         xo[r] = p->seg_in[s];
-        keep[r] = s0 + r < p->L ? p->keep[s] : (i8){0}; /* a repeat adds nothing */
+        keep[r] = s0 + r < p->L ? load_mask8(p->keep[s]) : (i8){0}; /* a repeat adds nothing */
     }
 
     f8 acc[DIN_TAPS][ROWS] = {{{0}}};

@@ -21,7 +21,30 @@ static inline f8 load8(const float *p) {
 
 static inline void store8(float *p, f8 v) { memcpy(p, &v, sizeof v); }
 
+static inline i8 load_mask8(const int32_t *p) {
+    i8 m;
+    memcpy(&m, p, sizeof m);
+    return m;
+}
+
 static inline f8 splat8(float s) { return (f8){s, s, s, s, s, s, s, s}; }
+
+/* The even and the odd lanes of the 16 floats a, b (0, 2, ..., 14 and 1, 3, ..., 15). */
+static inline f8 even_lanes8(f8 a, f8 b) {
+#if defined(__clang__)
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    return __builtin_shuffle(a, b, (i8){0, 2, 4, 6, 8, 10, 12, 14});
+#endif
+}
+
+static inline f8 odd_lanes8(f8 a, f8 b) {
+#if defined(__clang__)
+    return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+    return __builtin_shuffle(a, b, (i8){1, 3, 5, 7, 9, 11, 13, 15});
+#endif
+}
 
 /* v where mask is -1, 0 where it is 0 */
 static inline f8 select8(f8 v, i8 mask) { return (f8)((i8)v & mask); }
