@@ -631,13 +631,17 @@ static int body_stop_unsaved(const char *dir) {
         return CHECK_FAIL;
     }
     path_in(blocker, sizeof blocker, dir, "ckpt/ckpt-000000000006.ckpt");
-    mkdir(blocker, 0700);
-    rc = run_main(dir, "log", 2, second);
+    if (mkdir(blocker, 0700) != 0) {
+        printf("grader: cannot create %s to make the save fail: %s\n", blocker, strerror(errno));
+        return CHECK_FAIL;
+    }
+    rc = run_main(dir, "log", 2, second); /* its --resume passes over the directory (TODO 3.3) */
     bool ok = expect_true(rc == 1 && log_has(dir, "log", "without a checkpoint of this step"),
                           "a stop at step 6 whose checkpoint could not be written exited with %d; "
                           "expected 1 and the message \"... without a checkpoint of this step ...\" "
-                          "(stop_status in train.c), not %d: a requeue would fail the same way",
-                          rc, EXIT_REQUEUE);
+                          "(stop_status in train.c), not %d: a requeue would fail the same way. "
+                          "(The run resumed past a directory named like a checkpoint: TODO 3.3 "
+                          "must skip what does not load.)", rc, EXIT_REQUEUE);
     rmdir(blocker);
     if (ok) {
         rc = run_main(dir, "log", 2, last);
@@ -757,7 +761,7 @@ int main(void) {
     check_run("TODO 3.5", "after a step: save when due or stopping (once), and say when to stop", check_after_step, 30);
     check_run("TODO 3.1-3.5", "stop at steps 7, 10, 15 and resume: bit-identical to a run without stops", check_stop_resume, 120);
     check_run("TODO 3.4-3.5", "SIGUSR1 while training: checkpoint, exit 75, --resume ends bit-identical", check_signal, 120);
-    check_run("TODO 3.5", "a stop whose checkpoint cannot be written exits 1, not 75; --resume then ends bit-identical", check_stop_unsaved, 120);
+    check_run("TODO 3.3-3.5", "a stop whose checkpoint cannot be written exits 1, not 75; --resume then ends bit-identical", check_stop_unsaved, 120);
     check_run("TODO 3.2-3.3", "kill -9 during a checkpoint write: the previous one loads, --resume ends bit-identical", check_kill_mid_write, 120);
     check_run("TODO 3.3", "truncated and corrupt checkpoints: a clear error, files untouched, then fall back", check_damaged, 120);
     return check_end();

@@ -157,9 +157,9 @@ static const ConvCase GRAD_CASES[] = {
     {1, 1, 9, 9, 2, 5, 5, 3, 2},  /* stride 3 */
     {2, 2, 6, 7, 2, 2, 2, 2, 0},  /* stride 2, inputs left out at the edge */
     /* the direct kernels (lib/ops/conv_direct.c): rows of exactly 8 outputs, fewer
-     * rows than a register block; rows of 20 (the last segment overlaps); channel
-     * and tap counts that are not multiples of the blocks */
-    {2, 2, 5, 12, 4, 3, 5, 1, 0},
+     * rows than a register block, 4 channels and 8 taps (not multiples of the blocks
+     * of 3 or 5); rows of 20 (the last segment overlaps), 7 channels */
+    {2, 2, 5, 9, 4, 2, 2, 1, 0},
     {2, 1, 4, 22, 7, 2, 3, 1, 0},
 };
 
@@ -362,7 +362,7 @@ static bool sums_match(const char *what, const float *got, const double *want, c
  * layers (the direct kernels, at full size) and on shapes for the im2col path. */
 static int check_conv_backward_definition(void) {
     const ConvCase cases[] = {
-        {3, 1, 28, 28, 50, 5, 5, 1, 0},  /* the CNN's first layer */
+        {20, 1, 28, 28, 50, 5, 5, 1, 0}, /* the CNN's first layer: several image groups */
         {3, 50, 12, 12, 75, 5, 5, 1, 0}, /* its second */
         {2, 3, 7, 22, 7, 3, 3, 1, 0},    /* rows of 20, the last segment overlapping */
         {4, 3, 9, 9, 5, 3, 3, 2, 1},     /* stride 2, padding 1: im2col + GEMM */
@@ -401,8 +401,10 @@ static int check_conv_backward_definition(void) {
 static int check_conv_backward_batches(void) {
     bool ok = true;
     const int batches[] = {3, 7, 37};
-    for (size_t b = 0; ok && b < sizeof batches / sizeof batches[0]; b++) {
-        ConvCase c = {batches[b], 3, 12, 12, 8, 5, 5, 1, 0};
+    for (size_t b = 0; ok && b < 2 * sizeof batches / sizeof batches[0]; b++) {
+        /* the direct kernels, then im2col + GEMM (padding 1) on chunks of several images */
+        const int pad = b < 3 ? 0 : 1;
+        ConvCase c = {batches[b % 3], 3, 12, 12, 8, 5, 5, 1, pad};
         ConvSetup s = conv_setup(&c, 300 + b);
         Tensor din = tensor_zeros_like(&s.in), dw = tensor_zeros_like(&s.w), db = tensor_zeros_like(&s.b);
         conv2d_backward(&din, &dw, &db, &s.R, &s.in, &s.w, c.stride, c.pad);
@@ -434,7 +436,7 @@ static int check_conv_backward_batches(void) {
 /* The design promises the same bits on any number of threads. */
 static int check_conv_threads(void) {
     const ConvCase cases[] = {{37, 3, 12, 12, 8, 5, 5, 1, 0}, {100, 4, 9, 9, 6, 3, 3, 2, 1},
-                              {7, 50, 12, 12, 75, 5, 5, 1, 0}};
+                              {7, 50, 12, 12, 75, 5, 5, 1, 0}, {20, 1, 28, 28, 50, 5, 5, 1, 0}};
     bool ok = true;
     for (size_t k = 0; ok && k < sizeof cases / sizeof cases[0]; k++) {
         ConvSetup s = conv_setup(&cases[k], 400 + k);
@@ -487,9 +489,11 @@ static bool expect_added(const char *what, const Tensor *from_p, const Tensor *p
 static int check_backward_adds(void) {
     omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
     bool ok = true;
-    /* conv2d */
-    {
-        ConvCase c = {3, 2, 8, 9, 3, 3, 3, 2, 1};
+    /* conv2d: im2col + GEMM, then the direct kernels */
+    const ConvCase add_cases[] = {{3, 2, 8, 9, 3, 3, 3, 2, 1}, {3, 2, 6, 10, 3, 3, 3, 1, 0}};
+    for (size_t k = 0; k < 2; k++) {
+        ConvCase c = add_cases[k];
+        ok = expect_true(takes_direct_path(&c) == (k == 1), "case %zu: not the path meant", k) && ok;
         ConvSetup s = conv_setup(&c, 500);
         Tensor din = tensor_zeros_like(&s.in), dw = tensor_zeros_like(&s.w), db = tensor_zeros_like(&s.b);
         Tensor pin = random4(501, c.N, c.C, c.H, c.W), pw = random4(502, c.Cout, c.C, c.KH, c.KW);
@@ -627,8 +631,11 @@ static int check_pool_grad(void) {
  * maximum and, among equal maxima, the first in row-major order, as PyTorch. */
 static int check_pool_forward_ties(void) {
     bool ok = true;
-    const int cases[][6] = {{2, 3, 6, 8, 2, 2}, {1, 2, 7, 7, 2, 2}, {2, 2, 7, 9, 3, 2},
-                            {1, 3, 5, 6, 2, 1}, {2, 1, 10, 8, 3, 3}, {1, 1, 5, 5, 1, 1}};
+    /* the last four: 2x2 windows 8 at a time (rows of 16 to 21 inputs, odd heights) */
+    const int cases[][6] = {{2, 3, 6, 8, 2, 2},  {1, 2, 7, 7, 2, 2},  {2, 2, 7, 9, 3, 2},
+                            {1, 3, 5, 6, 2, 1},  {2, 1, 10, 8, 3, 3}, {1, 1, 5, 5, 1, 1},
+                            {2, 3, 7, 16, 2, 2}, {1, 2, 5, 17, 2, 2}, {2, 2, 9, 20, 2, 2},
+                            {1, 3, 4, 21, 2, 2}};
     for (size_t k = 0; ok && k < sizeof cases / sizeof cases[0]; k++) {
         const int *c = cases[k];
         const int N = c[0], C = c[1], H = c[2], W = c[3], kernel = c[4], stride = c[5];
@@ -658,6 +665,24 @@ static int check_pool_forward_ties(void) {
         tensor_free(&in);
         tensor_free(&out);
         free(arg);
+    }
+    /* NaN never wins a comparison (as in the scalar loop): a window that starts with
+     * NaN keeps it; a NaN anywhere else is passed over. 8 windows at a time here. */
+    {
+        Tensor nin = tensor_zeros(4, 1, 1, 2, 16), nout = tensor_zeros(4, 1, 1, 1, 8);
+        int narg[8];
+        for (int i = 0; i < 32; i++) nin.data[i] = (float)(i % 5);
+        nin.data[0] = NAN;  /* window 0: first */
+        nin.data[3] = NAN;  /* window 1: second */
+        nin.data[20] = NAN; /* window 2: third (bottom row) */
+        maxpool2d_forward(&nout, narg, &nin, 2, 2);
+        ok = ok && expect_true(isnan(nout.data[0]) && narg[0] == 0 && narg[1] == 19 &&
+                                   nout.data[1] == 4.0f && narg[2] == 4 && nout.data[2] == 4.0f,
+                               "NaN in 2x2 windows: %g at %d, %g at %d, %g at %d; expected NaN at "
+                               "0, 4 at 19, 4 at 4", nout.data[0], narg[0], nout.data[1], narg[1],
+                               nout.data[2], narg[2]);
+        tensor_free(&nin);
+        tensor_free(&nout);
     }
     /* by hand: one 2x4 plane, two 2x2 windows [5 5; 5 5] and [1 3; 3 2] */
     float v[8] = {5, 5, 1, 3, 5, 5, 3, 2};
