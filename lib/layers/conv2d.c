@@ -163,7 +163,7 @@ void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *
                 const float *src = dout->data + (n0 + i) * out_img + (size_t)co * OHW;
                 if (nimg > 1) memcpy(dy + (size_t)co * ncols + (size_t)i * OHW, src,
                                      (size_t)OHW * sizeof(float));
-                for (int p = 0; p < OHW; p++) sum += src[p];
+                sum += plane_sum(src, OHW);
             }
             db[co] = sum;
         }

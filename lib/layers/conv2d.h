@@ -1,7 +1,8 @@
 /* 2-D convolution (PyTorch's Conv2d, groups = 1, dilation = 1).
  *
- * Stride 1 without padding (the CNN's layers) goes to the direct kernels of
- * lib/ops/conv_direct.h, which read the input in place. Every other shape is
+ * Stride 1 without padding and output rows of 8 pixels or more (the CNN's layers)
+ * go to the direct kernels of lib/ops/conv_direct.h (conv_direct_fits), which read
+ * the input in place. Every other shape is
  * im2col + GEMM: the batch is cut into chunks of a few images; each OpenMP thread
  * lowers its chunk with im2col into a buffer that stays in cache and multiplies it
  * with the weights. Chunks depend on the shapes only, not on the thread count, and

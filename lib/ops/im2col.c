@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "ops/vec8.h"
 
 ConvGeometry conv_geometry(int C, int H, int W, int KH, int KW, int stride, int pad) {
     CHECK(stride >= 1 && pad >= 0, "convolution stride %d, padding %d", stride, pad);
@@ -15,25 +16,17 @@ ConvGeometry conv_geometry(int C, int H, int W, int KH, int KW, int stride, int 
 }
 
 /* Rows here are short (8 floats for the CNN's second convolution), too short for a
- * vectorised loop to pay off: copy and add in fixed blocks of 8, which the compiler
- * turns into single vector loads and stores, then the tail one by one. */
-typedef float block8 __attribute__((vector_size(32)));
-
+ * vectorised loop to pay off: copy and add in blocks of 8 (one vector load and
+ * store each, ops/vec8.h), then the tail one by one. */
 static inline void copy_row(float *restrict dst, const float *restrict src, int n) {
     int i = 0;
-    for (; i + 8 <= n; i += 8) memcpy(dst + i, src + i, 8 * sizeof(float));
+    for (; i + 8 <= n; i += 8) store8(dst + i, load8(src + i));
     for (; i < n; i++) dst[i] = src[i];
 }
 
 static inline void add_row(float *restrict dst, const float *restrict src, int n) {
     int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        block8 a, b;
-        memcpy(&a, dst + i, sizeof a);
-        memcpy(&b, src + i, sizeof b);
-        a += b;
-        memcpy(dst + i, &a, sizeof a);
-    }
+    for (; i + 8 <= n; i += 8) store8(dst + i, load8(dst + i) + load8(src + i));
     for (; i < n; i++) dst[i] += src[i];
 }
 
