@@ -9,10 +9,11 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "core/timer.h"
-#include "cuda/backend.h"
-#include "cuda/cnn_cuda.h"
-#include "cuda/gpu.h"
-#include "cuda/kernels.h"
+#include "cuda/cuda_check.h"
+#include "cuda/device.h"
+#include "models/cnn.h"
+#include "ops/gemm.h"
+#include "train/optim.h"
 
 typedef struct {
     const char *name;
@@ -27,15 +28,15 @@ static double time_gemm(const Shape *s, const float *A, const float *B, float *C
     const float one = 1.0f, zero = 0.0f;
     double t0 = 0;
     for (int r = -3; r < repeats; r++) {
-        if (r == 0) gpu_sync(), t0 = now_seconds();
+        if (r == 0) cuda_sync(), t0 = now_seconds();
         if (direct) /* column-major C^T = op(B)^T op(A)^T, written out by hand */
-            CUBLAS_CHECK(cublasSgemm(gpu_cublas(), s->tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+            CUBLAS_CHECK(cublasSgemm(cuda_cublas(), s->tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                                      s->ta ? CUBLAS_OP_T : CUBLAS_OP_N, s->N, s->M, s->K, &one, B,
                                      ldb, A, lda, &zero, C, ldc));
         else
             cuda_gemm(s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
     }
-    gpu_sync();
+    cuda_sync();
     return (now_seconds() - t0) / repeats;
 }
 
@@ -58,9 +59,9 @@ static void bench_gemms(int batch) {
         size_t m = a > b ? a : b;
         most = m > c ? (m > most ? m : most) : (c > most ? c : most);
     }
-    float *A = gpu_malloc(most * 4), *B = gpu_malloc(most * 4), *C = gpu_malloc(most * 4);
-    cuda_fill_raw(A, (int64_t)most, 0.5f);
-    cuda_fill_raw(B, (int64_t)most, 0.25f);
+    float *A = cuda_malloc(most * 4), *B = cuda_malloc(most * 4), *C = cuda_malloc(most * 4);
+    cuda_fill(A, (int64_t)most, 0.5f);
+    cuda_fill(B, (int64_t)most, 0.25f);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const Shape *s = &shapes[i];
         int repeats = s->M == 8192 ? 5 : 50;
@@ -70,7 +71,7 @@ static void bench_gemms(int batch) {
                "\"cublas_gflops\": %.1f}\n", s->name, s->M, s->N, s->K, flop / lib / 1e9,
                flop / raw / 1e9);
     }
-    gpu_free(A), gpu_free(B), gpu_free(C);
+    cuda_free(A), cuda_free(B), cuda_free(C);
 }
 
 static void bench_training(int batch, int steps, int warmup) {
@@ -78,7 +79,7 @@ static void bench_training(int batch, int steps, int warmup) {
     rng_seed(&rng, 1, 0);
     Cnn m;
     cnn_init(&m, 1, 28, 28, 10, batch, &rng);
-    cnn_to_device(&m);
+    cnn_to_device(&m, DEVICE_CUDA);
     Adam adam;
     adam_init(&adam, &m.params, 1e-3f);
     Tensor host = tensor_zeros(4, batch, 1, 28, 28);
@@ -86,27 +87,27 @@ static void bench_training(int batch, int steps, int warmup) {
     for (int64_t i = 0; i < host.size; i++) host.data[i] = rng_uniform(&rng);
     for (int i = 0; i < batch; i++) labels[i] = (int)rng_below(&rng, 10);
     Tensor images = tensor_to(&host, DEVICE_CUDA);
-    int *dlabels = gpu_malloc((size_t)batch * sizeof(int));
-    gpu_copy_to_device(dlabels, labels, (size_t)batch * sizeof(int));
+    int *dlabels = cuda_malloc((size_t)batch * sizeof(int));
+    cuda_copy_to_device(dlabels, labels, (size_t)batch * sizeof(int));
     double start = 0;
     for (int step = 0; step < warmup + steps; step++) {
-        if (step == warmup) gpu_sync(), start = now_seconds();
-        Tensor logits = cnn_forward_cuda(&m, &images, NULL);
+        if (step == warmup) cuda_sync(), start = now_seconds();
+        Tensor logits = cnn_forward(&m, &images);
         tensor_fill(&m.d_logits, 0.0f);
-        cuda_softmax_cross_entropy(&m.d_logits, &logits, dlabels); /* waits for the loss, as training does */
+        m.layers.softmax_cross_entropy(&m.d_logits, &logits, dlabels); /* waits for the loss, as training does */
         params_zero_grad(&m.params);
-        cnn_backward_cuda(&m, &images, NULL);
-        cuda_adam_step(&adam, &m.params);
+        cnn_backward(&m, &images);
+        adam_step(&adam, &m.params);
     }
-    gpu_sync();
+    cuda_sync();
     double seconds = now_seconds() - start, rate = (double)steps * batch / seconds;
-    GpuInfo g;
-    gpu_device_info(gpu_current_device(), &g);
+    CudaDeviceInfo g;
+    cuda_device_info(cuda_current_device(), &g);
     printf("{\"impl\": \"c-cuda\", \"device\": \"%s\", \"batch\": %d, \"images_per_s\": %.1f, "
            "\"gflops\": %.1f}\n", g.name, batch, rate, rate * cnn_train_flops(&m) / 1e9);
-    tensor_free(&images), tensor_free(&host), xfree(labels), gpu_free(dlabels);
+    tensor_free(&images), tensor_free(&host), xfree(labels), cuda_free(dlabels);
     adam_free(&adam);
-    cnn_free_cuda(&m);
+    cnn_free(&m);
 }
 
 int main(int argc, char **argv) {
@@ -120,7 +121,7 @@ int main(int argc, char **argv) {
     args_parse(argc, argv, specs, ARRAY_LEN(specs),
                "GPU benchmark: CNN training steps and GEMM rates, one JSON object per line.");
     if (batch < 1 || steps < 1 || warmup < 0) fatal("--batch-size and --steps must be positive");
-    gpu_require();
+    cuda_require();
     bench_training(batch, steps, warmup);
     if (gemms) bench_gemms(batch);
     return 0;

@@ -17,24 +17,23 @@ void lesson_adam_step(Adam *opt, ParamList *params) {
     const float bias1 = 1.0f - powf(b1, (float)opt->step);
     const float bias2_sqrt = sqrtf(1.0f - powf(b2, (float)opt->step));
     const float step_size = opt->lr / bias1;
-    for (int i = 0; i < params->count; i++) {
-        float *p = params->items[i].value.data, *m = opt->m[i].data, *v = opt->v[i].data;
-        const float *g = params->items[i].grad.data;
-        for (int64_t k = 0; k < params->items[i].value.size; k++) {
-            float grad = g[k] + opt->weight_decay * p[k]; /* L2 penalty, Adam style */
-            m[k] = b1 * m[k] + (1.0f - b1) * grad;
-            v[k] = b2 * v[k] + (1.0f - b2) * grad * grad;
-            p[k] -= step_size * m[k] / (sqrtf(v[k]) / bias2_sqrt + opt->eps);
-        }
+    float *p = params->values.data, *m = opt->m.data, *v = opt->v.data;
+    const float *g = params->grads.data;
+    for (int64_t k = 0; k < params->total; k++) {
+        float grad = g[k] + opt->weight_decay * p[k]; /* L2 penalty, Adam style */
+        m[k] = b1 * m[k] + (1.0f - b1) * grad;
+        v[k] = b2 * v[k] + (1.0f - b2) * grad * grad;
+        p[k] -= step_size * m[k] / (sqrtf(v[k]) / bias2_sqrt + opt->eps);
     }
 #else
-    /* TODO 1.5: increase opt->step (t) first; then for every parameter i and every
-     * element k, with g = grad + weight_decay * p:
+    /* TODO 1.5: increase opt->step (t) first; then for every element k of the
+     * parameters, with g = grad + weight_decay * p:
      *   m = beta1 * m + (1 - beta1) * g
      *   v = beta2 * v + (1 - beta2) * g * g
      *   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-     * The moments of parameter i are opt->m[i] and opt->v[i]; the parameter is
-     * params->items[i].value, its gradient params->items[i].grad. Use powf, sqrtf. */
+     * All parameters sit one after the other in one buffer, params->values (their
+     * gradients in params->grads, at the same places), params->total floats; the
+     * moments m and v are buffers of the same length, opt->m and opt->v. Use powf, sqrtf. */
     TODO_STOP("1.5");
 #endif
 }

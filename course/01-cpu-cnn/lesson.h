@@ -11,6 +11,7 @@
 #include "core/todo.h"
 #include "data/dataset.h"
 #include "models/cnn.h"
+#include "train/loop.h"
 #include "train/optim.h"
 #include "train/sampler.h"
 
@@ -39,22 +40,7 @@ float lesson_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const 
 /* TODO 1.5 (adam.c): one Adam update of every parameter, PyTorch's rule. */
 void lesson_adam_step(Adam *opt, ParamList *params);
 
-/* The buffers one step works on, reused across steps. */
-typedef struct {
-    int size;          /* images per step (the last batch may be smaller) */
-    int *indices;      /* [size] which examples */
-    Tensor images;     /* [size, C, H, W] */
-    int *labels;       /* [size] */
-} Batch;
-
-void batch_init(Batch *b, int size, const Dataset *d);
-void batch_free(Batch *b);
-
-typedef struct {
-    double loss;       /* mean loss over the examples seen */
-    double accuracy;   /* fraction classified correctly (evaluation only) */
-    int examples;
-} EpochResult;
+/* Batch (the buffers of one step) and EpochResult come from lib/train/loop.h. */
 
 /* TODO 1.6 (train_loop.c): one pass over the training set in the sampler's order. */
 EpochResult train_epoch(Cnn *model, Adam *opt, const Dataset *train, Sampler *sampler, Batch *b);

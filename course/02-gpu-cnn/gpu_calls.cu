@@ -1,5 +1,5 @@
 // TODO 2.1 and the second half of TODO 2.4: calls into the CUDA runtime and cuBLAS.
-#include "cuda/backend.h"
+#include "cuda/cuda_check.h"
 #include "lesson_gpu.h"
 
 // ---------------------------------------------------------------- TODO 2.1
@@ -44,11 +44,11 @@ extern "C" void lesson_gemm(bool trans_a, bool trans_b, int M, int N, int K, flo
     CublasGemm g = lesson_gemm_to_cublas(trans_a, trans_b, M, N, K, lda, ldb, ldc);
 #ifdef SOLUTION
     const float *first = g.swap ? B : A, *second = g.swap ? A : B;
-    CUBLAS_CHECK(cublasSgemm(gpu_cublas(), g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N,
+    CUBLAS_CHECK(cublasSgemm(cuda_cublas(), g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N,
                              g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &alpha,
                              first, g.ld_first, second, g.ld_second, &beta, C, g.ldc));
 #else
-    // TODO 2.4: call cublasSgemm(gpu_cublas(), transa, transb, m, n, k, &alpha,
+    // TODO 2.4: call cublasSgemm(cuda_cublas(), transa, transb, m, n, k, &alpha,
     // first, ld_first, second, ld_second, &beta, C, ldc) with the values of g:
     // CUBLAS_OP_T where g says transpose, else CUBLAS_OP_N; first = B and
     // second = A when g.swap. Wrap it in CUBLAS_CHECK(...).

@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
-#define _Noreturn __attribute__((noreturn)) /* C11's keyword, in the C header below */
 extern "C" {
 #endif
 

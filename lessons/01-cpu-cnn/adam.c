@@ -11,12 +11,13 @@
 
 void lesson_adam_step(Adam *opt, ParamList *params) {
     CHECK(!opt->decoupled, "lesson_adam_step is Adam; AdamW (decoupled decay) is lib/train/optim.c");
-    /* TODO 1.5: increase opt->step (t) first; then for every parameter i and every
-     * element k, with g = grad + weight_decay * p:
+    /* TODO 1.5: increase opt->step (t) first; then for every element k of the
+     * parameters, with g = grad + weight_decay * p:
      *   m = beta1 * m + (1 - beta1) * g
      *   v = beta2 * v + (1 - beta2) * g * g
      *   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-     * The moments of parameter i are opt->m[i] and opt->v[i]; the parameter is
-     * params->items[i].value, its gradient params->items[i].grad. Use powf, sqrtf. */
+     * All parameters sit one after the other in one buffer, params->values (their
+     * gradients in params->grads, at the same places), params->total floats; the
+     * moments m and v are buffers of the same length, opt->m and opt->v. Use powf, sqrtf. */
     TODO_STOP("1.5");
 }

@@ -4,7 +4,6 @@
  *
  * Prints one line per epoch (train loss, test loss, test accuracy, seconds,
  * images/s) and, with --metrics FILE, writes the same as one JSON object per line. */
-#include <math.h>
 #include <omp.h>
 #include <string.h>
 
@@ -14,42 +13,25 @@
 #include "core/metrics.h"
 #include "core/timer.h"
 #include "lesson.h"
+#include "train/options.h"
 
-typedef struct {
-    const char *dataset, *data_dir, *metrics, *conv;
-    int epochs, batch_size, seed, threads, train_limit, test_limit;
-    float lr;
-} Config;
-
-static Config parse_args(int argc, char **argv) {
-    Config c = {.dataset = "fashion-mnist", .conv = "library", .epochs = 1, .batch_size = 100,
-                .seed = 42, .threads = omp_get_max_threads(), .lr = 1e-3f};
-    ArgSpec specs[] = {
-        {"dataset", ARG_CHOICE, &c.dataset, "data set", "fashion-mnist|mnist|cifar10|synthetic|folder"},
-        {"data", ARG_STRING, &c.data_dir, "directory with the data set files", NULL},
-        {"epochs", ARG_INT, &c.epochs, "passes over the training set", NULL},
-        {"batch-size", ARG_INT, &c.batch_size, "images per training step", NULL},
-        {"lr", ARG_FLOAT, &c.lr, "Adam learning rate", NULL},
-        {"seed", ARG_INT, &c.seed, "seed of the weights and the shuffling", NULL},
-        {"threads", ARG_INT, &c.threads, "OpenMP threads", NULL},
-        {"conv", ARG_CHOICE, &c.conv,
-         "convolution: the library's, or your loops (TODO 1.1, 1.2)", "library|loops"},
-        {"train-limit", ARG_INT, &c.train_limit, "use only the first N training images (0: all)", NULL},
-        {"test-limit", ARG_INT, &c.test_limit, "use only the first N test images (0: all)", NULL},
-        {"metrics", ARG_STRING, &c.metrics, "write one JSON object per epoch to this file", NULL},
-    };
-    args_parse(argc, argv, specs, ARRAY_LEN(specs),
+/* The options every lesson shares (lib/train/options.h), and --conv. */
+static TrainOptions parse_args(int argc, char **argv, const char **conv) {
+    TrainOptions c = train_options_defaults();
+    *conv = "library";
+    ArgSpec specs[TRAIN_OPTION_SPECS + 1];
+    int n = train_options_specs(&c, specs);
+    specs[n++] = (ArgSpec){"conv", ARG_CHOICE, conv,
+                           "convolution: the library's, or your loops (TODO 1.1, 1.2)", "library|loops"};
+    args_parse(argc, argv, specs, n,
                "Lesson 01: train the simple CNN (conv 50, conv 75, fc 50) on the CPU with Adam.");
-    if (c.epochs < 1) fatal("--epochs must be at least 1, got %d", c.epochs);
-    if (c.batch_size < 1) fatal("--batch-size must be at least 1, got %d", c.batch_size);
-    if (c.threads < 1 || c.threads > 256) fatal("--threads must be 1 to 256, got %d", c.threads);
-    if (!(c.lr > 0.0f) || !isfinite(c.lr)) fatal("--lr must be a positive number, got %g", (double)c.lr);
-    if (c.train_limit < 0 || c.test_limit < 0) fatal("--train-limit and --test-limit must be >= 0");
+    train_options_check(&c);
     return c;
 }
 
 int main(int argc, char **argv) {
-    Config cfg = parse_args(argc, argv);
+    const char *conv;
+    TrainOptions cfg = parse_args(argc, argv, &conv);
     omp_set_num_threads(cfg.threads);
 
     Dataset train, test;
@@ -67,11 +49,11 @@ int main(int argc, char **argv) {
     cnn_init(&model, train.channels, train.height, train.width, train.num_classes, cfg.batch_size,
              &rng);
     /* your max-pool always; your convolution with --conv loops */
-    model.layers.pool_forward = lesson_maxpool2d_forward;
-    model.layers.pool_backward = lesson_maxpool2d_backward;
-    if (strcmp(cfg.conv, "loops") == 0) {
-        model.layers.conv_forward = lesson_conv2d_forward;
-        model.layers.conv_backward = lesson_conv2d_backward;
+    model.layers.maxpool2d_forward = lesson_maxpool2d_forward;
+    model.layers.maxpool2d_backward = lesson_maxpool2d_backward;
+    if (strcmp(conv, "loops") == 0) {
+        model.layers.conv2d_forward = lesson_conv2d_forward;
+        model.layers.conv2d_backward = lesson_conv2d_backward;
     }
     Adam opt;
     adam_init(&opt, &model.params, cfg.lr);
@@ -85,7 +67,7 @@ int main(int argc, char **argv) {
            test.count, train.channels, train.height, train.width, train.source);
     print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d, %d threads, %s convolution\n",
            (long long)params_count(&model.params), (double)cfg.lr, cfg.batch_size, cfg.threads,
-           cfg.conv);
+           conv);
     print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss", "test accuracy",
            "seconds", "images/s");
     for (int epoch = 1; epoch <= cfg.epochs; epoch++) {
@@ -97,14 +79,7 @@ int main(int argc, char **argv) {
         double rate = tr.examples / seconds;
         print0("%5d  %10.4f  %9.4f  %13.4f  %8.1f  %9.0f\n", epoch, tr.loss, ev.loss, ev.accuracy,
                seconds, rate);
-        metrics_begin(metrics);
-        metrics_int(metrics, "epoch", epoch);
-        metrics_num(metrics, "train_loss", tr.loss);
-        metrics_num(metrics, "test_loss", ev.loss);
-        metrics_num(metrics, "test_accuracy", ev.accuracy);
-        metrics_num(metrics, "seconds", seconds);
-        metrics_num(metrics, "samples_per_s", rate);
-        metrics_end(metrics);
+        metrics_epoch(metrics, NULL, epoch, tr.loss, &ev, seconds, rate);
     }
 
     metrics_close(metrics);

@@ -1,5 +1,5 @@
 // TODO 2.1 and the second half of TODO 2.4: calls into the CUDA runtime and cuBLAS.
-#include "cuda/backend.h"
+#include "cuda/cuda_check.h"
 #include "lesson_gpu.h"
 
 // ---------------------------------------------------------------- TODO 2.1
@@ -31,7 +31,7 @@ extern "C" void lesson_gemm(bool trans_a, bool trans_b, int M, int N, int K, flo
                             const float *A, int lda, const float *B, int ldb, float beta, float *C,
                             int ldc) {
     CublasGemm g = lesson_gemm_to_cublas(trans_a, trans_b, M, N, K, lda, ldb, ldc);
-    // TODO 2.4: call cublasSgemm(gpu_cublas(), transa, transb, m, n, k, &alpha,
+    // TODO 2.4: call cublasSgemm(cuda_cublas(), transa, transb, m, n, k, &alpha,
     // first, ld_first, second, ld_second, &beta, C, ldc) with the values of g:
     // CUBLAS_OP_T where g says transpose, else CUBLAS_OP_N; first = B and
     // second = A when g.swap. Wrap it in CUBLAS_CHECK(...).

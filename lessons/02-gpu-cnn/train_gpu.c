@@ -5,13 +5,46 @@
  * gathered on the host and copied over (TODO 2.1); only the loss comes back. */
 #ifdef HAVE_CUDA
 #include "core/log.h"
-#include "cuda/gpu.h"
-#include "layers/softmax_xent.h"
+#include "cuda/device.h"
+#include "cuda/kernels.h"
 #include "lesson.h"
 
-CudaKernels lesson_kernels(void) {
-    CudaKernels k = {lesson_relu_forward, lesson_relu_backward, lesson_im2col, lesson_gemm};
-    return k;
+/* Your kernels, in the places of the library's (given). */
+static const CudaKernels LESSON_KERNELS = {lesson_relu_forward, lesson_relu_backward,
+                                           lesson_im2col, lesson_gemm};
+
+static void relu_forward(Tensor *out, const Tensor *in) {
+    cuda_relu_forward_with(&LESSON_KERNELS, out, in);
+}
+static void relu_backward(Tensor *din, const Tensor *dout, const Tensor *out) {
+    cuda_relu_backward_with(&LESSON_KERNELS, din, dout, out);
+}
+static void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias,
+                           int stride, int pad) {
+    cuda_conv2d_forward_with(&LESSON_KERNELS, out, in, weight, bias, stride, pad);
+}
+static void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
+                            const Tensor *in, const Tensor *weight, int stride, int pad) {
+    cuda_conv2d_backward_with(&LESSON_KERNELS, din, dweight, dbias, dout, in, weight, stride, pad);
+}
+static void linear_forward(Tensor *out, const Tensor *in, const Tensor *weight,
+                           const Tensor *bias) {
+    cuda_linear_forward_with(&LESSON_KERNELS, out, in, weight, bias);
+}
+static void linear_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
+                            const Tensor *in, const Tensor *weight) {
+    cuda_linear_backward_with(&LESSON_KERNELS, din, dweight, dbias, dout, in, weight);
+}
+
+LayerOps lesson_layers(void) {
+    LayerOps l = *layer_ops(DEVICE_CUDA);
+    l.relu_forward = relu_forward;
+    l.relu_backward = relu_backward;
+    l.conv2d_forward = conv2d_forward;
+    l.conv2d_backward = conv2d_backward;
+    l.linear_forward = linear_forward;
+    l.linear_backward = linear_backward;
+    return l;
 }
 
 /* The first n images of d as a GPU tensor [n, C, H, W] (no copy). */
@@ -28,47 +61,21 @@ static Tensor device_images(const DeviceBatch *d, int n, const Dataset *ds) {
 EpochResult train_epoch_gpu(Cnn *model, Adam *opt, const Dataset *train, Sampler *sampler,
                             Batch *b, DeviceBatch *d) {
     EpochResult r = {0};
-    const CudaKernels k = lesson_kernels();
-    /* TODO 2.5: lesson 01's loop (TODO 1.6), with the GPU versions:
+    /* TODO 2.5: lesson 01's loop (TODO 1.6), with each batch uploaded to the GPU:
      *   1. n = sampler_next(...); gather into host = tensor_rows(&b->images, n) and
      *      b->labels; lesson_upload_batch(d, host.data, b->labels, n);
      *      images = device_images(d, n, train);
-     *   2. logits = cnn_forward_cuda(model, &images, &k);
+     *   2. logits = cnn_forward(model, &images): the same function as on the CPU,
+     *      which calls the layers of model->layers (lesson_layers(): yours);
      *   3. clear the first n rows of model->d_logits (tensor_fill works on the GPU),
-     *      loss = cuda_softmax_cross_entropy(&those rows, &logits, d->labels);
-     *   4. params_zero_grad, cnn_backward_cuda(model, &images, &k);
-     *   5. cuda_adam_step(opt, &model->params).
-     * After the loop, gpu_sync(): kernels run asynchronously, and the caller stops
+     *      loss = model->layers.softmax_cross_entropy(&those rows, &logits, d->labels);
+     *   4. params_zero_grad, cnn_backward(model, &images);
+     *   5. adam_step(opt, &model->params) (it runs on the parameters' device).
+     * After the loop, cuda_sync(): kernels run asynchronously, and the caller stops
      * its clock when this returns. Return the mean loss per example and the count. */
-    (void)k;
     (void)device_images;
     TODO_STOP("2.5");
     return r;
 }
 
-EpochResult evaluate_gpu(Cnn *model, const Dataset *test, Batch *b, DeviceBatch *d) {
-    EpochResult r = {0};
-    const CudaKernels k = lesson_kernels();
-    double loss_sum = 0.0;
-    int correct = 0;
-    Tensor host_logits = tensor_zeros(2, b->size, model->classes);
-    for (int start = 0; start < test->count; start += b->size) {
-        int n = test->count - start < b->size ? test->count - start : b->size;
-        for (int i = 0; i < n; i++) b->indices[i] = start + i;
-        Tensor host = tensor_rows(&b->images, n);
-        dataset_gather(test, b->indices, n, &host, b->labels);
-        lesson_upload_batch(d, host.data, b->labels, n);
-        Tensor images = device_images(d, n, test);
-        Tensor logits = cnn_forward_cuda(model, &images, &k);
-        loss_sum += (double)cuda_softmax_cross_entropy(NULL, &logits, d->labels) * n;
-        Tensor h = tensor_rows(&host_logits, n);
-        tensor_copy(&h, &logits); /* GPU -> host: count_correct runs on the CPU */
-        correct += count_correct(&h, b->labels);
-        r.examples += n;
-    }
-    tensor_free(&host_logits);
-    r.loss = r.examples ? loss_sum / r.examples : 0.0;
-    r.accuracy = r.examples ? (double)correct / r.examples : 0.0;
-    return r;
-}
 #endif

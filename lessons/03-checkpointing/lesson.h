@@ -15,18 +15,20 @@
 #include "core/todo.h"
 #include "data/dataset.h"
 #include "models/cnn.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint_store.h"
+#include "train/loop.h"
 #include "train/optim.h"
+#include "train/options.h"
 #include "train/sampler.h"
+#include "train/train_state.h"
 
 #define LESSON_DIR "lessons/03-checkpointing"
 #define TODO_STOP(id) todo_stop(id, LESSON_DIR, __func__)
 
 typedef struct {
-    const char *dataset, *data_dir, *metrics, *augment, *checkpoint_dir;
-    int epochs, batch_size, seed, threads, train_limit, test_limit;
+    TrainOptions train;   /* the options every lesson shares (lib/train/options.h) */
+    const char *augment, *checkpoint_dir;
     int checkpoint_every, keep, stop_after_steps, resume;
-    float lr;
 } Config;
 
 /* Everything one training run holds. What of it changes while training, and must
@@ -41,9 +43,7 @@ typedef struct {
     TrainState ts;        /* epoch, step, running loss, best accuracy; copies of the above */
     Checkpoint ckpt;      /* the manifest: what is saved, pointing at the variables above */
     CkptStore store;      /* the directory: the last K checkpoints and best.ckpt */
-    int *indices;         /* [batch_size] the examples of one step */
-    int *labels;          /* [batch_size] */
-    Tensor images;        /* [batch_size, C, H, W] */
+    Batch batch;          /* the examples of one step: indices, images, labels */
     int steps_this_run;   /* steps since this process started (--stop-after-steps) */
     int64_t saved_step;   /* global step of the newest checkpoint this process wrote (0: none) */
     int saves;            /* checkpoints written by this process, and their cost */

@@ -11,12 +11,17 @@
 
 #include <stddef.h>
 
+/* Exit statuses, one meaning each (EXIT_TODO is in todo.h). */
 #define EXIT_USER_ERROR 1
 #define EXIT_BUG 2
+/* A program that stopped early to be requeued (EX_TEMPFAIL of sysexits.h: "try again
+ * later"); the sbatch scripts map it to `scontrol requeue`. */
+#define EXIT_REQUEUE 75
 
-_Noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-_Noreturn void die_at(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* __attribute__((noreturn)), not C11's _Noreturn: the CUDA files (C++) include this too. */
+__attribute__((noreturn, format(printf, 1, 2))) void fatal(const char *fmt, ...);
+__attribute__((noreturn, format(printf, 3, 4))) void die_at(const char *file, int line,
+                                                            const char *fmt, ...);
 
 #define CHECK(cond, ...)                                                     \
     do {                                                                     \

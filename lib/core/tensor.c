@@ -19,14 +19,26 @@ const char *device_name(Device device) { return device == DEVICE_CUDA ? "cuda" :
 static const TensorDeviceOps *device_ops(Device device) {
     CHECK(device == DEVICE_CUDA, "unknown device %d", (int)device);
     CHECK(g_device_ops[device] != NULL,
-          "a %s tensor, but the %s backend was not started: call gpu_init() (lib/cuda/gpu.h) "
+          "a %s tensor, but the %s backend was not started: call cuda_init() (lib/cuda/device.h) "
           "first", device_name(device), device_name(device));
     return g_device_ops[device];
 }
 
+void *device_alloc(Device device, size_t bytes) {
+    if (device == DEVICE_CPU) return xcalloc(bytes, 1);
+    return device_ops(device)->alloc_zeroed(bytes);
+}
+
+void device_free(Device device, void *p) {
+    if (!p) return;
+    if (device == DEVICE_CPU) xfree(p);
+    else device_ops(device)->release(p);
+}
+
 static float *alloc_on(Device device, int64_t size) {
-    if (device == DEVICE_CPU) return xcalloc((size_t)size, sizeof(float));
-    return device_ops(device)->alloc_zeroed((size_t)size * sizeof(float));
+    CHECK(size >= 0 && (uint64_t)size <= SIZE_MAX / sizeof(float), "tensor of %lld floats",
+          (long long)size);
+    return device_alloc(device, (size_t)size * sizeof(float));
 }
 
 static Tensor tensor_from_dims(int ndim, const int *dims) {
@@ -69,8 +81,6 @@ Tensor tensor_zeros_on(Device device, int ndim, ...) {
     return t;
 }
 
-
-
 Tensor tensor_zeros_like(const Tensor *t) {
     Tensor r = tensor_from_dims(t->ndim, t->shape);
     r.device = t->device;
@@ -79,8 +89,7 @@ Tensor tensor_zeros_like(const Tensor *t) {
 }
 
 void tensor_free(Tensor *t) {
-    if (t->device == DEVICE_CPU) xfree(t->data);
-    else if (t->data) device_ops(t->device)->release(t->data);
+    device_free(t->device, t->data);
     memset(t, 0, sizeof *t);
 }
 
@@ -115,6 +124,20 @@ Tensor tensor_rows(const Tensor *t, int n) {
     return v;
 }
 
+Tensor tensor_range(const Tensor *t, int64_t start, int64_t n) {
+    CHECK(start >= 0 && n >= 1 && start + n <= t->size,
+          "elements %lld..%lld of a tensor with %lld", (long long)start,
+          (long long)(start + n), (long long)t->size);
+    Tensor v = {0};
+    v.data = t->data + start;
+    v.ndim = 1;
+    v.shape[0] = (int)n;
+    CHECK(v.shape[0] == n, "a range of %lld elements does not fit a dimension", (long long)n);
+    v.size = n;
+    v.device = t->device;
+    return v;
+}
+
 void tensor_fill(Tensor *t, float value) {
     if (t->device != DEVICE_CPU) {
         device_ops(t->device)->fill(t->data, t->size, value);
@@ -123,16 +146,20 @@ void tensor_fill(Tensor *t, float value) {
     for (int64_t i = 0; i < t->size; i++) t->data[i] = value;
 }
 
+void device_copy(void *dst, Device dst_device, const void *src, Device src_device, size_t bytes) {
+    if (bytes == 0) return;
+    if (dst_device == DEVICE_CPU && src_device == DEVICE_CPU) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    Device other = dst_device != DEVICE_CPU ? dst_device : src_device;
+    device_ops(other)->copy(dst, dst_device, src, src_device, bytes);
+}
+
 void tensor_copy(Tensor *dst, const Tensor *src) {
     CHECK(dst->size == src->size, "copy of %lld elements into %lld", (long long)src->size,
           (long long)dst->size);
-    const size_t bytes = (size_t)src->size * sizeof(float);
-    if (dst->device == DEVICE_CPU && src->device == DEVICE_CPU) {
-        memcpy(dst->data, src->data, bytes);
-        return;
-    }
-    Device other = dst->device != DEVICE_CPU ? dst->device : src->device;
-    device_ops(other)->copy(dst->data, dst->device, src->data, src->device, bytes);
+    device_copy(dst->data, dst->device, src->data, src->device, (size_t)src->size * sizeof(float));
 }
 
 bool tensor_same_shape(const Tensor *a, const Tensor *b) {
@@ -167,4 +194,12 @@ void tensor_check_shape_at(const char *file, int line, const char *name, const T
                            : snprintf(exp + k, sizeof exp - (size_t)k, i ? ", %d" : "%d", want[i]);
     snprintf(exp + k, sizeof exp - (size_t)k, "]");
     die_at(file, line, "%s has shape %s, expected %s", name, tensor_shape_str(t, got, 64), exp);
+}
+
+void tensor_check_device_at(const char *file, int line, const char *name, const Tensor *t,
+                            Device device) {
+    if (!t || t->device == device) return;
+    die_at(file, line, "%s is a %s tensor, but this is the %s version of the layer: call "
+           "layers through the model's table (layer_ops), or move the tensor with tensor_to",
+           name, device_name(t->device), device_name(device));
 }

@@ -6,7 +6,7 @@
  * tensor_copy() and tensor_to() are the explicit, checked copies between devices.
  *
  * The CUDA backend (lib/cuda/) registers how to allocate, free, fill and copy GPU
- * memory when it starts (gpu_init); this file knows no CUDA, so CPU-only programs
+ * memory when it starts (cuda_init); this file knows no CUDA, so CPU-only programs
  * do not link it. */
 #ifndef CORE_TENSOR_H
 #define CORE_TENSOR_H
@@ -54,11 +54,22 @@ typedef struct {
 void tensor_register_device(Device device, const TensorDeviceOps *ops);
 const char *device_name(Device device); /* "cpu" or "cuda" */
 
+/* Raw memory on a device, for what is not a float tensor (max-pool's argmax, labels):
+ * zero-filled; device_free(device, NULL) does nothing. */
+void *device_alloc(Device device, size_t bytes);
+void device_free(Device device, void *p);
+/* bytes from src on src_device to dst on dst_device (any pair of devices). */
+void device_copy(void *dst, Device dst_device, const void *src, Device src_device, size_t bytes);
+
 /* Same data, new shape with the same number of elements (flatten is a reshape). */
 Tensor tensor_view(const Tensor *t, int ndim, ...);
 
 /* The first n entries along dimension 0 (a batch of n), sharing data. */
 Tensor tensor_rows(const Tensor *t, int n);
+
+/* Elements [start, start + n) of t as a 1-D tensor sharing its data (a bucket of a
+ * gradient buffer, one parameter of a flat list). */
+Tensor tensor_range(const Tensor *t, int64_t start, int64_t n);
 
 /* Both work on either device; tensor_copy copies between devices when dst and src
  * are on different ones (sizes must match). */
@@ -82,5 +93,11 @@ const char *tensor_shape_str(const Tensor *t, char *buf, int buflen);
 /* Stops with file, line and the shape when t is not [d0, d1, ...] (-1: any). */
 #define CHECK_SHAPE(t, ...) tensor_check_shape_at(__FILE__, __LINE__, #t, (t), __VA_ARGS__, -2)
 void tensor_check_shape_at(const char *file, int line, const char *name, const Tensor *t, ...);
+
+/* Stops with file, line and a hint when t (which may be NULL: nothing to check) is not
+ * on `device`: a layer of one device handed a tensor of the other. */
+#define CHECK_DEVICE(t, device) tensor_check_device_at(__FILE__, __LINE__, #t, (t), (device))
+void tensor_check_device_at(const char *file, int line, const char *name, const Tensor *t,
+                            Device device);
 
 #endif

@@ -6,6 +6,6 @@
 
 #define EXIT_TODO 3
 
-_Noreturn void todo_stop(const char *todo, const char *lesson_dir, const char *function);
+__attribute__((noreturn)) void todo_stop(const char *todo, const char *lesson_dir, const char *function);
 
 #endif

@@ -1,8 +1,9 @@
-/* Checking every CUDA and cuBLAS call, from C and from CUDA C++ alike.
+/* Inside the CUDA backend (and lesson 02's CUDA files): checking every CUDA and cuBLAS
+ * call, from C and from CUDA C++ alike, and the cuBLAS handle.
  *
  *   CUDA_CHECK(cudaMalloc(&p, bytes));
  *   kernel<<<blocks, threads>>>(...); CUDA_CHECK_LAUNCH();
- *   CUBLAS_CHECK(cublasSgemm(...));
+ *   CUBLAS_CHECK(cublasSgemm(cuda_cublas(), ...));
  *
  * A failure stops the program with file, line, the call, CUDA's error name and
  * text, and a hint about the usual cause (exit status 2, like CHECK). Kernels run
@@ -13,6 +14,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,6 +26,12 @@ __attribute__((noreturn)) void cublas_fail_at(const char *file, int line, const 
                                               int status);
 /* After a launch: the launch error, and with COURSE_CUDA_SYNC=1 the kernel's own. */
 void cuda_check_launch_at(const char *file, int line);
+
+/* The cuBLAS handle of the device cuda_init picked (stops when it was not called). */
+cublasHandle_t cuda_cublas(void);
+
+/* x[0..n) = value, device memory (lib/cuda/tensor.cu: DEVICE_CUDA tensors' fill). */
+void cuda_fill(float *x, int64_t n, float value);
 
 #ifdef __cplusplus
 }

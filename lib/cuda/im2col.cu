@@ -1,7 +1,10 @@
 // im2col and col2im on the GPU, with the layout of lib/ops/im2col.c:
 // cols [C*KH*KW, nimg*OH*OW], row (c, kh, kw), column (image, oh, ow).
 #include "cuda_check.h"
-#include "kernels.h"
+#include "launch.h"
+extern "C" {
+#include "ops/im2col.h"
+}
 
 // One thread per entry of cols; neighbouring threads write neighbouring columns
 // (coalesced stores) and read neighbouring pixels of one input row.
@@ -19,7 +22,7 @@ static __global__ void im2col_kernel(float *cols, const float *images, int nimg,
     }
 }
 
-extern "C" void cuda_im2col_raw(float *cols, const float *images, int nimg, const ConvGeometry *g) {
+extern "C" void cuda_im2col(float *cols, const float *images, int nimg, const ConvGeometry *g) {
     int64_t total = (int64_t)g->C * g->KH * g->KW * nimg * g->OH * g->OW;
     if (total == 0) return;
     im2col_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS>>>(cols, images, nimg, *g);
@@ -52,7 +55,7 @@ static __global__ void col2im_kernel(float *images, const float *cols, int nimg,
     }
 }
 
-extern "C" void cuda_col2im_raw(float *images, const float *cols, int nimg, const ConvGeometry *g) {
+extern "C" void cuda_col2im(float *images, const float *cols, int nimg, const ConvGeometry *g) {
     int64_t total = (int64_t)nimg * g->C * g->H * g->W;
     if (total == 0) return;
     col2im_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS>>>(images, cols, nimg, *g);

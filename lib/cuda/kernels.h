@@ -1,65 +1,54 @@
-/* The CUDA kernels of the library, as host functions that launch them (defined in
- * the .cu files of this directory). Pointers are device memory; every launch is
- * checked. Layout and meaning are those of the CPU twin named in each comment, so
- * the tests can compare the two. */
+/* The CUDA kernels a lesson can replace: lesson 02 writes its own ReLU, im2col and
+ * GEMM and runs the library's CUDA layers with them. CudaKernels holds the raw
+ * device-pointer forms; the *_with functions are the Tensor-level layers of
+ * layers/conv2d.h, linear.h and relu.h with those kernels (k NULL: the library's). */
 #ifndef CUDA_KERNELS_H
 #define CUDA_KERNELS_H
-
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "ops/im2col.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Threads per block for the 1-D kernels: a multiple of the 32-thread warp. */
-enum { CUDA_THREADS = 256 };
+#include <stdbool.h>
+#include <stdint.h>
 
-/* Blocks for n elements at `threads` per block, capped: the kernels loop over the
- * rest (grid-stride), so any n works with a bounded grid. */
-int cuda_blocks_for(int64_t n, int threads);
+#include "core/tensor.h"
+#include "ops/im2col.h"
 
-void cuda_fill_raw(float *x, int64_t n, float value);
-/* relu.c: out = max(0, in); din += dout * (out > 0) */
+typedef struct {
+    /* relu.c: out = max(0, in); din += dout * (out > 0); n floats */
+    void (*relu_forward)(float *out, const float *in, int64_t n);
+    void (*relu_backward)(float *din, const float *dout, const float *out, int64_t n);
+    /* ops/im2col.h: cols [C*KH*KW, nimg*OH*OW] from images [nimg, C, H, W] */
+    void (*im2col)(float *cols, const float *images, int nimg, const ConvGeometry *g);
+    /* ops/gemm.h: row-major C = alpha op(A) op(B) + beta C */
+    void (*gemm)(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+                 int lda, const float *B, int ldb, float beta, float *C, int ldc);
+} CudaKernels;
+
+/* The library's kernels (relu.cu, im2col.cu, gemm.cu). */
+CudaKernels cuda_library_kernels(void);
 void cuda_relu_forward_raw(float *out, const float *in, int64_t n);
 void cuda_relu_backward_raw(float *din, const float *dout, const float *out, int64_t n);
 
-/* linear.c bias: out [rows, cols] = bias [cols] in every row; dbias [cols] += column sums */
-void cuda_bias_rows_raw(float *out, const float *bias, int rows, int cols);
-void cuda_bias_rows_backward_raw(float *dbias, const float *dout, int rows, int cols);
+void cuda_relu_forward_with(const CudaKernels *k, Tensor *out, const Tensor *in);
+void cuda_relu_backward_with(const CudaKernels *k, Tensor *din, const Tensor *dout,
+                             const Tensor *out);
+void cuda_conv2d_forward_with(const CudaKernels *k, Tensor *out, const Tensor *in,
+                              const Tensor *weight, const Tensor *bias, int stride, int pad);
+void cuda_conv2d_backward_with(const CudaKernels *k, Tensor *din, Tensor *dweight, Tensor *dbias,
+                               const Tensor *dout, const Tensor *in, const Tensor *weight,
+                               int stride, int pad);
+void cuda_linear_forward_with(const CudaKernels *k, Tensor *out, const Tensor *in,
+                              const Tensor *weight, const Tensor *bias);
+void cuda_linear_backward_with(const CudaKernels *k, Tensor *din, Tensor *dweight, Tensor *dbias,
+                               const Tensor *dout, const Tensor *in, const Tensor *weight);
 
-/* conv2d.c: out [N, Cout, OHW] = prod [Cout, N*OHW] regrouped + bias [Cout];
- * dy [Cout, N*OHW] = dout [N, Cout, OHW] regrouped; dbias [Cout] += sums of dy rows */
-void cuda_conv_output_raw(float *out, const float *prod, const float *bias, int N, int Cout,
-                          int OHW);
-void cuda_conv_gather_dout_raw(float *dy, const float *dout, int N, int Cout, int OHW);
-void cuda_rows_sum_add_raw(float *dbias, const float *dy, int rows, int cols);
-
-/* im2col.c: cols [C*KH*KW, nimg*OH*OW]; images [nimg, C, H, W] += adjoint */
-void cuda_im2col_raw(float *cols, const float *images, int nimg, const ConvGeometry *g);
-void cuda_col2im_raw(float *images, const float *cols, int nimg, const ConvGeometry *g);
-
-/* maxpool2d.c, on planes [planes, H, W] -> [planes, OH, OW]; argmax within the plane */
-void cuda_maxpool_forward_raw(float *out, int *argmax, const float *in, int planes, int H,
-                              int W, int kernel, int stride);
-/* din [planes, HW] += dout [planes, OHW] routed through argmax */
-void cuda_maxpool_backward_raw(float *din, const float *dout, const int *argmax, int planes,
-                               int HW, int OHW);
-
-/* softmax_xent.c: row_loss [N] in double (NaN for a label outside 0..K-1, whose row goes to
- * *bad_row, which starts at N); dlogits += gradient unless NULL. */
-void cuda_softmax_xent_raw(double *row_loss, int *bad_row, float *dlogits, const float *logits,
-                           const int *labels, int N, int K);
-
-/* optim.c: one Adam update (the host computes the bias corrections, as adam_update
- * does) and one SGD update. */
-void cuda_adam_raw(float *p, const float *g, float *m, float *v, int64_t n, float beta1,
-                   float beta2, float step_size, float bias2_sqrt, float eps, float lr,
-                   float weight_decay, bool decoupled);
-void cuda_sgd_raw(float *p, const float *g, float *buf, int64_t n, float lr, float momentum,
-                  float weight_decay, bool first_step);
+/* Stops with a message when t is not a GPU tensor, or p not memory a kernel can read
+ * (a host pointer would make the kernel fail with an illegal address). */
+#define CHECK_ON_GPU(t) CHECK_DEVICE(t, DEVICE_CUDA)
+void cuda_check_device_pointer_at(const char *file, int line, const char *name, const void *p);
+#define CHECK_DEVICE_POINTER(p) cuda_check_device_pointer_at(__FILE__, __LINE__, #p, (p))
 
 #ifdef __cplusplus
 }

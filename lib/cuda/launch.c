@@ -1,6 +1,6 @@
 /* Launch arithmetic, plain host code (in every build, so it is tested everywhere). */
 #include "core/check.h"
-#include "kernels.h"
+#include "launch.h"
 
 /* Enough blocks to fill any current GPU many times over (132 SMs x 8 blocks of 256
  * threads on an H100 is about 1,000); beyond this the kernels' grid-stride loops

@@ -1,13 +1,18 @@
-// Optimiser updates on the GPU, element by element, with the arithmetic of
-// lib/train/optim.c (adam_update, sgd_step).
+// Optimiser updates on the GPU, one kernel launch over the whole flat parameter
+// buffer, with the arithmetic of lib/train/optim.c (adam_update, sgd_step).
+#include <math.h>
+
 #include "cuda_check.h"
-#include "kernels.h"
+#include "launch.h"
+extern "C" {
+#include "core/check.h"
+#include "train/optim.h"
+}
 
 static __global__ void adam_kernel(float *p, const float *g, float *m, float *v, int64_t n,
                                    float b1, float b2, float step_size, float bias2_sqrt,
                                    float eps, float lr, float wd, bool decoupled) {
-    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (int64_t)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(k, n) {
         float grad = g[k], pk = p[k];
         if (wd != 0.0f) {
             if (decoupled) pk *= 1.0f - lr * wd;
@@ -21,19 +26,9 @@ static __global__ void adam_kernel(float *p, const float *g, float *m, float *v,
     }
 }
 
-extern "C" void cuda_adam_raw(float *p, const float *g, float *m, float *v, int64_t n,
-                              float beta1, float beta2, float step_size, float bias2_sqrt,
-                              float eps, float lr, float weight_decay, bool decoupled) {
-    if (n == 0) return;
-    adam_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-        p, g, m, v, n, beta1, beta2, step_size, bias2_sqrt, eps, lr, weight_decay, decoupled);
-    CUDA_CHECK_LAUNCH();
-}
-
 static __global__ void sgd_kernel(float *p, const float *g, float *buf, int64_t n, float lr,
                                   float momentum, float wd, bool first_step) {
-    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (int64_t)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(k, n) {
         float d = g[k] + wd * p[k];
         if (momentum != 0.0f) {
             buf[k] = first_step ? d : momentum * buf[k] + d;
@@ -43,10 +38,27 @@ static __global__ void sgd_kernel(float *p, const float *g, float *buf, int64_t 
     }
 }
 
-extern "C" void cuda_sgd_raw(float *p, const float *g, float *buf, int64_t n, float lr,
-                             float momentum, float weight_decay, bool first_step) {
-    if (n == 0) return;
-    sgd_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(p, g, buf, n, lr, momentum,
-                                                                   weight_decay, first_step);
+// adam_step/sgd_step have checked that the state matches the list and its device.
+extern "C" void cuda_adam_step(Adam *opt, ParamList *params) {
+    CHECK_DEVICE(&params->grads, DEVICE_CUDA);
+    opt->step++;
+    const int64_t t = opt->step, n = params->total;
+    // the bias corrections exactly as adam_update computes them
+    const float bias1 = 1.0f - powf(opt->beta1, (float)t);
+    const float bias2_sqrt = sqrtf(1.0f - powf(opt->beta2, (float)t));
+    adam_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        params->values.data, params->grads.data, opt->m.data, opt->v.data, n, opt->beta1,
+        opt->beta2, opt->lr / bias1, bias2_sqrt, opt->eps, opt->lr, opt->weight_decay,
+        opt->decoupled);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_sgd_step(Sgd *opt, ParamList *params) {
+    CHECK_DEVICE(&params->grads, DEVICE_CUDA);
+    opt->step++;
+    const int64_t n = params->total;
+    sgd_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        params->values.data, params->grads.data, opt->buf.data, n, opt->lr, opt->momentum,
+        opt->weight_decay, opt->step == 1);
     CUDA_CHECK_LAUNCH();
 }

@@ -36,16 +36,31 @@ void conv2d_release_workspace(void) {
     }
 }
 
-static ConvGeometry check_shapes(const Tensor *out, const Tensor *in, const Tensor *weight,
+ConvGeometry conv2d_check_shapes(const Tensor *out, const Tensor *in, const Tensor *weight,
                                  int stride, int pad) {
-    CHECK(in->device == DEVICE_CPU, "conv2d takes CPU tensors; on the GPU use "
-                                     "cuda_conv2d_forward/_backward (lib/cuda/ops_cuda.h)");
     CHECK_SHAPE(in, -1, -1, -1, -1);
     CHECK_SHAPE(weight, -1, in->shape[1], -1, -1);
     ConvGeometry g = conv_geometry(in->shape[1], in->shape[2], in->shape[3], weight->shape[2],
                                    weight->shape[3], stride, pad);
     CHECK_SHAPE(out, in->shape[0], weight->shape[0], g.OH, g.OW);
     return g;
+}
+
+void conv2d_check_grad_shapes(const Tensor *din, const Tensor *dweight, const Tensor *dbias,
+                              const Tensor *in, const Tensor *weight) {
+    CHECK_SAME_SHAPE(dweight, weight);
+    CHECK_SHAPE(dbias, weight->shape[0]);
+    if (din) CHECK_SAME_SHAPE(din, in);
+}
+
+/* Every tensor of a CPU convolution must be in host memory. */
+static void check_on_cpu(const Tensor *a, const Tensor *b, const Tensor *c, const Tensor *d,
+                         const Tensor *e) {
+    CHECK_DEVICE(a, DEVICE_CPU);
+    CHECK_DEVICE(b, DEVICE_CPU);
+    CHECK_DEVICE(c, DEVICE_CPU);
+    CHECK_DEVICE(d, DEVICE_CPU);
+    CHECK_DEVICE(e, DEVICE_CPU);
 }
 
 static int chunk_count(int N, const ConvGeometry *g) {
@@ -63,7 +78,8 @@ static void chunk_images(int c, int nchunks, int N, int *n0, int *nimg) {
 
 void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias,
                     int stride, int pad) {
-    ConvGeometry g = check_shapes(out, in, weight, stride, pad);
+    check_on_cpu(out, in, weight, bias, NULL);
+    ConvGeometry g = conv2d_check_shapes(out, in, weight, stride, pad);
     const int N = in->shape[0], Cout = weight->shape[0];
     CHECK_SHAPE(bias, Cout);
     if (conv_direct_fits(&g)) {
@@ -130,11 +146,11 @@ static void direct_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const T
 
 void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
                      const Tensor *in, const Tensor *weight, int stride, int pad) {
-    ConvGeometry g = check_shapes(dout, in, weight, stride, pad);
-    CHECK_SAME_SHAPE(dweight, weight);
+    check_on_cpu(dout, in, weight, dweight, dbias);
+    CHECK_DEVICE(din, DEVICE_CPU);
+    ConvGeometry g = conv2d_check_shapes(dout, in, weight, stride, pad);
+    conv2d_check_grad_shapes(din, dweight, dbias, in, weight);
     const int N = in->shape[0], Cout = weight->shape[0];
-    CHECK_SHAPE(dbias, Cout);
-    if (din) CHECK_SAME_SHAPE(din, in);
     if (conv_direct_fits(&g)) {
         direct_backward(din, dweight, dbias, dout, in, weight, &g);
         return;

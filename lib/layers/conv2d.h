@@ -9,11 +9,14 @@
  * partial weight gradients are summed in chunk order, so both paths give the same
  * bits on any number of threads. (A whole run may still differ in the last digits
  * between thread counts: OpenBLAS picks its kernels by size and thread count for
- * the GEMMs of the linear layers. With the built-in GEMM it does not.) */
+ * the GEMMs of the linear layers. With the built-in GEMM it does not.)
+ *
+ * The CUDA twin (lib/cuda/conv2d.cu): the whole batch as one im2col and one GEMM. */
 #ifndef LAYERS_CONV2D_H
 #define LAYERS_CONV2D_H
 
 #include "core/tensor.h"
+#include "ops/im2col.h"
 
 /* out [N, Cout, OH, OW] = in [N, C, H, W] (*) weight [Cout, C, KH, KW] + bias [Cout] */
 void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias,
@@ -26,5 +29,20 @@ void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *
 
 /* Frees the per-thread scratch buffers (they are reused across calls). */
 void conv2d_release_workspace(void);
+
+/* The shape checks of both devices: in [N, C, H, W], weight [Cout, C, KH, KW],
+ * out [N, Cout, OH, OW] (out may be dout); returns the geometry. */
+ConvGeometry conv2d_check_shapes(const Tensor *out, const Tensor *in, const Tensor *weight,
+                                 int stride, int pad);
+/* ... and those of the backward's gradients (din may be NULL). */
+void conv2d_check_grad_shapes(const Tensor *din, const Tensor *dweight, const Tensor *dbias,
+                              const Tensor *in, const Tensor *weight);
+
+/* CUDA twins (lib/cuda/conv2d.cu), in builds with CUDA; tensors on the GPU. */
+void cuda_conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias,
+                         int stride, int pad);
+void cuda_conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
+                          const Tensor *in, const Tensor *weight, int stride, int pad);
+void cuda_conv2d_release_workspace(void);
 
 #endif

@@ -1,5 +1,6 @@
 /* Fully connected layer, PyTorch's Linear: y = x W^T + b with W stored [out, in]
- * (PyTorch's layout, so weights can be compared with or loaded from PyTorch). */
+ * (PyTorch's layout, so weights can be compared with or loaded from PyTorch).
+ * The CUDA twin (lib/cuda/linear.cu) makes the same GEMM calls through cuBLAS. */
 #ifndef LAYERS_LINEAR_H
 #define LAYERS_LINEAR_H
 
@@ -12,5 +13,16 @@ void linear_forward(Tensor *out, const Tensor *in, const Tensor *weight, const T
  * dbias += column sums of dout */
 void linear_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
                      const Tensor *in, const Tensor *weight);
+
+/* The shape checks of both devices. */
+void linear_check_forward(const Tensor *out, const Tensor *in, const Tensor *weight,
+                          const Tensor *bias);
+void linear_check_backward(const Tensor *din, const Tensor *dweight, const Tensor *dbias,
+                           const Tensor *dout, const Tensor *in, const Tensor *weight);
+
+/* CUDA twins (lib/cuda/linear.cu), in builds with CUDA; tensors on the GPU. */
+void cuda_linear_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias);
+void cuda_linear_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
+                          const Tensor *in, const Tensor *weight);
 
 #endif

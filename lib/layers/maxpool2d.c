@@ -43,14 +43,27 @@ static void pool2x2_row(float *restrict y, int *restrict arg, const float *restr
     }
 }
 
-void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, int stride) {
+void maxpool2d_check_forward(const Tensor *out, const Tensor *in, int kernel, int stride) {
     CHECK(kernel >= 1 && stride >= 1, "max-pool kernel %d, stride %d", kernel, stride);
     CHECK_SHAPE(in, -1, -1, -1, -1);
-    const int N = in->shape[0], C = in->shape[1], H = in->shape[2], W = in->shape[3];
+    const int H = in->shape[2], W = in->shape[3];
     CHECK(H >= kernel && W >= kernel, "max-pool kernel %d larger than the %dx%d input", kernel,
           H, W);
-    const int OH = (H - kernel) / stride + 1, OW = (W - kernel) / stride + 1;
-    CHECK_SHAPE(out, N, C, OH, OW);
+    CHECK_SHAPE(out, in->shape[0], in->shape[1], (H - kernel) / stride + 1,
+                (W - kernel) / stride + 1);
+}
+
+void maxpool2d_check_backward(const Tensor *din, const Tensor *dout) {
+    CHECK_SHAPE(din, -1, -1, -1, -1);
+    CHECK_SHAPE(dout, din->shape[0], din->shape[1], -1, -1);
+}
+
+void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, int stride) {
+    maxpool2d_check_forward(out, in, kernel, stride);
+    CHECK_DEVICE(in, DEVICE_CPU);
+    CHECK_DEVICE(out, DEVICE_CPU);
+    const int N = in->shape[0], C = in->shape[1], H = in->shape[2], W = in->shape[3];
+    const int OH = out->shape[2], OW = out->shape[3];
 
 #pragma omp parallel for schedule(static)
     for (int plane = 0; plane < N * C; plane++) {
@@ -77,8 +90,9 @@ void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, i
 }
 
 void maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax) {
-    CHECK_SHAPE(din, -1, -1, -1, -1);
-    CHECK_SHAPE(dout, din->shape[0], din->shape[1], -1, -1);
+    maxpool2d_check_backward(din, dout);
+    CHECK_DEVICE(din, DEVICE_CPU);
+    CHECK_DEVICE(dout, DEVICE_CPU);
     const int planes = din->shape[0] * din->shape[1];
     const int HW = din->shape[2] * din->shape[3], OHW = dout->shape[2] * dout->shape[3];
 

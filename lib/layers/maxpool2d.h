@@ -1,6 +1,7 @@
 /* 2-D max pooling (PyTorch's MaxPool2d(kernel, stride), no padding, floor mode).
  * The forward remembers where each maximum came from (argmax, an index into the
- * input plane); the backward sends each output gradient back to that one pixel. */
+ * input plane); the backward sends each output gradient back to that one pixel.
+ * CUDA twin: lib/cuda/maxpool2d.cu (argmax in device memory there). */
 #ifndef LAYERS_MAXPOOL2D_H
 #define LAYERS_MAXPOOL2D_H
 
@@ -12,5 +13,13 @@ void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, i
 
 /* din [N, C, H, W] += dout [N, C, OH, OW] routed through argmax */
 void maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax);
+
+/* The shape checks of both devices. */
+void maxpool2d_check_forward(const Tensor *out, const Tensor *in, int kernel, int stride);
+void maxpool2d_check_backward(const Tensor *din, const Tensor *dout);
+
+/* CUDA twins (lib/cuda/maxpool2d.cu), in builds with CUDA; argmax is device memory. */
+void cuda_maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, int stride);
+void cuda_maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax);
 
 #endif

@@ -6,6 +6,8 @@
 
 float softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels) {
     CHECK_SHAPE(logits, -1, -1);
+    CHECK_DEVICE(logits, DEVICE_CPU);
+    CHECK_DEVICE(dlogits, DEVICE_CPU);
     const int N = logits->shape[0], K = logits->shape[1];
     if (dlogits) CHECK_SAME_SHAPE(dlogits, logits);
     double total = 0.0;
@@ -31,6 +33,7 @@ float softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *la
 
 int count_correct(const Tensor *logits, const int *labels) {
     CHECK_SHAPE(logits, -1, -1);
+    CHECK_DEVICE(logits, DEVICE_CPU);
     const int N = logits->shape[0], K = logits->shape[1];
     int correct = 0;
     for (int n = 0; n < N; n++) {

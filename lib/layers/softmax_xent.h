@@ -5,7 +5,7 @@
  *   dL/dz[n,j] = (softmax(z[n])_j - [j == y[n]]) / N
  * Fusing the two avoids the softmax's own Jacobian and is what PyTorch's
  * CrossEntropyLoss computes (mean reduction). The maximum is subtracted first so
- * that exp never overflows. */
+ * that exp never overflows. CUDA twin: lib/cuda/softmax_xent.cu. */
 #ifndef LAYERS_SOFTMAX_XENT_H
 #define LAYERS_SOFTMAX_XENT_H
 
@@ -16,5 +16,10 @@ float softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *la
 
 /* Number of rows whose largest logit is at the label. */
 int count_correct(const Tensor *logits, const int *labels);
+
+/* CUDA twins (lib/cuda/softmax_xent.cu), in builds with CUDA: logits on the GPU and
+ * labels in device memory; the loss and the count come back to the host. */
+float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels);
+int cuda_count_correct(const Tensor *logits, const int *labels);
 
 #endif

@@ -3,17 +3,8 @@
 #include <math.h>
 
 #include "core/check.h"
-#include "layers/conv2d.h"
-#include "layers/linear.h"
-#include "layers/maxpool2d.h"
-#include "layers/relu.h"
 
 enum { C1 = 50, C2 = 75, KSIZE = 5, POOL = 2, HIDDEN = 50 };
-
-CnnLayers cnn_library_layers(void) {
-    CnnLayers l = {conv2d_forward, conv2d_backward, maxpool2d_forward, maxpool2d_backward};
-    return l;
-}
 
 /* PyTorch's default for Conv2d and Linear: kaiming_uniform(a = sqrt(5)) for the
  * weight, which is uniform in +-1/sqrt(fan_in), and the same bound for the bias. */
@@ -21,6 +12,17 @@ static void init_uniform(Param *w, Param *b, int fan_in, Rng *rng) {
     float bound = 1.0f / sqrtf((float)fan_in);
     for (int64_t i = 0; i < w->value.size; i++) w->value.data[i] = rng_uniform_range(rng, -bound, bound);
     for (int64_t i = 0; i < b->value.size; i++) b->value.data[i] = rng_uniform_range(rng, -bound, bound);
+}
+
+/* Every activation, then its gradient twin in the same order. */
+enum { ACTIVATIONS = 9 };
+static Tensor *const *all_buffers(Cnn *m, Tensor *out[2 * ACTIVATIONS]) {
+    Tensor *list[2 * ACTIVATIONS] = {
+        &m->conv1,   &m->pool1,   &m->relu1,   &m->conv2,   &m->pool2,   &m->relu2,
+        &m->fc1,     &m->relu3,   &m->logits,  &m->d_conv1, &m->d_pool1, &m->d_relu1,
+        &m->d_conv2, &m->d_pool2, &m->d_relu2, &m->d_fc1,   &m->d_relu3, &m->d_logits};
+    for (int i = 0; i < 2 * ACTIVATIONS; i++) out[i] = list[i];
+    return out;
 }
 
 void cnn_init(Cnn *m, int channels, int height, int width, int classes, int max_batch, Rng *rng) {
@@ -35,7 +37,8 @@ void cnn_init(Cnn *m, int channels, int height, int width, int classes, int max_
     m->height = height;
     m->width = width;
     m->classes = classes;
-    m->layers = cnn_library_layers();
+    m->device = DEVICE_CPU;
+    m->layers = *layer_ops(DEVICE_CPU);
 
     m->conv1_w = params_add(&m->params, "conv1.weight", 4, (int[]){C1, channels, KSIZE, KSIZE});
     m->conv1_b = params_add(&m->params, "conv1.bias", 1, (int[]){C1});
@@ -45,6 +48,7 @@ void cnn_init(Cnn *m, int channels, int height, int width, int classes, int max_
     m->fc1_b = params_add(&m->params, "fc1.bias", 1, (int[]){HIDDEN});
     m->fc2_w = params_add(&m->params, "fc2.weight", 2, (int[]){classes, HIDDEN});
     m->fc2_b = params_add(&m->params, "fc2.bias", 1, (int[]){classes});
+    params_allocate(&m->params);
     init_uniform(m->conv1_w, m->conv1_b, channels * KSIZE * KSIZE, rng);
     init_uniform(m->conv2_w, m->conv2_b, C1 * KSIZE * KSIZE, rng);
     init_uniform(m->fc1_w, m->fc1_b, flat, rng);
@@ -59,27 +63,39 @@ void cnn_init(Cnn *m, int channels, int height, int width, int classes, int max_
     m->fc1 = tensor_zeros(2, B, HIDDEN);
     m->relu3 = tensor_zeros_like(&m->fc1);
     m->logits = tensor_zeros(2, B, classes);
-    m->pool1_arg = xcalloc((size_t)m->pool1.size, sizeof(int));
-    m->pool2_arg = xcalloc((size_t)m->pool2.size, sizeof(int));
-    m->d_conv1 = tensor_zeros_like(&m->conv1);
-    m->d_pool1 = tensor_zeros_like(&m->pool1);
-    m->d_relu1 = tensor_zeros_like(&m->relu1);
-    m->d_conv2 = tensor_zeros_like(&m->conv2);
-    m->d_pool2 = tensor_zeros_like(&m->pool2);
-    m->d_relu2 = tensor_zeros_like(&m->relu2);
-    m->d_fc1 = tensor_zeros_like(&m->fc1);
-    m->d_relu3 = tensor_zeros_like(&m->relu3);
-    m->d_logits = tensor_zeros_like(&m->logits);
+    Tensor *buf[2 * ACTIVATIONS];
+    all_buffers(m, buf);
+    for (int i = 0; i < ACTIVATIONS; i++) *buf[ACTIVATIONS + i] = tensor_zeros_like(buf[i]);
+    m->pool1_arg = device_alloc(DEVICE_CPU, (size_t)m->pool1.size * sizeof(int));
+    m->pool2_arg = device_alloc(DEVICE_CPU, (size_t)m->pool2.size * sizeof(int));
+}
+
+void cnn_to_device(Cnn *m, Device device) {
+    if (m->device == device) return;
+    params_to_device(&m->params, device);
+    Tensor *buf[2 * ACTIVATIONS];
+    all_buffers(m, buf);
+    for (int i = 0; i < 2 * ACTIVATIONS; i++) {
+        Tensor t = tensor_to(buf[i], device);
+        tensor_free(buf[i]);
+        *buf[i] = t;
+    }
+    device_free(m->device, m->pool1_arg);
+    device_free(m->device, m->pool2_arg);
+    m->pool1_arg = device_alloc(device, (size_t)m->pool1.size * sizeof(int));
+    m->pool2_arg = device_alloc(device, (size_t)m->pool2.size * sizeof(int));
+    m->device = device;
+    m->layers = *layer_ops(device);
 }
 
 void cnn_free(Cnn *m) {
     params_free(&m->params);
-    Tensor *all[] = {&m->conv1,   &m->pool1,   &m->relu1,   &m->conv2,   &m->pool2,   &m->relu2,
-                     &m->fc1,     &m->relu3,   &m->logits,  &m->d_conv1, &m->d_pool1, &m->d_relu1,
-                     &m->d_conv2, &m->d_pool2, &m->d_relu2, &m->d_fc1,   &m->d_relu3, &m->d_logits};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
-    xfree(m->pool1_arg);
-    xfree(m->pool2_arg);
+    Tensor *buf[2 * ACTIVATIONS];
+    all_buffers(m, buf);
+    for (int i = 0; i < 2 * ACTIVATIONS; i++) tensor_free(buf[i]);
+    device_free(m->device, m->pool1_arg);
+    device_free(m->device, m->pool2_arg);
+    m->pool1_arg = m->pool2_arg = NULL;
 }
 
 /* The first n rows of every activation, as 2-D where the linear layers need it. */
@@ -87,69 +103,68 @@ typedef struct {
     Tensor conv1, pool1, relu1, conv2, pool2, relu2, flat, fc1, relu3, logits;
 } Rows;
 
-static Rows rows_of(Tensor *conv1, Tensor *pool1, Tensor *relu1, Tensor *conv2, Tensor *pool2,
-                    Tensor *relu2, Tensor *fc1, Tensor *relu3, Tensor *logits, int n) {
-    Rows r;
-    r.conv1 = tensor_rows(conv1, n);
-    r.pool1 = tensor_rows(pool1, n);
-    r.relu1 = tensor_rows(relu1, n);
-    r.conv2 = tensor_rows(conv2, n);
-    r.pool2 = tensor_rows(pool2, n);
-    r.relu2 = tensor_rows(relu2, n);
+/* t: the nine activations (or their gradients) in all_buffers' order */
+static Rows rows_of(Tensor *const *t, int n) {
+    Rows r = {tensor_rows(t[0], n), tensor_rows(t[1], n), tensor_rows(t[2], n),
+              tensor_rows(t[3], n), tensor_rows(t[4], n), tensor_rows(t[5], n),
+              {0},                  tensor_rows(t[6], n), tensor_rows(t[7], n),
+              tensor_rows(t[8], n)};
     r.flat = tensor_view(&r.relu2, 2, n, (int)(r.relu2.size / n));
-    r.fc1 = tensor_rows(fc1, n);
-    r.relu3 = tensor_rows(relu3, n);
-    r.logits = tensor_rows(logits, n);
     return r;
 }
 
 static Rows activations(Cnn *m, int n) {
-    return rows_of(&m->conv1, &m->pool1, &m->relu1, &m->conv2, &m->pool2, &m->relu2, &m->fc1,
-                   &m->relu3, &m->logits, n);
+    Tensor *buf[2 * ACTIVATIONS];
+    return rows_of(all_buffers(m, buf), n);
 }
 
 static Rows gradients(Cnn *m, int n) {
-    return rows_of(&m->d_conv1, &m->d_pool1, &m->d_relu1, &m->d_conv2, &m->d_pool2, &m->d_relu2,
-                   &m->d_fc1, &m->d_relu3, &m->d_logits, n);
+    Tensor *buf[2 * ACTIVATIONS];
+    return rows_of(all_buffers(m, buf) + ACTIVATIONS, n);
 }
 
 Tensor cnn_forward(Cnn *m, const Tensor *images) {
     CHECK_SHAPE(images, -1, m->channels, m->height, m->width);
+    CHECK(images->device == m->device, "images on the %s, the model on the %s: copy the batch "
+          "with tensor_copy (or move the model with cnn_to_device)", device_name(images->device),
+          device_name(m->device));
     const int n = images->shape[0];
     CHECK(n <= m->max_batch, "batch of %d images, the model was built for %d", n, m->max_batch);
+    const LayerOps *l = &m->layers;
     Rows a = activations(m, n);
-    m->layers.conv_forward(&a.conv1, images, &m->conv1_w->value, &m->conv1_b->value, 1, 0);
-    m->layers.pool_forward(&a.pool1, m->pool1_arg, &a.conv1, POOL, POOL);
-    relu_forward(&a.relu1, &a.pool1);
-    m->layers.conv_forward(&a.conv2, &a.relu1, &m->conv2_w->value, &m->conv2_b->value, 1, 0);
-    m->layers.pool_forward(&a.pool2, m->pool2_arg, &a.conv2, POOL, POOL);
-    relu_forward(&a.relu2, &a.pool2);
-    linear_forward(&a.fc1, &a.flat, &m->fc1_w->value, &m->fc1_b->value);
-    relu_forward(&a.relu3, &a.fc1);
-    linear_forward(&a.logits, &a.relu3, &m->fc2_w->value, &m->fc2_b->value);
+    l->conv2d_forward(&a.conv1, images, &m->conv1_w->value, &m->conv1_b->value, 1, 0);
+    l->maxpool2d_forward(&a.pool1, m->pool1_arg, &a.conv1, POOL, POOL);
+    l->relu_forward(&a.relu1, &a.pool1);
+    l->conv2d_forward(&a.conv2, &a.relu1, &m->conv2_w->value, &m->conv2_b->value, 1, 0);
+    l->maxpool2d_forward(&a.pool2, m->pool2_arg, &a.conv2, POOL, POOL);
+    l->relu_forward(&a.relu2, &a.pool2);
+    l->linear_forward(&a.fc1, &a.flat, &m->fc1_w->value, &m->fc1_b->value);
+    l->relu_forward(&a.relu3, &a.fc1);
+    l->linear_forward(&a.logits, &a.relu3, &m->fc2_w->value, &m->fc2_b->value);
     return a.logits;
 }
 
 void cnn_backward(Cnn *m, const Tensor *images) {
     const int n = images->shape[0];
+    const LayerOps *l = &m->layers;
     Rows a = activations(m, n), d = gradients(m, n);
     /* Backward passes add into their gradient buffers: clear all but d_logits,
      * which the loss has just written. */
     Tensor *clear[] = {&d.conv1, &d.pool1, &d.relu1, &d.conv2, &d.pool2, &d.relu2, &d.fc1, &d.relu3};
     for (size_t i = 0; i < sizeof clear / sizeof clear[0]; i++) tensor_fill(clear[i], 0.0f);
 
-    linear_backward(&d.relu3, &m->fc2_w->grad, &m->fc2_b->grad, &d.logits, &a.relu3, &m->fc2_w->value);
-    relu_backward(&d.fc1, &d.relu3, &a.relu3);
-    linear_backward(&d.flat, &m->fc1_w->grad, &m->fc1_b->grad, &d.fc1, &a.flat, &m->fc1_w->value);
-    relu_backward(&d.pool2, &d.relu2, &a.relu2);
-    m->layers.pool_backward(&d.conv2, &d.pool2, m->pool2_arg);
-    m->layers.conv_backward(&d.relu1, &m->conv2_w->grad, &m->conv2_b->grad, &d.conv2, &a.relu1,
-                            &m->conv2_w->value, 1, 0);
-    relu_backward(&d.pool1, &d.relu1, &a.relu1);
-    m->layers.pool_backward(&d.conv1, &d.pool1, m->pool1_arg);
+    l->linear_backward(&d.relu3, &m->fc2_w->grad, &m->fc2_b->grad, &d.logits, &a.relu3, &m->fc2_w->value);
+    l->relu_backward(&d.fc1, &d.relu3, &a.relu3);
+    l->linear_backward(&d.flat, &m->fc1_w->grad, &m->fc1_b->grad, &d.fc1, &a.flat, &m->fc1_w->value);
+    l->relu_backward(&d.pool2, &d.relu2, &a.relu2);
+    l->maxpool2d_backward(&d.conv2, &d.pool2, m->pool2_arg);
+    l->conv2d_backward(&d.relu1, &m->conv2_w->grad, &m->conv2_b->grad, &d.conv2, &a.relu1,
+                       &m->conv2_w->value, 1, 0);
+    l->relu_backward(&d.pool1, &d.relu1, &a.relu1);
+    l->maxpool2d_backward(&d.conv1, &d.pool1, m->pool1_arg);
     /* the images need no gradient: NULL skips the first layer's input gradient */
-    m->layers.conv_backward(NULL, &m->conv1_w->grad, &m->conv1_b->grad, &d.conv1, images,
-                            &m->conv1_w->value, 1, 0);
+    l->conv2d_backward(NULL, &m->conv1_w->grad, &m->conv1_b->grad, &d.conv1, images,
+                       &m->conv1_w->value, 1, 0);
 }
 
 static double conv_macs(const Param *w, const Tensor *out) {

@@ -21,4 +21,10 @@ void gemm_blocked(bool trans_a, bool trans_b, int M, int N, int K, float alpha, 
 /* "OpenBLAS 0.3.21" or "built-in blocked GEMM", for logs and benchmarks. */
 const char *gemm_backend_name(void);
 
+/* The CUDA twin (lib/cuda/gemm.cu), in builds with CUDA: the same call on device
+ * pointers, through cuBLAS in full FP32 (the default math mode, no TF32);
+ * lib/cuda/gemm_map.h explains the row-major to column-major mapping. */
+void cuda_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+               int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
 #endif

@@ -24,4 +24,9 @@ void im2col(float *cols, const float *images, int nimg, const ConvGeometry *g);
 /* images [nimg, C, H, W] += the adjoint of im2col applied to cols */
 void col2im(float *images, const float *cols, int nimg, const ConvGeometry *g);
 
+/* The CUDA twins (lib/cuda/im2col.cu), in builds with CUDA: device pointers, the
+ * same layout and the same sums (col2im adds in the CPU's order: bit-identical). */
+void cuda_im2col(float *cols, const float *images, int nimg, const ConvGeometry *g);
+void cuda_col2im(float *images, const float *cols, int nimg, const ConvGeometry *g);
+
 #endif

@@ -1,5 +1,5 @@
-/* Checkpoint files: the format, the hash, the manifest. Files and directories are in
- * checkpoint_files.c. The layout is described in checkpoint.h. */
+/* Checkpoints: the manifest, the file format and the hash. Files are written and read in
+ * checkpoint_file.c, a run's directory of them is checkpoint_store.c. */
 #include "checkpoint.h"
 
 #include <math.h>
@@ -26,20 +26,31 @@ static bool name_taken(const Checkpoint *c, const char *name) {
     return false;
 }
 
-void ckpt_add_tensor(Checkpoint *c, const char *name, Tensor *t) {
-    CHECK(c->ntensors < CKPT_MAX_TENSORS, "more than %d tensors in a checkpoint", CKPT_MAX_TENSORS);
+/* Room for one more entry in an array of `size`-byte entries (doubling). */
+static void *grow(void *items, int count, int *cap, size_t size) {
+    if (count < *cap) return items;
+    int new_cap = *cap ? 2 * *cap : 32;
+    void *bigger = xcalloc((size_t)new_cap, size);
+    if (count) memcpy(bigger, items, (size_t)count * size);
+    xfree(items);
+    *cap = new_cap;
+    return bigger;
+}
+
+void ckpt_add_tensor(Checkpoint *c, const char *name, const Tensor *t) {
     CHECK(!name_taken(c, name), "checkpoint entry '%s' added twice", name);
     CHECK(t && t->data && t->device == DEVICE_CPU, "checkpoint tensor '%s': a CPU tensor with data",
           name);
+    c->tensors = grow(c->tensors, c->ntensors, &c->tensors_cap, sizeof *c->tensors);
     CkptTensor *e = &c->tensors[c->ntensors++];
     copy_name(e->name, name, "tensor");
-    e->tensor = t;
+    e->tensor = *t;
 }
 
 static void add_scalar(Checkpoint *c, const char *name, CkptType type, void *v) {
-    CHECK(c->nscalars < CKPT_MAX_SCALARS, "more than %d scalars in a checkpoint", CKPT_MAX_SCALARS);
     CHECK(!name_taken(c, name), "checkpoint entry '%s' added twice", name);
     CHECK(v != NULL, "checkpoint scalar '%s' without a variable", name);
+    c->scalars = grow(c->scalars, c->nscalars, &c->scalars_cap, sizeof *c->scalars);
     CkptScalar *e = &c->scalars[c->nscalars++];
     copy_name(e->name, name, "scalar");
     e->type = type;
@@ -50,7 +61,13 @@ void ckpt_add_i64(Checkpoint *c, const char *name, int64_t *v) { add_scalar(c, n
 void ckpt_add_u64(Checkpoint *c, const char *name, uint64_t *v) { add_scalar(c, name, CKPT_U64, v); }
 void ckpt_add_f64(Checkpoint *c, const char *name, double *v) { add_scalar(c, name, CKPT_F64, v); }
 
-static void add_prefixed(Checkpoint *c, const char *prefix, const char *name, Tensor *t) {
+void ckpt_free(Checkpoint *c) {
+    xfree(c->tensors);
+    xfree(c->scalars);
+    memset(c, 0, sizeof *c);
+}
+
+static void add_prefixed(Checkpoint *c, const char *prefix, const char *name, const Tensor *t) {
     char full[CKPT_NAME_MAX];
     int n = snprintf(full, sizeof full, "%s.%s", prefix, name);
     CHECK(n > 0 && n < (int)sizeof full, "checkpoint name %s.%s too long", prefix, name);
@@ -59,48 +76,49 @@ static void add_prefixed(Checkpoint *c, const char *prefix, const char *name, Te
 
 void ckpt_add_params(Checkpoint *c, const char *prefix, ParamList *params) {
     for (int i = 0; i < params->count; i++)
-        add_prefixed(c, prefix, params->items[i].name, &params->items[i].value);
+        add_prefixed(c, prefix, params->items[i]->name, &params->items[i]->value);
 }
 
+/* Parameter p's part of a flat optimiser state, in p's shape. */
+static Tensor state_of(const Tensor *state, const Param *p) {
+    Tensor t = p->value;
+    t.data = state->data + p->offset;
+    t.device = state->device;
+    return t;
+}
+
+static void check_state(const Tensor *state, const ParamList *params, const char *what) {
+    CHECK(state->size == params->total, "%s: optimiser state of %lld values for %lld parameters",
+          what, (long long)state->size, (long long)params->total);
+}
+
+/* adam.m.NAME, adam.v.NAME, parameter after parameter (the order of the files that
+ * per-parameter state wrote before the state was one buffer: the same bytes). */
 void ckpt_add_adam(Checkpoint *c, Adam *opt, const ParamList *params) {
+    check_state(&opt->m, params, "Adam");
     for (int i = 0; i < params->count; i++) {
-        CHECK_SAME_SHAPE(&opt->m[i], &params->items[i].value);
-        add_prefixed(c, "adam.m", params->items[i].name, &opt->m[i]);
-        add_prefixed(c, "adam.v", params->items[i].name, &opt->v[i]);
+        const Param *p = params->items[i];
+        Tensor m = state_of(&opt->m, p), v = state_of(&opt->v, p);
+        add_prefixed(c, "adam.m", p->name, &m);
+        add_prefixed(c, "adam.v", p->name, &v);
     }
     ckpt_add_i64(c, "adam.step", &opt->step);
 }
 
 void ckpt_add_sgd(Checkpoint *c, Sgd *opt, const ParamList *params) {
+    check_state(&opt->buf, params, "SGD");
     for (int i = 0; i < params->count; i++) {
-        CHECK_SAME_SHAPE(&opt->buf[i], &params->items[i].value);
-        add_prefixed(c, "sgd.momentum", params->items[i].name, &opt->buf[i]);
+        Tensor b = state_of(&opt->buf, params->items[i]);
+        add_prefixed(c, "sgd.momentum", params->items[i]->name, &b);
     }
     ckpt_add_i64(c, "sgd.step", &opt->step);
 }
 
-void ckpt_add_train_state(Checkpoint *c, TrainState *s) {
-    ckpt_add_i64(c, "train.epoch", &s->epoch);
-    ckpt_add_i64(c, "train.step", &s->step);
-    ckpt_add_i64(c, "train.global_step", &s->global_step);
-    ckpt_add_u64(c, "rng.state", &s->rng_state);
-    ckpt_add_u64(c, "rng.inc", &s->rng_inc);
-    ckpt_add_u64(c, "sampler.seed", &s->sampler_seed);
-    ckpt_add_i64(c, "sampler.epoch", &s->sampler_epoch);
-    ckpt_add_i64(c, "sampler.position", &s->sampler_position);
-    ckpt_add_i64(c, "sampler.count", &s->sampler_count);
-    ckpt_add_f64(c, "train.loss_sum", &s->loss_sum);
-    ckpt_add_i64(c, "train.examples", &s->examples);
-    ckpt_add_f64(c, "best.metric", &s->best_metric);
-    ckpt_add_i64(c, "best.epoch", &s->best_epoch);
-}
-
 /* ------------------------------------------------------------ little-endian bytes */
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define HOST_BIG_ENDIAN 1
-#else
-#define HOST_BIG_ENDIAN 0
+/* The format is little-endian and floats are copied as they are in memory. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "checkpoints are written with the host's byte order, which must be little-endian"
 #endif
 
 static uint64_t load_le(const uint8_t *p, int bytes) {
@@ -116,31 +134,7 @@ static void store_le(uint8_t *p, uint64_t v, int bytes) {
 static uint64_t load64(const uint8_t *p) {
     uint64_t v;
     memcpy(&v, p, 8);
-    return HOST_BIG_ENDIAN ? __builtin_bswap64(v) : v;
-}
-
-/* float32 arrays: a plain copy on little-endian hosts, byte by byte otherwise */
-static void floats_to_le(uint8_t *dst, const float *src, int64_t n) {
-    if (!HOST_BIG_ENDIAN) {
-        memcpy(dst, src, (size_t)n * 4);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &src[i], 4);
-        store_le(dst + 4 * i, u, 4);
-    }
-}
-
-static void floats_from_le(float *dst, const uint8_t *src, int64_t n) {
-    if (!HOST_BIG_ENDIAN) {
-        memcpy(dst, src, (size_t)n * 4);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u = (uint32_t)load_le(src + 4 * i, 4);
-        memcpy(&dst[i], &u, 4);
-    }
+    return v;
 }
 
 /* ------------------------------------------------------------ the hash */
@@ -174,17 +168,12 @@ uint64_t ckpt_hash64(const void *data, size_t len, uint64_t seed) {
 }
 
 uint64_t params_digest(const ParamList *params) {
-    uint64_t h = 0;
+    CHECK(params->values.device == DEVICE_CPU, "params_digest of parameters on the %s: copy "
+          "them to the CPU first", device_name(params->values.device));
+    uint64_t h = 0; /* one hash per parameter, chained: the digests of earlier versions */
     for (int i = 0; i < params->count; i++) {
-        const Tensor *t = &params->items[i].value;
-        if (!HOST_BIG_ENDIAN) {
-            h = ckpt_hash64(t->data, (size_t)t->size * 4, h);
-        } else {
-            uint8_t *le = xmalloc((size_t)t->size * 4);
-            floats_to_le(le, t->data, t->size);
-            h = ckpt_hash64(le, (size_t)t->size * 4, h);
-            xfree(le);
-        }
+        const Tensor *t = &params->items[i]->value;
+        h = ckpt_hash64(t->data, (size_t)t->size * 4, h);
     }
     return h;
 }
@@ -197,7 +186,7 @@ enum { HEADER_SIZE = 32, TYPE_F32 = 1 };
 size_t ckpt_encoded_size(const Checkpoint *c) {
     size_t size = HEADER_SIZE + 8;
     for (int i = 0; i < c->ntensors; i++) {
-        const Tensor *t = c->tensors[i].tensor;
+        const Tensor *t = &c->tensors[i].tensor;
         size += 2 + strlen(c->tensors[i].name) + 2 + 4 * (size_t)t->ndim + 4 * (size_t)t->size;
     }
     for (int i = 0; i < c->nscalars; i++) size += 2 + strlen(c->scalars[i].name) + 1 + 8;
@@ -216,7 +205,7 @@ void ckpt_encode(const Checkpoint *c, uint8_t **buf, size_t *len) {
     store_le(p + 28, (uint64_t)c->nscalars, 4);
     p += HEADER_SIZE;
     for (int i = 0; i < c->ntensors; i++) {
-        const Tensor *t = c->tensors[i].tensor;
+        const Tensor *t = &c->tensors[i].tensor;
         size_t n = strlen(c->tensors[i].name);
         store_le(p, n, 2);
         memcpy(p + 2, c->tensors[i].name, n);
@@ -224,7 +213,7 @@ void ckpt_encode(const Checkpoint *c, uint8_t **buf, size_t *len) {
         *p++ = (uint8_t)t->ndim;
         *p++ = TYPE_F32;
         for (int k = 0; k < t->ndim; k++, p += 4) store_le(p, (uint64_t)t->shape[k], 4);
-        floats_to_le(p, t->data, t->size);
+        memcpy(p, t->data, 4 * (size_t)t->size);
         p += 4 * (size_t)t->size;
     }
     for (int i = 0; i < c->nscalars; i++) {
@@ -343,11 +332,11 @@ static int check_envelope(const uint8_t *buf, size_t len, const char *src, CkptE
     return 0;
 }
 
-/* Where each manifest entry's data sits in the buffer, found before anything is copied. */
+/* Where each manifest entry's data sits in the buffer, found before anything is
+ * copied: arrays of ntensors and nscalars entries. */
 typedef struct {
-    size_t tensor_at[CKPT_MAX_TENSORS];
-    size_t scalar_at[CKPT_MAX_SCALARS];
-    bool tensor_seen[CKPT_MAX_TENSORS], scalar_seen[CKPT_MAX_SCALARS];
+    size_t *tensor_at, *scalar_at;
+    bool *tensor_seen, *scalar_seen;
 } Placement;
 
 static int find_tensor(const Checkpoint *c, const char *name) {
@@ -389,7 +378,7 @@ static int place_tensors(const Checkpoint *c, Reader *r, uint32_t count, Placeme
                                    FIX_FOREIGN ".", src, name, sf);
         if (pl->tensor_seen[i])
             return ckpt_error(err, "checkpoint %s holds tensor '%s' twice. " FIX_DAMAGED ".", src, name);
-        const Tensor *t = c->tensors[i].tensor;
+        const Tensor *t = &c->tensors[i].tensor;
         uint32_t want[TENSOR_MAX_DIMS];
         for (int k = 0; k < t->ndim; k++) want[k] = (uint32_t)t->shape[k];
         shape_str(t->ndim, want, sm, sizeof sm);
@@ -437,7 +426,10 @@ int ckpt_decode(const Checkpoint *c, const uint8_t *buf, size_t len, const char 
     if (check_envelope(buf, len, src, err) != 0) return -1;
     Reader r = {.p = buf, .len = len - 8, .pos = HEADER_SIZE}; /* the checksum is not data */
     uint32_t ntensors = (uint32_t)load_le(buf + 24, 4), nscalars = (uint32_t)load_le(buf + 28, 4);
-    Placement *pl = xcalloc(1, sizeof *pl);
+    Placement place = {
+        xcalloc((size_t)c->ntensors + 1, sizeof(size_t)), xcalloc((size_t)c->nscalars + 1, sizeof(size_t)),
+        xcalloc((size_t)c->ntensors + 1, sizeof(bool)), xcalloc((size_t)c->nscalars + 1, sizeof(bool))};
+    Placement *pl = &place;
     int rc = place_tensors(c, &r, ntensors, pl, src, err);
     if (rc == 0) rc = place_scalars(c, &r, nscalars, pl, src, err);
     if (rc == 0 && r.pos != r.len)
@@ -454,13 +446,16 @@ int ckpt_decode(const Checkpoint *c, const uint8_t *buf, size_t len, const char 
                                  "another program?). " FIX_FOREIGN ".", src, c->scalars[i].name);
     if (rc == 0) { /* all good: only now change the program's variables */
         for (int i = 0; i < c->ntensors; i++)
-            floats_from_le(c->tensors[i].tensor->data, buf + pl->tensor_at[i],
-                           c->tensors[i].tensor->size);
+            memcpy(c->tensors[i].tensor.data, buf + pl->tensor_at[i],
+                   4 * (size_t)c->tensors[i].tensor.size);
         for (int i = 0; i < c->nscalars; i++) {
             uint64_t bits = load_le(buf + pl->scalar_at[i], 8);
             memcpy(c->scalars[i].value, &bits, 8);
         }
     }
-    xfree(pl);
+    xfree(place.tensor_at);
+    xfree(place.scalar_at);
+    xfree(place.tensor_seen);
+    xfree(place.scalar_seen);
     return rc;
 }

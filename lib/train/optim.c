@@ -5,34 +5,43 @@
 
 #include "core/check.h"
 
+/* The optimiser state must cover exactly the list's buffers, on the same device. */
+static void check_state(const Tensor *state, const ParamList *params, const char *what) {
+    CHECK(state->size == params->total && state->device == params->values.device,
+          "%s state has %lld values on the %s, the parameters %lld on the %s: initialise the "
+          "optimiser after moving the model (and after params_allocate)", what,
+          (long long)state->size, device_name(state->device), (long long)params->total,
+          device_name(params->values.device));
+}
+
 void sgd_init(Sgd *opt, const ParamList *params, float lr, float momentum, float weight_decay) {
     memset(opt, 0, sizeof *opt);
     opt->lr = lr;
     opt->momentum = momentum;
     opt->weight_decay = weight_decay;
-    for (int i = 0; i < params->count; i++) opt->buf[i] = tensor_zeros_like(&params->items[i].value);
+    opt->buf = tensor_zeros_like(&params->values);
 }
 
 void sgd_step(Sgd *opt, ParamList *params) {
+    check_state(&opt->buf, params, "SGD");
+    if (params->values.device != DEVICE_CPU) {
+        cuda_sgd_step(opt, params);
+        return;
+    }
     opt->step++;
-    for (int i = 0; i < params->count; i++) {
-        float *p = params->items[i].value.data, *buf = opt->buf[i].data;
-        const float *g = params->items[i].grad.data;
-        for (int64_t k = 0; k < params->items[i].value.size; k++) {
-            float d = g[k] + opt->weight_decay * p[k];
-            if (opt->momentum != 0.0f) {
-                buf[k] = opt->step == 1 ? d : opt->momentum * buf[k] + d;
-                d = buf[k];
-            }
-            p[k] -= opt->lr * d;
+    float *p = params->values.data, *buf = opt->buf.data;
+    const float *g = params->grads.data;
+    for (int64_t k = 0; k < params->total; k++) {
+        float d = g[k] + opt->weight_decay * p[k];
+        if (opt->momentum != 0.0f) {
+            buf[k] = opt->step == 1 ? d : opt->momentum * buf[k] + d;
+            d = buf[k];
         }
+        p[k] -= opt->lr * d;
     }
 }
 
-void sgd_free(Sgd *opt) {
-    for (int i = 0; i < PARAMS_MAX; i++)
-        if (opt->buf[i].data) tensor_free(&opt->buf[i]);
-}
+void sgd_free(Sgd *opt) { tensor_free(&opt->buf); }
 
 void adam_init(Adam *opt, const ParamList *params, float lr) {
     memset(opt, 0, sizeof *opt);
@@ -40,10 +49,14 @@ void adam_init(Adam *opt, const ParamList *params, float lr) {
     opt->beta1 = 0.9f;
     opt->beta2 = 0.999f;
     opt->eps = 1e-8f;
-    for (int i = 0; i < params->count; i++) {
-        opt->m[i] = tensor_zeros_like(&params->items[i].value);
-        opt->v[i] = tensor_zeros_like(&params->items[i].value);
-    }
+    opt->m = tensor_zeros_like(&params->values);
+    opt->v = tensor_zeros_like(&params->values);
+}
+
+void adamw_init(Adam *opt, const ParamList *params, float lr, float weight_decay) {
+    adam_init(opt, params, lr);
+    opt->weight_decay = weight_decay;
+    opt->decoupled = true;
 }
 
 void adam_update(float *p, const float *g, float *m, float *v, int64_t n, const Adam *opt,
@@ -66,19 +79,17 @@ void adam_update(float *p, const float *g, float *m, float *v, int64_t n, const 
 }
 
 void adam_step(Adam *opt, ParamList *params) {
-    opt->step++;
-    for (int i = 0; i < params->count; i++) {
-        Param *q = &params->items[i];
-        CHECK(opt->m[i].size == q->value.size, "Adam state %d does not match parameter '%s'", i,
-              q->name);
-        adam_update(q->value.data, q->grad.data, opt->m[i].data, opt->v[i].data, q->value.size,
-                    opt, opt->step);
+    check_state(&opt->m, params, "Adam");
+    if (params->values.device != DEVICE_CPU) {
+        cuda_adam_step(opt, params);
+        return;
     }
+    opt->step++;
+    adam_update(params->values.data, params->grads.data, opt->m.data, opt->v.data,
+                params->total, opt, opt->step);
 }
 
 void adam_free(Adam *opt) {
-    for (int i = 0; i < PARAMS_MAX; i++) {
-        if (opt->m[i].data) tensor_free(&opt->m[i]);
-        if (opt->v[i].data) tensor_free(&opt->v[i]);
-    }
+    tensor_free(&opt->m);
+    tensor_free(&opt->v);
 }

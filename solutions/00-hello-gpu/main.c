@@ -14,19 +14,19 @@
 #include "core/args.h"
 #include "core/check.h"
 #include "core/timer.h"
-#include "cuda/gpu.h"
+#include "cuda/device.h"
 #include "lesson.h"
 
 static void list_devices(int count) {
     for (int d = 0; d < count; d++) {
-        GpuInfo g;
-        gpu_device_info(d, &g);
+        CudaDeviceInfo g;
+        cuda_device_info(d, &g);
         printf("GPU %d: %s, %.1f GiB, compute capability %d.%d, %d multiprocessors",
                d, g.name, g.total_bytes / 1073741824.0, g.major, g.minor, g.multiprocessors);
         if (g.memory_clock_khz && g.bus_width_bits)
             printf(", memory %d MHz x %d bit = %.0f GB/s peak", g.memory_clock_khz / 1000,
                    g.bus_width_bits, lesson_peak_bandwidth_gbs(g.memory_clock_khz, g.bus_width_bits));
-        printf("%s\n", d == gpu_current_device() ? "  <- this process" : "");
+        printf("%s\n", d == cuda_current_device() ? "  <- this process" : "");
     }
 }
 
@@ -50,8 +50,8 @@ static void cpu_part(float *c, const float *a, const float *b, int n, int repeat
 
 #ifdef HAVE_CUDA
 static int gpu_part(float *c, const float *a, const float *b, int n, int repeats) {
-    GpuInfo g;
-    gpu_device_info(gpu_current_device(), &g);
+    CudaDeviceInfo g;
+    cuda_device_info(cuda_current_device(), &g);
     double peak = g.memory_clock_khz && g.bus_width_bits
                       ? lesson_peak_bandwidth_gbs(g.memory_clock_khz, g.bus_width_bits) : 0;
     size_t bytes = (size_t)n * sizeof(float);
@@ -100,8 +100,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) a[i] = (float)(i % 1000), b[i] = 0.5f * (float)(i % 7);
 
     char why[512] = "--device cpu";
-    int count = strcmp(device, "cuda") == 0 ? gpu_device_count(why, sizeof why) : -1;
-    if (count > 0 && !gpu_init(why, sizeof why)) count = -1;
+    int count = strcmp(device, "cuda") == 0 ? cuda_device_count(why, sizeof why) : -1;
+    if (count > 0 && !cuda_init(why, sizeof why)) count = -1;
     if (count > 0) list_devices(count);
     else printf("no GPU: %s\nrunning the CPU part only\n", why);
     cpu_part(c, a, b, n, repeats);

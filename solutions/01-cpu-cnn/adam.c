@@ -16,14 +16,12 @@ void lesson_adam_step(Adam *opt, ParamList *params) {
     const float bias1 = 1.0f - powf(b1, (float)opt->step);
     const float bias2_sqrt = sqrtf(1.0f - powf(b2, (float)opt->step));
     const float step_size = opt->lr / bias1;
-    for (int i = 0; i < params->count; i++) {
-        float *p = params->items[i].value.data, *m = opt->m[i].data, *v = opt->v[i].data;
-        const float *g = params->items[i].grad.data;
-        for (int64_t k = 0; k < params->items[i].value.size; k++) {
-            float grad = g[k] + opt->weight_decay * p[k]; /* L2 penalty, Adam style */
-            m[k] = b1 * m[k] + (1.0f - b1) * grad;
-            v[k] = b2 * v[k] + (1.0f - b2) * grad * grad;
-            p[k] -= step_size * m[k] / (sqrtf(v[k]) / bias2_sqrt + opt->eps);
-        }
+    float *p = params->values.data, *m = opt->m.data, *v = opt->v.data;
+    const float *g = params->grads.data;
+    for (int64_t k = 0; k < params->total; k++) {
+        float grad = g[k] + opt->weight_decay * p[k]; /* L2 penalty, Adam style */
+        m[k] = b1 * m[k] + (1.0f - b1) * grad;
+        v[k] = b2 * v[k] + (1.0f - b2) * grad * grad;
+        p[k] -= step_size * m[k] / (sqrtf(v[k]) / bias2_sqrt + opt->eps);
     }
 }

@@ -8,19 +8,6 @@
 #include "layers/softmax_xent.h"
 #include "lesson.h"
 
-void batch_init(Batch *b, int size, const Dataset *d) {
-    b->size = size;
-    b->indices = xcalloc((size_t)size, sizeof(int));
-    b->labels = xcalloc((size_t)size, sizeof(int));
-    b->images = tensor_zeros(4, size, d->channels, d->height, d->width);
-}
-
-void batch_free(Batch *b) {
-    xfree(b->indices);
-    xfree(b->labels);
-    tensor_free(&b->images);
-}
-
 EpochResult train_epoch(Cnn *model, Adam *opt, const Dataset *train, Sampler *sampler, Batch *b) {
     EpochResult r = {0};
     double loss_sum = 0.0;

@@ -1,7 +1,7 @@
 // TODO 2.2 and 2.3: two kernels of the CNN. Each thread computes one element;
-// the grid has enough blocks for all of them (cuda_blocks_for, lib/cuda/kernels.h).
+// the grid has enough blocks for all of them (CUDA_THREADS, lib/cuda/launch.h).
 #include "cuda/cuda_check.h"
-#include "cuda/kernels.h"
+#include "cuda/launch.h"
 #include "lesson_gpu.h"
 
 // ---------------------------------------------------------------- TODO 2.2

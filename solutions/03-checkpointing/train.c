@@ -29,21 +29,11 @@ static Config parse_args(int argc, char **argv) {
     const char *run_dir = getenv("COURSE_RUN_DIR");
     snprintf(default_dir, sizeof default_dir, "%s%scheckpoints", run_dir ? run_dir : "",
              run_dir && *run_dir ? "/" : "");
-    Config c = {.dataset = "fashion-mnist", .augment = "shift", .checkpoint_dir = default_dir,
-                .epochs = 2, .batch_size = 100, .seed = 42, .threads = omp_get_max_threads(),
-                .lr = 1e-3f, .checkpoint_every = 100, .keep = 2};
-    ArgSpec specs[] = {
-        {"dataset", ARG_CHOICE, &c.dataset, "data set", "fashion-mnist|mnist|cifar10|synthetic|folder"},
-        {"data", ARG_STRING, &c.data_dir, "directory with the data set files", NULL},
-        {"epochs", ARG_INT, &c.epochs, "passes over the training set", NULL},
-        {"batch-size", ARG_INT, &c.batch_size, "images per training step", NULL},
-        {"lr", ARG_FLOAT, &c.lr, "Adam learning rate", NULL},
-        {"seed", ARG_INT, &c.seed, "seed of the weights, the shuffling and the augmentation", NULL},
-        {"threads", ARG_INT, &c.threads, "OpenMP threads", NULL},
+    Config c = {.train = train_options_defaults(), .augment = "shift",
+                .checkpoint_dir = default_dir, .checkpoint_every = 100, .keep = 2};
+    c.train.epochs = 2;
+    ArgSpec specs[TRAIN_OPTION_SPECS + 6] = {
         {"augment", ARG_CHOICE, &c.augment, "random shifts of up to 2 pixels, or none", "shift|none"},
-        {"train-limit", ARG_INT, &c.train_limit, "use only the first N training images (0: all)", NULL},
-        {"test-limit", ARG_INT, &c.test_limit, "use only the first N test images (0: all)", NULL},
-        {"metrics", ARG_STRING, &c.metrics, "write one JSON object per epoch to this file", NULL},
         {"checkpoint-dir", ARG_STRING, &c.checkpoint_dir,
          "where checkpoints go ($COURSE_RUN_DIR/checkpoints in a course job)", NULL},
         {"checkpoint-every", ARG_INT, &c.checkpoint_every,
@@ -54,13 +44,10 @@ static Config parse_args(int argc, char **argv) {
         {"stop-after-steps", ARG_INT, &c.stop_after_steps,
          "stop as if signalled after this many steps of this run (0: never); simulates a time limit", NULL},
     };
-    args_parse(argc, argv, specs, ARRAY_LEN(specs),
+    int n = 6 + train_options_specs(&c.train, specs + 6);
+    args_parse(argc, argv, specs, n,
                "Lesson 03: train the simple CNN with checkpoints that survive the job's time limit.");
-    if (c.epochs < 1) fatal("--epochs must be at least 1, got %d", c.epochs);
-    if (c.batch_size < 1) fatal("--batch-size must be at least 1, got %d", c.batch_size);
-    if (c.threads < 1 || c.threads > 256) fatal("--threads must be 1 to 256, got %d", c.threads);
-    if (!(c.lr > 0.0f) || !isfinite(c.lr)) fatal("--lr must be a positive number, got %g", (double)c.lr);
-    if (c.train_limit < 0 || c.test_limit < 0) fatal("--train-limit and --test-limit must be >= 0");
+    train_options_check(&c.train);
     if (c.checkpoint_every < 0) fatal("--checkpoint-every must be >= 0, got %d", c.checkpoint_every);
     if (c.keep < 1) fatal("--keep must be at least 1, got %d", c.keep);
     if (c.stop_after_steps < 0) fatal("--stop-after-steps must be >= 0, got %d", c.stop_after_steps);
@@ -90,37 +77,19 @@ static void augment_shift(Tensor *images, Rng *rng) {
     xfree(tmp);
 }
 
-/* Forward, loss, backward, Adam on the n examples in run->indices; the batch's loss. */
+/* Forward, loss, backward, Adam on the n examples in run->batch.indices; the batch's loss. */
 static float train_step(Run *run, int n) {
-    Tensor images = tensor_rows(&run->images, n); /* [n, C, H, W] */
-    dataset_gather(&run->train, run->indices, n, &images, run->labels);
+    const int *labels;
+    Tensor images = batch_load(&run->batch, &run->train, n, &labels); /* [n, C, H, W] */
     if (strcmp(run->cfg.augment, "shift") == 0) augment_shift(&images, &run->rng);
     Tensor logits = cnn_forward(&run->model, &images);          /* [n, classes] */
     Tensor dlogits = tensor_rows(&run->model.d_logits, n);
     tensor_fill(&dlogits, 0.0f);
-    float loss = softmax_cross_entropy(&dlogits, &logits, run->labels);
+    float loss = softmax_cross_entropy(&dlogits, &logits, labels);
     params_zero_grad(&run->model.params);
     cnn_backward(&run->model, &images);
     adam_step(&run->opt, &run->model.params);
     return loss;
-}
-
-/* Mean loss and accuracy on the test set, in order, without training. */
-static void evaluate(Run *run, double *loss, double *accuracy) {
-    const Dataset *d = &run->test;
-    int B = run->images.shape[0], correct = 0;
-    double sum = 0;
-    for (int start = 0; start < d->count; start += B) {
-        int n = d->count - start < B ? d->count - start : B;
-        for (int i = 0; i < n; i++) run->indices[i] = start + i;
-        Tensor images = tensor_rows(&run->images, n);
-        dataset_gather(d, run->indices, n, &images, run->labels);
-        Tensor logits = cnn_forward(&run->model, &images);
-        sum += (double)softmax_cross_entropy(NULL, &logits, run->labels) * n;
-        correct += count_correct(&logits, run->labels);
-    }
-    *loss = sum / d->count;
-    *accuracy = (double)correct / d->count;
 }
 
 /* ---------------------------------------------------------------- checkpoints */
@@ -161,30 +130,28 @@ bool lesson_after_step(Run *run) {
 
 static void setup(Run *run) {
     const Config *cfg = &run->cfg;
-    dataset_load(cfg->dataset, cfg->data_dir, &run->train, &run->test);
-    dataset_truncate(&run->train, cfg->train_limit);
-    dataset_truncate(&run->test, cfg->test_limit);
+    const TrainOptions *t = &cfg->train;
+    dataset_load(t->dataset, t->data_dir, &run->train, &run->test);
+    dataset_truncate(&run->train, t->train_limit);
+    dataset_truncate(&run->test, t->test_limit);
     const Dataset *d = &run->train;
     if (d->height < 16 || d->width < 16)
         fatal("%s images are %dx%d; the CNN needs at least 16x16", d->name, d->height, d->width);
-    int B = cfg->batch_size < d->count ? cfg->batch_size : d->count;
+    int B = t->batch_size < d->count ? t->batch_size : d->count;
     Rng init;
-    rng_seed(&init, (uint64_t)cfg->seed, 0);
+    rng_seed(&init, (uint64_t)t->seed, 0);
     cnn_init(&run->model, d->channels, d->height, d->width, d->num_classes, B, &init);
-    adam_init(&run->opt, &run->model.params, cfg->lr);
-    sampler_init(&run->sampler, d->count, true, (uint64_t)cfg->seed);
+    adam_init(&run->opt, &run->model.params, t->lr);
+    sampler_init(&run->sampler, d->count, true, (uint64_t)t->seed);
     sampler_set_epoch(&run->sampler, 1);
-    rng_seed(&run->rng, (uint64_t)cfg->seed, 1); /* its own stream: not the weights' */
+    rng_seed(&run->rng, (uint64_t)t->seed, 1); /* its own stream: not the weights' */
     run->ts = (TrainState){.epoch = 1, .best_metric = -INFINITY};
-    run->indices = xcalloc((size_t)B, sizeof(int));
-    run->labels = xcalloc((size_t)B, sizeof(int));
-    run->images = tensor_zeros(4, B, d->channels, d->height, d->width);
+    batch_init(&run->batch, B, d);
 }
 
 static void teardown(Run *run) {
-    tensor_free(&run->images);
-    xfree(run->indices);
-    xfree(run->labels);
+    ckpt_free(&run->ckpt);
+    batch_free(&run->batch);
     sampler_free(&run->sampler);
     adam_free(&run->opt);
     cnn_free(&run->model);
@@ -243,11 +210,11 @@ static void start(Run *run) {
 }
 
 int lesson_main(int argc, char **argv) {
-    Run *run = xcalloc(1, sizeof *run); /* large: the manifest holds hundreds of entries */
+    Run *run = xcalloc(1, sizeof *run);
     run->cfg = parse_args(argc, argv);
     const Config *cfg = &run->cfg;
     lesson_install_stop_handlers(); /* early: a signal before this would kill the job */
-    omp_set_num_threads(cfg->threads);
+    omp_set_num_threads(cfg->train.threads);
     setup(run);
     lesson_describe_checkpoint(&run->ckpt, run);
     ckpt_store_init(&run->store, cfg->checkpoint_dir, cfg->keep);
@@ -257,17 +224,17 @@ int lesson_main(int argc, char **argv) {
            run->train.count, run->test.count, run->train.channels, run->train.height,
            run->train.width, run->train.source);
     print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d, %d threads, augment %s\n",
-           (long long)params_count(&run->model.params), (double)cfg->lr, run->images.shape[0],
-           cfg->threads, cfg->augment);
+           (long long)params_count(&run->model.params), (double)cfg->train.lr, run->batch.size,
+           cfg->train.threads, cfg->augment);
     start(run);
-    MetricsFile *metrics = metrics_open(cfg->metrics);
+    MetricsFile *metrics = metrics_open(cfg->train.metrics);
     TrainState *ts = &run->ts;
     print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss",
            "test accuracy", "seconds", "images/s");
-    while (ts->epoch <= cfg->epochs) {
+    while (ts->epoch <= cfg->train.epochs) {
         double t0 = now_seconds();
         int n, seen = 0;
-        while ((n = sampler_next(&run->sampler, run->indices, run->images.shape[0])) > 0) {
+        while ((n = sampler_next(&run->sampler, run->batch.indices, run->batch.size)) > 0) {
             float loss = train_step(run, n);
             ts->loss_sum += (double)loss * n;
             ts->examples += n;
@@ -285,20 +252,14 @@ int lesson_main(int argc, char **argv) {
                 return status;
             }
         }
-        double seconds = now_seconds() - t0, test_loss, accuracy;
-        evaluate(run, &test_loss, &accuracy);
+        double seconds = now_seconds() - t0;
+        EpochResult ev = cnn_evaluate(&run->model, &run->test, &run->batch);
+        double accuracy = ev.accuracy;
         double train_loss = ts->examples ? ts->loss_sum / ts->examples : 0.0;
         double rate = seconds > 0 ? seen / seconds : 0.0;
         print0("%5lld  %10.4f  %9.4f  %13.4f  %8.1f  %9.0f\n", (long long)ts->epoch, train_loss,
-               test_loss, accuracy, seconds, rate);
-        metrics_begin(metrics);
-        metrics_int(metrics, "epoch", ts->epoch);
-        metrics_num(metrics, "train_loss", train_loss);
-        metrics_num(metrics, "test_loss", test_loss);
-        metrics_num(metrics, "test_accuracy", accuracy);
-        metrics_num(metrics, "seconds", seconds);
-        metrics_num(metrics, "samples_per_s", rate);
-        metrics_end(metrics);
+               ev.loss, accuracy, seconds, rate);
+        metrics_epoch(metrics, NULL, (int)ts->epoch, train_loss, &ev, seconds, rate);
 
         /* the next epoch begins: that is the state the end-of-epoch checkpoint holds */
         bool improved = accuracy > ts->best_metric;

@@ -43,8 +43,8 @@
 #include "train/optim.h"
 
 #ifdef HAVE_CUDA
-#include "cuda/cnn_cuda.h"
-#include "cuda/ops_cuda.h"
+#include "cuda/device.h"
+#include "cuda/kernels.h"
 
 enum { EXACT = 0 };
 static const float RTOL = 1e-4f;
@@ -72,14 +72,14 @@ static bool same(const char *what, const Tensor *gpu, const Tensor *cpu, float a
 }
 
 static float *floats_on_gpu(const float *h, int64_t n) {
-    float *d = gpu_malloc((size_t)n * sizeof(float));
-    gpu_copy_to_device(d, h, (size_t)n * sizeof(float));
+    float *d = cuda_malloc((size_t)n * sizeof(float));
+    cuda_copy_to_device(d, h, (size_t)n * sizeof(float));
     return d;
 }
 
 static int *ints_on_gpu(const int *h, int64_t n) {
-    int *d = gpu_malloc((size_t)n * sizeof(int));
-    gpu_copy_to_device(d, h, (size_t)n * sizeof(int));
+    int *d = cuda_malloc((size_t)n * sizeof(int));
+    cuda_copy_to_device(d, h, (size_t)n * sizeof(int));
     return d;
 }
 
@@ -123,13 +123,13 @@ static int check_gemm(void) {
         float *dA = floats_on_gpu(A, na), *dB = floats_on_gpu(B, nb), *dC = floats_on_gpu(C, nc);
         gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         cuda_gemm(ta, tb, M, N, K, alpha, dA, lda, dB, ldb, beta, dC, ldc);
-        gpu_copy_to_host(G, dC, (size_t)nc * 4);
+        cuda_copy_to_host(G, dC, (size_t)nc * 4);
         if (!expect_close("C", G, C, nc, sum_atol(K + 1), RTOL)) {
             printf("M=%d N=%d K=%d trans_a=%d trans_b=%d lda=%d ldb=%d ldc=%d alpha=%g beta=%g\n",
                    M, N, K, ta, tb, lda, ldb, ldc, (double)alpha, (double)beta);
             return CHECK_FAIL;
         }
-        gpu_free(dA), gpu_free(dB), gpu_free(dC);
+        cuda_free(dA), cuda_free(dB), cuda_free(dC);
         free(A), free(B), free(C), free(G);
     }
     return CHECK_PASS;
@@ -207,11 +207,11 @@ static int check_maxpool(void) {
         Tensor x = random_tensor(20 + t, N, C, H, W), y = tensor_zeros(4, N, C, OH, OW);
         if (t == 0) for (int64_t i = 0; i < x.size; i++) x.data[i] = (float)(i / 7 % 3); /* ties */
         int *arg = xcalloc((size_t)y.size, sizeof(int)), *garg_h = xcalloc((size_t)y.size, sizeof(int));
-        int *garg = gpu_malloc((size_t)y.size * sizeof(int));
+        int *garg = cuda_malloc((size_t)y.size * sizeof(int));
         Tensor gx = on_gpu(&x), gy = tensor_zeros_on(DEVICE_CUDA, 4, N, C, OH, OW);
         maxpool2d_forward(&y, arg, &x, k, s);
         cuda_maxpool2d_forward(&gy, garg, &gx, k, s);
-        gpu_copy_to_host(garg_h, garg, (size_t)y.size * sizeof(int));
+        cuda_copy_to_host(garg_h, garg, (size_t)y.size * sizeof(int));
         bool ok = same("max-pool values", &gy, &y, EXACT, EXACT);
         for (int64_t i = 0; ok && i < y.size; i++)
             ok = expect_true(garg_h[i] == arg[i], "argmax[%lld] is %d on the GPU, %d on the CPU",
@@ -368,28 +368,18 @@ static void make_params(ParamList *p, uint64_t seed) {
     *p = (ParamList){0};
     params_add(p, "a", 2, (int[]){31, 17});
     params_add(p, "b", 1, (int[]){1000});
-    for (int i = 0; i < p->count; i++)
-        fill_uniform(p->items[i].value.data, p->items[i].value.size, seed + (uint64_t)i, -1, 1);
-}
-
-static void params_to_gpu(ParamList *p) {
-    for (int i = 0; i < p->count; i++) {
-        Tensor v = on_gpu(&p->items[i].value), g = on_gpu(&p->items[i].grad);
-        tensor_free(&p->items[i].value), tensor_free(&p->items[i].grad);
-        p->items[i].value = v, p->items[i].grad = g;
-    }
+    params_allocate(p);
+    fill_uniform(p->values.data, p->total, seed, -1, 1);
 }
 
 static void set_grads(ParamList *cpu, ParamList *gpu, uint64_t seed) {
-    for (int i = 0; i < cpu->count; i++) {
-        fill_uniform(cpu->items[i].grad.data, cpu->items[i].grad.size, seed + (uint64_t)i, -2, 2);
-        tensor_copy(&gpu->items[i].grad, &cpu->items[i].grad);
-    }
+    fill_uniform(cpu->grads.data, cpu->total, seed, -2, 2);
+    tensor_copy(&gpu->grads, &cpu->grads);
 }
 
 static bool same_params(const ParamList *gpu, const ParamList *cpu, float atol, float rtol) {
     for (int i = 0; i < cpu->count; i++)
-        if (!same(cpu->items[i].name, &gpu->items[i].value, &cpu->items[i].value, atol, rtol))
+        if (!same(cpu->items[i]->name, &gpu->items[i]->value, &cpu->items[i]->value, atol, rtol))
             return false;
     return true;
 }
@@ -399,7 +389,7 @@ static int check_adam_sgd(void) {
     for (int variant = 0; variant < 3; variant++) { /* Adam, Adam + weight decay, AdamW */
         ParamList c, g;
         make_params(&c, 1), make_params(&g, 1);
-        params_to_gpu(&g);
+        params_to_device(&g, DEVICE_CUDA);
         Adam a, b;
         adam_init(&a, &c, 1e-2f);
         adam_init(&b, &g, 1e-2f); /* state on the GPU, like the parameters */
@@ -408,7 +398,7 @@ static int check_adam_sgd(void) {
         for (int step = 1; step <= 3; step++) {
             set_grads(&c, &g, 10 * (uint64_t)step);
             adam_step(&a, &c);
-            cuda_adam_step(&b, &g);
+            adam_step(&b, &g); /* parameters on the GPU: the CUDA twin, one launch */
             if (!same_params(&g, &c, 1e-6f, 1e-5f)) {
                 printf("Adam%s, step %d\n", variant == 1 ? " with weight decay" : variant ? "W" : "", step);
                 return CHECK_FAIL;
@@ -417,14 +407,14 @@ static int check_adam_sgd(void) {
     }
     ParamList c, g;
     make_params(&c, 2), make_params(&g, 2);
-    params_to_gpu(&g);
+    params_to_device(&g, DEVICE_CUDA);
     Sgd a, b;
     sgd_init(&a, &c, 0.1f, 0.9f, 0.01f);
     sgd_init(&b, &g, 0.1f, 0.9f, 0.01f);
     for (int step = 1; step <= 3; step++) {
         set_grads(&c, &g, 20 * (uint64_t)step);
         sgd_step(&a, &c);
-        cuda_sgd_step(&b, &g);
+        sgd_step(&b, &g);
         if (!same_params(&g, &c, 1e-6f, 1e-5f)) {
             printf("SGD with momentum, step %d\n", step);
             return CHECK_FAIL;
@@ -451,17 +441,17 @@ static int check_cnn_training(void) {
     Cnn cpu, gpu;
     cnn_init(&cpu, 1, 28, 28, 10, B, &r1);
     cnn_init(&gpu, 1, 28, 28, 10, B, &r2);
-    cnn_to_device(&gpu);
+    cnn_to_device(&gpu, DEVICE_CUDA);
     Adam ca, ga;
     adam_init(&ca, &cpu.params, lr);
     adam_init(&ga, &gpu.params, lr);
     Tensor images = tensor_zeros(4, B, 1, 28, 28), gimages = tensor_zeros_on(DEVICE_CUDA, 4, B, 1, 28, 28);
-    int labels[32], idx[32], *glabels = gpu_malloc(sizeof labels);
+    int labels[32], idx[32], *glabels = cuda_malloc(sizeof labels);
     for (int s = 0; s < steps; s++) {
         for (int i = 0; i < B; i++) idx[i] = s * B + i;
         dataset_gather(&data, idx, B, &images, labels);
         tensor_copy(&gimages, &images);
-        gpu_copy_to_device(glabels, labels, sizeof labels);
+        cuda_copy_to_device(glabels, labels, sizeof labels);
 
         Tensor logits = cnn_forward(&cpu, &images);
         tensor_fill(&cpu.d_logits, 0.0f);
@@ -470,12 +460,12 @@ static int check_cnn_training(void) {
         cnn_backward(&cpu, &images);
         adam_step(&ca, &cpu.params);
 
-        Tensor glogits = cnn_forward_cuda(&gpu, &gimages, NULL);
+        Tensor glogits = cnn_forward(&gpu, &gimages); /* the same code, the CUDA layers */
         tensor_fill(&gpu.d_logits, 0.0f);
-        float lg = cuda_softmax_cross_entropy(&gpu.d_logits, &glogits, glabels);
+        float lg = gpu.layers.softmax_cross_entropy(&gpu.d_logits, &glogits, glabels);
         params_zero_grad(&gpu.params);
-        cnn_backward_cuda(&gpu, &gimages, NULL);
-        cuda_adam_step(&ga, &gpu.params);
+        cnn_backward(&gpu, &gimages);
+        adam_step(&ga, &gpu.params);
 
         char what[64];
         snprintf(what, sizeof what, "loss at step %d", s + 1);
@@ -483,11 +473,11 @@ static int check_cnn_training(void) {
         printf("step %d: loss %.6f on the CPU, %.6f on the GPU\n", s + 1, (double)lc, (double)lg);
     }
     for (int i = 0; i < cpu.params.count; i++)
-        if (!same(cpu.params.items[i].name, &gpu.params.items[i].value, &cpu.params.items[i].value,
+        if (!same(cpu.params.items[i]->name, &gpu.params.items[i]->value, &cpu.params.items[i]->value,
                   steps * lr, 0.0f))
             return CHECK_FAIL;
     cnn_free(&cpu);
-    cnn_free_cuda(&gpu);
+    cnn_free(&gpu);
     return CHECK_PASS;
 }
 
@@ -497,7 +487,7 @@ static int check_cnn_training(void) {
  * themselves. The child starts it; without a GPU it says why and exits CHECK_SKIP. */
 static bool child_gpu_init(void) {
     char why[512];
-    if (gpu_init(why, sizeof why)) return true;
+    if (cuda_init(why, sizeof why)) return true;
     printf(GPU_SKIP_PREFIX "%s\n", why);
     exit(CHECK_SKIP);
 }
@@ -516,7 +506,7 @@ static void local_rank_body(void *arg) {
     setenv("LOCAL_RANK", v, 1);
     child_gpu_init();
     char why[256];
-    printf("device %d of %d\n", gpu_current_device(), gpu_device_count(why, sizeof why));
+    printf("device %d of %d\n", cuda_current_device(), cuda_device_count(why, sizeof why));
 }
 
 static int check_local_rank(void) {

@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "cuda/gpu.h"
+#include "cuda/device.h"
 #include "framework/check.h"
 
 #define GPU_SKIP_PREFIX "needs a GPU: "
@@ -18,7 +18,7 @@
 #define REQUIRE_GPU()                                                      \
     do {                                                                   \
         char why_[512];                                                    \
-        if (!gpu_init(why_, sizeof why_)) {                                \
+        if (!cuda_init(why_, sizeof why_)) {                                \
             printf(GPU_SKIP_PREFIX "%s\n", why_);                          \
             return CHECK_SKIP;                                             \
         }                                                                  \
@@ -27,7 +27,7 @@
 /* The whole check, where the build has no CUDA at all. */
 static inline int gpu_check_no_cuda(void) {
     REQUIRE_GPU();
-    return CHECK_FAIL; /* not reached: gpu_init fails without CUDA */
+    return CHECK_FAIL; /* not reached: cuda_init fails without CUDA */
 }
 
 /* check_run(..., GPU_CHECK(check_fn), ...): the check where the build has CUDA

@@ -11,8 +11,9 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "cuda/gemm_map.h"
-#include "cuda/gpu.h"
-#include "cuda/kernels.h"
+#include "dist/launcher.h"
+#include "cuda/device.h"
+#include "cuda/launch.h"
 #include "framework/check.h"
 #include "ops/gemm.h"
 
@@ -71,19 +72,19 @@ static int check_local_rank(void) {
     unsetenv("SLURM_LOCALID");
     unsetenv("LOCAL_RANK");
     unsetenv("MPI_LOCALRANKID");
-    bool ok = expect_true(gpu_local_rank() == 0, "no variable set: rank %d", gpu_local_rank());
+    bool ok = expect_true(launcher_local_rank() == 0, "no variable set: rank %d", launcher_local_rank());
     setenv("MPI_LOCALRANKID", "7", 1);
-    ok = ok && expect_true(gpu_local_rank() == 7, "MPICH's MPI_LOCALRANKID=7: rank %d", gpu_local_rank());
+    ok = ok && expect_true(launcher_local_rank() == 7, "MPICH's MPI_LOCALRANKID=7: rank %d", launcher_local_rank());
     setenv("LOCAL_RANK", "5", 1);
-    ok = ok && expect_true(gpu_local_rank() == 5, "LOCAL_RANK=5 before MPICH's: rank %d", gpu_local_rank());
+    ok = ok && expect_true(launcher_local_rank() == 5, "LOCAL_RANK=5 before MPICH's: rank %d", launcher_local_rank());
     setenv("SLURM_LOCALID", "2", 1);
-    ok = ok && expect_true(gpu_local_rank() == 2, "SLURM_LOCALID=2 before LOCAL_RANK: %d", gpu_local_rank());
+    ok = ok && expect_true(launcher_local_rank() == 2, "SLURM_LOCALID=2 before LOCAL_RANK: %d", launcher_local_rank());
     setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
-    ok = ok && expect_true(gpu_local_rank() == 3, "Open MPI's first: %d", gpu_local_rank());
-    ok = ok && expect_true(gpu_pick_device(5, 4) == 1 && gpu_pick_device(3, 1) == 0 &&
-                               gpu_pick_device(0, 8) == 0,
-                           "rank modulo count: 5 of 4 -> %d, 3 of 1 -> %d", gpu_pick_device(5, 4),
-                           gpu_pick_device(3, 1));
+    ok = ok && expect_true(launcher_local_rank() == 3, "Open MPI's first: %d", launcher_local_rank());
+    ok = ok && expect_true(cuda_pick_device(5, 4) == 1 && cuda_pick_device(3, 1) == 0 &&
+                               cuda_pick_device(0, 8) == 0,
+                           "rank modulo count: 5 of 4 -> %d, 3 of 1 -> %d", cuda_pick_device(5, 4),
+                           cuda_pick_device(3, 1));
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -91,7 +92,7 @@ static void bad_rank_body(void *arg) {
     (void)arg;
     unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
     setenv("SLURM_LOCALID", "two", 1);
-    gpu_local_rank();
+    launcher_local_rank();
 }
 
 static int check_bad_rank(void) {
@@ -103,8 +104,8 @@ static int check_bad_rank(void) {
 
 static void require_body(void *arg) {
     (void)arg;
-    gpu_require();
-    puts("gpu_require returned");
+    cuda_require();
+    puts("cuda_require returned");
 }
 
 /* Here without a GPU: --device cuda must fail with one clear line, not crash. */
@@ -116,10 +117,10 @@ static int check_no_gpu_message(void) {
         printf("a GPU is usable here: the no-GPU message cannot be tested\n");
         return CHECK_SKIP;
     }
-    bool ok = expect_exit("gpu_require without a usable GPU", &probe, 1, "error: --device cuda: ",
+    bool ok = expect_exit("cuda_require without a usable GPU", &probe, 1, "error: --device cuda: ",
                           "--device cpu", (const char *)NULL);
-    ok = ok && expect_true(gpu_device_count(why, sizeof why) < 0 || gpu_built(),
-                           "gpu_device_count gave no reason");
+    ok = ok && expect_true(cuda_device_count(why, sizeof why) < 0 || cuda_built(),
+                           "cuda_device_count gave no reason");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -165,7 +166,7 @@ static void unstarted_body(void *arg) {
 static int check_unstarted_backend(void) {
     ChildResult r;
     run_child(unstarted_body, NULL, &r);
-    return expect_exit("a CUDA tensor before gpu_init", &r, 2, "gpu_init", (const char *)NULL)
+    return expect_exit("a CUDA tensor before cuda_init", &r, 2, "cuda_init", (const char *)NULL)
                ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -178,6 +179,6 @@ int main(void) {
     check_run(NULL, "a malformed local rank is a user error", check_bad_rank, 20);
     check_run(NULL, "--device cuda without a usable GPU: one clear message, exit 1", check_no_gpu_message, 60);
     check_run(NULL, "device tensors go through their backend (a stand-in in host memory)", check_device_tensors, 20);
-    check_run(NULL, "a CUDA tensor before gpu_init stops with a message", check_unstarted_backend, 20);
+    check_run(NULL, "a CUDA tensor before cuda_init stops with a message", check_unstarted_backend, 20);
     return check_end();
 }

@@ -273,9 +273,11 @@ static int check_adam(float weight_decay, float grad_scale) {
     params_add(&mine, "b", 1, (int[]){7});
     params_add(&ref, "a", 2, (int[]){3, 5});
     params_add(&ref, "b", 1, (int[]){7});
+    params_allocate(&mine);
+    params_allocate(&ref);
     for (int i = 0; i < 2; i++) {
-        fill_uniform(mine.items[i].value.data, mine.items[i].value.size, 80 + i, -1, 1);
-        tensor_copy(&ref.items[i].value, &mine.items[i].value);
+        fill_uniform(mine.items[i]->value.data, mine.items[i]->value.size, 80 + i, -1, 1);
+        tensor_copy(&ref.items[i]->value, &mine.items[i]->value);
     }
     Adam a, b;
     adam_init(&a, &mine, 0.01f);
@@ -283,19 +285,21 @@ static int check_adam(float weight_decay, float grad_scale) {
     a.weight_decay = b.weight_decay = weight_decay;
     for (int step = 1; step <= 3; step++) {
         for (int i = 0; i < 2; i++) { /* new gradients each step */
-            fill_uniform(mine.items[i].grad.data, mine.items[i].grad.size, 90 + 10 * step + i,
+            fill_uniform(mine.items[i]->grad.data, mine.items[i]->grad.size, 90 + 10 * step + i,
                          -2 * grad_scale, 2 * grad_scale);
-            tensor_copy(&ref.items[i].grad, &mine.items[i].grad);
+            tensor_copy(&ref.items[i]->grad, &mine.items[i]->grad);
         }
         lesson_adam_step(&a, &mine);
         adam_step(&b, &ref);
         for (int i = 0; i < 2; i++) {
-            char what[64];
-            snprintf(what, sizeof what, "step %d: parameter '%s'", step, mine.items[i].name);
-            if (!expect_close(what, mine.items[i].value.data, ref.items[i].value.data,
-                              ref.items[i].value.size, 1e-6f, 1e-5f) ||
-                !expect_close("first moment m", a.m[i].data, b.m[i].data, b.m[i].size, 1e-6f, 1e-5f) ||
-                !expect_close("second moment v", a.v[i].data, b.v[i].data, b.v[i].size, 1e-7f, 1e-5f)) {
+            const Param *p = mine.items[i], *q = ref.items[i];
+            char what[128];
+            snprintf(what, sizeof what, "step %d: parameter '%s'", step, p->name);
+            if (!expect_close(what, p->value.data, q->value.data, q->value.size, 1e-6f, 1e-5f) ||
+                !expect_close("first moment m", a.m.data + p->offset, b.m.data + q->offset,
+                              q->value.size, 1e-6f, 1e-5f) ||
+                !expect_close("second moment v", a.v.data + p->offset, b.v.data + q->offset,
+                              q->value.size, 1e-7f, 1e-5f)) {
                 printf("hint: step %d; did you increase opt->step first and use the bias "
                        "corrections 1 - beta^t? eps goes after the division: "
                        "sqrt(v) / sqrt(1 - beta2^t) + eps.%s\n", step,
@@ -373,7 +377,7 @@ static int check_train_epoch(void) {
         return CHECK_FAIL;
     }
     for (int i = 0; i < ref.model.params.count; i++) {
-        const Param *p = &mine.model.params.items[i], *q = &ref.model.params.items[i];
+        const Param *p = mine.model.params.items[i], *q = ref.model.params.items[i];
         if (!expect_close(p->name, p->value.data, q->value.data, q->value.size, 1e-4f, 1e-3f)) {
             printf("hint: after one epoch the parameters differ from the reference loop: are "
                    "the gradients zeroed before each backward, and is every batch used?\n");
@@ -411,8 +415,8 @@ static int check_evaluate(void) {
 static int check_learns(void) {
     Run r;
     run_init(&r, 3000, 100);
-    r.model.layers.pool_forward = lesson_maxpool2d_forward;
-    r.model.layers.pool_backward = lesson_maxpool2d_backward;
+    r.model.layers.maxpool2d_forward = lesson_maxpool2d_forward;
+    r.model.layers.maxpool2d_backward = lesson_maxpool2d_backward;
     EpochResult before = evaluate(&r.model, &r.test, &r.batch);
     EpochResult tr = train_epoch(&r.model, &r.opt, &r.train, &r.sampler, &r.batch);
     EpochResult after = evaluate(&r.model, &r.test, &r.batch);
@@ -429,12 +433,12 @@ static int check_conv_in_model(void) {
     Run mine, ref;
     run_init(&mine, 64, 16);
     run_init(&ref, 64, 16);
-    mine.model.layers.conv_forward = lesson_conv2d_forward;
-    mine.model.layers.conv_backward = lesson_conv2d_backward;
+    mine.model.layers.conv2d_forward = lesson_conv2d_forward;
+    mine.model.layers.conv2d_backward = lesson_conv2d_backward;
     reference_epoch(&mine);
     reference_epoch(&ref);
     for (int i = 0; i < ref.model.params.count; i++) {
-        const Param *p = &mine.model.params.items[i], *q = &ref.model.params.items[i];
+        const Param *p = mine.model.params.items[i], *q = ref.model.params.items[i];
         if (!expect_close(p->name, p->value.data, q->value.data, q->value.size, 1e-4f, 1e-3f))
             return CHECK_FAIL;
     }

@@ -59,18 +59,18 @@ static int check_mapping_strides(void) {
 }
 
 #ifdef HAVE_CUDA
-#include "cuda/ops_cuda.h"
+#include "cuda/device.h"
 
 static float *to_gpu(const float *h, int64_t n) {
-    float *d = gpu_malloc((size_t)n * 4);
-    gpu_copy_to_device(d, h, (size_t)n * 4);
+    float *d = cuda_malloc((size_t)n * 4);
+    cuda_copy_to_device(d, h, (size_t)n * 4);
     return d;
 }
 
 static bool same_as(const char *what, const float *dev, const float *want, int64_t n, float atol,
                     float rtol) {
     float *h = malloc((size_t)n * 4);
-    gpu_copy_to_host(h, dev, (size_t)n * 4);
+    cuda_copy_to_host(h, dev, (size_t)n * 4);
     bool ok = expect_close(what, h, want, n, atol, rtol);
     free(h);
     return ok;
@@ -88,7 +88,7 @@ static int check_upload(void) {
     DeviceBatch d;
     lesson_device_batch_init(&d, size, floats);
     lesson_upload_batch(&d, images, labels, 7); /* a short batch: 7 of 10 */
-    gpu_copy_to_host(back, d.labels, 7 * sizeof(int));
+    cuda_copy_to_host(back, d.labels, 7 * sizeof(int));
     bool ok = same_as("images on the GPU", d.images, images, 7LL * floats, 0, 0);
     for (int i = 0; ok && i < 7; i++)
         ok = expect_true(back[i] == labels[i], "label %d on the GPU is %d, expected %d", i, back[i], labels[i]);
@@ -141,14 +141,14 @@ static int check_im2col(void) {
         float *img = malloc((size_t)nin * 4), *cols = malloc((size_t)ncols * 4);
         fill_uniform(img, nin, 40 + t, -1, 1);
         im2col(cols, img, nimg, &g);
-        float *gimg = to_gpu(img, nin), *gcols = gpu_malloc((size_t)ncols * 4);
+        float *gimg = to_gpu(img, nin), *gcols = cuda_malloc((size_t)ncols * 4);
         lesson_im2col(gcols, gimg, nimg, &g);
         if (!same_as("columns", gcols, cols, ncols, 0, 0)) {
             printf("images [%d, %d, %d, %d], kernel %d, stride %d, padding %d: row (c, kh, kw), "
                    "column (n, oh, ow); 0 in the padding\n", nimg, C, H, W, K, stride, pad);
             return CHECK_FAIL;
         }
-        gpu_free(gimg), gpu_free(gcols), free(img), free(cols);
+        cuda_free(gimg), cuda_free(gcols), free(img), free(cols);
     }
     return CHECK_PASS;
 }
@@ -171,7 +171,7 @@ static int check_gemm_call(void) {
             printf("M=%d N=%d K=%d trans_a=%d trans_b=%d\n", M, N, K, ta, tb);
             return CHECK_FAIL;
         }
-        gpu_free(dA), gpu_free(dB), gpu_free(dC), free(A), free(B), free(C);
+        cuda_free(dA), cuda_free(dB), cuda_free(dC), free(A), free(B), free(C);
     }
     return CHECK_PASS;
 }
@@ -187,7 +187,8 @@ static int check_train_epoch_gpu(void) {
     rng_seed(&r1, 3, 0), rng_seed(&r2, 3, 0);
     cnn_init(&cpu, 1, 28, 28, 10, 32, &r1);
     cnn_init(&gpu, 1, 28, 28, 10, 32, &r2);
-    cnn_to_device(&gpu);
+    cnn_to_device(&gpu, DEVICE_CUDA);
+    gpu.layers = lesson_layers(); /* your kernels */
     Adam ca, ga;
     adam_init(&ca, &cpu.params, 1e-3f);
     adam_init(&ga, &gpu.params, 1e-3f);
@@ -198,7 +199,7 @@ static int check_train_epoch_gpu(void) {
     batch_init(&b1, 32, &train), batch_init(&b2, 32, &train);
     DeviceBatch d;
     lesson_device_batch_init(&d, 32, 28 * 28);
-    EpochResult want = train_epoch_cpu(&cpu, &ca, &train, &s1, &b1);
+    EpochResult want = cnn_train_epoch(&cpu, &ca, &train, &s1, &b1); /* lesson 01's loop */
     EpochResult got = train_epoch_gpu(&gpu, &ga, &train, &s2, &b2, &d);
     if (!expect_true(got.examples == 330, "train_epoch_gpu saw %d examples, expected 330 (the "
                      "short last batch too)", got.examples))
@@ -210,8 +211,8 @@ static int check_train_epoch_gpu(void) {
         return CHECK_FAIL;
     }
     for (int i = 0; i < cpu.params.count; i++) {
-        Tensor h = tensor_to(&gpu.params.items[i].value, DEVICE_CPU);
-        bool ok = expect_close(cpu.params.items[i].name, h.data, cpu.params.items[i].value.data,
+        Tensor h = tensor_to(&gpu.params.items[i]->value, DEVICE_CPU);
+        bool ok = expect_close(cpu.params.items[i]->name, h.data, cpu.params.items[i]->value.data,
                                h.size, 11 * 1e-3f, 0);
         tensor_free(&h);
         if (!ok) return CHECK_FAIL;

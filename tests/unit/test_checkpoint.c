@@ -17,7 +17,9 @@
 #include "core/check.h"
 #include "core/timer.h"
 #include "framework/check.h"
-#include "train/checkpoint.h"
+#include "core/rng.h"
+#include "train/checkpoint_store.h"
+#include "train/train_state.h"
 
 /* ------------------------------------------------------------ a state to save */
 
@@ -36,6 +38,7 @@ static void state_init(State *s, uint64_t seed, int shape0) {
     memset(s, 0, sizeof *s);
     params_add(&s->params, "conv.weight", 4, (int[]){shape0, 2, 3, 3});
     params_add(&s->params, "fc.bias", 1, (int[]){7});
+    params_allocate(&s->params);
     adam_init(&s->adam, &s->params, 0.01f);
     sgd_init(&s->sgd, &s->params, 0.1f, 0.9f, 0.0f);
     ckpt_add_params(&s->c, "model", &s->params);
@@ -43,12 +46,11 @@ static void state_init(State *s, uint64_t seed, int shape0) {
     ckpt_add_sgd(&s->c, &s->sgd, &s->params);
     ckpt_add_train_state(&s->c, &s->ts);
     ckpt_add_i64(&s->c, "extra.counter", &s->extra);
-    for (int i = 0; i < s->params.count; i++) {
-        fill_uniform(s->params.items[i].value.data, s->params.items[i].value.size, seed + i, -1, 1);
-        fill_uniform(s->adam.m[i].data, s->adam.m[i].size, seed + 10 + i, -1, 1);
-        fill_uniform(s->adam.v[i].data, s->adam.v[i].size, seed + 20 + i, 0, 1);
-        fill_uniform(s->sgd.buf[i].data, s->sgd.buf[i].size, seed + 30 + i, -1, 1);
-    }
+    const int64_t n = s->params.total;
+    fill_uniform(s->params.values.data, n, seed, -1, 1);
+    fill_uniform(s->adam.m.data, n, seed + 10, -1, 1);
+    fill_uniform(s->adam.v.data, n, seed + 20, 0, 1);
+    fill_uniform(s->sgd.buf.data, n, seed + 30, -1, 1);
     s->adam.step = (int64_t)seed;
     s->sgd.step = (int64_t)seed + 1;
     s->ts = (TrainState){.epoch = 3, .step = (int64_t)seed % 11, .global_step = (int64_t)seed * 7,
@@ -94,7 +96,7 @@ static int body_round_trip(const char *dir) {
     state_init(&b, 99, 4);
     /* floats that a careless text or double round trip would change */
     float special[] = {NAN, INFINITY, -INFINITY, -0.0f, 1e-45f, 3.4028235e38f, 0.1f};
-    memcpy(a.params.items[1].value.data, special, sizeof special);
+    memcpy(a.params.items[1]->value.data, special, sizeof special);
     char path[512];
     path_in(path, sizeof path, dir, "a.ckpt");
     CkptError err;
@@ -105,7 +107,7 @@ static int body_round_trip(const char *dir) {
                            ckpt_encoded_size(&a.c));
     ok = ok && expect_true(ckpt_load(&b.c, path, &err) == 0, "load: %s", err.msg);
     ok = ok && expect_true(state_hash(&a) == state_hash(&b), "the loaded state differs from the saved one");
-    ok = ok && expect_true(memcmp(a.params.items[1].value.data, b.params.items[1].value.data,
+    ok = ok && expect_true(memcmp(a.params.items[1]->value.data, b.params.items[1]->value.data,
                                   sizeof special) == 0, "NaN, inf, -0 or denormals changed");
     ok = ok && expect_true(isinf(b.ts.best_metric) && b.ts.best_metric < 0 && b.adam.step == 17 &&
                                b.sgd.step == 18 && b.extra == -17 && b.ts.rng_state == a.ts.rng_state,
@@ -224,6 +226,7 @@ static int check_mismatched(void) {
     memset(&fewer, 0, sizeof fewer);
     params_add(&fewer.params, "conv.weight", 4, (int[]){4, 2, 3, 3});
     params_add(&fewer.params, "fc.bias", 1, (int[]){7});
+    params_allocate(&fewer.params);
     adam_init(&fewer.adam, &fewer.params, 0.01f);
     ckpt_add_params(&fewer.c, "model", &fewer.params);
     ckpt_add_adam(&fewer.c, &fewer.adam, &fewer.params);
@@ -542,7 +545,7 @@ static int check_hash(void) {
     state_init(&b, 4, 4);
     ok = ok && expect_true(params_digest(&a.params) == params_digest(&b.params), "equal parameters, "
                            "different digests");
-    b.params.items[1].value.data[6] = nextafterf(b.params.items[1].value.data[6], 2.0f);
+    b.params.items[1]->value.data[6] = nextafterf(b.params.items[1]->value.data[6], 2.0f);
     ok = ok && expect_true(params_digest(&a.params) != params_digest(&b.params),
                            "one ulp in the last parameter: same digest");
     return ok ? CHECK_PASS : CHECK_FAIL;

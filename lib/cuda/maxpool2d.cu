@@ -1,7 +1,12 @@
 // Max pooling on the GPU, as lib/layers/maxpool2d.c: no padding, floor mode, the
 // first maximum wins a tie, argmax is the index within the H x W plane.
 #include "cuda_check.h"
+#include "launch.h"
+extern "C" {
+#include "core/check.h"
 #include "kernels.h"
+#include "layers/maxpool2d.h"
+}
 
 // One thread per output value.
 static __global__ void maxpool_forward_kernel(float *out, int *argmax, const float *in,
@@ -23,7 +28,7 @@ static __global__ void maxpool_forward_kernel(float *out, int *argmax, const flo
     }
 }
 
-extern "C" void cuda_maxpool_forward_raw(float *out, int *argmax, const float *in, int planes,
+static void maxpool_forward(float *out, int *argmax, const float *in, int planes,
                                          int H, int W, int kernel, int stride) {
     const int OH = (H - kernel) / stride + 1, OW = (W - kernel) / stride + 1;
     const int64_t total = (int64_t)planes * OH * OW;
@@ -45,11 +50,30 @@ static __global__ void maxpool_backward_kernel(float *din, const float *dout, co
         atomicAdd(&din[i / OHW * HW + argmax[i]], dout[i]);
 }
 
-extern "C" void cuda_maxpool_backward_raw(float *din, const float *dout, const int *argmax,
+static void maxpool_backward(float *din, const float *dout, const int *argmax,
                                           int planes, int HW, int OHW) {
     const int64_t total = (int64_t)planes * OHW;
     if (total == 0) return;
     maxpool_backward_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS>>>(
         din, dout, argmax, planes, HW, OHW);
     CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void cuda_maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel,
+                                       int stride) {
+    maxpool2d_check_forward(out, in, kernel, stride);
+    CHECK_ON_GPU(in);
+    CHECK_ON_GPU(out);
+    CHECK_DEVICE_POINTER(argmax);
+    maxpool_forward(out->data, argmax, in->data, in->shape[0] * in->shape[1], in->shape[2],
+                    in->shape[3], kernel, stride);
+}
+
+extern "C" void cuda_maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax) {
+    maxpool2d_check_backward(din, dout);
+    CHECK_ON_GPU(din);
+    CHECK_ON_GPU(dout);
+    CHECK_DEVICE_POINTER(argmax);
+    maxpool_backward(din->data, dout->data, argmax, din->shape[0] * din->shape[1],
+                     din->shape[2] * din->shape[3], dout->shape[2] * dout->shape[3]);
 }

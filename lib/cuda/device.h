@@ -1,40 +1,34 @@
 /* The GPU, from the host: start the CUDA backend, query devices, move memory.
  *
  * Every function here exists in every build. Where the library was built without
- * nvcc (make config says so), gpu_init() returns false and says why, and the
+ * nvcc (make config says so), cuda_init() returns false and says why, and the
  * functions that need a GPU stop with that message; so programs and tests compile
  * the same way everywhere and decide at run time. */
-#ifndef CUDA_GPU_H
-#define CUDA_GPU_H
+#ifndef CUDA_DEVICE_H
+#define CUDA_DEVICE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 /* True when this build contains the CUDA backend (nvcc was found). */
-bool gpu_built(void);
+bool cuda_built(void);
 
-/* Starts the backend on one device: the local rank (below) modulo the number of
- * visible devices. Registers DEVICE_CUDA tensors, creates the cuBLAS handle. Returns
- * false with the reason in why (no CUDA in this build, no driver, driver older than
- * the runtime, no device visible) instead of crashing. Safe to call again. */
-bool gpu_init(char *why, size_t why_cap);
+/* Starts the backend on one device: the local rank (dist/launcher.h) modulo the
+ * number of visible devices. Registers DEVICE_CUDA tensors, creates the cuBLAS handle.
+ * Returns false with the reason in why (no CUDA in this build, no driver, driver older
+ * than the runtime, no device visible) instead of crashing. Safe to call again. */
+bool cuda_init(char *why, size_t why_cap);
 
-/* gpu_init, or a user error (exit status 1) with the reason and what to do. */
-void gpu_require(void);
+/* cuda_init, or a user error (exit status 1) with the reason and what to do. */
+void cuda_require(void);
 
-/* The device gpu_init picked, or -1 before. */
-int gpu_current_device(void);
-
-/* This process's rank on its node, from the launcher's environment:
- * OMPI_COMM_WORLD_LOCAL_RANK (Open MPI), SLURM_LOCALID (srun), LOCAL_RANK
- * (torchrun style), in that order; 0 when none is set. A malformed value is a user
- * error. */
-int gpu_local_rank(void);
+/* The device cuda_init picked, or -1 before. */
+int cuda_current_device(void);
 
 /* The device for a local rank when `count` devices are visible: rank modulo count
  * (one process per GPU; when Slurm already restricts CUDA_VISIBLE_DEVICES to one
  * device per task, count is 1 and every rank takes device 0). */
-int gpu_pick_device(int local_rank, int count);
+int cuda_pick_device(int local_rank, int count);
 
 typedef struct {
     char name[256];
@@ -44,25 +38,25 @@ typedef struct {
     int clock_khz;             /* SM clock, 0 when the runtime does not say */
     int memory_clock_khz;      /* 0 when the runtime does not say */
     int bus_width_bits;        /* 0 when the runtime does not say */
-} GpuInfo;
+} CudaDeviceInfo;
 
 /* Number of visible devices; -1 with the reason in why when none can be counted. */
-int gpu_device_count(char *why, size_t why_cap);
-/* Properties of device `dev` (needs no gpu_init). */
-void gpu_device_info(int dev, GpuInfo *info);
+int cuda_device_count(char *why, size_t why_cap);
+/* Properties of device `dev` (needs no cuda_init). */
+void cuda_device_info(int dev, CudaDeviceInfo *info);
 
 /* Device memory and explicit copies (bytes); every call is checked. */
-void *gpu_malloc(size_t bytes);
-void gpu_free(void *p);
-void gpu_copy_to_device(void *dst, const void *src, size_t bytes);
-void gpu_copy_to_host(void *dst, const void *src, size_t bytes);
-void gpu_copy_on_device(void *dst, const void *src, size_t bytes);
+void *cuda_malloc(size_t bytes);
+void cuda_free(void *p);
+void cuda_copy_to_device(void *dst, const void *src, size_t bytes);
+void cuda_copy_to_host(void *dst, const void *src, size_t bytes);
+void cuda_copy_on_device(void *dst, const void *src, size_t bytes);
 /* Waits until the GPU has finished all work: before reading a clock, for example. */
-void gpu_sync(void);
+void cuda_sync(void);
 /* True when a kernel may read p: device or managed memory, or pinned host memory
  * (cudaMallocHost); false for ordinary host memory (malloc, the stack). For the raw
  * pointers the CUDA layers take (argmax, labels): a host pointer there is a
  * message, not an illegal address inside a kernel. */
-bool gpu_is_device_pointer(const void *p);
+bool cuda_is_device_pointer(const void *p);
 
 #endif

@@ -1,13 +1,15 @@
-/* The CUDA backend's start and its memory, in host C against the CUDA runtime. */
+/* The CUDA backend's start, its devices and its memory, in host C against the CUDA
+ * runtime (compiled in builds with CUDA; cuda_none.c stands in otherwise). */
 #ifdef HAVE_CUDA
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
 #include "core/check.h"
 #include "core/tensor.h"
-#include "gpu.h"
+#include "cuda_check.h"
+#include "device.h"
+#include "dist/launcher.h"
 #include "kernels.h"
 
 static int g_device = -1;
@@ -50,7 +52,7 @@ void cublas_fail_at(const char *file, int line, const char *call, int status) {
            cublasGetStatusName(s), cublasGetStatusString(s), call,
            s == CUBLAS_STATUS_INVALID_VALUE
                ? "a size or leading dimension is wrong: for a column-major m x k matrix, lda >= m"
-               : s == CUBLAS_STATUS_NOT_INITIALIZED ? "gpu_init() must run before cuBLAS calls"
+               : s == CUBLAS_STATUS_NOT_INITIALIZED ? "cuda_init() must run before cuBLAS calls"
                                                     : "check the arguments of the call");
 }
 
@@ -62,10 +64,10 @@ void cuda_check_launch_at(const char *file, int line) {
                      cudaGetErrorString(e));
 }
 
-bool gpu_built(void) { return true; }
-int gpu_current_device(void) { return g_device; }
+bool cuda_built(void) { return true; }
+int cuda_current_device(void) { return g_device; }
 
-int gpu_device_count(char *why, size_t why_cap) {
+int cuda_device_count(char *why, size_t why_cap) {
     int driver = 0, runtime = 0, n = 0;
     cudaRuntimeGetVersion(&runtime);
     cudaDriverGetVersion(&driver);
@@ -116,7 +118,7 @@ static int attribute(enum cudaDeviceAttr a, int dev) {
     return v;
 }
 
-void gpu_device_info(int dev, GpuInfo *info) {
+void cuda_device_info(int dev, CudaDeviceInfo *info) {
     memset(info, 0, sizeof *info);
     struct cudaDeviceProp p;
     CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
@@ -139,35 +141,42 @@ void gpu_device_info(int dev, GpuInfo *info) {
 /* ---------------------------------------------------------------- memory */
 
 static void require_started(const char *what) {
-    CHECK(g_device >= 0, "%s before gpu_init(): start the CUDA backend first", what);
+    CHECK(g_device >= 0, "%s before cuda_init(): start the CUDA backend first", what);
 }
 
-void *gpu_malloc(size_t bytes) {
-    require_started("gpu_malloc");
+void *cuda_malloc(size_t bytes) {
+    require_started("cuda_malloc");
     void *p = NULL;
     CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
     return p;
 }
 
-void gpu_free(void *p) {
+void cuda_free(void *p) {
     if (p) CUDA_CHECK(cudaFree(p));
 }
 
-void gpu_copy_to_device(void *dst, const void *src, size_t bytes) {
+void cuda_copy_to_device(void *dst, const void *src, size_t bytes) {
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
 
-void gpu_copy_to_host(void *dst, const void *src, size_t bytes) {
+void cuda_copy_to_host(void *dst, const void *src, size_t bytes) {
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 
-void gpu_copy_on_device(void *dst, const void *src, size_t bytes) {
+void cuda_copy_on_device(void *dst, const void *src, size_t bytes) {
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
 }
 
-void gpu_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
+void cuda_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
 
-bool gpu_is_device_pointer(const void *p) {
+void cuda_check_device_pointer_at(const char *file, int line, const char *name, const void *p) {
+    if (!cuda_is_device_pointer(p))
+        die_at(file, line, "%s (%p) is not GPU memory: allocate it with cuda_malloc or "
+               "device_alloc(DEVICE_CUDA, ...) (a host pointer would make the kernel fail with "
+               "an illegal address)", name, p);
+}
+
+bool cuda_is_device_pointer(const void *p) {
     struct cudaPointerAttributes a;
     if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         cudaGetLastError(); /* older runtimes call a host pointer an error: clear it */
@@ -177,7 +186,7 @@ bool gpu_is_device_pointer(const void *p) {
            a.type == cudaMemoryTypeHost;
 }
 
-cublasHandle_t gpu_cublas(void) {
+cublasHandle_t cuda_cublas(void) {
     require_started("a cuBLAS call");
     return g_cublas;
 }
@@ -185,7 +194,7 @@ cublasHandle_t gpu_cublas(void) {
 /* ---------------------------------------------------------------- tensors */
 
 static void *tensor_alloc(size_t bytes) {
-    void *p = gpu_malloc(bytes);
+    void *p = cuda_malloc(bytes);
     CUDA_CHECK(cudaMemset(p, 0, bytes));
     return p;
 }
@@ -197,16 +206,16 @@ static void tensor_copy_bytes(void *dst, Device dd, const void *src, Device sd, 
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
 }
 
-static const TensorDeviceOps CUDA_TENSORS = {"CUDA", tensor_alloc, gpu_free, cuda_fill_raw,
+static const TensorDeviceOps CUDA_TENSORS = {"CUDA", tensor_alloc, cuda_free, cuda_fill,
                                              tensor_copy_bytes};
 
 /* ---------------------------------------------------------------- start */
 
-bool gpu_init(char *why, size_t why_cap) {
+bool cuda_init(char *why, size_t why_cap) {
     if (g_device >= 0) return true;
-    int count = gpu_device_count(why, why_cap);
+    int count = cuda_device_count(why, why_cap);
     if (count < 1) return false;
-    int dev = gpu_pick_device(gpu_local_rank(), count);
+    int dev = cuda_pick_device(launcher_local_rank(), count);
     cudaError_t e = cudaSetDevice(dev);
     if (e == cudaSuccess) e = cudaFree(NULL); /* creates the context now, not at first use */
     if (e != cudaSuccess) {

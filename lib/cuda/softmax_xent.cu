@@ -1,0 +1,104 @@
+// Softmax cross-entropy on the GPU, as lib/layers/softmax_xent.c: one thread per
+// row (a row is one example's few class scores), the same float/double steps.
+#include <math.h>
+
+#include "cuda_check.h"
+#include "launch.h"
+extern "C" {
+#include "core/check.h"
+#include "cuda/device.h"
+#include "kernels.h"
+#include "layers/softmax_xent.h"
+}
+
+static __global__ void softmax_xent_kernel(double *row_loss, int *bad_row, float *dlogits,
+                                           const float *logits, const int *labels, int N, int K) {
+    for (int n = blockIdx.x * blockDim.x + threadIdx.x; n < N; n += gridDim.x * blockDim.x) {
+        const float *z = logits + (int64_t)n * K;
+        const int y = labels[n];
+        if (y < 0 || y >= K) {
+            row_loss[n] = __longlong_as_double(0x7ff8000000000000LL); // NaN
+            atomicMin(bad_row, n);
+            continue;
+        }
+        float zmax = z[0];
+        for (int j = 1; j < K; j++) zmax = z[j] > zmax ? z[j] : zmax;
+        double sum = 0.0;
+        for (int j = 0; j < K; j++) sum += exp((double)(z[j] - zmax));
+        row_loss[n] = log(sum) + zmax - z[y];
+        if (dlogits) {
+            float *dz = dlogits + (int64_t)n * K;
+            for (int j = 0; j < K; j++) {
+                float p = (float)(exp((double)(z[j] - zmax)) / sum);
+                dz[j] += (p - (j == y ? 1.0f : 0.0f)) / (float)N;
+            }
+        }
+    }
+}
+
+static void softmax_xent(double *row_loss, int *bad_row, float *dlogits, const float *logits,
+                         const int *labels, int N, int K) {
+    softmax_xent_kernel<<<cuda_blocks_for(N, CUDA_THREADS), CUDA_THREADS>>>(
+        row_loss, bad_row, dlogits, logits, labels, N, K);
+    CUDA_CHECK_LAUNCH();
+}
+
+// Per-row losses and the bad-row flag on the device, kept between calls: a
+// cudaMalloc/cudaFree pair every step would synchronise the GPU twice more.
+static double *g_row_loss;
+static int *g_bad_row;
+static double *g_host_loss;
+static int g_rows;
+
+static void loss_buffers(int N) {
+    if (N <= g_rows) return;
+    cuda_free(g_row_loss);
+    cuda_free(g_bad_row);
+    xfree(g_host_loss);
+    g_row_loss = (double *)cuda_malloc((size_t)N * sizeof(double));
+    g_bad_row = (int *)cuda_malloc(sizeof(int));
+    g_host_loss = (double *)xmalloc((size_t)N * sizeof(double));
+    g_rows = N;
+}
+
+extern "C" float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits,
+                                            const int *labels) {
+    CHECK_SHAPE(logits, -1, -1);
+    CHECK_ON_GPU(logits);
+    CHECK_ON_GPU(dlogits);
+    const int N = logits->shape[0], K = logits->shape[1];
+    if (dlogits) CHECK_SAME_SHAPE(dlogits, logits);
+    if (N == 0) return NAN; // as the CPU's 0 / 0; and no buffers of 0 rows to launch on
+    CHECK_DEVICE_POINTER(labels);
+    loss_buffers(N);
+    cuda_copy_to_device(g_bad_row, &N, sizeof(int)); // no bad row yet
+    softmax_xent(g_row_loss, g_bad_row, dlogits ? dlogits->data : NULL, logits->data, labels, N, K);
+    int bad_row = N;
+    cuda_copy_to_host(g_host_loss, g_row_loss, (size_t)N * sizeof(double)); // waits for the kernel
+    cuda_copy_to_host(&bad_row, g_bad_row, sizeof(int));
+    if (bad_row < N) {
+        int label = -1;
+        cuda_copy_to_host(&label, labels + bad_row, sizeof(int));
+        CHECK(false, "label %d of row %d outside 0..%d", label, bad_row, K - 1);
+    }
+    double total = 0.0;
+    for (int n = 0; n < N; n++) total += g_host_loss[n]; // in row order, as on the CPU
+    return (float)(total / N);
+}
+
+// Evaluation only, a few rows at a time: the logits and labels come to the host and
+// the CPU counts (the same ties rule, no kernel to keep in step with it).
+extern "C" int cuda_count_correct(const Tensor *logits, const int *labels) {
+    CHECK_SHAPE(logits, -1, -1);
+    CHECK_ON_GPU(logits);
+    const int N = logits->shape[0];
+    if (N == 0) return 0;
+    CHECK_DEVICE_POINTER(labels);
+    Tensor host = tensor_to(logits, DEVICE_CPU);
+    int *host_labels = (int *)xmalloc((size_t)N * sizeof(int));
+    cuda_copy_to_host(host_labels, labels, (size_t)N * sizeof(int));
+    int correct = count_correct(&host, host_labels);
+    xfree(host_labels);
+    tensor_free(&host);
+    return correct;
+}

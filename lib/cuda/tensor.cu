@@ -1,0 +1,13 @@
+// The device side of core/tensor.c: filling GPU memory (tensor_fill on a CUDA tensor).
+#include "cuda_check.h"
+#include "launch.h"
+
+static __global__ void fill_kernel(float *x, int64_t n, float value) {
+    GRID_STRIDE_LOOP(i, n) x[i] = value;
+}
+
+extern "C" void cuda_fill(float *x, int64_t n, float value) {
+    if (n == 0) return;
+    fill_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(x, n, value);
+    CUDA_CHECK_LAUNCH();
+}

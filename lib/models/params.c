@@ -1,0 +1,86 @@
+#include "params.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/check.h"
+
+Param *params_add(ParamList *list, const char *name, int ndim, const int *shape) {
+    CHECK(list->values.data == NULL, "parameter '%s' added after params_allocate: add every "
+          "parameter first", name);
+    CHECK(strlen(name) < PARAM_NAME_MAX, "parameter name '%s' too long", name);
+    CHECK(!params_find(list, name), "parameter '%s' added twice", name);
+    CHECK(ndim >= 1 && ndim <= TENSOR_MAX_DIMS, "parameter '%s' with %d dimensions", name, ndim);
+    if (list->count == list->capacity) {
+        int cap = list->capacity ? 2 * list->capacity : 16;
+        Param **items = xcalloc((size_t)cap, sizeof *items);
+        if (list->count) memcpy(items, list->items, (size_t)list->count * sizeof *items);
+        xfree(list->items);
+        list->items = items;
+        list->capacity = cap;
+    }
+    Param *p = xcalloc(1, sizeof *p); /* its own allocation: the address never changes */
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->value.ndim = p->grad.ndim = ndim;
+    int64_t size = 1;
+    for (int i = 0; i < ndim; i++) {
+        CHECK(shape[i] > 0, "parameter '%s': dimension %d is %d", name, i, shape[i]);
+        p->value.shape[i] = p->grad.shape[i] = shape[i];
+        size *= shape[i];
+    }
+    p->value.size = p->grad.size = size;
+    p->offset = list->total;
+    list->total += size;
+    list->items[list->count++] = p;
+    return p;
+}
+
+/* Points every parameter's value and grad at its place in the two buffers. */
+static void point_views(ParamList *list) {
+    for (int i = 0; i < list->count; i++) {
+        Param *p = list->items[i];
+        p->value.data = list->values.data + p->offset;
+        p->grad.data = list->grads.data + p->offset;
+        p->value.device = p->grad.device = list->values.device;
+    }
+}
+
+void params_allocate(ParamList *list) {
+    CHECK(list->count > 0, "params_allocate of an empty list");
+    CHECK(list->values.data == NULL, "params_allocate called twice");
+    CHECK(list->total <= INT32_MAX, "%lld parameters do not fit one tensor dimension",
+          (long long)list->total);
+    list->values = tensor_zeros(1, (int)list->total);
+    list->grads = tensor_zeros(1, (int)list->total);
+    point_views(list);
+}
+
+Param *params_find(ParamList *list, const char *name) {
+    for (int i = 0; i < list->count; i++)
+        if (strcmp(list->items[i]->name, name) == 0) return list->items[i];
+    return NULL;
+}
+
+void params_zero_grad(ParamList *list) { tensor_fill(&list->grads, 0.0f); }
+
+int64_t params_count(const ParamList *list) { return list->total; }
+
+void params_to_device(ParamList *list, Device device) {
+    CHECK(list->values.data != NULL, "params_to_device before params_allocate");
+    if (list->values.device == device) return;
+    Tensor values = tensor_to(&list->values, device);
+    Tensor grads = tensor_zeros_like(&values);
+    tensor_free(&list->values);
+    tensor_free(&list->grads);
+    list->values = values;
+    list->grads = grads;
+    point_views(list);
+}
+
+void params_free(ParamList *list) {
+    tensor_free(&list->values);
+    tensor_free(&list->grads);
+    for (int i = 0; i < list->count; i++) xfree(list->items[i]);
+    xfree(list->items);
+    memset(list, 0, sizeof *list);
+}

@@ -1,0 +1,50 @@
+/* A model's parameters and their gradients as one named list (a "state dict"),
+ * stored in two flat buffers: every parameter one after the other in `values`, every
+ * gradient at the same offset in `grads`. Each Param is a named view into them.
+ *
+ *   ParamList list = {0};
+ *   Param *w = params_add(&list, "fc.weight", 2, (int[]){50, 1200});
+ *   Param *b = params_add(&list, "fc.bias", 1, (int[]){50});
+ *   params_allocate(&list);          // one buffer each for values and grads (CPU)
+ *   ... w->value, b->grad ...         // [50, 1200], [50]: views into the buffers
+ *   params_to_device(&list, DEVICE_CUDA);   // both buffers move; the views follow
+ *
+ * So an optimiser step is one loop (or one kernel) over `values` and `grads`, the
+ * gradient all-reduce is one call (or a few buckets) over `grads`, and the checkpoint
+ * and a pipeline stage each walk one buffer. Names follow PyTorch's state_dict
+ * ("conv1.weight", "fc2.bias"). Param pointers stay valid until params_free. */
+#ifndef MODELS_PARAMS_H
+#define MODELS_PARAMS_H
+
+#include <stdint.h>
+
+#include "core/tensor.h"
+
+enum { PARAM_NAME_MAX = 64 };
+
+typedef struct {
+    char name[PARAM_NAME_MAX];
+    Tensor value;   /* its shape, a view into the list's values (no data before allocation) */
+    Tensor grad;    /* the same shape, a view into grads; backward passes add into it */
+    int64_t offset; /* where it starts in values and in grads */
+} Param;
+
+typedef struct {
+    Param **items;        /* count parameters, in the order they were added */
+    int count, capacity;
+    int64_t total;        /* scalars in all of them */
+    Tensor values, grads; /* [total] each, after params_allocate */
+} ParamList;
+
+/* Declares a parameter of the given shape (before params_allocate); returns it. */
+Param *params_add(ParamList *list, const char *name, int ndim, const int *shape);
+/* One zero-filled buffer for the values and one for the gradients, on the CPU. */
+void params_allocate(ParamList *list);
+Param *params_find(ParamList *list, const char *name);
+void params_zero_grad(ParamList *list);      /* one fill of the grads buffer */
+int64_t params_count(const ParamList *list); /* number of scalars */
+/* Moves both buffers to `device` (the values are copied, the gradients zeroed). */
+void params_to_device(ParamList *list, Device device);
+void params_free(ParamList *list);
+
+#endif

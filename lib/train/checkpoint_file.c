@@ -1,0 +1,150 @@
+/* Checkpoint files on disk: the atomic write and reading back. The format itself is
+ * in checkpoint.c, a run's directory in checkpoint_store.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/check.h"
+#include "train/checkpoint_file.h"
+
+/* ------------------------------------------------------------ writing */
+
+static int g_write_calls; /* for the COURSE_CKPT_STALL test hook */
+
+static int write_loop(int fd, const uint8_t *p, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (n == 0) { /* no progress and no error: treat as a full disk */
+            errno = ENOSPC;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int ckpt_write_all(int fd, const void *buf, size_t len) {
+    const char *hook = getenv("COURSE_CKPT_STALL");
+    if (hook && *hook && ++g_write_calls == atoi(hook) && len >= 2) {
+        write_loop(fd, buf, len / 2);
+        fprintf(stderr, "COURSE_CKPT_STALL: write %d stopped after %zu of %zu bytes (test hook); "
+                        "waiting to be killed\n", g_write_calls, len / 2, len);
+        fflush(stderr);
+        for (;;) pause();
+    }
+    return write_loop(fd, buf, len);
+}
+
+/* fsync of the directory makes the rename itself durable. File systems that cannot
+ * sync a directory say EINVAL (or EROFS, ENOTSUP): nothing more can be done there. */
+static int sync_dir_of(const char *path, CkptError *err) {
+    char dir[CKPT_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return ckpt_error(err, "cannot open directory %s to sync it: %s", dir, strerror(errno));
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && e != EINVAL && e != EROFS && e != ENOTSUP)
+        return ckpt_error(err, "fsync of directory %s failed: %s", dir, strerror(e));
+    return 0;
+}
+
+int ckpt_write_atomic(const char *path, const uint8_t *buf, size_t len, CkptError *err) {
+    char tmp[CKPT_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return ckpt_error(err, "cannot create %s: %s (is the checkpoint directory writable?)", tmp,
+                          strerror(errno));
+    if (ckpt_write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return ckpt_error(err, "writing %s failed: %s (disk full or over quota? free space, or use "
+                               "another --checkpoint-dir); %s is unchanged", tmp, strerror(e), path);
+    }
+    if (close(fd) != 0) { /* network file systems may report write errors only here */
+        int e = errno;
+        unlink(tmp);
+        return ckpt_error(err, "writing %s failed at close: %s; %s is unchanged", tmp, strerror(e), path);
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return ckpt_error(err, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    return sync_dir_of(path, err);
+}
+
+int ckpt_save(const Checkpoint *c, const char *path, CkptError *err) {
+    uint8_t *buf;
+    size_t len;
+    ckpt_encode(c, &buf, &len);
+    int rc = ckpt_write_atomic(path, buf, len, err);
+    xfree(buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------ reading */
+
+int ckpt_read_file(const char *path, uint8_t **buf, size_t *len, CkptError *err) {
+    *buf = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ckpt_error(err, "cannot open checkpoint %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return ckpt_error(err, "checkpoint %s is not a regular file", path);
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *b = malloc(size ? size : 1);
+    if (!b) {
+        close(fd);
+        return ckpt_error(err, "checkpoint %s: cannot allocate %zu bytes to read it", path, size);
+    }
+    size_t got = 0;
+    while (got < size) { /* the file may shrink while we read: stop at its end */
+        ssize_t n = read(fd, b + got, size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            free(b);
+            return ckpt_error(err, "reading checkpoint %s failed: %s", path, strerror(e));
+        }
+        if (n == 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    *buf = b; /* plain malloc: xfree is free, and a failure here is an error, not an exit */
+    *len = got;
+    return 0;
+}
+
+int ckpt_load(const Checkpoint *c, const char *path, CkptError *err) {
+    uint8_t *buf;
+    size_t len;
+    if (ckpt_read_file(path, &buf, &len, err) != 0) return -1;
+    int rc = ckpt_decode(c, buf, len, path, err);
+    xfree(buf);
+    return rc;
+}
+
+void ckpt_load_or_die(const Checkpoint *c, const char *path) {
+    CkptError err;
+    if (ckpt_load(c, path, &err) != 0) fatal("%s", err.msg);
+}

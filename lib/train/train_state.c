@@ -1,0 +1,17 @@
+#include "train_state.h"
+
+void ckpt_add_train_state(Checkpoint *c, TrainState *s) {
+    ckpt_add_i64(c, "train.epoch", &s->epoch);
+    ckpt_add_i64(c, "train.step", &s->step);
+    ckpt_add_i64(c, "train.global_step", &s->global_step);
+    ckpt_add_u64(c, "rng.state", &s->rng_state);
+    ckpt_add_u64(c, "rng.inc", &s->rng_inc);
+    ckpt_add_u64(c, "sampler.seed", &s->sampler_seed);
+    ckpt_add_i64(c, "sampler.epoch", &s->sampler_epoch);
+    ckpt_add_i64(c, "sampler.position", &s->sampler_position);
+    ckpt_add_i64(c, "sampler.count", &s->sampler_count);
+    ckpt_add_f64(c, "train.loss_sum", &s->loss_sum);
+    ckpt_add_i64(c, "train.examples", &s->examples);
+    ckpt_add_f64(c, "best.metric", &s->best_metric);
+    ckpt_add_i64(c, "best.epoch", &s->best_epoch);
+}

@@ -1,0 +1,26 @@
+/* Where a training loop is, beyond model and optimiser: what a checkpoint needs to
+ * continue a run exactly (epoch, step, RNG, sampler position, running sums, best). */
+#ifndef TRAIN_TRAIN_STATE_H
+#define TRAIN_TRAIN_STATE_H
+
+#include <stdint.h>
+
+#include "train/checkpoint.h"
+
+typedef struct {
+    int64_t epoch;            /* the epoch in progress, from 1 */
+    int64_t step;             /* steps done in that epoch */
+    int64_t global_step;      /* steps done in all epochs */
+    uint64_t rng_state, rng_inc; /* the training Rng (augmentation, dropout) */
+    uint64_t sampler_seed;    /* the sampler's order is rebuilt from seed and epoch */
+    int64_t sampler_epoch, sampler_position, sampler_count;
+    double loss_sum;          /* running sums of the epoch in progress, so its */
+    int64_t examples;         /* printed mean loss covers every step */
+    double best_metric;       /* best evaluation so far (-INFINITY: none yet) */
+    int64_t best_epoch;
+} TrainState;
+
+/* train.epoch, train.step, ..., rng.state, sampler.position, best.metric ... */
+void ckpt_add_train_state(Checkpoint *c, TrainState *s);
+
+#endif
