@@ -31,6 +31,10 @@ HAVE_BLAS  := $(call try_link,$(HASH)include <cblas.h>,$(BLAS_FLAGS))
 HAVE_ZLIB  := $(call try_link,$(HASH)include <zlib.h>,-lz)
 HAVE_STB   := $(call try_link,$(HASH)include <stb/stb_image.h>,)
 HAVE_MPI   := $(shell command -v mpicc >/dev/null 2>&1 && echo yes)
+# Open MPI's flags from its compiler wrapper: lib/dist/dist_mpi.c is compiled with them,
+# and programs link libmpi (--as-needed: only those that call it load it).
+MPI_CFLAGS := $(if $(HAVE_MPI),$(shell mpicc --showme:compile 2>/dev/null))
+MPI_LIBS   := $(if $(HAVE_MPI),$(shell mpicc --showme:link 2>/dev/null))
 HAVE_UNIFDEF := $(shell command -v unifdef >/dev/null 2>&1 && echo yes)
 # Debian ships the files gzipped: usable only with zlib.
 HAVE_FMNIST := $(and $(HAVE_ZLIB),$(shell test -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz && echo yes))
@@ -53,11 +57,25 @@ CUDA_GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)
 NVCCFLAGS = -std=c++17 -O3 $(CUDA_GENCODE) -Ilib -Itests -DHAVE_CUDA \
             -Xcompiler -Wall,-Wextra,-fopenmp $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror)
 
+# NCCL (GPU collectives): in the CUDA toolkit on these machines, or NVIDIA's HPC SDK.
+HAVE_NCCL := $(if $(HAVE_CUDA),$(shell test -r $(CUDA_HOME)/include/nccl.h && \
+               ls $(CUDA_HOME)/lib64/libnccl.so* >/dev/null 2>&1 && echo yes))
+
 ifeq ($(HAVE_CUDA),yes)
   CFLAGS += -DHAVE_CUDA -isystem $(CUDA_HOME)/include
   # --as-needed: programs that never touch the GPU do not load the CUDA libraries
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
             -Wl,--push-state,--as-needed -lcublas -lcudart -lstdc++ -Wl,--pop-state
+endif
+
+ifeq ($(HAVE_NCCL),yes)
+  CFLAGS += -DHAVE_NCCL
+  NVCCFLAGS += -DHAVE_NCCL
+  LDLIBS += -Wl,--push-state,--as-needed -lnccl -Wl,--pop-state
+endif
+ifeq ($(HAVE_MPI),yes)
+  CFLAGS += -DHAVE_MPI
+  LDLIBS += -Wl,--push-state,--as-needed $(MPI_LIBS) -Wl,--pop-state
 endif
 
 ifeq ($(HAVE_BLAS),yes)
@@ -78,7 +96,8 @@ optional parts:
   OpenBLAS (cblas)  $(call found,$(HAVE_BLAS)) $(if $(HAVE_BLAS),GEMM through OpenBLAS,GEMM uses the library's own blocked code (slower))
   zlib              $(call found,$(HAVE_ZLIB)) $(if $(HAVE_ZLIB),reads .gz data sets,only uncompressed IDX files can be read)
   stb_image         $(call found,$(HAVE_STB)) $(if $(HAVE_STB),reads image folders (PNG, JPEG, BMP...),no --dataset folder (images in class folders))
-  Open MPI          $(call found,$(HAVE_MPI)) $(if $(HAVE_MPI),mpicc is there for the multi-rank lessons,no multi-rank lessons (06, 07))
+  Open MPI          $(call found,$(HAVE_MPI)) $(if $(HAVE_MPI),the mpi backend of lib/dist: CPU ranks for lessons 06 and 07,no CPU ranks: lessons 06 and 07 run one process)
+  NCCL              $(call found,$(HAVE_NCCL)) $(if $(HAVE_NCCL),the nccl backend of lib/dist: GPU collectives,no nccl backend: GPU ranks cannot talk (mpi moves host copies only))
   Fashion-MNIST     $(call found,$(HAVE_FMNIST)) $(if $(HAVE_FMNIST),/usr/share/datasets/fashion-mnist,demo trains on the synthetic set instead)
   unifdef           $(call found,$(HAVE_UNIFDEF)) $(if $(HAVE_UNIFDEF),make lessons can regenerate lessons/,make lessons and its sync check cannot run)
   PyTorch (python3) $(call found,$(HAVE_TORCH)) $(if $(HAVE_TORCH),make bench compares with PyTorch,make bench runs without the PyTorch column)
@@ -109,6 +128,9 @@ $(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
+# lib/dist's MPI backend needs MPI's headers; nothing else does.
+$(BUILD)/obj/lib/dist/dist_mpi.o: CFLAGS += $(MPI_CFLAGS)
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -122,6 +144,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(FRAMEWORK_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 $(BUILD)/tests/test_gpu_%: $(BUILD)/obj/tests/gpu/test_gpu_%.o $(FRAMEWORK_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
+# tests/dist/: programs that mpirun starts as several ranks (tests/dist/run.sh)
+DIST_TEST_BIN := $(if $(HAVE_MPI),$(BUILD)/tests/dist/test_collectives)
+$(BUILD)/tests/dist/%: $(BUILD)/obj/tests/dist/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 
@@ -187,7 +215,7 @@ $(BUILD)/bench/bench_gpu: $(BUILD)/obj/bench/bench_gpu.o $(LIB)
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
         lessons check-lessons-sync bench check-gpu bench-gpu clean slides
 
-all: config $(LIB) $(UNIT_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_GPU_BIN) ## build the library, tests, lessons, solutions and benchmark
+all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_GPU_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile mk/*.mk | sed -E 's/:.*## /\t/' | \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything `make test` runs, in order, then one total:
 #   1. the library's unit tests
-#   1b. make check-gpu: CUDA against CPU (every check skips where there is no GPU)
+#   1b. lib/dist with 2 and 3 ranks under mpirun, and the faults that must end a job
+#   1c. make check-gpu: CUDA against CPU (every check skips where there is no GPU)
 #   2. every solution's grader (all checks must pass)
 #   3. every stub's grader (every TODO check must fail)
 #   4. lessons/ and solutions/ in sync with course/
@@ -45,6 +46,7 @@ sync_check() {
 }
 
 tally "unit tests" tests/run-suites.sh "$build"/tests/test_*
+tally "lib/dist with several ranks (mpirun)" tests/dist/run.sh "$build"
 tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
 tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"

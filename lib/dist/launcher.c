@@ -1,23 +1,103 @@
 #include "launcher.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/check.h"
+
+/* The variable as a number in [lo, hi]; `fallback` when it is not set. */
+static int env_int(const char *name, int lo, int hi, int fallback) {
+    const char *v = getenv(name);
+    if (!v || !*v) return fallback;
+    char *end;
+    errno = 0;
+    long r = strtol(v, &end, 10);
+    if (errno || *end || r < lo || r > hi)
+        fatal("%s=\"%s\" is not a number from %d to %d: unset it or fix the job script", name, v,
+              lo, hi);
+    return (int)r;
+}
+
+static bool set(const char *name) {
+    const char *v = getenv(name);
+    return v && *v;
+}
 
 int launcher_local_rank(void) {
     static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK",
                                  "MPI_LOCALRANKID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (!v || !*v) continue;
-        char *end;
-        errno = 0;
-        long r = strtol(v, &end, 10);
-        if (errno || *end || r < 0 || r > 65535)
-            fatal("%s=\"%s\" is not a local rank (a number from 0): unset it or fix the job "
-                  "script", vars[i], v);
-        return (int)r;
-    }
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (set(vars[i])) return env_int(vars[i], 0, 65535, 0);
     return 0;
+}
+
+bool launcher_first_node(const char *list, char *out, int cap) {
+    /* the first entry: up to a ',' outside brackets */
+    int n = 0, depth = 0;
+    for (; list[n] && !(list[n] == ',' && depth == 0); n++) {
+        if (list[n] == '[') depth++;
+        if (list[n] == ']' && --depth < 0) return false;
+    }
+    if (n == 0 || depth != 0) return false;
+    const char *open = memchr(list, '[', (size_t)n);
+    int len;
+    if (!open) {
+        len = snprintf(out, (size_t)cap, "%.*s", n, list);
+    } else { /* prefix, then the first number of the range as written (zero padding kept) */
+        const char *d = open + 1;
+        int digits = 0;
+        while (isdigit((unsigned char)d[digits])) digits++;
+        if (digits == 0) return false;
+        const char *close = memchr(open, ']', (size_t)(list + n - open));
+        len = snprintf(out, (size_t)cap, "%.*s%.*s%.*s", (int)(open - list), list, digits, d,
+                       (int)(list + n - close - 1), close + 1);
+    }
+    return len > 0 && len < cap;
+}
+
+/* MASTER_ADDR and MASTER_PORT, else the first node of the job and a port from its id
+ * (29500 + job id mod 1000, as many sites' torchrun recipes do, so that two jobs on
+ * one node rarely collide). */
+static void master(Launch *l) {
+    const char *addr = getenv("MASTER_ADDR");
+    const char *nodes = getenv("SLURM_STEP_NODELIST");
+    if (!nodes || !*nodes) nodes = getenv("SLURM_JOB_NODELIST");
+    if (addr && *addr) snprintf(l->master_addr, sizeof l->master_addr, "%s", addr);
+    else if (nodes && *nodes && !launcher_first_node(nodes, l->master_addr, sizeof l->master_addr))
+        fatal("cannot read the first node of the Slurm node list \"%s\": set MASTER_ADDR", nodes);
+    int job = env_int("SLURM_JOB_ID", 0, 2147483647, -1);
+    l->master_port = env_int("MASTER_PORT", 1, 65535, job >= 0 ? 29500 + job % 1000 : 0);
+}
+
+Launch launcher_read(void) {
+    Launch l = {.rank = 0, .world_size = 1, .local_rank = 0};
+    snprintf(l.name, sizeof l.name, "none");
+    if (set("OMPI_COMM_WORLD_SIZE")) {
+        l.world_size = env_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, 1);
+        l.rank = env_int("OMPI_COMM_WORLD_RANK", 0, l.world_size - 1, 0);
+        l.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, l.world_size - 1, 0);
+        l.local_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, l.world_size, 0);
+        l.by_mpi = true;
+        snprintf(l.name, sizeof l.name, "mpirun");
+    } else if (set("SLURM_STEP_NUM_TASKS") && set("SLURM_PROCID")) {
+        l.world_size = env_int("SLURM_STEP_NUM_TASKS", 1, 1 << 20, 1);
+        l.rank = env_int("SLURM_PROCID", 0, l.world_size - 1, 0);
+        l.local_rank = env_int("SLURM_LOCALID", 0, l.world_size - 1, 0);
+        l.nodes = env_int("SLURM_STEP_NUM_NODES", 1, l.world_size, 0);
+        l.by_mpi = set("PMIX_RANK") || set("PMI_RANK");
+        snprintf(l.name, sizeof l.name, l.by_mpi ? "srun --mpi=pmix" : "srun");
+    } else if (set("WORLD_SIZE") || set("RANK")) {
+        if (!set("WORLD_SIZE") || !set("RANK"))
+            fatal("RANK and WORLD_SIZE must be set together (torchrun style), or neither");
+        l.world_size = env_int("WORLD_SIZE", 1, 1 << 20, 1);
+        l.rank = env_int("RANK", 0, l.world_size - 1, 0);
+        l.local_rank = env_int("LOCAL_RANK", 0, l.world_size - 1, 0);
+        l.local_size = env_int("LOCAL_WORLD_SIZE", 1, l.world_size, 0);
+        snprintf(l.name, sizeof l.name, "torchrun-style");
+    }
+    master(&l);
+    return l;
 }

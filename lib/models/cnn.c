@@ -153,18 +153,23 @@ void cnn_backward(Cnn *m, const Tensor *images) {
     Tensor *clear[] = {&d.conv1, &d.pool1, &d.relu1, &d.conv2, &d.pool2, &d.relu2, &d.fc1, &d.relu3};
     for (size_t i = 0; i < sizeof clear / sizeof clear[0]; i++) tensor_fill(clear[i], 0.0f);
 
+    const ParamList *p = &m->params; /* each layer done: its gradients are final */
     l->linear_backward(&d.relu3, &m->fc2_w->grad, &m->fc2_b->grad, &d.logits, &a.relu3, &m->fc2_w->value);
+    params_grad_ready(p, m->fc2_w), params_grad_ready(p, m->fc2_b);
     l->relu_backward(&d.fc1, &d.relu3, &a.relu3);
     l->linear_backward(&d.flat, &m->fc1_w->grad, &m->fc1_b->grad, &d.fc1, &a.flat, &m->fc1_w->value);
+    params_grad_ready(p, m->fc1_w), params_grad_ready(p, m->fc1_b);
     l->relu_backward(&d.pool2, &d.relu2, &a.relu2);
     l->maxpool2d_backward(&d.conv2, &d.pool2, m->pool2_arg);
     l->conv2d_backward(&d.relu1, &m->conv2_w->grad, &m->conv2_b->grad, &d.conv2, &a.relu1,
                        &m->conv2_w->value, 1, 0);
+    params_grad_ready(p, m->conv2_w), params_grad_ready(p, m->conv2_b);
     l->relu_backward(&d.pool1, &d.relu1, &a.relu1);
     l->maxpool2d_backward(&d.conv1, &d.pool1, m->pool1_arg);
     /* the images need no gradient: NULL skips the first layer's input gradient */
     l->conv2d_backward(NULL, &m->conv1_w->grad, &m->conv1_b->grad, &d.conv1, images,
                        &m->conv1_w->value, 1, 0);
+    params_grad_ready(p, m->conv1_w), params_grad_ready(p, m->conv1_b);
 }
 
 static double conv_macs(const Param *w, const Tensor *out) {

@@ -29,11 +29,17 @@ typedef struct {
     int64_t offset; /* where it starts in values and in grads */
 } Param;
 
+/* Told by a model's backward as soon as a parameter's gradient is final: data-parallel
+ * training starts reducing a bucket of gradients while the backward goes on. */
+typedef void (*GradReadyFn)(void *ctx, const Param *p);
+
 typedef struct {
     Param **items;        /* count parameters, in the order they were added */
     int count, capacity;
     int64_t total;        /* scalars in all of them */
     Tensor values, grads; /* [total] each, after params_allocate */
+    GradReadyFn on_grad_ready; /* NULL: nobody listens */
+    void *grad_ready_ctx;
 } ParamList;
 
 /* Declares a parameter of the given shape (before params_allocate); returns it. */
@@ -42,6 +48,10 @@ Param *params_add(ParamList *list, const char *name, int ndim, const int *shape)
 void params_allocate(ParamList *list);
 Param *params_find(ParamList *list, const char *name);
 void params_zero_grad(ParamList *list);      /* one fill of the grads buffer */
+/* A model's backward calls this for each parameter whose gradient it has finished. */
+static inline void params_grad_ready(const ParamList *list, const Param *p) {
+    if (list->on_grad_ready) list->on_grad_ready(list->grad_ready_ctx, p);
+}
 int64_t params_count(const ParamList *list); /* number of scalars */
 /* Moves both buffers to `device` (the values are copied, the gradients zeroed). */
 void params_to_device(ParamList *list, Device device);

@@ -98,7 +98,7 @@ static void bad_rank_body(void *arg) {
 static int check_bad_rank(void) {
     ChildResult r;
     run_child(bad_rank_body, NULL, &r);
-    return expect_exit("SLURM_LOCALID=two", &r, 1, "SLURM_LOCALID", "not a local rank",
+    return expect_exit("SLURM_LOCALID=two", &r, 1, "SLURM_LOCALID", "is not a number",
                        (const char *)NULL) ? CHECK_PASS : CHECK_FAIL;
 }
 

@@ -1,0 +1,194 @@
+/* The communicator's front: picking a backend from the launch, checking every call's
+ * arguments once, and the helpers built on the backends' operations. */
+#include "dist.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "dist_backend.h"
+
+static bool built(const char *backend) {
+    if (strcmp(backend, "single") == 0) return true;
+#ifdef HAVE_MPI
+    if (strcmp(backend, "mpi") == 0) return true;
+#endif
+#ifdef HAVE_NCCL
+    if (strcmp(backend, "nccl") == 0) return true;
+#endif
+    return false;
+}
+
+/* The backend for this launch and these tensors; a wrong launch stops here, saying how
+ * to launch instead. */
+static const char *choose(const char *asked, const Launch *l, Device device) {
+    if (strcmp(asked, "auto") == 0) {
+        if (device == DEVICE_CUDA && l->world_size > 1 && built("nccl")) return "nccl";
+        if (l->by_mpi && built("mpi")) return "mpi";
+        if (l->world_size == 1) return "single";
+        if (!built("mpi"))
+            fatal("%s started %d ranks, but this build has no MPI (make config: Open MPI not "
+                  "found) and the tensors are on the CPU: install Open MPI (sudo make deps) and "
+                  "rebuild, or run one process", l->name, l->world_size);
+        fatal("%s started %d ranks without MPI: CPU ranks talk through MPI, so launch with "
+              "mpirun -n %d or srun --mpi=pmix", l->name, l->world_size, l->world_size);
+    }
+    if (strcmp(asked, "single") != 0 && strcmp(asked, "mpi") != 0 && strcmp(asked, "nccl") != 0)
+        fatal("unknown communication backend '%s' (auto, single, mpi or nccl)", asked);
+    if (!built(asked))
+        fatal("the %s backend is not in this build (make config shows what was found: %s)",
+              asked, strcmp(asked, "mpi") == 0 ? "install Open MPI, sudo make deps, and rebuild"
+                                               : "NCCL comes with NVIDIA's CUDA toolkit or HPC SDK");
+    if (strcmp(asked, "single") == 0 && l->world_size > 1)
+        fatal("the single-process backend, but %s started %d ranks: use --dist auto or mpi",
+              l->name, l->world_size);
+    if (strcmp(asked, "mpi") == 0 && !l->by_mpi && l->world_size > 1)
+        fatal("the mpi backend, but %s started the %d ranks without MPI: launch with mpirun "
+              "or srun --mpi=pmix", l->name, l->world_size);
+    if (strcmp(asked, "nccl") == 0 && device != DEVICE_CUDA)
+        fatal("the nccl backend moves GPU tensors: run with --device cuda, or use --dist mpi");
+    return asked;
+}
+
+Dist *dist_init(const DistOptions *opt) {
+    Launch l = launcher_read();
+    Dist *d = xcalloc(1, sizeof *d);
+    const char *backend = choose(opt->backend ? opt->backend : "auto", &l, opt->device);
+    snprintf(d->backend, sizeof d->backend, "%s", backend);
+    snprintf(d->launcher, sizeof d->launcher, "%s", l.name);
+    d->timeout_s = opt->timeout_s > 0 ? opt->timeout_s : 300.0;
+    d->device = strcmp(backend, "nccl") == 0 ? DEVICE_CUDA : DEVICE_CPU;
+    if (strcmp(backend, "single") == 0) dist_single_init(d, &l);
+#ifdef HAVE_MPI
+    if (strcmp(backend, "mpi") == 0) dist_mpi_init(d, &l);
+#endif
+#ifdef HAVE_NCCL
+    if (strcmp(backend, "nccl") == 0) dist_nccl_init(d, &l);
+#endif
+    log_set_rank(d->rank);
+    if (opt->expect_world > 0 && d->world_size != opt->expect_world) {
+        if (d->rank == 0)
+            fprintf(stderr, "error: this job has %d rank%s but %d were asked for: the launch "
+                    "(%s) does not match the job script (tasks per node x nodes)\n",
+                    d->world_size, d->world_size == 1 ? "" : "s", opt->expect_world, d->launcher);
+        d->ops->abort_job(d, EXIT_USER_ERROR);
+    }
+    return d;
+}
+
+void dist_describe(const Dist *d, char *out, int cap) {
+    int per_node = d->local_size > 0 ? d->local_size : d->world_size;
+    snprintf(out, (size_t)cap, "dist: %s backend, %d rank%s on %d node%s (%d per node), "
+             "launched by %s", d->backend, d->world_size, d->world_size == 1 ? "" : "s",
+             d->nodes, d->nodes == 1 ? "" : "s", per_node, d->launcher);
+}
+
+void dist_finalize(Dist *d) {
+    if (!d) return;
+    d->ops->finalize(d);
+    xfree(d);
+}
+
+__attribute__((noreturn)) void dist_timed_out(Dist *d, const char *what, size_t bytes,
+                                              const char *not_answering) {
+    fflush(stdout);
+    fprintf(stderr, "error: rank %d: %s of %zu bytes did not finish within %.0f s (--timeout): "
+            "%s. Ending the whole job.\n", d->rank, what, bytes, d->timeout_s,
+            not_answering && *not_answering ? not_answering
+                                            : "a rank stopped answering (hung, stopped, or its "
+                                              "node is gone; the launcher's log names one that died)");
+    d->ops->abort_job(d, EXIT_USER_ERROR);
+}
+
+/* ---------------------------------------------------------------- argument checks */
+
+static void check_tensor(const Dist *d, const Tensor *t, const char *what) {
+    CHECK(t && t->data, "%s: no tensor", what);
+    CHECK(t->device == d->device, "%s: a %s tensor, but the %s backend moves %s tensors (tensor_to)",
+          what, device_name(t->device), d->backend, device_name(d->device));
+}
+
+static void check_peer(const Dist *d, int peer, const char *what) {
+    CHECK(peer >= 0 && peer < d->world_size && peer != d->rank,
+          "%s: peer %d on rank %d of %d (another rank of the job)", what, peer, d->rank,
+          d->world_size);
+}
+
+/* ---------------------------------------------------------------- collectives */
+
+void dist_broadcast(Dist *d, Tensor *t, int root) {
+    check_tensor(d, t, "dist_broadcast");
+    CHECK(root >= 0 && root < d->world_size, "dist_broadcast from rank %d of %d", root, d->world_size);
+    d->ops->wait(d, d->ops->broadcast(d, t->data, t->size, DIST_F32, root));
+}
+
+DistRequest *dist_all_reduce_start(Dist *d, Tensor *t, DistOp op) {
+    check_tensor(d, t, "dist_all_reduce");
+    return d->ops->all_reduce(d, t->data, t->size, DIST_F32, op);
+}
+
+void dist_all_reduce(Dist *d, Tensor *t, DistOp op) { dist_wait(d, dist_all_reduce_start(d, t, op)); }
+
+void dist_all_gather(Dist *d, Tensor *out, const Tensor *in) {
+    check_tensor(d, out, "dist_all_gather (out)");
+    check_tensor(d, in, "dist_all_gather (in)");
+    CHECK(out->size == in->size * d->world_size, "dist_all_gather: out has %lld values, in %lld "
+          "on each of %d ranks", (long long)out->size, (long long)in->size, d->world_size);
+    d->ops->wait(d, d->ops->all_gather(d, out->data, in->data, in->size, DIST_F32));
+}
+
+void dist_reduce_scatter(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
+    check_tensor(d, out, "dist_reduce_scatter (out)");
+    check_tensor(d, in, "dist_reduce_scatter (in)");
+    CHECK(in->size == out->size * d->world_size, "dist_reduce_scatter: in has %lld values, out "
+          "%lld on each of %d ranks", (long long)in->size, (long long)out->size, d->world_size);
+    d->ops->wait(d, d->ops->reduce_scatter(d, out->data, in->data, out->size, DIST_F32, op));
+}
+
+void dist_barrier(Dist *d) { d->ops->wait(d, d->ops->barrier(d)); }
+
+DistRequest *dist_send_start(Dist *d, const Tensor *t, int peer) {
+    check_tensor(d, t, "dist_send");
+    check_peer(d, peer, "dist_send");
+    return d->ops->send(d, t->data, t->size, DIST_F32, peer);
+}
+
+DistRequest *dist_recv_start(Dist *d, Tensor *t, int peer) {
+    check_tensor(d, t, "dist_recv");
+    check_peer(d, peer, "dist_recv");
+    return d->ops->recv(d, t->data, t->size, DIST_F32, peer);
+}
+
+void dist_send(Dist *d, const Tensor *t, int peer) { dist_wait(d, dist_send_start(d, t, peer)); }
+void dist_recv(Dist *d, Tensor *t, int peer) { dist_wait(d, dist_recv_start(d, t, peer)); }
+
+void dist_wait(Dist *d, DistRequest *r) { d->ops->wait(d, r); }
+bool dist_test(Dist *d, DistRequest *r) { return d->ops->test(d, r); }
+
+/* ---------------------------------------------------------------- host scalars */
+
+double dist_sum_double(Dist *d, double v) {
+    d->ops->wait(d, d->ops->all_reduce(d, &v, 1, DIST_F64, DIST_SUM));
+    return v;
+}
+
+void dist_check_same(Dist *d, int64_t value, const char *what) {
+    int64_t *all = xcalloc((size_t)d->world_size, sizeof *all);
+    d->ops->wait(d, d->ops->all_gather(d, all, &value, 1, DIST_I64));
+    for (int r = 1; r < d->world_size; r++)
+        if (all[r] != all[0]) {
+            if (d->rank == 0)
+                fprintf(stderr, "error: the ranks disagree: %s is %lld on rank 0 but %lld on "
+                        "rank %d. Every rank must run the same program with the same options "
+                        "and data\n", what, (long long)all[0], (long long)all[r], r);
+            xfree(all);
+            d->ops->abort_job(d, EXIT_USER_ERROR);
+        }
+    xfree(all);
+}
+
+Dist *dist_split(Dist *d, int color, int key) {
+    CHECK(color >= 0, "dist_split: color %d (0 or more)", color);
+    return d->ops->split(d, color, key);
+}

@@ -1,0 +1,53 @@
+/* Inside lib/dist: what a backend provides. dist.c checks the arguments (devices,
+ * sizes, ranks) once for all backends, then calls these on raw buffers. */
+#ifndef DIST_DIST_BACKEND_H
+#define DIST_DIST_BACKEND_H
+
+#include <stddef.h>
+
+#include "dist/dist.h"
+#include "dist/launcher.h"
+
+typedef enum { DIST_F32, DIST_F64, DIST_I64 } DistType;
+
+/* Bytes of one element. */
+static inline size_t dist_type_size(DistType t) { return t == DIST_F32 ? 4 : 8; }
+
+struct DistBackend {
+    /* Non-blocking starts; buffers on the backend's device for F32, on the host for
+     * F64 and I64 (scalars). DIST_AVG is the sum divided by the world size. */
+    DistRequest *(*broadcast)(Dist *d, void *buf, int64_t n, DistType t, int root);
+    DistRequest *(*all_reduce)(Dist *d, void *buf, int64_t n, DistType t, DistOp op);
+    DistRequest *(*all_gather)(Dist *d, void *out, const void *in, int64_t n, DistType t);
+    DistRequest *(*reduce_scatter)(Dist *d, void *out, const void *in, int64_t n, DistType t,
+                                   DistOp op);
+    DistRequest *(*barrier)(Dist *d);
+    DistRequest *(*send)(Dist *d, const void *buf, int64_t n, DistType t, int peer);
+    DistRequest *(*recv)(Dist *d, void *buf, int64_t n, DistType t, int peer);
+    /* Finished yet? Never blocks. wait: until finished, or the job ends after timeout_s. */
+    bool (*test)(Dist *d, DistRequest *r);
+    void (*wait)(Dist *d, DistRequest *r);
+    Dist *(*split)(Dist *d, int color, int key);
+    void (*finalize)(Dist *d);
+    /* Ends every rank of the job now (MPI_Abort, ncclCommAbort then exit). */
+    __attribute__((noreturn)) void (*abort_job)(Dist *d, int status);
+};
+
+/* The backends' starts; each fills d (ranks, sizes, ops, impl) or says why not. */
+void dist_single_init(Dist *d, const Launch *l);
+#ifdef HAVE_MPI
+void dist_mpi_init(Dist *d, const Launch *l);
+/* The NCCL backend's use of MPI in an MPI-launched job: the id from rank 0, and the end. */
+void dist_mpi_broadcast_bytes(void *buf, size_t len);
+void dist_mpi_end(void);
+#endif
+#ifdef HAVE_NCCL
+void dist_nccl_init(Dist *d, const Launch *l);
+#endif
+
+/* A wait that ran past timeout_s: says which operation of which size waited how long
+ * and, when the backend could tell, which ranks did not answer; then ends the job. */
+__attribute__((noreturn)) void dist_timed_out(Dist *d, const char *what, size_t bytes,
+                                              const char *not_answering);
+
+#endif

@@ -1,0 +1,291 @@
+/* The MPI backend: host tensors, Open MPI's own non-blocking collectives (MPI-3), waited
+ * for with a timeout. Compiled where mpicc was found (HAVE_MPI), with its flags.
+ *
+ * Why a wait loop and not MPI_Wait: MPI_Wait blocks forever when a peer hangs. Here a
+ * wait polls MPI_Test, and while polling answers "are you there?" pings from other
+ * ranks on a communicator of their own. When timeout_s passes, the waiting rank pings
+ * every other rank, names the ones that do not answer, and aborts the job. */
+#ifdef HAVE_MPI
+#include <limits.h>
+#include <mpi.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/timer.h"
+#include "dist_backend.h"
+
+typedef struct {
+    MPI_Comm comm;    /* the collectives and sends */
+    MPI_Comm ping;    /* liveness pings, never mixed with data */
+    bool owns_world;  /* this Dist initialised MPI: finalize ends it */
+} Mpi;
+
+struct DistRequest {
+    MPI_Request req;
+    void *buf;        /* DIST_AVG: divided by the world size once done */
+    int64_t n;
+    DistType type;
+    DistOp op;
+    const char *what; /* for the timeout message */
+    size_t bytes;
+};
+
+enum { TAG_DATA = 1, TAG_PING = 2, TAG_PONG = 3 };
+
+static Mpi *impl(const Dist *d) { return (Mpi *)d->impl; }
+
+static MPI_Datatype mpi_type(DistType t) {
+    return t == DIST_F32 ? MPI_FLOAT : t == DIST_F64 ? MPI_DOUBLE : MPI_INT64_T;
+}
+
+static MPI_Op mpi_op(DistOp op) { return op == DIST_MAX ? MPI_MAX : MPI_SUM; }
+
+static int count(int64_t n, const char *what) {
+    CHECK(n >= 0 && n <= INT_MAX, "%s of %lld values: more than MPI's int counts", what, (long long)n);
+    return (int)n;
+}
+
+static DistRequest *request(const char *what, void *buf, int64_t n, DistType t, DistOp op) {
+    DistRequest *r = xcalloc(1, sizeof *r);
+    r->what = what;
+    r->buf = buf;
+    r->n = n;
+    r->type = t;
+    r->op = op;
+    r->bytes = (size_t)n * dist_type_size(t);
+    return r;
+}
+
+/* ---------------------------------------------------------------- liveness */
+
+/* Answers every ping that has arrived (a 1-int eager send never blocks). */
+static void answer_pings(Mpi *m) {
+    for (;;) {
+        int flag = 0, token = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, TAG_PING, m->ping, &flag, &st);
+        if (!flag) return;
+        MPI_Recv(&token, 1, MPI_INT, st.MPI_SOURCE, TAG_PING, m->ping, MPI_STATUS_IGNORE);
+        MPI_Send(&token, 1, MPI_INT, st.MPI_SOURCE, TAG_PONG, m->ping);
+    }
+}
+
+/* Pings every other rank and lists those that have not answered within a few seconds:
+ * "rank 2 does not answer" or "ranks 2, 3 do not answer". */
+static void find_silent(Dist *d, char *out, size_t cap) {
+    Mpi *m = impl(d);
+    const int world = d->world_size;
+    bool *answered = xcalloc((size_t)world, sizeof *answered);
+    int token = d->rank, missing = world - 1;
+    for (int r = 0; r < world; r++) {
+        if (r == d->rank) continue;
+        MPI_Request q;
+        MPI_Isend(&token, 1, MPI_INT, r, TAG_PING, m->ping, &q);
+        MPI_Request_free(&q);
+    }
+    const double give_up = now_seconds() + (d->timeout_s < 20 ? d->timeout_s / 2 : 10);
+    while (missing > 0 && now_seconds() < give_up) {
+        answer_pings(m);
+        int flag = 0, got;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, TAG_PONG, m->ping, &flag, &st);
+        if (!flag) {
+            sched_yield();
+            continue;
+        }
+        MPI_Recv(&got, 1, MPI_INT, st.MPI_SOURCE, TAG_PONG, m->ping, MPI_STATUS_IGNORE);
+        if (!answered[st.MPI_SOURCE]) answered[st.MPI_SOURCE] = true, missing--;
+    }
+    if (missing == 0) {
+        snprintf(out, cap, "every rank answers, so they called different operations or sizes "
+                 "(every rank must call the same collectives in the same order)");
+    } else {
+        size_t used = (size_t)snprintf(out, cap, "%s", missing == 1 ? "rank" : "ranks");
+        for (int r = 0, k = 0; r < world && used < cap; r++)
+            if (r != d->rank && !answered[r])
+                used += (size_t)snprintf(out + used, cap - used, "%s %d", k++ ? "," : "", r);
+        if (used < cap)
+            snprintf(out + used, cap - used, " %s not answer (stopped, hung in its own work, or "
+                     "its node is gone)", missing == 1 ? "does" : "do");
+    }
+    xfree(answered);
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+static void finish(Dist *d, DistRequest *r) {
+    if (r->op == DIST_AVG && r->buf) {
+        if (r->type == DIST_F32) {
+            float *x = r->buf, inv = 1.0f / (float)d->world_size;
+            for (int64_t i = 0; i < r->n; i++) x[i] *= inv;
+        } else if (r->type == DIST_F64) {
+            double *x = r->buf;
+            for (int64_t i = 0; i < r->n; i++) x[i] /= d->world_size;
+        }
+    }
+    xfree(r);
+}
+
+static bool test(Dist *d, DistRequest *r) {
+    answer_pings(impl(d));
+    int done = 0;
+    if (r->req != MPI_REQUEST_NULL) MPI_Test(&r->req, &done, MPI_STATUS_IGNORE);
+    return r->req == MPI_REQUEST_NULL || done;
+}
+
+static void wait(Dist *d, DistRequest *r) {
+    const double deadline = now_seconds() + d->timeout_s;
+    for (long spins = 0; !test(d, r); spins++) {
+        if (spins < 20000) continue; /* a short wait: spin, the answer is microseconds away */
+        sched_yield();
+        if (spins % 256 == 0 && now_seconds() > deadline) {
+            char silent[512];
+            find_silent(d, silent, sizeof silent);
+            dist_timed_out(d, r->what, r->bytes, silent);
+        }
+    }
+    finish(d, r);
+}
+
+/* ---------------------------------------------------------------- operations */
+
+static DistRequest *broadcast(Dist *d, void *buf, int64_t n, DistType t, int root) {
+    DistRequest *r = request("broadcast", NULL, n, t, DIST_SUM);
+    MPI_Ibcast(buf, count(n, r->what), mpi_type(t), root, impl(d)->comm, &r->req);
+    return r;
+}
+
+static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp op) {
+    DistRequest *r = request("all-reduce", buf, n, t, op);
+    MPI_Iallreduce(MPI_IN_PLACE, buf, count(n, r->what), mpi_type(t), mpi_op(op), impl(d)->comm,
+                   &r->req);
+    return r;
+}
+
+static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
+    DistRequest *r = request("all-gather", NULL, n, t, DIST_SUM);
+    MPI_Iallgather(in, count(n, r->what), mpi_type(t), out, (int)n, mpi_type(t), impl(d)->comm,
+                   &r->req);
+    return r;
+}
+
+static DistRequest *reduce_scatter(Dist *d, void *out, const void *in, int64_t n, DistType t,
+                                   DistOp op) {
+    DistRequest *r = request("reduce-scatter", out, n, t, op);
+    MPI_Ireduce_scatter_block(in, out, count(n, r->what), mpi_type(t), mpi_op(op), impl(d)->comm,
+                              &r->req);
+    return r;
+}
+
+static DistRequest *barrier(Dist *d) {
+    DistRequest *r = request("barrier", NULL, 0, DIST_F32, DIST_SUM);
+    MPI_Ibarrier(impl(d)->comm, &r->req);
+    return r;
+}
+
+static DistRequest *send(Dist *d, const void *buf, int64_t n, DistType t, int peer) {
+    DistRequest *r = request("send", NULL, n, t, DIST_SUM);
+    MPI_Isend(buf, count(n, r->what), mpi_type(t), peer, TAG_DATA, impl(d)->comm, &r->req);
+    return r;
+}
+
+static DistRequest *recv(Dist *d, void *buf, int64_t n, DistType t, int peer) {
+    DistRequest *r = request("receive", NULL, n, t, DIST_SUM);
+    MPI_Irecv(buf, count(n, r->what), mpi_type(t), peer, TAG_DATA, impl(d)->comm, &r->req);
+    return r;
+}
+
+/* ---------------------------------------------------------------- the communicator */
+
+static const DistBackend MPI_BACKEND;
+
+/* Ranks, local ranks and nodes of comm, into d. */
+static void describe(Dist *d, MPI_Comm comm) {
+    MPI_Comm_rank(comm, &d->rank);
+    MPI_Comm_size(comm, &d->world_size);
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &d->local_rank);
+    MPI_Comm_size(node, &d->local_size);
+    MPI_Comm_free(&node);
+    int first = d->local_rank == 0;
+    MPI_Allreduce(&first, &d->nodes, 1, MPI_INT, MPI_SUM, comm);
+}
+
+static Dist *wrap(const Dist *parent, MPI_Comm comm, bool owns_world) {
+    Dist *d = xcalloc(1, sizeof *d);
+    *d = *parent;
+    Mpi *m = xcalloc(1, sizeof *m);
+    m->comm = comm;
+    MPI_Comm_dup(comm, &m->ping);
+    m->owns_world = owns_world;
+    d->impl = m;
+    d->ops = &MPI_BACKEND;
+    describe(d, comm);
+    return d;
+}
+
+static Dist *split(Dist *d, int color, int key) {
+    MPI_Comm sub;
+    MPI_Comm_split(impl(d)->comm, color, key, &sub);
+    return wrap(d, sub, false);
+}
+
+static void finalize(Dist *d) {
+    Mpi *m = impl(d);
+    MPI_Comm_free(&m->ping);
+    MPI_Comm_free(&m->comm);
+    if (m->owns_world) MPI_Finalize();
+    xfree(m);
+}
+
+static __attribute__((noreturn)) void abort_job(Dist *d, int status) {
+    (void)d;
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, status);
+    exit(status); /* MPI_Abort does not return; this keeps the compiler sure of it */
+}
+
+static const DistBackend MPI_BACKEND = {broadcast, all_reduce, all_gather, reduce_scatter,
+                                        barrier,   send,       recv,       test,
+                                        wait,      split,      finalize,   abort_job};
+
+void dist_mpi_init(Dist *d, const Launch *l) {
+    int ready = 0, level = 0;
+    MPI_Initialized(&ready);
+    if (!ready) MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &level);
+    MPI_Comm world;
+    MPI_Comm_dup(MPI_COMM_WORLD, &world);
+    Dist *w = wrap(d, world, !ready);
+    *d = *w;
+    xfree(w);
+    if (d->world_size != l->world_size) { /* e.g. srun without --mpi=pmix: singletons */
+        if (d->rank == 0)
+            fprintf(stderr, "error: %s started %d ranks, but MPI sees %d: with Slurm launch with "
+                    "srun --mpi=pmix (or mpirun), so that MPI knows the other ranks\n", l->name,
+                    l->world_size, d->world_size);
+        abort_job(d, EXIT_USER_ERROR);
+    }
+}
+#endif
+
+#ifdef HAVE_MPI
+/* For the NCCL backend of an MPI-launched job: NCCL's unique id from rank 0 to all. */
+void dist_mpi_broadcast_bytes(void *buf, size_t len) {
+    int ready = 0, level = 0;
+    MPI_Initialized(&ready);
+    if (!ready) MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &level);
+    MPI_Bcast(buf, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+void dist_mpi_end(void) {
+    int ready = 0, done = 0;
+    MPI_Initialized(&ready);
+    MPI_Finalized(&done);
+    if (ready && !done) MPI_Finalize();
+}
+#endif

@@ -1,0 +1,92 @@
+/* The single-process backend, in every build: world size 1, so a broadcast or an
+ * all-reduce changes nothing, a gather or scatter is a copy, and nothing can be sent. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "dist_backend.h"
+
+/* Every operation is done when it starts: one request stands for all of them. */
+struct DistRequest {
+    int unused;
+};
+static DistRequest g_done;
+
+static DistRequest *nothing_to_do(void) { return &g_done; }
+
+static DistRequest *broadcast(Dist *d, void *buf, int64_t n, DistType t, int root) {
+    (void)d, (void)buf, (void)n, (void)t, (void)root;
+    return nothing_to_do();
+}
+
+static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp op) {
+    (void)d, (void)buf, (void)n, (void)t, (void)op; /* a sum, maximum or average of one */
+    return nothing_to_do();
+}
+
+static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
+    (void)d;
+    if (out != in) memmove(out, in, (size_t)n * dist_type_size(t));
+    return nothing_to_do();
+}
+
+static DistRequest *reduce_scatter(Dist *d, void *out, const void *in, int64_t n, DistType t,
+                                   DistOp op) {
+    (void)op;
+    return all_gather(d, out, in, n, t);
+}
+
+static DistRequest *barrier(Dist *d) {
+    (void)d;
+    return nothing_to_do();
+}
+
+static DistRequest *no_peer(Dist *d, int peer) {
+    (void)d;
+    CHECK(false, "a send or receive with rank %d, but this job is a single process", peer);
+}
+
+static DistRequest *send(Dist *d, const void *buf, int64_t n, DistType t, int peer) {
+    (void)buf, (void)n, (void)t;
+    return no_peer(d, peer);
+}
+
+static DistRequest *recv(Dist *d, void *buf, int64_t n, DistType t, int peer) {
+    (void)buf, (void)n, (void)t;
+    return no_peer(d, peer);
+}
+
+static bool test(Dist *d, DistRequest *r) {
+    (void)d, (void)r;
+    return true;
+}
+
+static void wait(Dist *d, DistRequest *r) { (void)d, (void)r; }
+
+static Dist *split(Dist *d, int color, int key) {
+    (void)color, (void)key;
+    Dist *s = xcalloc(1, sizeof *s);
+    *s = *d;
+    return s;
+}
+
+static void finalize(Dist *d) { (void)d; }
+
+static __attribute__((noreturn)) void abort_job(Dist *d, int status) {
+    (void)d;
+    exit(status);
+}
+
+static const DistBackend SINGLE = {broadcast, all_reduce, all_gather, reduce_scatter, barrier,
+                                   send,      recv,       test,       wait,           split,
+                                   finalize,  abort_job};
+
+void dist_single_init(Dist *d, const Launch *l) {
+    (void)l;
+    d->rank = 0;
+    d->world_size = 1;
+    d->local_rank = 0;
+    d->local_size = 1;
+    d->nodes = 1;
+    d->ops = &SINGLE;
+}
