@@ -30,6 +30,10 @@ BLAS_FLAGS := $(shell pkg-config --cflags --libs openblas 2>/dev/null || echo -l
 HAVE_BLAS  := $(call try_link,$(HASH)include <cblas.h>,$(BLAS_FLAGS))
 HAVE_ZLIB  := $(call try_link,$(HASH)include <zlib.h>,-lz)
 HAVE_STB   := $(call try_link,$(HASH)include <stb/stb_image.h>,)
+HAVE_GIF   := $(call try_link,$(HASH)include <gif_lib.h>,-lgif)
+# Box2D 2.4 (C++; 3.x is a different, C API): LunarLander-v3 in lib/rl/
+HAVE_BOX2D := $(shell printf '$(HASH)include <box2d/box2d.h>\nint main(){b2World w(b2Vec2(0.0f$(,)-10.0f));return 0;}\n' | \
+                $(CXX) -x c++ - -lbox2d -o /dev/null >/dev/null 2>&1 && echo yes)
 HAVE_MPI   := $(shell command -v mpicc >/dev/null 2>&1 && echo yes)
 # Open MPI's flags from its compiler wrapper: lib/dist/dist_mpi.c is compiled with them,
 # and programs link libmpi (--as-needed: only those that call it load it).
@@ -85,6 +89,16 @@ endif
 ifeq ($(HAVE_STB),yes)
   CFLAGS += -DHAVE_STB
 endif
+ifeq ($(HAVE_GIF),yes)
+  CFLAGS += -DHAVE_GIF
+  LDLIBS += -Wl,--push-state,--as-needed -lgif -Wl,--pop-state
+endif
+ifeq ($(HAVE_BOX2D),yes)
+  CFLAGS += -DHAVE_BOX2D
+  LDLIBS += -Wl,--push-state,--as-needed -lbox2d -lstdc++ -Wl,--pop-state
+endif
+# C++ (lib/*/*.cpp: the Box2D glue): the C flags less the C-only ones
+CXXFLAGS = $(filter-out -std=c11 -Wstrict-prototypes -Wmissing-prototypes,$(CFLAGS)) -std=c++17
 ifeq ($(HAVE_ZLIB),yes)
   CFLAGS += -DHAVE_ZLIB
   LDLIBS += -lz
@@ -95,7 +109,9 @@ define REPORT
 optional parts:
   OpenBLAS (cblas)  $(call found,$(HAVE_BLAS)) $(if $(HAVE_BLAS),GEMM through OpenBLAS,GEMM uses the library's own blocked code (slower))
   zlib              $(call found,$(HAVE_ZLIB)) $(if $(HAVE_ZLIB),reads .gz data sets,only uncompressed IDX files can be read)
-  stb_image         $(call found,$(HAVE_STB)) $(if $(HAVE_STB),reads image folders (PNG, JPEG, BMP...),no --dataset folder (images in class folders))
+  stb_image         $(call found,$(HAVE_STB)) $(if $(HAVE_STB),reads image folders (PNG$(,) JPEG$(,) BMP...) and writes PNG strips of episodes,no --dataset folder (images in class folders)$(,) no PNG strips of episodes)
+  giflib            $(call found,$(HAVE_GIF)) $(if $(HAVE_GIF),episodes as animated GIFs (--gif),no animated GIFs of episodes (--gif): sudo apt-get install libgif-dev)
+  Box2D 2.4         $(call found,$(HAVE_BOX2D)) $(if $(HAVE_BOX2D),LunarLander-v3 (--env lunarlander),no LunarLander (--env lunarlander): sudo apt-get install libbox2d-dev)
   Open MPI          $(call found,$(HAVE_MPI)) $(if $(HAVE_MPI),the mpi backend of lib/dist: CPU ranks for lessons 06 and 07,no CPU ranks: lessons 06 and 07 run one process)
   NCCL              $(call found,$(HAVE_NCCL)) $(if $(HAVE_NCCL),the nccl backend of lib/dist: GPU collectives,no nccl backend: GPU ranks cannot talk (mpi moves host copies only))
   Fashion-MNIST     $(call found,$(HAVE_FMNIST)) $(if $(HAVE_FMNIST),/usr/share/datasets/fashion-mnist,demo trains on the synthetic set instead)
@@ -108,13 +124,14 @@ endef
 # ---------------------------------------------------------------- library
 LIB_SRC := $(sort $(wildcard lib/*/*.c))
 LIB_CU  := $(if $(HAVE_CUDA),$(sort $(wildcard lib/*/*.cu)))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.o)
+LIB_CPP := $(if $(HAVE_BOX2D),$(sort $(wildcard lib/*/*.cpp)))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.o) $(LIB_CPP:%.cpp=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libcourse.a
 FRAMEWORK_OBJ := $(BUILD)/obj/tests/framework/check.o
 
 # A stamp named after the flags: when a flag changes (an optional part appears,
 # ARCH=...), every object is rebuilt.
-FLAGS_STAMP := $(BUILD)/flags-$(shell echo '$(CC) $(CFLAGS) $(LDLIBS) $(if $(HAVE_CUDA),$(NVCC) $(NVCCFLAGS))' | md5sum | cut -c1-12)
+FLAGS_STAMP := $(BUILD)/flags-$(shell echo '$(CC) $(CFLAGS) $(LDLIBS) $(if $(HAVE_CUDA),$(NVCC) $(NVCCFLAGS)) $(if $(LIB_CPP),$(CXX))' | md5sum | cut -c1-12)
 $(FLAGS_STAMP):
 	@mkdir -p $(@D)
 	@rm -f $(BUILD)/flags-*
@@ -123,6 +140,10 @@ $(FLAGS_STAMP):
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cpp $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(@D)
@@ -185,7 +206,7 @@ $(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.cu $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)
 	$$(NVCC) $$(LESSON_NVCCFLAGS) -I$(1)/$(2) -MMD -MP -c $$< -o $$@
 $(BUILD)/$(1)/$(2)/grade.o: tests/graders/grade$(firstword $(subst -, ,$(2))).c $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS) -I$(1)/$(2) -MMD -MP -c $$< -o $$@
+	$$(CC) $$(CFLAGS) -I$(1)/$(2) -DLESSON_PATH='"$(1)/$(2)"' -MMD -MP -c $$< -o $$@
 $(BUILD)/$(1)/$(2)/train: $(call lesson_objs,$(1)/$(2),) $(LIB)
 	$$(CC) $$^ $$(LDLIBS) -o $$@
 $(BUILD)/$(1)/$(2)/grade: $(BUILD)/$(1)/$(2)/grade.o $(call lesson_objs,$(1)/$(2),%/main.c) $(FRAMEWORK_OBJ) $(LIB)
