@@ -18,7 +18,7 @@ for grader in "$build"/lessons/*/grade; do
     # TODO checks that pass, or skip for another reason than a missing GPU
     wrong=$(awk '
         /^(PASS|FAIL|SKIP)  TODO/ { flush(); line = $0; v = $1; gpu = 0; next }
-        /^        needs a GPU: / { if (v == "SKIP") gpu = 1; next }
+        /^        needs (a GPU|ranks): / { if (v == "SKIP") gpu = 1; next }
         /^[^ ]/ { flush() }
         function flush() { if (v == "PASS" || (v == "SKIP" && !gpu)) print line; v = "" }
         END { flush() }' <<<"$out")
@@ -28,11 +28,11 @@ for grader in "$build"/lessons/*/grade; do
         sed 's/^/        /' <<<"${wrong:-(no TODO checks ran)}"
         failed=$((failed + 1))
     elif [ "$nfail" -eq 0 ]; then
-        echo "SKIP  stub of $lesson: all $total TODO checks need a GPU, and there is none here"
+        echo "SKIP  stub of $lesson: all $total TODO checks need a GPU or ranks, and there are none here"
         skipped=$((skipped + 1))
     else
         if [ "$gpu_skips" -gt 0 ]; then
-            echo "PASS  stub of $lesson: all $nfail host-side TODO checks fail before the TODOs are done; $gpu_skips GPU checks skipped (no GPU)"
+            echo "PASS  stub of $lesson: all $nfail host-side TODO checks fail before the TODOs are done; $gpu_skips GPU or multi-rank checks skipped (no GPU or mpirun)"
         else
             echo "PASS  stub of $lesson: all $total TODO checks fail before the TODOs are done"
         fi

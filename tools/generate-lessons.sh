@@ -2,7 +2,9 @@
 # Generates lessons/ (what participants edit: TODO stubs) and solutions/ (complete)
 # from the single source in course/. In course/, each TODO's answer sits in an
 # `#ifdef SOLUTION ... #else <stub> #endif` block; unifdef keeps one side or the
-# other. README.md goes to lessons/ (the exercise sheet).
+# other. README.md goes to lessons/ (the exercise sheet). A lesson's job script
+# (course/NN-name/*.sbatch, TODOs in #ifdef blocks too) goes to both, and its
+# complete version also to slurm/NN-name.sbatch, the script instructors submit.
 #
 #   tools/generate-lessons.sh           regenerate lessons/ and solutions/
 #   tools/generate-lessons.sh --check   fail if the committed copies differ
@@ -26,6 +28,13 @@ generate() { # $1: output root, in which lessons/ and solutions/ are written
                 # -x2: exit 0 whether or not lines were removed, 2 on a real error
                 unifdef -x2 -USOLUTION -o "$out/lessons/$name/$base" "$f"
                 unifdef -x2 -DSOLUTION -o "$out/solutions/$name/$base" "$f"
+                ;;
+            *.sbatch)
+                # -t: plain text, not C (an apostrophe in a shell comment is no char literal)
+                unifdef -t -x2 -USOLUTION -o "$out/lessons/$name/$base" "$f"
+                unifdef -t -x2 -DSOLUTION -o "$out/solutions/$name/$base" "$f"
+                mkdir -p "$out/slurm"
+                cp "$out/solutions/$name/$base" "$out/slurm/$name.sbatch"
                 ;;
             README.md) cp "$f" "$out/lessons/$name/$base" ;;
             *) cp "$f" "$out/lessons/$name/$base"; cp "$f" "$out/solutions/$name/$base" ;;
@@ -52,6 +61,13 @@ if [ "${1:-}" = "--check" ]; then
         if ! diff -r "$tmp/$kind" "$kind" >"$tmp/$kind.diff" 2>&1; then
             echo "$kind/ is out of sync with course/ (run: make lessons):"
             head -40 "$tmp/$kind.diff"
+            status=1
+        fi
+    done
+    for f in "$tmp"/slurm/*.sbatch; do
+        [ -e "$f" ] || continue
+        if ! cmp -s "$f" "slurm/$(basename "$f")"; then
+            echo "slurm/$(basename "$f") is out of sync with course/ (run: make lessons)"
             status=1
         fi
     done

@@ -11,6 +11,11 @@
 # lesson needs) and `#COURSE needs=TARGET` (what to build, relative to the build
 # directory; default KIND/NN-name/train) tell this tool what to add.
 #
+# A lesson whose directory holds its own job script (lessons/06-ddp/ddp.sbatch: TODOs
+# in it) is submitted with that script, the participant's (or the solution's with
+# --solution). COURSE_SBATCH_OPTIONS adds sbatch options for one submission, which
+# override the script's #SBATCH lines (e.g. "--nodes=1 --ntasks-per-node=2").
+#
 # It builds what the job runs (on the login node, for the site's CPU type), then
 # prints the job id and the output file; with --dry it prints the sbatch command
 # line instead and submits nothing.
@@ -18,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -49,14 +54,17 @@ else
     exit 1
 fi
 lesson=$(basename "$script" .sbatch)
+kind=lessons
+[ -n "$solution" ] && kind=solutions
+# the participant's own job script, where the lesson has one
+own=$(ls "$kind/$lesson"/*.sbatch 2>/dev/null | head -1 || true)
+[ -n "$own" ] && script=$own
 
 # shellcheck source=../slurm/lib/job.sh
 . slurm/lib/job.sh
 COURSE_SITE=$site
 job_load_site
 
-kind=lessons
-[ -n "$solution" ] && kind=solutions
 gpus=$(sed -nE 's/^#COURSE +gpus=([0-9]+).*/\1/p' "$script" | head -1)
 needs=$(sed -nE 's/^#COURSE +needs=([^ ]+).*/\1/p' "$script" | head -1)
 needs=${needs:-$kind/$lesson/train}
@@ -90,6 +98,8 @@ for v in COURSE_SCRATCH_DIR COURSE_DEVICE; do  # the others are sbatch options a
     [ -n "${!v:-}" ] && exports+=",$v=${!v}"
 done
 args+=(--export="$exports")
+# shellcheck disable=SC2206 # options, split on purpose
+[ -n "${COURSE_SBATCH_OPTIONS:-}" ] && args+=($COURSE_SBATCH_OPTIONS)
 cmd=(sbatch "${args[@]}" "$script" "${program_args[@]}")
 
 if [ -n "$dry" ]; then

@@ -6,6 +6,9 @@
 
 static int g_rank = 0;
 static bool g_progress_shown = false;
+static bool g_progress_on = true;
+
+void progress_enable(bool on) { g_progress_on = on; }
 
 void log_set_rank(int rank) { g_rank = rank; }
 int log_rank(void) { return g_rank; }
@@ -23,7 +26,7 @@ void print0(const char *fmt, ...) {
 }
 
 void progress(const char *fmt, ...) {
-    if (g_rank != 0 || !stdout_is_terminal()) return;
+    if (g_rank != 0 || !g_progress_on || !stdout_is_terminal()) return;
     va_list ap;
     va_start(ap, fmt);
     printf("\r\033[K");

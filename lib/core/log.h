@@ -13,6 +13,9 @@ int log_rank(void);
 void print0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool stdout_is_terminal(void);
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Off for ranks of a launched job: mpirun and srun hand each rank a terminal of their
+ * own even when the job's output goes to a file, so isatty cannot tell. */
+void progress_enable(bool on);
 void progress_clear(void);
 
 #endif

@@ -67,6 +67,7 @@ Dist *dist_init(const DistOptions *opt) {
     if (strcmp(backend, "nccl") == 0) dist_nccl_init(d, &l);
 #endif
     log_set_rank(d->rank);
+    if (strcmp(l.name, "none") != 0) progress_enable(false);
     if (opt->expect_world > 0 && d->world_size != opt->expect_world) {
         if (d->rank == 0)
             fprintf(stderr, "error: this job has %d rank%s but %d were asked for: the launch "
@@ -148,20 +149,28 @@ void dist_reduce_scatter(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
 
 void dist_barrier(Dist *d) { d->ops->wait(d, d->ops->barrier(d)); }
 
+DistRequest *dist_sendrecv_start(Dist *d, const Tensor *out, int to, Tensor *in, int from) {
+    CHECK(out || in, "dist_sendrecv with nothing to send or receive");
+    if (out) check_tensor(d, out, "dist_send"), check_peer(d, to, "dist_send");
+    if (in) check_tensor(d, in, "dist_recv"), check_peer(d, from, "dist_recv");
+    return d->ops->sendrecv(d, out ? out->data : NULL, out ? out->size : 0, to,
+                            in ? in->data : NULL, in ? in->size : 0, from);
+}
+
 DistRequest *dist_send_start(Dist *d, const Tensor *t, int peer) {
-    check_tensor(d, t, "dist_send");
-    check_peer(d, peer, "dist_send");
-    return d->ops->send(d, t->data, t->size, DIST_F32, peer);
+    return dist_sendrecv_start(d, t, peer, NULL, -1);
 }
 
 DistRequest *dist_recv_start(Dist *d, Tensor *t, int peer) {
-    check_tensor(d, t, "dist_recv");
-    check_peer(d, peer, "dist_recv");
-    return d->ops->recv(d, t->data, t->size, DIST_F32, peer);
+    return dist_sendrecv_start(d, NULL, -1, t, peer);
 }
 
 void dist_send(Dist *d, const Tensor *t, int peer) { dist_wait(d, dist_send_start(d, t, peer)); }
 void dist_recv(Dist *d, Tensor *t, int peer) { dist_wait(d, dist_recv_start(d, t, peer)); }
+void dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int from) {
+    if (!out && !in) return; /* an empty step of a ring: nothing to do */
+    dist_wait(d, dist_sendrecv_start(d, out, to, in, from));
+}
 
 void dist_wait(Dist *d, DistRequest *r) { d->ops->wait(d, r); }
 bool dist_test(Dist *d, DistRequest *r) { return d->ops->test(d, r); }

@@ -74,12 +74,17 @@ void dist_barrier(Dist *d);
 /* Point to point: a matching dist_recv (same size) on `peer`. */
 void dist_send(Dist *d, const Tensor *t, int peer);
 void dist_recv(Dist *d, Tensor *t, int peer);
+/* Sends out to rank `to` while receiving in from rank `from` (either tensor may be
+ * NULL; both NULL: nothing happens): the step of a ring or a pipeline. Two blocking calls in a row could wait for
+ * each other forever when every rank sends first; this pairs them. */
+void dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int from);
 
 /* Non-blocking forms: started now, finished by dist_wait (which frees the request).
  * Between the two, the tensor must not be touched. */
 DistRequest *dist_all_reduce_start(Dist *d, Tensor *t, DistOp op);
 DistRequest *dist_send_start(Dist *d, const Tensor *t, int peer);
 DistRequest *dist_recv_start(Dist *d, Tensor *t, int peer);
+DistRequest *dist_sendrecv_start(Dist *d, const Tensor *out, int to, Tensor *in, int from);
 void dist_wait(Dist *d, DistRequest *r);
 /* true once r has finished (then dist_wait returns at once) */
 bool dist_test(Dist *d, DistRequest *r);

@@ -22,8 +22,9 @@ struct DistBackend {
     DistRequest *(*reduce_scatter)(Dist *d, void *out, const void *in, int64_t n, DistType t,
                                    DistOp op);
     DistRequest *(*barrier)(Dist *d);
-    DistRequest *(*send)(Dist *d, const void *buf, int64_t n, DistType t, int peer);
-    DistRequest *(*recv)(Dist *d, void *buf, int64_t n, DistType t, int peer);
+    /* F32 only; either side may be absent (NULL buffer, no count) */
+    DistRequest *(*sendrecv)(Dist *d, const void *out, int64_t out_n, int to, void *in,
+                             int64_t in_n, int from);
     /* Finished yet? Never blocks. wait: until finished, or the job ends after timeout_s. */
     bool (*test)(Dist *d, DistRequest *r);
     void (*wait)(Dist *d, DistRequest *r);

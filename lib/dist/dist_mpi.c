@@ -24,7 +24,7 @@ typedef struct {
 } Mpi;
 
 struct DistRequest {
-    MPI_Request req;
+    MPI_Request req[2]; /* one, or a send and a receive */
     void *buf;        /* DIST_AVG: divided by the world size once done */
     int64_t n;
     DistType type;
@@ -50,6 +50,7 @@ static int count(int64_t n, const char *what) {
 
 static DistRequest *request(const char *what, void *buf, int64_t n, DistType t, DistOp op) {
     DistRequest *r = xcalloc(1, sizeof *r);
+    r->req[0] = r->req[1] = MPI_REQUEST_NULL;
     r->what = what;
     r->buf = buf;
     r->n = n;
@@ -132,8 +133,8 @@ static void finish(Dist *d, DistRequest *r) {
 static bool test(Dist *d, DistRequest *r) {
     answer_pings(impl(d));
     int done = 0;
-    if (r->req != MPI_REQUEST_NULL) MPI_Test(&r->req, &done, MPI_STATUS_IGNORE);
-    return r->req == MPI_REQUEST_NULL || done;
+    MPI_Testall(2, r->req, &done, MPI_STATUSES_IGNORE); /* null requests count as done */
+    return done;
 }
 
 static void wait(Dist *d, DistRequest *r) {
@@ -154,21 +155,21 @@ static void wait(Dist *d, DistRequest *r) {
 
 static DistRequest *broadcast(Dist *d, void *buf, int64_t n, DistType t, int root) {
     DistRequest *r = request("broadcast", NULL, n, t, DIST_SUM);
-    MPI_Ibcast(buf, count(n, r->what), mpi_type(t), root, impl(d)->comm, &r->req);
+    MPI_Ibcast(buf, count(n, r->what), mpi_type(t), root, impl(d)->comm, &r->req[0]);
     return r;
 }
 
 static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp op) {
     DistRequest *r = request("all-reduce", buf, n, t, op);
     MPI_Iallreduce(MPI_IN_PLACE, buf, count(n, r->what), mpi_type(t), mpi_op(op), impl(d)->comm,
-                   &r->req);
+                   &r->req[0]);
     return r;
 }
 
 static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
     DistRequest *r = request("all-gather", NULL, n, t, DIST_SUM);
     MPI_Iallgather(in, count(n, r->what), mpi_type(t), out, (int)n, mpi_type(t), impl(d)->comm,
-                   &r->req);
+                   &r->req[0]);
     return r;
 }
 
@@ -176,25 +177,22 @@ static DistRequest *reduce_scatter(Dist *d, void *out, const void *in, int64_t n
                                    DistOp op) {
     DistRequest *r = request("reduce-scatter", out, n, t, op);
     MPI_Ireduce_scatter_block(in, out, count(n, r->what), mpi_type(t), mpi_op(op), impl(d)->comm,
-                              &r->req);
+                              &r->req[0]);
     return r;
 }
 
 static DistRequest *barrier(Dist *d) {
     DistRequest *r = request("barrier", NULL, 0, DIST_F32, DIST_SUM);
-    MPI_Ibarrier(impl(d)->comm, &r->req);
+    MPI_Ibarrier(impl(d)->comm, &r->req[0]);
     return r;
 }
 
-static DistRequest *send(Dist *d, const void *buf, int64_t n, DistType t, int peer) {
-    DistRequest *r = request("send", NULL, n, t, DIST_SUM);
-    MPI_Isend(buf, count(n, r->what), mpi_type(t), peer, TAG_DATA, impl(d)->comm, &r->req);
-    return r;
-}
-
-static DistRequest *recv(Dist *d, void *buf, int64_t n, DistType t, int peer) {
-    DistRequest *r = request("receive", NULL, n, t, DIST_SUM);
-    MPI_Irecv(buf, count(n, r->what), mpi_type(t), peer, TAG_DATA, impl(d)->comm, &r->req);
+static DistRequest *sendrecv(Dist *d, const void *out, int64_t out_n, int to, void *in,
+                             int64_t in_n, int from) {
+    DistRequest *r = request(in ? (out ? "send and receive" : "receive") : "send", NULL,
+                             out_n + in_n, DIST_F32, DIST_SUM);
+    if (in) MPI_Irecv(in, count(in_n, r->what), MPI_FLOAT, from, TAG_DATA, impl(d)->comm, &r->req[1]);
+    if (out) MPI_Isend(out, count(out_n, r->what), MPI_FLOAT, to, TAG_DATA, impl(d)->comm, &r->req[0]);
     return r;
 }
 
@@ -251,8 +249,8 @@ static __attribute__((noreturn)) void abort_job(Dist *d, int status) {
 }
 
 static const DistBackend MPI_BACKEND = {broadcast, all_reduce, all_gather, reduce_scatter,
-                                        barrier,   send,       recv,       test,
-                                        wait,      split,      finalize,   abort_job};
+                                        barrier,   sendrecv,   test,       wait,
+                                        split,     finalize,   abort_job};
 
 void dist_mpi_init(Dist *d, const Launch *l) {
     int ready = 0, level = 0;

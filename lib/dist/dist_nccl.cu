@@ -139,15 +139,16 @@ static DistRequest *barrier(Dist *d) { // NCCL has none: an all-reduce of one va
     return end(d, r, 0);
 }
 
-static DistRequest *send(Dist *d, const void *buf, int64_t n, DistType t, int peer) {
-    DistRequest *r = begin(d, "send", NULL, n, t, 0);
-    NCCL_CHECK(ncclSend(buf, (size_t)n, nccl_type(t), peer, impl(d)->comm, impl(d)->stream));
-    return end(d, r, 0);
-}
-
-static DistRequest *recv(Dist *d, void *buf, int64_t n, DistType t, int peer) {
-    DistRequest *r = begin(d, "receive", NULL, n, t, 0);
-    NCCL_CHECK(ncclRecv(buf, (size_t)n, nccl_type(t), peer, impl(d)->comm, impl(d)->stream));
+// A send and a receive in one NCCL group: they progress together, so two ranks that
+// exchange never wait for each other.
+static DistRequest *sendrecv(Dist *d, const void *out, int64_t out_n, int to, void *in,
+                             int64_t in_n, int from) {
+    DistRequest *r = begin(d, in ? (out ? "send and receive" : "receive") : "send", NULL,
+                           out_n + in_n, DIST_F32, 0);
+    NCCL_CHECK(ncclGroupStart());
+    if (out) NCCL_CHECK(ncclSend(out, (size_t)out_n, ncclFloat32, to, impl(d)->comm, impl(d)->stream));
+    if (in) NCCL_CHECK(ncclRecv(in, (size_t)in_n, ncclFloat32, from, impl(d)->comm, impl(d)->stream));
+    NCCL_CHECK(ncclGroupEnd());
     return end(d, r, 0);
 }
 
@@ -241,8 +242,8 @@ static __attribute__((noreturn)) void abort_job(Dist *d, int status) {
 }
 
 static const DistBackend NCCL_BACKEND = {broadcast, all_reduce, all_gather, reduce_scatter,
-                                         barrier,   send,       recv,       test,
-                                         wait,      split,      finalize,   abort_job};
+                                         barrier,   sendrecv,   test,       wait,
+                                         split,     finalize,   abort_job};
 
 static const DistBackend *backend(void) { return &NCCL_BACKEND; }
 

@@ -41,19 +41,11 @@ static DistRequest *barrier(Dist *d) {
     return nothing_to_do();
 }
 
-static DistRequest *no_peer(Dist *d, int peer) {
-    (void)d;
-    CHECK(false, "a send or receive with rank %d, but this job is a single process", peer);
-}
-
-static DistRequest *send(Dist *d, const void *buf, int64_t n, DistType t, int peer) {
-    (void)buf, (void)n, (void)t;
-    return no_peer(d, peer);
-}
-
-static DistRequest *recv(Dist *d, void *buf, int64_t n, DistType t, int peer) {
-    (void)buf, (void)n, (void)t;
-    return no_peer(d, peer);
+/* Unreachable: dist.c refuses a peer that is not another rank of the job. */
+static DistRequest *sendrecv(Dist *d, const void *out, int64_t out_n, int to, void *in,
+                             int64_t in_n, int from) {
+    (void)d, (void)out, (void)out_n, (void)in, (void)in_n;
+    CHECK(false, "a send to %d or receive from %d, but this job is a single process", to, from);
 }
 
 static bool test(Dist *d, DistRequest *r) {
@@ -78,8 +70,8 @@ static __attribute__((noreturn)) void abort_job(Dist *d, int status) {
 }
 
 static const DistBackend SINGLE = {broadcast, all_reduce, all_gather, reduce_scatter, barrier,
-                                   send,      recv,       test,       wait,           split,
-                                   finalize,  abort_job};
+                                   sendrecv,  test,       wait,       split,          finalize,
+                                   abort_job};
 
 void dist_single_init(Dist *d, const Launch *l) {
     (void)l;

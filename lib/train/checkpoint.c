@@ -39,8 +39,7 @@ static void *grow(void *items, int count, int *cap, size_t size) {
 
 void ckpt_add_tensor(Checkpoint *c, const char *name, const Tensor *t) {
     CHECK(!name_taken(c, name), "checkpoint entry '%s' added twice", name);
-    CHECK(t && t->data && t->device == DEVICE_CPU, "checkpoint tensor '%s': a CPU tensor with data",
-          name);
+    CHECK(t && t->data, "checkpoint tensor '%s' without data", name);
     c->tensors = grow(c->tensors, c->ntensors, &c->tensors_cap, sizeof *c->tensors);
     CkptTensor *e = &c->tensors[c->ntensors++];
     copy_name(e->name, name, "tensor");
@@ -168,13 +167,14 @@ uint64_t ckpt_hash64(const void *data, size_t len, uint64_t seed) {
 }
 
 uint64_t params_digest(const ParamList *params) {
-    CHECK(params->values.device == DEVICE_CPU, "params_digest of parameters on the %s: copy "
-          "them to the CPU first", device_name(params->values.device));
+    const bool on_cpu = params->values.device == DEVICE_CPU;
+    Tensor host = on_cpu ? params->values : tensor_to(&params->values, DEVICE_CPU);
     uint64_t h = 0; /* one hash per parameter, chained: the digests of earlier versions */
     for (int i = 0; i < params->count; i++) {
-        const Tensor *t = &params->items[i]->value;
-        h = ckpt_hash64(t->data, (size_t)t->size * 4, h);
+        const Param *p = params->items[i];
+        h = ckpt_hash64(host.data + p->offset, (size_t)p->value.size * 4, h);
     }
+    if (!on_cpu) tensor_free(&host);
     return h;
 }
 
@@ -213,7 +213,7 @@ void ckpt_encode(const Checkpoint *c, uint8_t **buf, size_t *len) {
         *p++ = (uint8_t)t->ndim;
         *p++ = TYPE_F32;
         for (int k = 0; k < t->ndim; k++, p += 4) store_le(p, (uint64_t)t->shape[k], 4);
-        memcpy(p, t->data, 4 * (size_t)t->size);
+        device_copy(p, DEVICE_CPU, t->data, t->device, 4 * (size_t)t->size); /* from a GPU too */
         p += 4 * (size_t)t->size;
     }
     for (int i = 0; i < c->nscalars; i++) {
@@ -446,8 +446,8 @@ int ckpt_decode(const Checkpoint *c, const uint8_t *buf, size_t len, const char 
                                  "another program?). " FIX_FOREIGN ".", src, c->scalars[i].name);
     if (rc == 0) { /* all good: only now change the program's variables */
         for (int i = 0; i < c->ntensors; i++)
-            memcpy(c->tensors[i].tensor.data, buf + pl->tensor_at[i],
-                   4 * (size_t)c->tensors[i].tensor.size);
+            device_copy(c->tensors[i].tensor.data, c->tensors[i].tensor.device,
+                        buf + pl->tensor_at[i], DEVICE_CPU, 4 * (size_t)c->tensors[i].tensor.size);
         for (int i = 0; i < c->nscalars; i++) {
             uint64_t bits = load_le(buf + pl->scalar_at[i], 8);
             memcpy(c->scalars[i].value, &bits, 8);

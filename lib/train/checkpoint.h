@@ -78,7 +78,7 @@ int ckpt_error(CkptError *err, const char *fmt, ...) __attribute__((format(print
 
 /* ------------------------------------------------------------ the manifest */
 
-/* t's data is saved and loaded; t must be a CPU tensor whose data stays where it is. */
+/* t's data is saved and loaded (on the CPU or a GPU); it must stay where it is. */
 void ckpt_add_tensor(Checkpoint *c, const char *name, const Tensor *t);
 void ckpt_add_i64(Checkpoint *c, const char *name, int64_t *v);
 void ckpt_add_u64(Checkpoint *c, const char *name, uint64_t *v);
@@ -99,7 +99,7 @@ void ckpt_add_sgd(Checkpoint *c, Sgd *opt, const ParamList *params);
 uint64_t ckpt_hash64(const void *data, size_t len, uint64_t seed);
 
 /* The digest printed as "parameter digest: %016llx": hash of every parameter's bytes
- * in list order, so two runs can be compared from the outside. */
+ * in list order (on any device), so two runs can be compared from the outside. */
 uint64_t params_digest(const ParamList *params);
 
 /* The size of the file c makes, in bytes. */

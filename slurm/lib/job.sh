@@ -7,8 +7,9 @@
 #                       (the participant's build, or the solution's when
 #                       SOLUTION=1), choose the run directory, print a header
 #   job_run CMD...      launch CMD through srun (inside the site's container, if any)
-#   job_launcher        set JOB_LAUNCH to what job_run puts before CMD (for a
-#                       script that runs the program in the background itself)
+#   job_launcher [nompi] set JOB_LAUNCH to what job_run puts before CMD (for a
+#                       script that runs the program itself); nompi: without
+#                       --mpi=pmix (GPU ranks that meet through NCCL, lesson 06)
 #
 # After job_setup:
 #   JOB_BIN        the lesson's program: build/lessons/NN-name/train or build/solutions/...
@@ -76,15 +77,19 @@ job_setup() {
 }
 
 # srun with the site's extra options and container; --mpi=pmix for multi-task jobs
-# (Open MPI and Slurm meet through PMIx; no mpirun inside a Slurm job). Sets the
-# array JOB_LAUNCH to the words put before the program: empty outside Slurm.
+# (Open MPI and Slurm meet through PMIx; no mpirun inside a Slurm job) unless the
+# first argument is "nompi". --kill-on-bad-exit: a rank that fails ends the others.
+# Sets the array JOB_LAUNCH to the words put before the program: empty outside Slurm.
 job_launcher() {
     JOB_LAUNCH=(srun)
     if [ -z "${SLURM_JOB_ID:-}" ]; then  # outside Slurm (a login node test): run directly
         JOB_LAUNCH=()
         return 0
     fi
-    [ "${SLURM_NTASKS:-1}" -gt 1 ] && JOB_LAUNCH+=(--mpi=pmix)
+    if [ "${SLURM_NTASKS:-1}" -gt 1 ]; then
+        [ "${1:-}" = nompi ] || JOB_LAUNCH+=(--mpi=pmix)
+        JOB_LAUNCH+=(--kill-on-bad-exit=1)
+    fi
     # shellcheck disable=SC2206 # options, split on purpose
     [ -n "${SITE_SRUN_OPTIONS:-}" ] && JOB_LAUNCH+=($SITE_SRUN_OPTIONS)
     if [ -n "${SITE_CONTAINER:-}" ]; then

@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
 #include <poll.h>
@@ -217,6 +218,69 @@ static void run_child_into(void (*fn)(void *), void *arg, bool with_stdout, Chil
     r->out[len] = '\0';
     close(fds[0]);
     waitpid(pid, &r->status, 0);
+}
+
+void run_command(const char *const *argv, double timeout_s, CommandResult *r) {
+    memset(r, 0, sizeof *r);
+    int fds[2];
+    if (pipe(fds) != 0) {
+        r->status = -1;
+        return;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    const double t0 = now_seconds();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]), close(fds[1]);
+        r->status = -1;
+        return;
+    }
+    if (pid == 0) {
+        setpgid(0, 0); /* its own group: a timeout kills mpirun and every rank */
+        close(fds[0]);
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[1]);
+        execvp(argv[0], (char *const *)argv);
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    close(fds[1]);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    size_t len = 0;
+    for (;;) {
+        struct pollfd p = {fds[0], POLLIN, 0};
+        poll(&p, 1, 50);
+        ssize_t n;
+        while ((n = read(fds[0], r->out + len, sizeof r->out - 1 - len)) > 0) len += (size_t)n;
+        if (len == sizeof r->out - 1) { /* full: drain the rest so the writer never blocks */
+            char sink[4096];
+            while (read(fds[0], sink, sizeof sink) > 0) {}
+        }
+        if (waitpid(pid, &r->status, WNOHANG) == pid) break;
+        if (now_seconds() - t0 > timeout_s) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, &r->status, 0);
+            r->timed_out = true;
+            break;
+        }
+    }
+    ssize_t n;
+    while ((n = read(fds[0], r->out + len, sizeof r->out - 1 - len)) > 0) len += (size_t)n;
+    r->out[len] = '\0';
+    close(fds[0]);
+    r->seconds = now_seconds() - t0;
+}
+
+const char *describe_end(const CommandResult *r, char *buf, size_t cap) {
+    if (r->timed_out) snprintf(buf, cap, "hung: killed after %.0f s", r->seconds);
+    else if (r->status < 0) snprintf(buf, cap, "could not start");
+    else if (WIFSIGNALED(r->status))
+        snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(r->status), strsignal(WTERMSIG(r->status)));
+    else snprintf(buf, cap, "exit status %d", WEXITSTATUS(r->status));
+    return buf;
 }
 
 void run_child(void (*fn)(void *), void *arg, ChildResult *r) {

@@ -58,6 +58,19 @@ void run_child(void (*fn)(void *), void *arg, ChildResult *r);
 /* The same, capturing only stderr: stdout stays where it was. */
 void run_child_stderr(void (*fn)(void *), void *arg, ChildResult *r);
 
+/* Runs a program (argv[0] looked up in PATH) with stdout and stderr into r->out, for at
+ * most timeout_s seconds: then it and its children (its process group) are killed and
+ * r->timed_out says so; r->seconds is how long it ran. */
+typedef struct {
+    int status;        /* from waitpid; -1 when it could not start */
+    bool timed_out;
+    double seconds;
+    char out[65536];   /* stdout and stderr, in order (the rest dropped), NUL-terminated */
+} CommandResult;
+void run_command(const char *const *argv, double timeout_s, CommandResult *r);
+/* "exit status 3", "killed by signal 9 (Killed)", "hung: killed after 30 s" */
+const char *describe_end(const CommandResult *r, char *buf, size_t cap);
+
 /* The child must have exited with status `code` (not died of a signal), and its output
  * must contain each of the NULL-terminated strings that follow. On a mismatch it prints
  * what: the problem, then the child's output, and returns false. */

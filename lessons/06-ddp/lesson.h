@@ -1,0 +1,105 @@
+/* Lesson 06: data-parallel training across ranks (GPUs or CPU processes, on one or
+ * several nodes). The functions you write, and the run they work on.
+ *
+ * Every rank runs this same program on its own share of the data; the ranks talk
+ * through the library's communicator (lib/dist/dist.h: broadcast, all-reduce,
+ * send/recv, ...), MPI between CPU processes, NCCL between GPUs. */
+#ifndef LESSON06_H
+#define LESSON06_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/check.h"
+#include "core/metrics.h"
+#include "core/todo.h"
+#include "data/dataset.h"
+#include "dist/dist.h"
+#include "models/cnn.h"
+#include "parallel/ddp.h"
+#include "train/loop.h"
+#include "train/optim.h"
+#include "train/options.h"
+#include "train/checkpoint_store.h"
+#include "train/sampler.h"
+
+#define LESSON_DIR "lessons/06-ddp"
+#define TODO_STOP(id) todo_stop(id, LESSON_DIR, __func__)
+
+typedef struct {
+    TrainOptions train;   /* lesson 01's options (lib/train/options.h) */
+    const char *device;   /* cpu or cuda */
+    const char *dist;     /* the communication backend: auto, mpi, nccl, single */
+    const char *grad_sync; /* mine (TODO 6.4) or buckets (lib/parallel/ddp.h) */
+    const char *checkpoint_dir;
+    int ranks;            /* the ranks the job script asked for (0: any) */
+    int max_steps;        /* stop after this many steps (0: the whole epochs) */
+    int collectives;      /* part 2: the ring all-reduce and its bandwidths instead */
+    int no_overlap;       /* buckets: reduce after the backward, not during it */
+    int resume;           /* continue from the newest checkpoint in checkpoint_dir */
+    float bucket_mb, timeout_s;
+} Config;
+
+/* Everything one rank holds. */
+typedef struct {
+    Config cfg;
+    Dist *dist;           /* who am I, how many are we, and how to talk (TODO 6.1) */
+    Dataset train, test;
+    Cnn model;            /* the whole model, on every rank */
+    Adam opt;
+    Sampler sampler;      /* this rank's share of each epoch (TODO 6.3) */
+    Batch batch;          /* the examples of one step on this rank */
+    Ddp ddp;              /* the library's bucketed all-reduce (--grad-sync buckets) */
+    MetricsFile *metrics; /* open on rank 0 only (TODO 6.6) */
+    CkptStore store;      /* checkpoint_dir: lesson 03's checkpoints, written by rank 0 */
+    int64_t steps;        /* steps done, all epochs */
+} Run;
+
+/* What one rank saw in an epoch, before (and after) averaging over the ranks. */
+typedef struct {
+    double loss_sum;      /* sum over its examples of the loss */
+    double correct;       /* examples classified correctly (evaluation) */
+    double examples;
+} EpochStats;
+
+/* TODO 6.1 (setup.c): join the job: run->dist from the launcher's environment, with
+ * the backend, device, timeout and expected number of ranks of run->cfg; every rank
+ * says who it is in one line. */
+void lesson_setup(Run *run);
+
+/* TODO 6.2 (train.c): every rank starts from rank 0's weights. */
+void lesson_broadcast_weights(Run *run);
+
+/* TODO 6.3 (train.c): this rank's sampler over the training set, and the reshuffle
+ * at the start of each epoch. */
+void lesson_make_sampler(Run *run);
+void lesson_start_epoch(Run *run, int epoch);
+
+/* TODO 6.4 (train.c): after the backward, every rank's gradients become the average
+ * of all ranks' gradients. */
+void lesson_average_gradients(Run *run);
+
+/* TODO 6.5 (train.c): the sums of all ranks, so every rank knows the job's totals. */
+void lesson_sum_stats(Run *run, EpochStats *s);
+
+/* TODO 6.6 (save.c): only rank 0 prints the epoch's line and writes its metrics and
+ * the checkpoint; the others stay quiet and write nothing. */
+void lesson_report_epoch(Run *run, int epoch, const EpochStats *train, const EpochStats *test,
+                         double seconds);
+void lesson_save_checkpoint(Run *run, int epoch);
+
+/* TODO 6.7 (ring.c): the sum over all ranks of t, in place, from send and receive
+ * alone: a ring reduce-scatter, then a ring all-gather. */
+void lesson_ring_all_reduce(Dist *d, Tensor *t);
+/* TODO 6.8 (ring.c): the bus bandwidth of an all-reduce of `bytes` that took `seconds`
+ * on `ranks` ranks, as nccl-tests define it (GB/s). */
+double lesson_bus_bandwidth(double bytes, double seconds, int ranks);
+
+/* Given (program.c): the whole program; main() calls it, the grader too. */
+int lesson_main(int argc, char **argv);
+/* Given (program.c): one epoch of training on this rank's share; its sums. */
+EpochStats train_epoch(Run *run, int epoch);
+/* Given (program.c): loss and accuracy over this rank's share of the test set. */
+EpochStats evaluate_share(Run *run);
+
+#endif

@@ -1,0 +1,265 @@
+/* Lesson 06: the program (given; worth reading, TODOs 6.1 to 6.6 are called from here).
+ *
+ *   mpirun -n 4 train --dataset fashion-mnist --epochs 2        # 4 CPU ranks
+ *   srun train --device cuda --ranks $SLURM_NTASKS ...           # in a Slurm job
+ *   make run-lesson 6 RANKS=2 ARGS="--epochs 1"                  # the same, locally
+ *   train --collectives                                          # part 2: the ring
+ *
+ * Every rank trains the lesson 01 CNN on its share of each batch; rank 0 prints one
+ * line per epoch (the job's mean training loss, test loss and accuracy, seconds, the
+ * job's images per second) and, with --metrics FILE, writes the same as JSON lines.
+ * Every rank ends with "rank R parameter digest: <16 hex digits>": the same on all
+ * ranks, or the ranks did not take the same steps. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/args.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "cuda/device.h"
+#include "lesson.h"
+#include "train/train_state.h"
+
+/* ---------------------------------------------------------------- options */
+
+static Config parse_args(int argc, char **argv) {
+    Config c = {.train = train_options_defaults(), .device = "cpu", .dist = "auto",
+                .grad_sync = "mine", .bucket_mb = 25.0f, .timeout_s = 300.0f};
+    c.train.threads = 1; /* one core per rank: ranks, not threads, share the machine */
+    ArgSpec specs[TRAIN_OPTION_SPECS + 11] = {
+        {"device", ARG_CHOICE, &c.device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
+        {"dist", ARG_CHOICE, &c.dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)",
+         "auto|mpi|nccl|single"},
+        {"ranks", ARG_INT, &c.ranks, "stop unless the job has this many ranks (0: any)", NULL},
+        {"max-steps", ARG_INT, &c.max_steps, "stop after this many steps (0: all epochs)", NULL},
+        {"grad-sync", ARG_CHOICE, &c.grad_sync,
+         "gradient averaging: yours (TODO 6.4) or the library's buckets", "mine|buckets"},
+        {"bucket-mb", ARG_FLOAT, &c.bucket_mb, "bucket size of --grad-sync buckets (PyTorch: 25)", NULL},
+        {"no-overlap", ARG_FLAG, &c.no_overlap, "buckets: reduce after the backward, not during it", NULL},
+        {"timeout", ARG_FLOAT, &c.timeout_s, "seconds a rank waits for the others before the job ends", NULL},
+        {"checkpoint-dir", ARG_STRING, &c.checkpoint_dir, "rank 0 writes a checkpoint here after each epoch", NULL},
+        {"resume", ARG_FLAG, &c.resume, "continue from the newest checkpoint there (any rank count)", NULL},
+        {"collectives", ARG_FLAG, &c.collectives, "part 2: check the ring all-reduce, measure bandwidths", NULL},
+    };
+    int n = 11 + train_options_specs(&c.train, specs + 11);
+    args_parse(argc, argv, specs, n,
+               "Lesson 06: data-parallel training of the simple CNN over ranks (mpirun, srun).");
+    train_options_check(&c.train);
+    if (c.ranks < 0) fatal("--ranks must be 0 or more, got %d", c.ranks);
+    if (c.max_steps < 0) fatal("--max-steps must be 0 or more, got %d", c.max_steps);
+    if (!(c.bucket_mb > 0) || !isfinite(c.bucket_mb)) fatal("--bucket-mb must be positive, got %g", (double)c.bucket_mb);
+    if (!(c.timeout_s > 0) || !isfinite(c.timeout_s)) fatal("--timeout must be positive, got %g", (double)c.timeout_s);
+    if (c.resume && !c.checkpoint_dir) fatal("--resume needs --checkpoint-dir (where the checkpoints are)");
+    return c;
+}
+
+/* ---------------------------------------------------------------- training */
+
+static void setup_training(Run *run) {
+    const Config *c = &run->cfg;
+    const TrainOptions *t = &c->train;
+    dataset_load(t->dataset, t->data_dir, &run->train, &run->test);
+    dataset_truncate(&run->train, t->train_limit);
+    dataset_truncate(&run->test, t->test_limit);
+    if (run->train.height < 16 || run->train.width < 16)
+        fatal("%s images are %dx%d; the CNN needs at least 16x16", run->train.name,
+              run->train.height, run->train.width);
+    Rng rng; /* each rank its own initial weights: TODO 6.2 must make them one */
+    rng_seed(&rng, (uint64_t)t->seed + 1000u * (uint64_t)run->dist->rank, 0);
+    cnn_init(&run->model, run->train.channels, run->train.height, run->train.width,
+             run->train.num_classes, t->batch_size, &rng);
+    const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
+    cnn_to_device(&run->model, device);
+    batch_init(&run->batch, t->batch_size, &run->train);
+    batch_to_device(&run->batch, device);
+    if (strcmp(c->grad_sync, "buckets") == 0)
+        ddp_init(&run->ddp, run->dist, &run->model.params, c->bucket_mb, !c->no_overlap);
+    else
+        dist_check_same(run->dist, run->model.params.total, "the number of parameters");
+}
+
+EpochStats train_epoch(Run *run, int epoch) {
+    EpochStats s = {0};
+    const bool buckets = strcmp(run->cfg.grad_sync, "buckets") == 0;
+    int n;
+    lesson_start_epoch(run, epoch);
+    while ((n = sampler_next(&run->sampler, run->batch.indices, run->batch.size)) > 0) {
+        if (run->cfg.max_steps && run->steps >= run->cfg.max_steps) break;
+        const int *labels;
+        Tensor images = batch_load(&run->batch, &run->train, n, &labels);
+        Tensor logits = cnn_forward(&run->model, &images);
+        Tensor dlogits = tensor_rows(&run->model.d_logits, n);
+        tensor_fill(&dlogits, 0.0f);
+        float loss = run->model.layers.softmax_cross_entropy(&dlogits, &logits, labels);
+        params_zero_grad(&run->model.params);
+        cnn_backward(&run->model, &images);
+        if (buckets) ddp_finish_gradients(&run->ddp); /* started during the backward */
+        else lesson_average_gradients(run);
+        adam_step(&run->opt, &run->model.params);
+        s.loss_sum += (double)loss * n;
+        s.examples += n;
+        run->steps++;
+        progress("  epoch %d: %.0f images on this rank, loss %.4f", epoch, s.examples,
+                 s.loss_sum / s.examples);
+    }
+    progress_clear();
+    return s;
+}
+
+EpochStats evaluate_share(Run *run) {
+    /* rank r evaluates test examples r, r + W, ...: each exactly once in the job */
+    EpochStats s = {0};
+    const Dataset *d = &run->test;
+    const int W = run->dist->world_size, B = run->batch.size;
+    for (int first = run->dist->rank; first < d->count; first += W * B) {
+        int n = 0;
+        for (int i = first; i < d->count && n < B; i += W) run->batch.indices[n++] = i;
+        const int *labels;
+        Tensor images = batch_load(&run->batch, d, n, &labels);
+        Tensor logits = cnn_forward(&run->model, &images);
+        s.loss_sum += (double)run->model.layers.softmax_cross_entropy(NULL, &logits, labels) * n;
+        s.correct += run->model.layers.count_correct(&logits, labels);
+        s.examples += n;
+    }
+    return s;
+}
+
+/* Every rank reads the newest checkpoint rank 0 wrote (a shared file system) and
+ * continues at the epoch after it. Written at an epoch's end, it holds no position
+ * inside an epoch, so the rank count may differ from the run that wrote it. */
+static int resume(Run *run) {
+    TrainState ts = {0};
+    Checkpoint c = {0};
+    ckpt_add_params(&c, "model", &run->model.params);
+    ckpt_add_adam(&c, &run->opt, &run->model.params);
+    ckpt_add_train_state(&c, &ts);
+    char path[CKPT_PATH_MAX];
+    CkptError err;
+    int found = ckpt_store_load_latest(&run->store, &c, path, sizeof path, &err);
+    ckpt_free(&c);
+    if (found < 0) fatal("%s", err.msg);
+    if (found == 0) {
+        print0("no checkpoint in %s: starting afresh\n", run->store.dir);
+        return 1;
+    }
+    if (ts.sampler_count != run->train.count)
+        fatal("%s was written for %lld training examples, this run has %d: the same --dataset "
+              "and --train-limit, please", path, (long long)ts.sampler_count, run->train.count);
+    run->steps = ts.global_step;
+    print0("resumed from %s: epoch %lld next, %lld steps done, now on %d ranks\n", path,
+           (long long)ts.epoch, (long long)ts.global_step, run->dist->world_size);
+    return (int)ts.epoch;
+}
+
+static void train(Run *run) {
+    const TrainOptions *t = &run->cfg.train;
+    setup_training(run);
+    adam_init(&run->opt, &run->model.params, t->lr);
+    lesson_broadcast_weights(run);
+    lesson_make_sampler(run);
+    if (run->cfg.checkpoint_dir) {
+        /* rank 0 makes the directory; the others wait until it is there */
+        if (run->dist->rank == 0) ckpt_store_init(&run->store, run->cfg.checkpoint_dir, 2);
+        dist_barrier(run->dist);
+        if (run->dist->rank != 0) ckpt_store_init(&run->store, run->cfg.checkpoint_dir, 2);
+    }
+    int first_epoch = run->cfg.resume ? resume(run) : 1;
+    run->metrics = run->dist->rank == 0 ? metrics_open(t->metrics) : NULL;
+    const int W = run->dist->world_size;
+    print0("data: %s, %d training and %d test images; each of %d ranks takes %d per epoch\n",
+           run->train.name, run->train.count, run->test.count, W, run->sampler.num_samples);
+    print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d per rank (%d in all), "
+           "gradients averaged by %s\n", (long long)params_count(&run->model.params),
+           (double)t->lr, t->batch_size, t->batch_size * W,
+           strcmp(run->cfg.grad_sync, "mine") == 0 ? "your all-reduce (TODO 6.4)" : "the library's buckets");
+    print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss",
+           "test accuracy", "seconds", "images/s");
+    for (int epoch = first_epoch; epoch <= t->epochs; epoch++) {
+        dist_barrier(run->dist); /* the epoch's clock starts together on all ranks */
+        double t0 = now_seconds();
+        EpochStats tr = train_epoch(run, epoch);
+        lesson_sum_stats(run, &tr);
+        double seconds = now_seconds() - t0;
+        EpochStats ev = evaluate_share(run);
+        lesson_sum_stats(run, &ev);
+        if (tr.examples > 0) lesson_report_epoch(run, epoch, &tr, &ev, seconds);
+        lesson_save_checkpoint(run, epoch);
+        if (run->cfg.max_steps && run->steps >= run->cfg.max_steps) break;
+    }
+    if (!strcmp(run->cfg.grad_sync, "buckets") && run->ddp.steps)
+        print0("buckets: %d of up to %g MB, %s; communication not hidden: %.1f ms per step\n",
+               run->ddp.nbuckets, (double)run->cfg.bucket_mb,
+               run->cfg.no_overlap ? "after the backward" : "overlapped with the backward",
+               1e3 * run->ddp.exposed_s / run->ddp.steps);
+    printf("rank %d parameter digest: %016llx\n", run->dist->rank,
+           (unsigned long long)params_digest(&run->model.params));
+    metrics_close(run->metrics);
+    if (!strcmp(run->cfg.grad_sync, "buckets")) ddp_free(&run->ddp);
+    adam_free(&run->opt);
+    sampler_free(&run->sampler);
+    batch_free(&run->batch);
+    cnn_free(&run->model);
+    dataset_free(&run->train);
+    dataset_free(&run->test);
+}
+
+/* ---------------------------------------------------------------- part 2 */
+
+/* Your ring against the library's all-reduce on the same data: the same sums (to
+ * rounding: the ring adds in another order), then both timed over sizes. */
+static void collectives(Run *run) {
+    Dist *d = run->dist;
+    if (d->device != DEVICE_CPU) fatal("--collectives runs on CPU ranks (--device cpu)");
+    const int W = d->world_size;
+    print0("ring all-reduce (TODO 6.7) against the library's (%s) on %d ranks\n", d->backend, W);
+    static const int64_t check_sizes[] = {1, 3, 1000, 100003};
+    for (size_t k = 0; k < sizeof check_sizes / sizeof check_sizes[0]; k++) {
+        const int64_t n = check_sizes[k];
+        Tensor a = tensor_zeros(1, (int)n), b = tensor_zeros(1, (int)n);
+        for (int64_t i = 0; i < n; i++) a.data[i] = b.data[i] = (float)((d->rank + 1) * (i % 97)) * 0.25f;
+        lesson_ring_all_reduce(d, &a);
+        dist_all_reduce(d, &b, DIST_SUM);
+        double worst = 0;
+        for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs(a.data[i] - b.data[i]));
+        worst = dist_sum_double(d, worst); /* nonzero anywhere: reported */
+        print0("  %7lld floats: %s (largest difference %g)\n", (long long)n,
+               worst == 0 ? "the same sums" : "DIFFERENT", worst);
+        if (worst != 0) fatal("the ring all-reduce of %lld floats differs from the library's",
+                              (long long)n);
+        tensor_free(&a), tensor_free(&b);
+    }
+    print0("%12s  %12s  %12s  %12s  %8s\n", "bytes", "ring GB/s", "busbw", "library busbw", "ratio");
+    for (int64_t bytes = 1 << 10; bytes <= (64 << 20); bytes *= 4) {
+        Tensor t = tensor_zeros(1, (int)(bytes / 4));
+        double best[2] = {1e30, 1e30};
+        for (int rep = 0; rep < 5; rep++)
+            for (int which = 0; which < 2; which++) {
+                dist_barrier(d);
+                double t0 = now_seconds();
+                if (which == 0) lesson_ring_all_reduce(d, &t);
+                else dist_all_reduce(d, &t, DIST_SUM);
+                double s = now_seconds() - t0;
+                s = dist_sum_double(d, s) / W; /* the ranks' mean */
+                best[which] = fmin(best[which], s);
+            }
+        double ring = lesson_bus_bandwidth((double)bytes, best[0], W);
+        double lib = lesson_bus_bandwidth((double)bytes, best[1], W);
+        print0("%12lld  %12.3f  %12.3f  %12.3f  %7.2fx\n", (long long)bytes,
+               (double)bytes / best[0] / 1e9, ring, lib, ring / lib);
+        tensor_free(&t);
+    }
+}
+
+int lesson_main(int argc, char **argv) {
+    Run *run = xcalloc(1, sizeof *run);
+    run->cfg = parse_args(argc, argv);
+    omp_set_num_threads(run->cfg.train.threads);
+    lesson_setup(run);
+    if (run->cfg.collectives) collectives(run);
+    else train(run);
+    dist_finalize(run->dist);
+    xfree(run);
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* TODOs 6.7 and 6.8: the all-reduce itself, built from send and receive.
+ *
+ * The ring: rank r sends to r + 1 and receives from r - 1 (mod W). Cut the tensor
+ * into W chunks. Reduce-scatter: in W - 1 steps, each rank passes one chunk on to the
+ * next rank, which adds it to its own copy of that chunk; afterwards rank r holds the
+ * full sum of chunk (r + 1) mod W. All-gather: in W - 1 more steps the finished chunks
+ * travel around the ring, each rank overwriting its copy. Every rank sends 2 (W - 1)
+ * chunks of size n / W: about 2n values whatever W is, which is why NCCL and MPI use
+ * the ring for large tensors. */
+#include "lesson.h"
+
+/* Chunk k of W over n values: [start, start + count); the first n % W chunks are one
+ * longer, so any n works (some chunks are empty when n < W). */
+static void chunk(int64_t n, int W, int k, int64_t *start, int64_t *count) {
+    const int64_t base = n / W, extra = n % W;
+    *start = k * base + (k < extra ? k : extra);
+    *count = base + (k < extra ? 1 : 0);
+}
+
+void lesson_ring_all_reduce(Dist *d, Tensor *t) {
+    const int W = d->world_size, r = d->rank, next = (r + 1) % W, prev = (r + W - 1) % W;
+    if (W == 1) return;
+    int64_t max_count, unused;
+    chunk(t->size, W, 0, &unused, &max_count);
+    Tensor incoming = tensor_zeros(1, (int)(max_count > 0 ? max_count : 1)); /* a chunk */
+    /* reduce-scatter: at step s, send chunk (r - s), receive chunk (r - s - 1) and add */
+    for (int s = 0; s < W - 1; s++) {
+        int64_t s0, sn, r0, rn;
+        chunk(t->size, W, ((r - s) % W + W) % W, &s0, &sn);
+        chunk(t->size, W, ((r - s - 1) % W + W) % W, &r0, &rn);
+        Tensor out = sn ? tensor_range(t, s0, sn) : (Tensor){0};
+        Tensor in = rn ? tensor_range(&incoming, 0, rn) : (Tensor){0};
+        dist_sendrecv(d, sn ? &out : NULL, next, rn ? &in : NULL, prev);
+        for (int64_t i = 0; i < rn; i++) t->data[r0 + i] += incoming.data[i];
+    }
+    /* all-gather: rank r now holds chunk (r + 1) whole; pass the whole chunks around */
+    for (int s = 0; s < W - 1; s++) {
+        int64_t s0, sn, r0, rn;
+        chunk(t->size, W, ((r + 1 - s) % W + W) % W, &s0, &sn);
+        chunk(t->size, W, ((r - s) % W + W) % W, &r0, &rn);
+        Tensor out = sn ? tensor_range(t, s0, sn) : (Tensor){0};
+        Tensor in = rn ? tensor_range(t, r0, rn) : (Tensor){0}; /* whole: overwrite */
+        dist_sendrecv(d, sn ? &out : NULL, next, rn ? &in : NULL, prev);
+    }
+    tensor_free(&incoming);
+}
+
+double lesson_bus_bandwidth(double bytes, double seconds, int ranks) {
+    const double algbw = bytes / seconds / 1e9;            /* the tensor's size per second */
+    return algbw * 2.0 * (ranks - 1) / ranks;             /* what each link carried */
+}

@@ -1,0 +1,43 @@
+/* TODO 6.6: print0 and save0.
+ *
+ * Every rank knows the epoch's numbers (TODO 6.5) and holds the same model, so every
+ * rank could print and save them. N ranks printing make N copies of each line; N
+ * ranks writing one file make a corrupt file. One rank, rank 0, does it for all. */
+#include <stdio.h>
+
+#include "core/log.h"
+#include "lesson.h"
+#include "train/train_state.h"
+
+void lesson_report_epoch(Run *run, int epoch, const EpochStats *train, const EpochStats *test,
+                         double seconds) {
+    const double train_loss = train->loss_sum / train->examples;
+    const EpochResult ev = {.loss = test->loss_sum / test->examples,
+                            .accuracy = test->correct / test->examples,
+                            .examples = (int)test->examples};
+    const double rate = train->examples / seconds; /* the whole job's images per second */
+    print0("%5d  %10.4f  %9.4f  %13.4f  %8.1f  %9.0f\n", epoch, train_loss, ev.loss,
+           ev.accuracy, seconds, rate);
+    if (run->dist->rank == 0) metrics_epoch(run->metrics, NULL, epoch, train_loss, &ev, seconds, rate);
+}
+
+void lesson_save_checkpoint(Run *run, int epoch) {
+    if (!run->cfg.checkpoint_dir) return;
+    /* lesson 03's checkpoint: the model, Adam, and where training is (the end of an
+     * epoch: no position inside one, so any rank count can resume it) */
+    TrainState ts = {.epoch = epoch + 1, .global_step = run->steps,
+                     .sampler_seed = run->sampler.seed, .sampler_epoch = epoch + 1,
+                     .sampler_count = run->sampler.count};
+    Checkpoint c = {0};
+    ckpt_add_params(&c, "model", &run->model.params);
+    ckpt_add_adam(&c, &run->opt, &run->model.params);
+    ckpt_add_train_state(&c, &ts);
+    if (run->dist->rank == 0) { /* save0: one writer; the others hold the same state */
+        char path[CKPT_PATH_MAX];
+        CkptError err;
+        if (ckpt_store_save(&run->store, &c, run->steps, path, sizeof path, &err) != 0)
+            fatal("%s", err.msg);
+        print0("checkpoint %s\n", path);
+    }
+    ckpt_free(&c);
+}

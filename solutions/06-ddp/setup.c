@@ -1,0 +1,31 @@
+/* TODO 6.1: joining the job.
+ *
+ * The launcher (mpirun, or srun in a Slurm job) started the same program N times, on
+ * one node or several. Each copy must find out who it is (its rank, 0..N-1), how many
+ * they are (the world size), which of them share its node (the local rank: the GPU it
+ * takes), and how to reach the others. All of that is in the environment the launcher
+ * set (lib/dist/launcher.h); dist_init reads it and connects the ranks. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "cuda/device.h"
+#include "lesson.h"
+
+void lesson_setup(Run *run) {
+    const Config *c = &run->cfg;
+    const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
+    /* a GPU job: the device of this rank's local rank (one GPU per rank) */
+    if (device == DEVICE_CUDA) cuda_require();
+    run->dist = dist_init(&(DistOptions){.backend = c->dist, .device = device,
+                                         .timeout_s = c->timeout_s, .expect_world = c->ranks});
+    const Dist *d = run->dist;
+    char where[64] = "cpu";
+    if (device == DEVICE_CUDA) snprintf(where, sizeof where, "GPU %d", cuda_current_device());
+    printf("rank %d of %d: local rank %d of %d on its node, %s\n", d->rank, d->world_size,
+           d->local_rank, d->local_size, where);
+    fflush(stdout);
+    char line[256];
+    dist_describe(d, line, sizeof line);
+    print0("%s\n", line);
+}

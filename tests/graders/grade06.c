@@ -1,0 +1,691 @@
+/* Grader of lesson 06. Most checks need several ranks: each starts
+ *   mpirun -n 2 (and 3) <this grader> --worker NAME ...
+ * whose ranks run one of your functions (with the library's communicator, so that a
+ * check tests one TODO) and each print what they saw; the check reads that. A check
+ * that needs ranks SKIPs where there is no mpirun, never PASSes. Each has a time
+ * limit, so a deadlock fails that check ("hung: killed after N s") and the rest go on.
+ * Run with `make check-lesson 6` (your code) or `make check-lesson 6 SOLUTION=1`. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/rng.h"
+#include "framework/check.h"
+#include "lesson.h"
+#include "train/checkpoint_file.h"
+#include "train/train_state.h"
+
+#ifndef LESSON_PATH /* the lesson's directory, from the Makefile: lessons/... or solutions/... */
+#define LESSON_PATH "lessons/06-ddp"
+#endif
+
+/* ================================================================ the ranks' side */
+
+static Dist *g_dist;
+
+/* One line per rank: "WORKER rank R ok ..." or "WORKER rank R FAIL: ..." */
+static void say(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(bool ok, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("WORKER rank %d %s%s\n", g_dist ? g_dist->rank : -1, ok ? "ok" : "FAIL: ", msg);
+    fflush(stdout);
+}
+
+static Dist *library_dist(void) {
+    g_dist = dist_init(&(DistOptions){.backend = "auto", .timeout_s = 30});
+    return g_dist;
+}
+
+/* A run with a small CNN (16x16 images) whose weights come from the rank's own seed. */
+static Run *small_run(Dist *d) {
+    Run *run = xcalloc(1, sizeof *run);
+    run->dist = d;
+    run->cfg.train = train_options_defaults();
+    run->cfg.train.seed = 17;
+    dataset_make_synthetic(103, 1, 16, 2, &run->train);
+    Rng rng;
+    rng_seed(&rng, 100 + (uint64_t)d->rank, 0);
+    cnn_init(&run->model, 1, 16, 16, 10, 4, &rng);
+    return run;
+}
+
+static void worker_setup(int expect) {
+    Run run = {0};
+    run.cfg.device = "cpu";
+    run.cfg.dist = "auto";
+    run.cfg.timeout_s = 30;
+    run.cfg.ranks = expect;
+    lesson_setup(&run);
+    g_dist = run.dist;
+    say(true, " world %d local %d", run.dist->world_size, run.dist->local_rank);
+}
+
+static void worker_broadcast(void) {
+    Dist *d = library_dist();
+    Run *run = small_run(d);
+    Tensor mine = tensor_to(&run->model.params.values, DEVICE_CPU);
+    Tensor root = tensor_to(&run->model.params.values, DEVICE_CPU);
+    dist_broadcast(d, &root, 0); /* what rank 0 had */
+    lesson_broadcast_weights(run);
+    const size_t bytes = (size_t)root.size * 4;
+    if (memcmp(run->model.params.values.data, root.data, bytes) != 0)
+        say(false, "its parameters are not rank 0's after lesson_broadcast_weights%s",
+            memcmp(run->model.params.values.data, mine.data, bytes) == 0 ? " (they did not change)" : "");
+    else say(true, "%s", "");
+}
+
+/* Your sampler against the library's distributed sampler of the same settings. */
+static void worker_sampler(void) {
+    Dist *d = library_dist();
+    Run *run = small_run(d);
+    lesson_make_sampler(run);
+    Sampler want;
+    sampler_init_distributed(&want, run->train.count, true, 17, d->world_size, d->rank, false);
+    int first[128], mine[128], ref[128];
+    for (int e = 1; e <= 2; e++) {
+        lesson_start_epoch(run, e);
+        sampler_set_epoch(&want, e);
+        int n = sampler_next(&run->sampler, mine, 128), m = sampler_next(&want, ref, 128);
+        if (n != m) {
+            say(false, "epoch %d: this rank takes %d examples, expected %d (%d examples over %d "
+                "ranks, padded%s)", e, n, m, run->train.count, d->world_size,
+                n == run->train.count ? ": all of them, as if it were alone: num_replicas and rank?" : "");
+            return;
+        }
+        if (memcmp(mine, ref, sizeof(int) * (size_t)n) != 0) {
+            say(false, "epoch %d: its examples are not those of the distributed sampler with the "
+                "program's seed (shuffled, rank %d of %d)", e, d->rank, d->world_size);
+            return;
+        }
+        if (e == 1) memcpy(first, mine, sizeof first);
+        else if (memcmp(first, mine, sizeof(int) * (size_t)n) == 0) {
+            say(false, "epoch 2 visits the same order as epoch 1: set the sampler's epoch");
+            return;
+        }
+    }
+    say(true, "%s", "");
+}
+
+/* Gradients made from each rank's seed: every rank can make the others' too. */
+static void fake_grads(float *g, int64_t n, int rank) { fill_uniform(g, n, 500 + (uint64_t)rank, -1, 1); }
+
+static void worker_average(void) {
+    Dist *d = library_dist();
+    Run *run = small_run(d);
+    const int64_t n = run->model.params.total;
+    fake_grads(run->model.params.grads.data, n, d->rank);
+    float *want = xcalloc((size_t)n, sizeof *want), *other = xcalloc((size_t)n, sizeof *other);
+    for (int r = 0; r < d->world_size; r++) {
+        fake_grads(other, n, r);
+        for (int64_t i = 0; i < n; i++) want[i] += other[i];
+    }
+    for (int64_t i = 0; i < n; i++) want[i] /= (float)d->world_size;
+    lesson_average_gradients(run);
+    const float *got = run->model.params.grads.data;
+    for (int64_t i = 0; i < n; i++) /* float sums in another order: a few ulps apart */
+        if (!(fabsf(got[i] - want[i]) <= 1e-6f + 1e-5f * fabsf(want[i]))) {
+            const float sum = want[i] * (float)d->world_size;
+            say(false, "gradient %lld is %g, the average over the ranks is %g%s", (long long)i,
+                (double)got[i], (double)want[i],
+                fabsf(got[i] - sum) <= 1e-5f * fabsf(sum) ? ": that is the sum, divide it by the world size" : "");
+            return;
+        }
+    say(true, "%s", "");
+}
+
+static void worker_stats(void) {
+    Dist *d = library_dist();
+    Run run = {.dist = d};
+    EpochStats s = {.loss_sum = d->rank + 0.5, .correct = 2.0 * d->rank, .examples = 10 + d->rank};
+    lesson_sum_stats(&run, &s);
+    const int W = d->world_size;
+    const double tri = W * (W - 1) / 2.0;
+    if (s.loss_sum != tri + 0.5 * W || s.correct != 2 * tri || s.examples != 10.0 * W + tri)
+        say(false, "sums %g, %g, %g; expected %g, %g, %g", s.loss_sum, s.correct, s.examples,
+            tri + 0.5 * W, 2 * tri, 10.0 * W + tri);
+    else say(true, "%s", "");
+}
+
+/* Counts the checkpoint writes of this rank (and writes beside the real path, so that
+ * two ranks never race on one file). */
+static int g_writes;
+static int counting_write(const char *path, const uint8_t *buf, size_t len, CkptError *err) {
+    g_writes++;
+    char mine[CKPT_PATH_MAX + 16];
+    snprintf(mine, sizeof mine, "%s.rank%d", path, g_dist->rank);
+    return ckpt_write_atomic(mine, buf, len, err);
+}
+
+static void worker_report(const char *dir) {
+    Dist *d = library_dist();
+    Run *run = small_run(d);
+    adam_init(&run->opt, &run->model.params, 1e-3f);
+    sampler_init_distributed(&run->sampler, run->train.count, true, 17, d->world_size, d->rank, false);
+    char path[600], ckdir[600];
+    snprintf(path, sizeof path, "%s/metrics-%d.jsonl", dir, d->rank); /* every rank has one */
+    snprintf(ckdir, sizeof ckdir, "%s/ckpt-%d", dir, d->rank);
+    run->metrics = metrics_open(path);
+    run->cfg.checkpoint_dir = ckdir;
+    ckpt_store_init(&run->store, ckdir, 2);
+    run->store.write = counting_write;
+    EpochStats tr = {.loss_sum = 60, .examples = 40}, ev = {.loss_sum = 10, .correct = 15, .examples = 20};
+    lesson_report_epoch(run, 1, &tr, &ev, 2.0);
+    lesson_save_checkpoint(run, 1);
+    metrics_close(run->metrics);
+    int lines = 0;
+    FILE *f = fopen(path, "r");
+    for (int c; f && (c = fgetc(f)) != EOF;) lines += c == '\n';
+    if (f) fclose(f);
+    say(true, " metrics %d checkpoints %d", lines, g_writes);
+}
+
+static void worker_ring(void) {
+    Dist *d = library_dist();
+    const int W = d->world_size;
+    const int64_t sizes[] = {1, 2, W, 7, 1000, 100003}; /* fewer values than ranks, too */
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const int64_t n = sizes[k];
+        Tensor a = tensor_zeros(1, (int)n), b = tensor_zeros(1, (int)n);
+        for (int64_t i = 0; i < n; i++) /* quarters of small integers: exact in any order */
+            a.data[i] = b.data[i] = (float)((d->rank + 1) * (i % 97 + 1)) * 0.25f;
+        lesson_ring_all_reduce(d, &a);
+        dist_all_reduce(d, &b, DIST_SUM);
+        for (int64_t i = 0; i < n; i++)
+            if (a.data[i] != b.data[i]) {
+                say(false, "%lld values: element %lld is %g, the sum over the ranks is %g",
+                    (long long)n, (long long)i, (double)a.data[i], (double)b.data[i]);
+                return;
+            }
+    }
+    say(true, "%s", "");
+}
+
+static int worker(int argc, char **argv) {
+    const char *name = argv[2];
+    if (strcmp(name, "setup") == 0) worker_setup(argc > 3 ? atoi(argv[3]) : 0);
+    else if (strcmp(name, "broadcast") == 0) worker_broadcast();
+    else if (strcmp(name, "sampler") == 0) worker_sampler();
+    else if (strcmp(name, "average") == 0) worker_average();
+    else if (strcmp(name, "stats") == 0) worker_stats();
+    else if (strcmp(name, "report") == 0 && argc > 3) worker_report(argv[3]);
+    else if (strcmp(name, "ring") == 0) worker_ring();
+    else if (strcmp(name, "main") == 0) {
+        argv[2] = argv[0]; /* the program's own options follow */
+        return lesson_main(argc - 2, argv + 2);
+    } else fatal("unknown worker %s", name);
+    if (g_dist) dist_finalize(g_dist);
+    return 0;
+}
+
+/* ================================================================ the grader's side */
+
+static char g_self[1024]; /* this program, for mpirun */
+
+static bool have_mpirun(void) {
+    const char *path = getenv("PATH");
+    char buf[4096], try[1200];
+    snprintf(buf, sizeof buf, "%s", path ? path : "/usr/bin");
+    for (char *dir = strtok(buf, ":"); dir; dir = strtok(NULL, ":")) {
+        snprintf(try, sizeof try, "%s/mpirun", dir);
+        if (access(try, X_OK) == 0) return true;
+    }
+    return false;
+}
+
+#define REQUIRE_RANKS()                                                                  \
+    do {                                                                                 \
+        if (!have_mpirun()) {                                                            \
+            printf("needs ranks: Open MPI's mpirun is not installed (sudo make deps)\n"); \
+            return CHECK_SKIP;                                                           \
+        }                                                                                \
+    } while (0)
+
+/* mpirun -n ranks <grader> --worker ARGS...; its output and end in *r. */
+static void run_ranks(int ranks, const char *const *args, double timeout, CommandResult *r) {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1); /* CI and containers run as root */
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    char n[16];
+    snprintf(n, sizeof n, "%d", ranks);
+    const char *argv[48] = {"mpirun", "--oversubscribe", "--mca", "btl", "self,vader,tcp",
+                            "-n", n, g_self, "--worker"};
+    int k = 9;
+    for (int i = 0; args[i] && k < 46; i++) argv[k++] = args[i];
+    argv[k] = NULL;
+    run_command(argv, timeout, r);
+}
+
+/* What the ranks printed, without mpirun's boxes and without repeats: each rank
+ * stopping at the same TODO says so once. */
+static void print_ranks_output(const char *out) {
+    static const char *noise[] = {"---", "Primary job", "a non-zero exit code", "mpirun ",
+                                  "the job to be terminated", "  Process name", "  Exit code",
+                                  "MPI_ABORT", "with errorcode", "NOTE: invoking", "You may or may not",
+                                  "exactly when", "[", "Set MCA parameter", NULL};
+    char seen[64][200];
+    int nseen = 0, shown = 0;
+    for (const char *line = out; *line && shown < 40;) {
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        bool skip = len == 0;
+        for (int i = 0; noise[i] && !skip; i++) skip = strncmp(line, noise[i], strlen(noise[i])) == 0;
+        for (int i = 0; i < nseen && !skip; i++) skip = strncmp(seen[i], line, (size_t)len) == 0 && seen[i][len] == '\0';
+        if (!skip) {
+            printf("%.*s\n", len, line);
+            shown++;
+            if (nseen < 64 && len < 200) snprintf(seen[nseen++], 200, "%.*s", len, line);
+        }
+        line = end ? end + 1 : line + len;
+    }
+}
+
+/* Every rank's worker line says ok: else prints what failed (and the output). */
+static bool all_ok(int ranks, const CommandResult *r, const char *what) {
+    char end[96];
+    int ok = 0;
+    for (int k = 0; k < ranks; k++) {
+        char want[64];
+        snprintf(want, sizeof want, "WORKER rank %d ok", k);
+        ok += strstr(r->out, want) != NULL;
+    }
+    if (ok == ranks && !r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
+    printf("%s with %d ranks: %d of %d ranks ok; the job ended: %s. The ranks said:\n", what,
+           ranks, ok, ranks, describe_end(r, end, sizeof end));
+    print_ranks_output(r->out);
+    return false;
+}
+
+static int on_2_and_3(const char *worker, const char *what, double timeout) {
+    REQUIRE_RANKS();
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        CommandResult r;
+        const char *args[] = {worker, NULL};
+        run_ranks(ranks, args, timeout, &r);
+        if (!all_ok(ranks, &r, what)) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 6.1 */
+
+static int check_setup(void) {
+    REQUIRE_RANKS();
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        CommandResult r;
+        char n[8];
+        snprintf(n, sizeof n, "%d", ranks);
+        const char *args[] = {"setup", n, NULL};
+        run_ranks(ranks, args, 60, &r);
+        if (!all_ok(ranks, &r, "setup")) return CHECK_FAIL;
+        for (int k = 0; k < ranks; k++) {
+            char line[96], world[96];
+            snprintf(line, sizeof line, "rank %d of %d: local rank %d of %d on its node, cpu", k,
+                     ranks, k, ranks);
+            snprintf(world, sizeof world, "WORKER rank %d ok world %d local %d", k, ranks, k);
+            if (!expect_true(strstr(r.out, line) && strstr(r.out, world),
+                             "%d ranks: no line \"%s\" (every rank prints its own, TODO 6.1 step 3)",
+                             ranks, line))
+                return CHECK_FAIL;
+        }
+        const char *first = strstr(r.out, "dist: mpi backend");
+        if (!expect_true(first && !strstr(first + 1, "dist: mpi backend"),
+                         "%d ranks: the line of dist_describe must appear once (print0), it "
+                         "appears %s", ranks, first ? "more than once" : "never"))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* A launch of 2 ranks where the job script asked for 4 must stop, with a message. */
+static int check_setup_wrong_count(void) {
+    REQUIRE_RANKS();
+    CommandResult r;
+    const char *args[] = {"setup", "4", NULL};
+    run_ranks(2, args, 60, &r);
+    char end[96];
+    bool ok = expect_true(!r.timed_out && !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) &&
+                              strstr(r.out, "4 were asked for"),
+                          "2 ranks started, --ranks 4 asked for: the job must end with a message "
+                          "(pass .expect_world = c->ranks to dist_init); it ended: %s", describe_end(&r, end, sizeof end));
+    if (!ok) print_ranks_output(r.out);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODOs 6.2-6.5 */
+
+static int check_broadcast(void) { return on_2_and_3("broadcast", "broadcast of the weights", 60); }
+static int check_sampler(void) { return on_2_and_3("sampler", "the distributed sampler", 60); }
+static int check_average(void) { return on_2_and_3("average", "the gradient average", 60); }
+static int check_stats(void) { return on_2_and_3("stats", "the sums of the metrics", 60); }
+
+/* ---------------------------------------------------------------- TODO 6.6 */
+
+static int body_report(const char *dir) {
+    REQUIRE_RANKS();
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        CommandResult r;
+        char sub[600];
+        snprintf(sub, sizeof sub, "%s/%d", dir, ranks);
+        mkdir(sub, 0755);
+        const char *args[] = {"report", sub, NULL};
+        run_ranks(ranks, args, 60, &r);
+        if (!all_ok(ranks, &r, "print0/save0")) return CHECK_FAIL;
+        int lines = 0;
+        for (const char *p = r.out; (p = strstr(p, "    1      1.5000")); p++) lines++;
+        if (!expect_true(lines == 1, "%d ranks: the epoch's line appears %d times, once expected "
+                         "(print0, not printf)", ranks, lines))
+            return CHECK_FAIL;
+        for (int k = 0; k < ranks; k++) {
+            char want[96];
+            snprintf(want, sizeof want, "WORKER rank %d ok metrics %d checkpoints %d", k, k == 0,
+                     k == 0);
+            if (!expect_true(strstr(r.out, want) != NULL, "%d ranks: rank %d must write %s "
+                             "(only rank 0 writes): see its WORKER line:\n%s", ranks, k,
+                             k == 0 ? "one metrics line and one checkpoint" : "nothing", r.out))
+                return CHECK_FAIL;
+        }
+    }
+    return CHECK_PASS;
+}
+static int check_report(void) { return with_tmpdir("grade06", body_report); }
+
+/* ---------------------------------------------------------------- the program */
+
+/* The program on `ranks` ranks with `batch` per rank, 6 steps of one epoch over 6 x
+ * ranks x batch synthetic 16x16 images, checkpoint in dir. */
+static bool run_program(int ranks, int batch, const char *dir, CommandResult *r) {
+    char b[16], limit[16];
+    snprintf(b, sizeof b, "%d", batch);
+    snprintf(limit, sizeof limit, "%d", 6 * 96);
+    const char *args[] = {"main", "--dataset", "synthetic", "--train-limit", limit,
+                          "--test-limit", "64", "--batch-size", b, "--epochs", "1", "--seed", "5",
+                          "--max-steps", "6", "--checkpoint-dir", dir, NULL};
+    run_ranks(ranks, args, 120, r);
+    char end[96];
+    if (!r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
+    printf("the program on %d ranks ended: %s. It said:\n", ranks, describe_end(r, end, sizeof end));
+    print_ranks_output(r->out);
+    return false;
+}
+
+/* The parameters of the newest checkpoint in dir (the program's CNN on the synthetic
+ * set's 28x28 images), into a flat array (malloc'ed); NULL when none loads. */
+static float *program_params(const char *dir, int64_t *n) {
+    Rng rng;
+    rng_seed(&rng, 1, 0);
+    Cnn m;
+    cnn_init(&m, 1, 28, 28, 10, 1, &rng);
+    Adam opt;
+    adam_init(&opt, &m.params, 1e-3f);
+    TrainState ts;
+    Checkpoint c = {0};
+    ckpt_add_params(&c, "model", &m.params);
+    ckpt_add_adam(&c, &opt, &m.params);
+    ckpt_add_train_state(&c, &ts);
+    CkptStore s;
+    ckpt_store_init(&s, dir, 2);
+    CkptError err;
+    char path[CKPT_PATH_MAX];
+    float *out = NULL;
+    if (ckpt_store_load_latest(&s, &c, path, sizeof path, &err) == 1) {
+        *n = m.params.total;
+        out = xmalloc((size_t)*n * sizeof *out);
+        memcpy(out, m.params.values.data, (size_t)*n * sizeof *out);
+    } else {
+        printf("no checkpoint of the run loads from %s (TODO 6.6 writes one)\n", dir);
+    }
+    ckpt_free(&c);
+    adam_free(&opt);
+    cnn_free(&m);
+    return out;
+}
+
+/* "rank R parameter digest: X" of every rank, all the same. */
+static bool digests_agree(const CommandResult *r, int ranks) {
+    char first[32] = "";
+    for (int k = 0; k < ranks; k++) {
+        char key[48], got[32] = "";
+        snprintf(key, sizeof key, "rank %d parameter digest: ", k);
+        const char *at = strstr(r->out, key);
+        if (at) sscanf(at + strlen(key), "%31s", got);
+        if (!expect_true(*got, "no \"%s\" line in the output", key)) return false;
+        if (k == 0) snprintf(first, sizeof first, "%s", got);
+        else if (!expect_true(strcmp(got, first) == 0, "rank %d ends with parameters %s, rank 0 "
+                              "with %s: the ranks took different steps", k, got, first))
+            return false;
+    }
+    return true;
+}
+
+/* N steps on W ranks with batch B each against N steps on 1 rank with batch W x B, from
+ * the same seed. The same mathematics (the mean gradient over the same W x B images);
+ * only the order of float sums differs, and Adam can turn a rounding difference into
+ * a step of up to lr when a gradient is near 0 (its sign decides). So each parameter
+ * may differ by at most 2 lr per step (6 steps, lr 1e-3: 0.012), and the mean
+ * difference must stay at rounding level (1e-5). A missing average (sums: W times the
+ * gradient) or a rank on its own data alone leaves the mean far above that. */
+static int body_program(const char *dir) {
+    REQUIRE_RANKS();
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        char d1[600], dw[600];
+        snprintf(d1, sizeof d1, "%s/one-%d", dir, ranks);
+        snprintf(dw, sizeof dw, "%s/many-%d", dir, ranks);
+        CommandResult r;
+        if (!run_program(1, 16 * ranks, d1, &r)) return CHECK_FAIL;
+        if (!run_program(ranks, 16, dw, &r) || !digests_agree(&r, ranks)) return CHECK_FAIL;
+        int64_t n1 = 0, nw = 0;
+        float *one = program_params(d1, &n1), *many = program_params(dw, &nw);
+        if (!one || !many) return CHECK_FAIL;
+        double worst = 0, mean = 0;
+        for (int64_t i = 0; i < n1; i++) {
+            double diff = fabs((double)one[i] - many[i]);
+            worst = diff > worst ? diff : worst;
+            mean += diff / (double)n1;
+        }
+        printf("%d ranks x batch 16 against 1 rank x batch %d, 6 Adam steps: parameters differ "
+               "by %.2g at most, %.2g on average\n", ranks, 16 * ranks, worst, mean);
+        if (!expect_true(worst <= 2 * 6 * 1e-3 && mean <= 1e-5, "the data-parallel run does not "
+                         "take the steps of one big batch (at most %.3g and 1e-5 on average "
+                         "allowed): the broadcast (6.2), the sampler (6.3) or the average (6.4)?",
+                         2 * 6 * 1e-3))
+            return CHECK_FAIL;
+        xfree(one), xfree(many);
+    }
+    return CHECK_PASS;
+}
+static int check_program(void) { return with_tmpdir("grade06", body_program); }
+
+/* Three epochs on 2 ranks: the job's training loss falls from epoch to epoch. */
+static int body_learns(const char *dir) {
+    REQUIRE_RANKS();
+    char metrics[600];
+    snprintf(metrics, sizeof metrics, "%s/m.jsonl", dir);
+    const char *args[] = {"main", "--dataset", "synthetic", "--train-limit", "1200", "--test-limit",
+                          "200", "--batch-size", "25", "--epochs", "3", "--metrics", metrics, NULL};
+    CommandResult r;
+    run_ranks(2, args, 180, &r);
+    char end[96];
+    if (!expect_true(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+                     "the program on 2 ranks ended: %s. It said:", describe_end(&r, end, sizeof end))) {
+        print_ranks_output(r.out);
+        return CHECK_FAIL;
+    }
+    double loss[3] = {0};
+    int epochs = 0;
+    FILE *f = fopen(metrics, "r");
+    char line[1024];
+    while (f && epochs < 3 && fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, "\"train_loss\": ");
+        if (at) loss[epochs++] = atof(at + 14);
+    }
+    if (f) fclose(f);
+    bool ok = expect_true(epochs == 3, "%d lines with train_loss in the metrics file (rank 0 "
+                          "writes one per epoch)", epochs) &&
+              expect_true(loss[1] < loss[0] && loss[2] < loss[1], "training losses %.4f, %.4f, "
+                          "%.4f do not fall", loss[0], loss[1], loss[2]);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_learns(void) { return with_tmpdir("grade06", body_learns); }
+
+/* ---------------------------------------------------------------- part 2 */
+
+static int check_ring(void) { return on_2_and_3("ring", "the ring all-reduce", 60); }
+
+static int check_bus_bandwidth(void) {
+    static const double cases[][4] = {/* bytes, seconds, ranks, GB/s */
+                                      {1e9, 1, 2, 1.0}, {1e9, 1, 4, 1.5}, {2e9, 0.5, 8, 7.0},
+                                      {4e6, 0.002, 3, 8.0 / 3.0}, {1e9, 2, 1, 0.0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double got = lesson_bus_bandwidth(cases[i][0], cases[i][1], (int)cases[i][2]);
+        if (!expect_true(fabs(got - cases[i][3]) <= 1e-9 * fabs(cases[i][3]) + 1e-12,
+                         "%g bytes in %g s on %g ranks: %g GB/s, expected %g (algbw = bytes / s / "
+                         "1e9, busbw = algbw * 2 (n - 1) / n)", cases[i][0], cases[i][1],
+                         cases[i][2], got, cases[i][3]))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- the job script */
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    static char buf[32768];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* A line of the script that starts with `text` (its own line, not a comment about it). */
+static bool has_line(const char *script, const char *text) {
+    for (const char *p = script; (p = strstr(p, text)); p++)
+        if (p == script || p[-1] == '\n') {
+            char next = p[strlen(text)];
+            if (next == '\n' || next == ' ' || next == '\0') return true;
+        }
+    return false;
+}
+
+static int check_script_resources(void) {
+    const char *s = read_text(LESSON_PATH "/ddp.sbatch");
+    if (!expect_true(s != NULL, "cannot read %s", LESSON_PATH "/ddp.sbatch")) return CHECK_FAIL;
+    static const char *want[] = {"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4",
+                                 "#SBATCH --cpus-per-task=8", "#COURSE gpus=4"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!expect_true(has_line(s, want[i]), "%s/ddp.sbatch has no line \"%s\" (2 nodes x 4 "
+                         "GPUs: one task per GPU, 8 cores each, 4 GPUs per node)", LESSON_PATH, want[i]))
+            return CHECK_FAIL;
+    return CHECK_PASS;
+}
+
+/* Writes an executable shell script. */
+static bool write_script(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return expect_true(false, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+    return chmod(path, 0755) == 0;
+}
+
+/* Runs the job script as Slurm would on the first node of a 2-node job, with a fake
+ * srun and scontrol that record what they were asked; device: cuda or cpu. */
+static bool run_script(const char *dir, const char *device, CommandResult *r, char *log, size_t cap) {
+    char bin[600], fake[1000], path[4096], build[700], prog[800];
+    snprintf(bin, sizeof bin, "%s/bin", dir);
+    mkdir(bin, 0755);
+    snprintf(log, cap, "%s/srun.log", dir);
+    char text[1200];
+    snprintf(fake, sizeof fake, "%s/srun", bin);
+    snprintf(text, sizeof text, "#!/bin/sh\necho \"srun $* MASTER_ADDR=$MASTER_ADDR "
+             "MASTER_PORT=$MASTER_PORT\" >> '%s'\n", log);
+    if (!write_script(fake, text)) return false;
+    snprintf(fake, sizeof fake, "%s/scontrol", bin);
+    if (!write_script(fake, "#!/bin/sh\n[ \"$1 $2\" = \"show hostnames\" ] && "
+                            "printf 'node03\\nnode04\\n'\n"))
+        return false;
+    /* the program the script starts: a stand-in that only has to exist */
+    snprintf(build, sizeof build, "%s/build", dir);
+    snprintf(prog, sizeof prog, "%s/%s", build, LESSON_PATH);
+    mkdir(build, 0755);
+    make_dirs(build, LESSON_PATH);
+    snprintf(fake, sizeof fake, "%s/train", prog);
+    if (!write_script(fake, "#!/bin/sh\n")) return false;
+    snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin");
+    char cwd[1024];
+    if (!getcwd(cwd, sizeof cwd)) return false;
+    char script[2200];
+    snprintf(script, sizeof script, "%s/%s/ddp.sbatch", cwd, LESSON_PATH);
+    setenv("PATH", path, 1);
+    setenv("SLURM_JOB_ID", "4242", 1), setenv("SLURM_JOB_NODELIST", "node[03-04]", 1);
+    setenv("SLURM_NTASKS", "8", 1), setenv("SLURM_CPUS_PER_TASK", "8", 1);
+    setenv("SLURM_SUBMIT_DIR", cwd, 1), setenv("COURSE_SITE", "generic", 1);
+    setenv("COURSE_BUILD", build, 1), setenv("COURSE_SCRATCH_DIR", dir, 1);
+    setenv("COURSE_DEVICE", device, 1);
+    setenv("SOLUTION", strncmp(LESSON_PATH, "solutions", 9) == 0 ? "1" : "0", 1);
+    unsetenv("MASTER_ADDR"), unsetenv("MASTER_PORT");
+    const char *argv[] = {"bash", script, NULL};
+    run_command(argv, 30, r);
+    return true;
+}
+
+static int body_script_launch(const char *dir) {
+    CommandResult r;
+    char log[700] = "", end[96];
+    static const char *devices[] = {"cuda", "cpu"};
+    for (int k = 0; k < 2; k++) {
+        if (*log) unlink(log); /* the calls of the first run */
+        if (!run_script(dir, devices[k], &r, log, sizeof log)) return CHECK_FAIL;
+        const char *calls = read_text(log);
+        if (!expect_true(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && calls,
+                         "the job script (COURSE_DEVICE=%s) ended: %s, without starting srun:\n%s",
+                         devices[k], describe_end(&r, end, sizeof end), r.out))
+            return CHECK_FAIL;
+        bool mpi = strstr(calls, "--mpi=pmix") != NULL;
+        bool ok = expect_true(strstr(calls, "MASTER_ADDR=node03 "), "srun saw \"%s\": MASTER_ADDR "
+                              "must be the first node (node03), exported (TODO 6.10)", calls) &&
+                  expect_true(strstr(calls, "MASTER_PORT=29742"), "srun saw \"%s\": MASTER_PORT "
+                              "must be 29500 + SLURM_JOB_ID %% 1000 = 29742 (TODO 6.10)", calls) &&
+                  expect_true(strstr(calls, "--ranks 8"), "srun saw \"%s\": pass --ranks "
+                              "\"$SLURM_NTASKS\" to the program (TODO 6.11)", calls) &&
+                  expect_true(strstr(calls, "/train --device"), "srun saw \"%s\": it must start "
+                              "\"$JOB_BIN\" --device \"$COURSE_DEVICE\" (TODO 6.11)", calls) &&
+                  expect_true(mpi == (k == 1), "COURSE_DEVICE=%s: srun %s --mpi=pmix (%s); it "
+                              "saw \"%s\" (TODO 6.11)", devices[k], k ? "needs" : "must not have",
+                              k ? "CPU ranks talk through MPI" : "GPU ranks meet through NCCL at MASTER_ADDR",
+                              calls);
+        if (!ok) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+static int check_script_launch(void) { return with_tmpdir("grade06", body_script_launch); }
+
+int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "--worker") == 0) return worker(argc, argv);
+    ssize_t len = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+    g_self[len > 0 ? len : 0] = '\0';
+    check_begin("lesson 06: ddp");
+    check_run("TODO 6.1", "setup: 2 and 3 ranks each know their rank, world and local rank", check_setup, 120);
+    check_run("TODO 6.1", "setup: 2 ranks where the script asked for 4 stop with a message", check_setup_wrong_count, 90);
+    check_run("TODO 6.2", "every rank starts from rank 0's weights (2 and 3 ranks)", check_broadcast, 120);
+    check_run("TODO 6.3", "distributed sampler: this rank's share, a new order each epoch", check_sampler, 120);
+    check_run("TODO 6.4", "gradients: the average over the ranks (2 and 3 ranks)", check_average, 120);
+    check_run("TODO 6.5", "metrics: the sums over all ranks", check_stats, 120);
+    check_run("TODO 6.6", "print0 and save0: the epoch line once, only rank 0 writes", check_report, 120);
+    check_run("TODO 6.1-6.6", "N steps on 2 (3) ranks x batch B = N steps on 1 rank x batch 2B (3B); ranks bit-identical", check_program, 300);
+    check_run("TODO 6.1-6.6", "3 epochs on 2 ranks: the training loss falls", check_learns, 240);
+    check_run("TODO 6.7", "ring all-reduce = the library's, any size, 2 and 3 ranks", check_ring, 120);
+    check_run("TODO 6.8", "bus bandwidth as nccl-tests define it", check_bus_bandwidth, 10);
+    check_run("TODO 6.9", "job script: 2 nodes x 4 tasks, 8 cores each, 4 GPUs per node", check_script_resources, 10);
+    check_run("TODO 6.10-6.11", "job script: MASTER_ADDR/PORT and the launch line (GPU and CPU ranks)", check_script_launch, 60);
+    return check_end();
+}
