@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,8 +59,13 @@ static void set_value(const ArgSpec *s, const char *value) {
     }
     case ARG_FLOAT: {
         float v = strtof(value, &end);
-        if (errno || end == value || *end)
+        if (end == value || *end || (errno && errno != ERANGE))
             fatal("--%s expects a number, got '%s'", s->name, value);
+        /* ERANGE: a value below the smallest float is still a number (it reads as 0 or
+         * a denormal; whether that is allowed is the program's range check); one above
+         * the largest has no float to stand for it */
+        if (errno == ERANGE && isinf(v))
+            fatal("--%s: %s is too large for a float (at most about 3.4e38)", s->name, value);
         *(float *)s->dest = v;
         break;
     }

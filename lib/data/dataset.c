@@ -10,12 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/check.h"
+#include "core/fs.h"
 
-#define PATH_CAP 4096
+#define PATH_CAP FS_PATH_MAX
 #define MAX_PLACES 24
 #define SYNTHETIC_TRAIN 6000
 #define SYNTHETIC_TEST 1000
@@ -39,25 +39,9 @@ static const char *const CIFAR_FILES[6] = {"data_batch_1.bin", "data_batch_2.bin
                                            "data_batch_3.bin", "data_batch_4.bin",
                                            "data_batch_5.bin", "test_batch.bin"};
 
-/* snprintf that treats a path too long for the buffer as the user's error. */
-static void join_path(char *out, const char *dir, const char *file) {
-    int n = snprintf(out, PATH_CAP, "%s/%s", dir, file);
-    if (n < 0 || n >= PATH_CAP) fatal("path too long: %s/%s", dir, file);
-}
-
-static bool is_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static bool is_dir(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 static void add_place(Places *p, const char *why, const char *dir, const char *sub) {
     char path[PATH_CAP];
-    if (sub) join_path(path, dir, sub);
+    if (sub) fs_join_or_die(path, sizeof path, dir, sub);
     else snprintf(path, sizeof path, "%s", dir);
     for (int i = 0; i < p->n; i++)
         if (strcmp(p->at[i].path, path) == 0) return; /* e.g. COURSE_ROOT is the cwd */
@@ -107,14 +91,14 @@ static void search_places(const char *name, const char *data_dir, Places *p) {
 
 /* dir/file or dir/file.gz, whichever exists (plain first: it needs no zlib). */
 static bool find_file(const char *dir, const char *file, bool gz_too, char *out) {
-    join_path(out, dir, file);
-    if (is_file(out)) return true;
+    fs_join_or_die(out, PATH_CAP, dir, file);
+    if (fs_is_regular_file(out)) return true;
     if (!gz_too) return false;
     char gz[PATH_CAP];
     int n = snprintf(gz, sizeof gz, "%s.gz", file);
     CHECK(n > 0 && n < PATH_CAP, "file name too long");
-    join_path(out, dir, gz);
-    return is_file(out);
+    fs_join_or_die(out, PATH_CAP, dir, gz);
+    return fs_is_regular_file(out);
 }
 
 /* Looks for all nfiles files in one directory. Returns true when every one is there;
@@ -161,7 +145,7 @@ static _Noreturn void not_found(const char *name, const char *files_desc, const 
     text_add(&t, "cannot find the %s data set (%s). Looked in:\n", name, files_desc);
     for (int i = 0; i < p->n; i++)
         text_add(&t, "  %s  (%s%s)\n", p->at[i].path, p->at[i].why,
-                 is_dir(p->at[i].path) ? "" : "; no such directory");
+                 fs_is_dir(p->at[i].path) ? "" : "; no such directory");
     if (note[0]) text_add(&t, "Note: %s\n", note);
     text_add(&t, "To fix it: ");
     if (strcmp(name, "fashion-mnist") == 0)
@@ -207,16 +191,22 @@ static void load_cifar_set(const Places *p, Dataset *train, Dataset *test) {
 }
 
 /* An image folder: ROOT is --data, else $DATA_DIR; nothing is searched for. */
-static void load_folder(const char *data_dir, Dataset *train, Dataset *test) {
+static void load_folder(const char *data_dir, const DatasetOptions *options, Dataset *train,
+                        Dataset *test) {
     const char *root = data_dir && data_dir[0] ? data_dir : getenv("DATA_DIR");
 #ifdef HAVE_STB
     if (!root || !root[0])
         fatal("--dataset folder needs --data DIR with DIR/train/<class>/ and DIR/test/<class>/");
 #endif
-    dataset_load_image_folder(root, train, test); /* without stb_image: says how to get it */
+    dataset_load_image_folder(root, options, train, test); /* without stb_image: says how to get it */
 }
 
 void dataset_load(const char *name, const char *data_dir, Dataset *train, Dataset *test) {
+    dataset_load_with(name, data_dir, NULL, train, test);
+}
+
+void dataset_load_with(const char *name, const char *data_dir, const DatasetOptions *options,
+                       Dataset *train, Dataset *test) {
     CHECK(name && train && test, "dataset_load needs a name and two Datasets");
     if (strcmp(name, "synthetic") == 0) {
         dataset_make_synthetic(SYNTHETIC_TRAIN, 1, SYNTHETIC_SIDE, SYNTHETIC_TRAIN_SEED, train);
@@ -224,7 +214,7 @@ void dataset_load(const char *name, const char *data_dir, Dataset *train, Datase
         return;
     }
     if (strcmp(name, "folder") == 0) {
-        load_folder(data_dir, train, test);
+        load_folder(data_dir, options, train, test);
         return;
     }
     bool idx = strcmp(name, "fashion-mnist") == 0 || strcmp(name, "mnist") == 0;

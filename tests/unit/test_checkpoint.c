@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "core/timer.h"
 #include "framework/check.h"
+#include "fuzz/seed.h"
 #include "core/rng.h"
 #include "train/checkpoint_store.h"
 #include "train/train_state.h"
@@ -59,6 +60,14 @@ static void state_init(State *s, uint64_t seed, int shape0) {
                          .sampler_count = 100, .loss_sum = seed / 3.0, .examples = 40,
                          .best_metric = -INFINITY, .best_epoch = 0};
     s->extra = -(int64_t)seed;
+}
+
+/* Frees what state_init allocated: the manifest, the optimisers' state, the parameters. */
+static void state_free(State *s) {
+    ckpt_free(&s->c);
+    adam_free(&s->adam);
+    sgd_free(&s->sgd);
+    params_free(&s->params);
 }
 
 /* Everything the manifest points at, as bytes (encode is itself tested by the round trip). */
@@ -146,6 +155,7 @@ static bool expect_rejected(const char *what, const uint8_t *buf, size_t len, co
               expect_true(strstr(err.msg, "test.ckpt") != NULL, "%s: the message does not name "
                           "the file: %s", what, err.msg) &&
               expect_true(state_hash(&s) == before, "%s: a failed load changed the variables", what);
+    state_free(&s);
     return ok;
 }
 
@@ -153,6 +163,8 @@ static void good_bytes(uint8_t **buf, size_t *len) {
     State s;
     state_init(&s, 11, 4);
     ckpt_encode(&s.c, buf, len);
+    state_free(&s);
+    fuzz_seed_save("ckpt", *buf, *len);
 }
 
 static int check_empty_foreign_version(void) {

@@ -19,6 +19,7 @@
 #include "core/tensor.h"
 #include "data/dataset.h"
 #include "framework/check.h"
+#include "fuzz/seed.h"
 
 #define IMAGES_MAGIC 0x00000803u
 #define LABELS_MAGIC 0x00000801u
@@ -91,12 +92,13 @@ static bool write_gz(const char *path, const void *bytes, size_t len) {
 }
 #endif
 
-/* Writes dir/name (gzip-compressed when name ends in .gz) from a blob, then frees it. */
+/* Writes dir/name (gzip-compressed when name ends in .gz) from a blob, then frees it.
+ * With $FUZZ_SEED_DIR set, the file is kept as a seed for the fuzz targets. */
 static bool write_blob(const char *dir, const char *name, Blob b) {
     char path[512];
     path_in(path, sizeof path, dir, name);
     size_t n = strlen(name);
-    bool ok;
+    bool ok, cifar = n > 4 && strcmp(name + n - 4, ".bin") == 0;
     if (n > 3 && strcmp(name + n - 3, ".gz") == 0) {
 #ifdef HAVE_ZLIB
         ok = write_gz(path, b.bytes, b.len);
@@ -106,6 +108,8 @@ static bool write_blob(const char *dir, const char *name, Blob b) {
     } else {
         ok = write_plain(path, b.bytes, b.len);
     }
+    fuzz_seed_save_file(cifar ? "cifar10" : "idx", path);
+    if (!cifar) fuzz_seed_save("idx_gz", b.bytes, b.len); /* what fuzz_idx_gz compresses */
     free(b.bytes);
     return ok;
 }
@@ -412,6 +416,103 @@ static int body_cifar_errors(const char *dir) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_cifar_errors(void) { return with_tmpdir("test_data", body_cifar_errors); }
+
+/* A gzip file with bytes after the end of its stream is refused like a plain file with
+ * data after its end; gzip members one after the other are one stream (as gunzip reads
+ * them), so an IDX file split over two members reads back exactly. */
+static int body_gz_trailing(const char *dir) {
+#ifndef HAVE_ZLIB
+    (void)dir;
+    printf("built without zlib\n");
+    return CHECK_SKIP;
+#else
+    Blob img = idx_images(IMAGES_MAGIC, 7, 5, 4, 21);
+    char p[512];
+    bool ok = write_blob(dir, "lab", idx_labels(LABELS_MAGIC, 7, 5));
+    /* junk after the stream: a few bytes, and zeros */
+    static const char *const junk[] = {"JUNK", "\0\0\0\0\0\0\0\0"};
+    static const size_t junk_len[] = {4, 8};
+    for (int j = 0; ok && j < 2; j++) {
+        path_in(p, sizeof p, dir, "img.gz");
+        gzFile f = gzopen(p, "wb");
+        ok = expect_true(f && gzwrite(f, img.bytes, (unsigned)img.len) == (int)img.len &&
+                             gzclose(f) == Z_OK, "cannot write %s", p);
+        FILE *raw = fopen(p, "ab");
+        ok = ok && expect_true(raw && fwrite(junk[j], 1, junk_len[j], raw) == junk_len[j] &&
+                                   fclose(raw) == 0, "cannot append to %s", p);
+        ok = ok && expect_idx_error(dir, "img.gz", "lab", "img.gz", "after the end of the gzip");
+    }
+    /* two members: the header and half the pixels, then the rest */
+    path_in(p, sizeof p, dir, "img.gz");
+    size_t half = 16 + 70;
+    for (int m = 0; ok && m < 2; m++) {
+        gzFile f = gzopen(p, m == 0 ? "wb" : "ab");
+        const uint8_t *from = img.bytes + (m == 0 ? 0 : half);
+        unsigned n = (unsigned)(m == 0 ? half : img.len - half);
+        ok = expect_true(f && gzwrite(f, from, n) == (int)n && gzclose(f) == Z_OK,
+                         "cannot write %s", p);
+    }
+    ok = ok && expect_idx_contents(dir, "img.gz", "lab");
+    /* a second whole copy as another member: longer than the header says */
+    gzFile f = gzopen(p, "ab");
+    ok = ok && expect_true(f && gzwrite(f, img.bytes, (unsigned)img.len) == (int)img.len &&
+                               gzclose(f) == Z_OK, "cannot write %s", p);
+    ok = ok && expect_idx_error(dir, "img.gz", "lab", "img.gz", "longer than its header");
+    free(img.bytes);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+#endif
+}
+static int check_gz_trailing(void) { return with_tmpdir("test_data", body_gz_trailing); }
+
+/* A FIFO or a directory named like a data file is refused at once, never waited on (a
+ * FIFO would block an open for reading until a writer came). */
+static int body_not_regular(const char *dir) {
+    char fifo[512], sub[512];
+    path_in(fifo, sizeof fifo, dir, "fifo");
+    make_dir_in(sub, sizeof sub, dir, "sub");
+    bool ok = expect_true(mkfifo(fifo, 0600) == 0, "mkfifo %s: %s", fifo, strerror(errno));
+    ok = ok && write_blob(dir, "img", idx_images(IMAGES_MAGIC, 7, 5, 4, 21)) &&
+         write_blob(dir, "lab", idx_labels(LABELS_MAGIC, 7, 5));
+    ok = ok && expect_idx_error(dir, "fifo", "lab", "fifo", "not a regular file (a FIFO)");
+    ok = ok && expect_idx_error(dir, "img", "fifo", "fifo", "not a regular file (a FIFO)");
+    ok = ok && expect_idx_error(dir, "sub", "lab", "sub", "is a directory");
+    ok = ok && expect_cifar_error(dir, "fifo", "not a regular file (a FIFO)");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_not_regular(void) { return with_tmpdir("test_data", body_not_regular); }
+
+/* The readers on bytes in memory (what the fuzz targets call): the same data as from
+ * files; an error is a message with status -1, never an exit. */
+static int check_parse_memory(void) {
+    Blob img = idx_images(IMAGES_MAGIC, 7, 5, 4, 21), lab = idx_labels(LABELS_MAGIC, 7, 5);
+    Blob cif = cifar_batch(3, 1);
+    char msg[1024] = "";
+    Dataset d;
+    bool ok = expect_true(dataset_parse_idx(img.bytes, img.len, "img", lab.bytes, lab.len, "lab",
+                                            &d, msg, sizeof msg) == 0, "IDX: %s", msg);
+    ok = ok && expect_true(d.count == 7 && d.height == 5 && d.width == 4 &&
+                               d.images[1] == 1.0f && d.labels[6] == lab.bytes[14],
+                           "IDX from memory: %d images of %dx%d", d.count, d.height, d.width);
+    if (ok) dataset_free(&d);
+    ok = ok && expect_true(dataset_parse_idx(img.bytes, img.len - 1, "img", lab.bytes, lab.len,
+                                             "lab", &d, msg, sizeof msg) == -1 &&
+                               strstr(msg, "img: truncated") && d.images == NULL,
+                           "IDX one byte short: \"%s\"", msg);
+    ok = ok && expect_true(dataset_parse_cifar10(cif.bytes, cif.len, "b.bin", &d, msg,
+                                                 sizeof msg) == 0, "CIFAR-10: %s", msg);
+    ok = ok && expect_true(d.count == 3 && d.labels[2] == cif.bytes[2 * CIFAR_RECORD] &&
+                               d.images[5] == cif.bytes[6] / 255.0f,
+                           "CIFAR-10 from memory: %d images", d.count);
+    if (ok) dataset_free(&d);
+    ok = ok && expect_true(dataset_parse_cifar10(cif.bytes, cif.len - 1, "b.bin", &d, msg,
+                                                 sizeof msg) == -1 &&
+                               strstr(msg, "b.bin: wrong size") && d.images == NULL,
+                           "CIFAR-10 one byte short: \"%s\"", msg);
+    free(img.bytes);
+    free(lab.bytes);
+    free(cif.bytes);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
 
 /* ------------------------------------------------------------ finding a data set */
 
@@ -743,8 +844,14 @@ int main(void) {
     check_run(NULL, "IDX: label out of range", check_label_range, 30);
     check_run(NULL, "IDX: nonsense sizes in the header", check_bad_header, 60);
     check_run(NULL, "IDX: data after the end is rejected", check_trailing_data, 30);
+    check_run(NULL, "IDX: gzip with bytes after its stream is refused; two members are one",
+              check_gz_trailing, 30);
     check_run(NULL, "CIFAR-10: batches read back exactly (R, G, B planes)", check_cifar_read, 30);
     check_run(NULL, "CIFAR-10: wrong size, bad label, missing file", check_cifar_errors, 30);
+    check_run(NULL, "a FIFO or directory named like a data file is refused, not waited on",
+              check_not_regular, 30);
+    check_run(NULL, "IDX and CIFAR-10 parsed from memory; errors are messages",
+              check_parse_memory, 30);
     check_run(NULL, "dataset_load: --data DIR (DIR/name/ and DIR/)", check_load_data_dir, 30);
     check_run(NULL, "dataset_load: $DATA_DIR, after --data", check_load_env, 30);
     check_run(NULL, "dataset_load: datasets/data in the current directory", check_load_cwd, 30);

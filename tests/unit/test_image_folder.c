@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,8 +26,10 @@
 #include <stb/stb_image_write.h>
 #endif
 
+#include "core/fs.h"
 #include "data/dataset.h"
 #include "framework/check.h"
+#include "fuzz/seed.h"
 
 #define SIDE 20
 
@@ -36,7 +39,8 @@
  * exits 0 if the loader returns. */
 typedef struct {
     const char *name, *dir; /* dataset_load(name, dir) */
-    const char *root;       /* or dataset_load_image_folder(root) */
+    const char *root;       /* or dataset_load_image_folder(root, options) */
+    const DatasetOptions *options;
     const char *env;        /* $DATA_DIR (NULL: unset) */
 } Job;
 
@@ -46,7 +50,7 @@ static void job_run(void *arg) {
     if (job->env) setenv("DATA_DIR", job->env, 1);
     else unsetenv("DATA_DIR");
     if (job->name) dataset_load(job->name, job->dir, &a, &b);
-    else dataset_load_image_folder(job->root, &a, &b);
+    else dataset_load_image_folder(job->root, job->options, &a, &b);
 }
 
 #ifdef HAVE_STB
@@ -79,12 +83,14 @@ static bool write_image(const char *dir, const char *sub, const char *name, int 
     else if (ext && strcasecmp(ext, ".tga") == 0) r = stbi_write_tga(path, w, h, comp, px);
     else r = stbi_write_png(path, w, h, comp, px, w * comp);
     free(px);
+    fuzz_seed_save_file("image", path);
     return expect_true(r != 0, "stb_image_write could not write %s", path);
 }
 
 static bool write_bytes(const char *dir, const char *name, const void *bytes, size_t len) {
     char path[1024];
     path_in(path, sizeof path, dir, name);
+    fuzz_seed_save("image", bytes, len);
     FILE *f = fopen(path, "wb");
     if (!f) return expect_true(false, "cannot write %s: %s", path, strerror(errno));
     bool ok = fwrite(bytes, 1, len, f) == len;
@@ -175,7 +181,7 @@ static int body_grey(const char *dir) {
     if (!ok) return CHECK_FAIL;
 
     Dataset tr, te;
-    dataset_load_image_folder(dir, &tr, &te);
+    dataset_load_image_folder(dir, NULL, &tr, &te);
     ok = expect_shape(&tr, 7, 1, 3) && expect_shape(&te, 3, 1, 3);
     ok = ok && expect_true(strcmp(tr.name, "folder") == 0 && strcmp(te.name, "folder") == 0 &&
                                strcmp(tr.source, dir) == 0,
@@ -209,7 +215,7 @@ static int body_colour(const char *dir) {
     ok = ok && write_image(dir, "test/banana", "z_rgba.png", SIDE, SIDE, 4, 1, 5);
     if (!ok) return CHECK_FAIL;
     Dataset tr, te;
-    dataset_load_image_folder(dir, &tr, &te);
+    dataset_load_image_folder(dir, NULL, &tr, &te);
     ok = expect_shape(&tr, 6, 3, 2) && expect_shape(&te, 5, 3, 2);
     for (int j = 0; ok && j < 6; j++)
         ok = expect_image(&tr, j, j / 3, j % 3, 3) &&
@@ -245,7 +251,7 @@ static int body_channel_rules(const char *dir) {
     ok = ok && write_image(b, "train/two", "z.png", SIDE, SIDE, 1, 1, 9);
     if (!ok) return CHECK_FAIL;
     Dataset tr, te;
-    dataset_load_image_folder(a, &tr, &te);
+    dataset_load_image_folder(a, NULL, &tr, &te);
     ok = expect_shape(&tr, 5, 1, 2) && expect_shape(&te, 2, 1, 2);
     ok = ok && expect_image(&tr, 0, 0, 0, 2) && expect_image(&te, 1, 1, 0, 2);
     float lo = 1, hi = 0; /* the colour image became grey: values still in [0, 1] */
@@ -257,7 +263,7 @@ static int body_channel_rules(const char *dir) {
     ok = ok && expect_true(lo >= 0 && hi <= 1 && hi > lo, "converted image spans %g..%g", lo, hi);
     dataset_free(&tr);
     dataset_free(&te);
-    dataset_load_image_folder(b, &tr, &te);
+    dataset_load_image_folder(b, NULL, &tr, &te);
     ok = ok && expect_shape(&tr, 5, 3, 2) && expect_shape(&te, 2, 3, 2);
     ok = ok && expect_image(&tr, 1, 0, 1, 4) && expect_image(&te, 0, 0, 0, 4);
     /* grey in a colour set: the grey value in all three planes */
@@ -319,7 +325,9 @@ static bool write_pnm(const char *dir, const char *sub, const char *name, int k,
     fprintf(f, "%s\n# a comment\n%d %d\n255\n", colour ? "P6" : "P5", SIDE, SIDE);
     for (int p = 0; p < SIDE * SIDE; p++)
         for (int c = 0; c < (colour ? 3 : 1); c++) fputc(px[p], f);
-    return expect_true(fclose(f) == 0, "cannot write %s", path);
+    bool ok = expect_true(fclose(f) == 0, "cannot write %s", path);
+    fuzz_seed_save_file("image", path);
+    return ok;
 }
 
 /* A GIF of the pattern (k, i) rounded down to even values (a 128-grey palette), with
@@ -351,7 +359,9 @@ static bool write_gif(const char *dir, const char *sub, const char *name, int k,
     }
     fputc(0, f);
     fputc(0x3B, f);
-    return expect_true(fclose(f) == 0, "cannot write %s", path);
+    bool ok = expect_true(fclose(f) == 0, "cannot write %s", path);
+    fuzz_seed_save_file("image", path);
+    return ok;
 }
 
 /* A bit writer for JPEG scan data: most significant bit first, 0xFF stuffed with 0. */
@@ -417,17 +427,20 @@ static bool insert_app_segment(const char *dir, const char *name) {
     static const uint8_t app[] = {0xFF, 0xE1, 0x00, 0x19, 0xFF, 0xC4, 0x10, 0x03, 0x00,
                                   255,  255,  255,  255,  255,  255,  255,  255,
                                   255,  255,  255,  255,  255,  255,  255,  255, 0, 0};
-    char path[1024];
+    char path[1024], msg[FS_MSG_MAX];
     path_in(path, sizeof path, dir, name);
-    FILE *f = fopen(path, "rb");
-    uint8_t buf[65536];
-    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
-    if (f) fclose(f);
-    if (n < 4 || n == sizeof buf || buf[0] != 0xFF || buf[1] != 0xD8)
+    uint8_t *buf;
+    size_t n;
+    if (fs_read_file(path, 65536, &buf, &n, msg, sizeof msg) != 0)
+        return expect_true(false, "%s", msg);
+    if (n < 4 || buf[0] != 0xFF || buf[1] != 0xD8) {
+        free(buf);
         return expect_true(false, "%s is not the small JPEG expected", path);
-    f = fopen(path, "wb");
+    }
+    FILE *f = fopen(path, "wb");
     bool ok = f && fwrite(buf, 1, 2, f) == 2 && fwrite(app, 1, sizeof app, f) == sizeof app &&
               fwrite(buf + 2, 1, n - 2, f) == n - 2;
+    free(buf);
     return expect_true(f && fclose(f) == 0 && ok, "cannot rewrite %s", path);
 }
 
@@ -452,7 +465,7 @@ static int body_formats(const char *dir) {
     ok = ok && insert_app_segment(dir, "train/b/j.jpg");
     if (!ok) return CHECK_FAIL;
     Dataset tr, te;
-    dataset_load_image_folder(dir, &tr, &te);
+    dataset_load_image_folder(dir, NULL, &tr, &te);
     ok = expect_shape(&tr, 4, 1, 2) && expect_shape(&te, 2, 1, 2);
     ok = ok && expect_image(&tr, 0, 0, 0, 1) && expect_image(&tr, 1, 0, 1, 1);
     ok = ok && expect_flat(&tr, 2, 150, 1 / 255.0f) && expect_flat(&te, 0, 60, 1 / 255.0f);
@@ -471,8 +484,8 @@ static int check_formats(void) { return with_tmpdir("test_image_folder", body_fo
 
 /* ------------------------------------------------------------ errors */
 
-static bool expect_folder_error(const char *root, ...) {
-    Job job = {.root = root};
+static bool expect_folder_errorv(const char *root, const DatasetOptions *options, va_list ap) {
+    Job job = {.root = root, .options = options};
     ChildResult o;
     run_child_stderr(job_run, &job, &o);
     bool ok = expect_true(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 1,
@@ -481,12 +494,27 @@ static bool expect_folder_error(const char *root, ...) {
                           WIFSIGNALED(o.status) ? WTERMSIG(o.status) : WEXITSTATUS(o.status));
     ok = ok && expect_true(strncmp(o.out, "error: ", 7) == 0, "the message does not start "
                                                               "with \"error: \"");
-    va_list ap;
-    va_start(ap, root);
     for (const char *want; ok && (want = va_arg(ap, const char *));)
         ok = expect_true(strstr(o.out, want) != NULL, "the message lacks \"%s\"", want);
-    va_end(ap);
     if (!ok) printf("its stderr was:\n%s\n", o.out);
+    return ok;
+}
+
+/* Loading root must stop with exit status 1 and a message holding each string given. */
+static bool expect_folder_error(const char *root, ...) {
+    va_list ap;
+    va_start(ap, root);
+    bool ok = expect_folder_errorv(root, NULL, ap);
+    va_end(ap);
+    return ok;
+}
+
+/* The same with options (a pixel limit). */
+static bool expect_folder_error_with(const char *root, const DatasetOptions *options, ...) {
+    va_list ap;
+    va_start(ap, options);
+    bool ok = expect_folder_errorv(root, options, ap);
+    va_end(ap);
     return ok;
 }
 
@@ -574,6 +602,256 @@ static int body_bad_jpeg(const char *dir) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_bad_jpeg(void) { return with_tmpdir("test_image_folder", body_bad_jpeg); }
+
+/* ------------------------------------------------------------ declared sizes and limits
+ * stb_image 2.27 decodes TGA, BMP and PNM files whose pixels are missing without an error
+ * (zeros, or memory never written), and allocates whatever a header declares. */
+
+static void put_le16(uint8_t *p, unsigned v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
+static void put_le32(uint8_t *p, uint32_t v) { put_le16(p, v & 0xFFFF), put_le16(p + 2, v >> 16); }
+static void put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* A TGA header: type 2 (colour), 3 (grey), 11 (grey, run-length encoded); top row first. */
+static void tga_header(uint8_t *h, int type, int w, int height, int bits) {
+    memset(h, 0, 18);
+    h[2] = (uint8_t)type;
+    put_le16(h + 12, (unsigned)w);
+    put_le16(h + 14, (unsigned)height);
+    h[16] = (uint8_t)bits;
+    h[17] = 0x20;
+}
+
+/* A 40-byte-header BMP's first 54 bytes; offset: where its pixels are said to start. */
+static void bmp_header(uint8_t *h, int w, int height, int bits, uint32_t offset) {
+    memset(h, 0, 54);
+    h[0] = 'B', h[1] = 'M';
+    put_le32(h + 10, offset);
+    put_le32(h + 14, 40);
+    put_le32(h + 18, (uint32_t)w);
+    put_le32(h + 22, (uint32_t)height);
+    put_le16(h + 26, 1);
+    put_le16(h + 28, (unsigned)bits);
+}
+
+/* A fresh image folder under dir/name with two classes of 20x20 PNGs; root = its path. */
+static bool fresh_set(const char *dir, const char *name, char *root, size_t cap) {
+    static const char *const classes[] = {"a", "b", NULL};
+    make_dir_in(root, cap, dir, name);
+    return write_split(root, "train", classes, 2, 1) && write_split(root, "test", classes, 1, 1);
+}
+
+/* bytes as the first training image (train/a/0<ext>: its size is read first) and then as
+ * a later test image (test/b/z<ext>): refused both times, naming it, with each word. */
+static bool expect_refused(const char *dir, const char *name, const char *ext,
+                           const uint8_t *bytes, size_t len, const char *word1,
+                           const char *word2) {
+    char root[512], folder[512], file[64], path[600];
+    bool ok = fresh_set(dir, name, root, sizeof root);
+    snprintf(file, sizeof file, "0%s", ext);
+    path_in(folder, sizeof folder, root, "train/a");
+    path_in(path, sizeof path, folder, file);
+    ok = ok && write_bytes(folder, file, bytes, len);
+    ok = ok && expect_folder_error(root, path, word1, word2, (const char *)NULL);
+    ok = ok && remove(path) == 0;
+    snprintf(file, sizeof file, "z%s", ext);
+    path_in(folder, sizeof folder, root, "test/b");
+    path_in(path, sizeof path, folder, file);
+    ok = ok && write_bytes(folder, file, bytes, len);
+    ok = ok && expect_folder_error(root, path, word1, word2, (const char *)NULL);
+    if (!ok) printf("(%s)\n", name);
+    return ok;
+}
+
+/* Headers without their pixels, of the size of the other images, which stb_image would
+ * decode as zeros or leave unwritten: refused as too short for what they declare. */
+static int body_short_files(const char *dir) {
+    uint8_t b[2048];
+    /* TGA: the 18-byte header alone, colour and grey */
+    tga_header(b, 2, SIDE, SIDE, 24);
+    bool ok = expect_refused(dir, "tga", ".tga", b, 18, "too short", "TGA");
+    tga_header(b, 3, SIDE, SIDE, 8);
+    memset(b + 18, 7, SIDE * SIDE - 1); /* one pixel short */
+    ok = ok && expect_refused(dir, "tga_grey", ".tga", b, 18 + SIDE * SIDE - 1, "too short",
+                              "needs at least 418 bytes");
+    /* BMP: a 54-byte header alone; pixels said to start inside the header */
+    bmp_header(b, SIDE, SIDE, 24, 54);
+    ok = ok && expect_refused(dir, "bmp", ".bmp", b, 54, "too short", "BMP");
+    bmp_header(b, SIDE, SIDE, 8, 50);
+    memset(b + 54, 1, SIDE * SIDE);
+    ok = ok && expect_refused(dir, "bmp_offset", ".bmp", b, 54 + SIDE * SIDE, "corrupt BMP",
+                              "before the end of its header");
+    /* PNM: one sample short; a size that would overflow stb_image's int */
+    int n = snprintf((char *)b, sizeof b, "P5\n%d %d\n255\n", SIDE, SIDE);
+    memset(b + n, 9, SIDE * SIDE);
+    ok = ok && expect_refused(dir, "pgm", ".pgm", b, (size_t)n + SIDE * SIDE - 1, "too short",
+                              "PNM");
+    n = snprintf((char *)b, sizeof b, "P6\n99999999999 20\n255\n");
+    ok = ok && expect_refused(dir, "ppm_big", ".ppm", b, (size_t)n + 64, "corrupt PNM",
+                              "too large");
+    /* PNG: 96 bytes that declare 55304x255 grey (14 MB of pixels need 13.7 kB of IDAT) */
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    memset(b, 0, 96);
+    memcpy(b, sig, 8);
+    put_be32(b + 8, 13);
+    memcpy(b + 12, "IHDR", 4);
+    put_be32(b + 16, 55304);
+    put_be32(b + 20, 255);
+    b[24] = 8;
+    put_be32(b + 33, 39);
+    memcpy(b + 37, "IDAT", 4);
+    memcpy(b + 88, "IEND", 4);
+    ok = ok && expect_refused(dir, "png", ".png", b, 96, "too short", "IDAT");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_short_files(void) { return with_tmpdir("test_image_folder", body_short_files); }
+
+/* What is at least that long still loads: a run-length encoded TGA of four 100-pixel runs
+ * (8 bytes of pixel data: the least 400 pixels can take); one byte less is refused, and
+ * so is a JPEG that declares more 8x8 blocks than it has bits. (The refusals first: a
+ * child forked after this process ran OpenMP threads could hang.) */
+static int body_short_but_complete(const char *dir) {
+    char root[512], folder[512], path[600];
+    bool ok = fresh_set(dir, "rle", root, sizeof root);
+    uint8_t b[64];
+    tga_header(b, 11, SIDE, SIDE, 8);
+    for (int k = 0; k < 4; k++) b[18 + 2 * k] = 0x80 | 99, b[19 + 2 * k] = (uint8_t)(60 * k);
+    path_in(folder, sizeof folder, root, "train/b");
+    path_in(path, sizeof path, folder, "z.tga");
+    ok = ok && write_bytes(folder, "z.tga", b, 25); /* the last run's value missing */
+    ok = ok && expect_folder_error(root, path, "too short", "TGA", (const char *)NULL);
+    /* a 20x20 JPEG whose frame header is changed to 4000x4000: 250,000 blocks need at
+     * least 31,250 bytes; stb_image would decode them from nothing */
+    ok = ok && remove(path) == 0 && write_jpeg(root, "train/b", "z.jpg", 100);
+    path_in(path, sizeof path, folder, "z.jpg");
+    char msg[FS_MSG_MAX];
+    uint8_t *jpeg = NULL;
+    size_t len;
+    ok = ok && expect_true(fs_read_file(path, 4096, &jpeg, &len, msg, sizeof msg) == 0, "%s", msg);
+    ok = ok && expect_true(jpeg[71] == 0xFF && jpeg[72] == 0xC0, "test bug: no SOF0 at byte 71");
+    if (!ok) return CHECK_FAIL;
+    jpeg[76] = 0x0F, jpeg[77] = 0xA0, jpeg[78] = 0x0F, jpeg[79] = 0xA0;
+    ok = write_bytes(folder, "z.jpg", jpeg, len);
+    free(jpeg);
+    ok = ok && expect_folder_error(root, path, "too short", "4000x4000 JPEG", "31250 bytes",
+                                   (const char *)NULL);
+    ok = ok && remove(path) == 0 && write_bytes(folder, "z.tga", b, 26);
+    if (!ok) return CHECK_FAIL;
+    Dataset tr, te;
+    dataset_load_image_folder(root, NULL, &tr, &te);
+    const float *img = tr.images + 4 * SIDE * SIDE; /* a: img0, img1; b: img0, img1, z */
+    for (int p = 0; ok && p < SIDE * SIDE; p++)
+        ok = expect_true(img[p] == (float)(60 * (p / 100)) / 255.0f,
+                         "run-length TGA pixel %d reads %g", p, img[p]);
+    dataset_free(&tr);
+    dataset_free(&te);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_short_but_complete(void) {
+    return with_tmpdir("test_image_folder", body_short_but_complete);
+}
+
+/* The pixel limit: a GIF header of 65535x65535 (4.3 G pixels) under the default; the
+ * option, exactly at and just under the images' 400 pixels. */
+static int body_pixel_limit(const char *dir) {
+    static const uint8_t gif[16] = {'G', 'I', 'F', '8', '9', 'a', 0xFF, 0xFF, 0xFF, 0xFF};
+    bool ok = expect_refused(dir, "gif", ".gif", gif, sizeof gif, "65535x65535",
+                             "--max-image-pixels");
+    char root[512], first[600];
+    ok = ok && fresh_set(dir, "limit", root, sizeof root);
+    path_in(first, sizeof first, root, "train/a/img0.png");
+    DatasetOptions under = {.max_image_pixels = SIDE * SIDE - 1};
+    ok = ok && expect_folder_error_with(root, &under, first, "20x20", "limit of 399 pixels",
+                                        (const char *)NULL);
+    DatasetOptions at = {.max_image_pixels = SIDE * SIDE};
+    Dataset tr, te;
+    if (ok) {
+        dataset_load_image_folder(root, &at, &tr, &te);
+        ok = expect_shape(&tr, 4, 1, 2);
+        dataset_free(&tr);
+        dataset_free(&te);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_pixel_limit(void) { return with_tmpdir("test_image_folder", body_pixel_limit); }
+
+/* A 4096x4096 grey PNG of zeros (a 16 M pixel image in about 17 kB) as dir/train/a/0.png
+ * and `copies` hard links to it in train/a; one image in train/b and in test/a, test/b. */
+static bool write_big_set(const char *dir, long copies) {
+    enum { BIG = 4096 };
+    make_dirs(dir, "train/a");
+    uint8_t *px = calloc((size_t)BIG * BIG, 1);
+    char path[512], link_path[600];
+    path_in(path, sizeof path, dir, "train/a/0.png");
+    bool ok = px && stbi_write_png(path, BIG, BIG, 1, px, BIG) != 0;
+    free(px);
+    for (long i = 1; ok && i <= copies; i++) {
+        snprintf(link_path, sizeof link_path, "%s/train/a/%ld.png", dir, i);
+        ok = expect_true(link(path, link_path) == 0, "link %s: %s", link_path, strerror(errno));
+    }
+    static const char *const subs[] = {"train/b", "test/a", "test/b"};
+    for (int i = 0; ok && i < 3; i++) {
+        char sub[512];
+        make_dir_in(sub, sizeof sub, dir, subs[i]);
+        path_in(link_path, sizeof link_path, sub, "x.png");
+        ok = expect_true(link(path, link_path) == 0, "link %s: %s", link_path, strerror(errno));
+    }
+    return expect_true(ok, "cannot write the big image set in %s", dir);
+}
+
+/* Larger than the machine's memory: refused before anything is allocated, naming the
+ * first image and the sizes (never an out-of-memory kill after the system swapped). */
+static int body_memory_limit(const char *dir) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) {
+        printf("the machine's memory size is unknown here\n");
+        return CHECK_SKIP;
+    }
+    double per_image = 4096.0 * 4096.0 * sizeof(float);
+    long copies = (long)((double)pages * (double)page / per_image) + 1;
+    char first[512];
+    path_in(first, sizeof first, dir, "train/a/0.png");
+    bool ok = write_big_set(dir, copies);
+    ok = ok && expect_folder_error(dir, first, "1x4096x4096", "more than this machine's",
+                                   "use smaller images or fewer", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_memory_limit(void) { return with_tmpdir("test_image_folder", body_memory_limit); }
+
+/* An allocation that fails (address space limited in the child) names the images it was
+ * for. AddressSanitizer reserves terabytes of address space: skipped under it. */
+#if !defined(__SANITIZE_ADDRESS__)
+static void load_limited(void *arg) {
+    long vm_pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld", &vm_pages) != 1) _exit(91);
+    fclose(f);
+    rlim_t now = (rlim_t)vm_pages * (rlim_t)sysconf(_SC_PAGESIZE);
+    struct rlimit lim = {now + ((rlim_t)512 << 20), now + ((rlim_t)512 << 20)};
+    if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(92);
+    Dataset tr, te;
+    dataset_load_image_folder(arg, NULL, &tr, &te);
+}
+#endif
+
+static int body_out_of_memory(const char *dir) {
+#if defined(__SANITIZE_ADDRESS__)
+    (void)dir;
+    printf("under AddressSanitizer: an address-space limit would stop the sanitizer itself\n");
+    return CHECK_SKIP;
+#else
+    char first[512];
+    path_in(first, sizeof first, dir, "train/a/0.png");
+    bool ok = write_big_set(dir, 15); /* 16 x 64 MiB of floats: 1 GiB, over the limit */
+    ChildResult o;
+    if (ok) run_child_stderr(load_limited, (void *)dir, &o);
+    ok = ok && expect_exit("the loader under a 512 MiB limit", &o, 1, "out of memory", first,
+                           "1x4096x4096", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+#endif
+}
+static int check_out_of_memory(void) { return with_tmpdir("test_image_folder", body_out_of_memory); }
 
 /* An unreadable file (as root, permissions do not stop reading: skipped). */
 static int body_unreadable(const char *dir) {
@@ -691,7 +969,7 @@ static int body_max_classes(const char *dir) {
     }
     if (!ok) return CHECK_FAIL;
     Dataset tr, te;
-    dataset_load_image_folder(dir, &tr, &te);
+    dataset_load_image_folder(dir, NULL, &tr, &te);
     ok = expect_shape(&tr, 255, 1, 255) && expect_shape(&te, 255, 1, 255);
     for (int k = 0; ok && k < 255; k++)
         ok = expect_true(tr.labels[k] == k && te.labels[k] == k, "labels %d, %d at %d",
@@ -735,6 +1013,11 @@ static int check_mismatched_sizes(void) { return skip(); }
 static int check_corrupt(void) { return skip(); }
 static int check_formats(void) { return skip(); }
 static int check_bad_jpeg(void) { return skip(); }
+static int check_short_files(void) { return skip(); }
+static int check_short_but_complete(void) { return skip(); }
+static int check_pixel_limit(void) { return skip(); }
+static int check_memory_limit(void) { return skip(); }
+static int check_out_of_memory(void) { return skip(); }
 static int check_unreadable(void) { return skip(); }
 static int check_missing_dirs(void) { return skip(); }
 static int check_class_mismatch(void) { return skip(); }
@@ -786,6 +1069,15 @@ int main(void) {
     check_run(NULL, "corrupt, truncated and empty image files", check_corrupt, 30);
     check_run(NULL, "JPEG with an oversized Huffman table is refused (stb_image 2.27 bug)",
               check_bad_jpeg, 30);
+    check_run(NULL, "TGA, BMP, PNM, PNG headers without their pixels: too short, named",
+              check_short_files, 30);
+    check_run(NULL, "run-length TGA at its least length loads; one byte less, or a JPEG of "
+              "more blocks than bits, is refused", check_short_but_complete, 30);
+    check_run(NULL, "pixel limit: 65535x65535 GIF by default; the option, at and under",
+              check_pixel_limit, 30);
+    check_run(NULL, "a set larger than the machine's memory is refused, naming the first image",
+              check_memory_limit, 60);
+    check_run(NULL, "out of memory names the first image and the sizes", check_out_of_memory, 60);
     check_run(NULL, "unreadable image file", check_unreadable, 30);
     check_run(NULL, "missing root, train/ or test/", check_missing_dirs, 30);
     check_run(NULL, "class folders differ between train/ and test/", check_class_mismatch, 30);
