@@ -23,6 +23,7 @@ int train_options_specs(TrainOptions *o, ArgSpec *specs) {
         {"train-limit", ARG_INT, &o->train_limit, "use only the first N training images (0: all)", NULL},
         {"test-limit", ARG_INT, &o->test_limit, "use only the first N test images (0: all)", NULL},
         {"metrics", ARG_STRING, &o->metrics, "write one JSON object per epoch to this file", NULL},
+        {"max-image-pixels", ARG_INT, &o->max_image_pixels, "image folders: refuse images of more pixels (0: 4096x4096)", NULL},
     };
     for (int i = 0; i < TRAIN_OPTION_SPECS; i++) specs[i] = shared[i];
     return TRAIN_OPTION_SPECS;
@@ -35,4 +36,15 @@ void train_options_check(const TrainOptions *o) {
     if (!(o->lr > 0.0f) || !isfinite(o->lr))
         fatal("--lr must be a positive number, got %g", (double)o->lr);
     if (o->train_limit < 0 || o->test_limit < 0) fatal("--train-limit and --test-limit must be >= 0");
+    if (o->max_image_pixels < 0) fatal("--max-image-pixels must be >= 0, got %d", o->max_image_pixels);
+}
+
+void train_options_load_data(const TrainOptions *o, Dataset *train, Dataset *test) {
+    DatasetOptions d = {.max_image_pixels = o->max_image_pixels};
+    dataset_load_with(o->dataset, o->data_dir, &d, train, test);
+    dataset_truncate(train, o->train_limit);
+    dataset_truncate(test, o->test_limit);
+    if (train->height < 16 || train->width < 16)
+        fatal("%s images are %dx%d; the CNN needs at least 16x16 (two 5x5 convolutions and two "
+              "poolings)", train->name, train->height, train->width);
 }

@@ -12,12 +12,14 @@
 #define TRAIN_OPTIONS_H
 
 #include "core/args.h"
+#include "data/dataset.h"
 
-enum { TRAIN_OPTION_SPECS = 10 };
+enum { TRAIN_OPTION_SPECS = 11 };
 
 typedef struct {
     const char *dataset, *data_dir, *metrics;
     int epochs, batch_size, seed, threads, train_limit, test_limit;
+    int max_image_pixels; /* image folders: the largest image accepted (0: the default) */
     float lr;
 } TrainOptions;
 
@@ -27,5 +29,8 @@ TrainOptions train_options_defaults(void);
 int train_options_specs(TrainOptions *o, ArgSpec *specs);
 /* A value out of range is a user error (exit 1) that names the option. */
 void train_options_check(const TrainOptions *o);
+/* The chosen data set, cut to --train-limit / --test-limit; stops with a message when
+ * its images are smaller than the CNN's 16x16 (two 5x5 convolutions, two poolings). */
+void train_options_load_data(const TrainOptions *o, Dataset *train, Dataset *test);
 
 #endif

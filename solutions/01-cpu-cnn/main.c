@@ -35,12 +35,7 @@ int main(int argc, char **argv) {
     omp_set_num_threads(cfg.threads);
 
     Dataset train, test;
-    dataset_load(cfg.dataset, cfg.data_dir, &train, &test);
-    dataset_truncate(&train, cfg.train_limit);
-    dataset_truncate(&test, cfg.test_limit);
-    if (train.height < 16 || train.width < 16)
-        fatal("%s images are %dx%d; the CNN needs at least 16x16 (two 5x5 convolutions and two "
-              "poolings)", train.name, train.height, train.width);
+    train_options_load_data(&cfg, &train, &test);
     if (cfg.batch_size > train.count) cfg.batch_size = train.count;
 
     Rng rng;

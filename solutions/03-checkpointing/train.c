@@ -131,12 +131,8 @@ bool lesson_after_step(Run *run) {
 static void setup(Run *run) {
     const Config *cfg = &run->cfg;
     const TrainOptions *t = &cfg->train;
-    dataset_load(t->dataset, t->data_dir, &run->train, &run->test);
-    dataset_truncate(&run->train, t->train_limit);
-    dataset_truncate(&run->test, t->test_limit);
+    train_options_load_data(t, &run->train, &run->test);
     const Dataset *d = &run->train;
-    if (d->height < 16 || d->width < 16)
-        fatal("%s images are %dx%d; the CNN needs at least 16x16", d->name, d->height, d->width);
     int B = t->batch_size < d->count ? t->batch_size : d->count;
     Rng init;
     rng_seed(&init, (uint64_t)t->seed, 0);

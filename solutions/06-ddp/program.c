@@ -60,12 +60,7 @@ static Config parse_args(int argc, char **argv) {
 static void setup_training(Run *run) {
     const Config *c = &run->cfg;
     const TrainOptions *t = &c->train;
-    dataset_load(t->dataset, t->data_dir, &run->train, &run->test);
-    dataset_truncate(&run->train, t->train_limit);
-    dataset_truncate(&run->test, t->test_limit);
-    if (run->train.height < 16 || run->train.width < 16)
-        fatal("%s images are %dx%d; the CNN needs at least 16x16", run->train.name,
-              run->train.height, run->train.width);
+    train_options_load_data(t, &run->train, &run->test);
     Rng rng; /* each rank its own initial weights: TODO 6.2 must make them one */
     rng_seed(&rng, (uint64_t)t->seed + 1000u * (uint64_t)run->dist->rank, 0);
     cnn_init(&run->model, run->train.channels, run->train.height, run->train.width,
