@@ -268,11 +268,19 @@ check-lesson: ## grade lesson N: make check-lesson 1 [SOLUTION=1]
 	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/grade && \
 	OMP_NUM_THREADS=$(THREADS) $(BUILD)/$(KIND)/$$d/grade
 
-run-lesson: ## run lesson N's program: make run-lesson 1 [SOLUTION=1] ARGS="--epochs 1"
+# RANKS=N starts N ranks on this machine with mpirun (lessons 06 and 07; N = 1 takes
+# the same path): more ranks than cores is allowed, shared memory between them, and
+# OMPI_ALLOW_RUN_AS_ROOT so that it also runs in a container as root. THREADS is per
+# rank: unless given, the cores are shared out between the ranks.
+RUN_THREADS = $(if $(and $(RANKS),$(filter file,$(origin THREADS))),$(shell n=$$(( $(THREADS) / $(RANKS) )); echo $$(( n > 0 ? n : 1 ))),$(THREADS))
+RUN_MPI = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+          mpirun -n $(RANKS) --oversubscribe --bind-to none -x OMP_NUM_THREADS
+run-lesson: ## run lesson N's program: make run-lesson 1 [SOLUTION=1] [RANKS=2] ARGS="--epochs 1"
 	@d="$(call lesson_dir,$(word 2,$(MAKECMDGOALS)))"; \
 	if [ -z "$$d" ]; then echo "error: $(if $(word 2,$(MAKECMDGOALS)),there is no lesson $(word 2,$(MAKECMDGOALS)),give a lesson number$(,) e.g. make run-lesson 1) (lessons: $(LESSON_DIRS))" >&2; exit 1; fi; \
+	$(if $(RANKS),command -v mpirun >/dev/null || { echo "error: RANKS=$(RANKS) needs Open MPI's mpirun (sudo make deps)" >&2; exit 1; };) \
 	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/train && \
-	OMP_NUM_THREADS=$(THREADS) $(BUILD)/$(KIND)/$$d/train --threads $(THREADS) $(ARGS)
+	OMP_NUM_THREADS=$(RUN_THREADS) $(if $(RANKS),$(RUN_MPI)) $(BUILD)/$(KIND)/$$d/train --threads $(RUN_THREADS) $(ARGS)
 
 lessons: ## regenerate lessons/ and solutions/ from the single source in course/
 	@tools/generate-lessons.sh

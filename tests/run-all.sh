@@ -47,6 +47,7 @@ sync_check() {
 
 tally "unit tests" tests/run-suites.sh "$build"/tests/test_*
 tally "lib/dist with several ranks (mpirun)" tests/dist/run.sh "$build"
+tally "lesson 06 on two hosts (network namespaces) and a killed rank" tests/dist/lesson06.sh "$build"
 tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
 tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"

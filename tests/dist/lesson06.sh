@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Lesson 06's solution beyond one process group on one machine:
+#   - two hosts on one machine: two network namespaces joined by a veth pair, one rank
+#     in each, Open MPI over TCP only (no shared memory), mpirun starting the second
+#     rank inside the second namespace (its "ssh" is `ip netns exec`); the ranks must
+#     end with the parameters of the same run on one host. Needs root and iproute2
+#     (network namespaces), else skipped.
+#   - a rank killed with SIGKILL mid-epoch: the job must end within its --timeout
+#     plus a margin, non-zero, with a message naming the rank.
+# Last line: "N passed, M failed[, K skipped]".
+#   tests/dist/lesson06.sh BUILD_DIR
+set -u
+build=${1:-build}
+bin=$build/solutions/06-ddp/train
+passed=0 failed=0 skipped=0
+pass() { echo "PASS  $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
+finish() {
+    if [ $skipped -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
+    else echo "$passed passed, $failed failed"; fi
+    [ $failed -eq 0 ]
+    exit
+}
+
+if ! command -v mpirun >/dev/null || [ ! -x "$bin" ]; then
+    skip "lesson 06 across hosts: needs ranks: Open MPI's mpirun (sudo make deps) and $bin"
+    finish
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+run=(--threads 1 --dataset synthetic --train-limit 800 --test-limit 200 --epochs 1 --timeout 20)
+digests() { sed -nE 's/^rank ([0-9]+) parameter digest: ([0-9a-f]+)$/\1 \2/p' <<<"$1" | sort; }
+
+# ---- two hosts in network namespaces
+tag=$$ ns1=course-h1-$$ ns2=course-h2-$$ scratch=$(mktemp -d)
+cleanup() { ip netns del "$ns1" 2>/dev/null; ip netns del "$ns2" 2>/dev/null; rm -rf "$scratch"; }
+trap cleanup EXIT
+net=10.$((200 + tag % 50)).$((tag % 250)) # a /24 unlikely to be in use
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+    skip "lesson 06 on two hosts: needs root and iproute2 for network namespaces"
+elif ! { ip netns add "$ns1" && ip netns add "$ns2" &&
+    ip link add "v1-$tag" type veth peer name "v2-$tag" &&
+    ip link set "v1-$tag" netns "$ns1" && ip link set "v2-$tag" netns "$ns2" &&
+    ip -n "$ns1" addr add "$net.1/24" dev "v1-$tag" && ip -n "$ns2" addr add "$net.2/24" dev "v2-$tag" &&
+    ip -n "$ns1" link set "v1-$tag" up && ip -n "$ns2" link set "v2-$tag" up &&
+    ip -n "$ns1" link set lo up && ip -n "$ns2" link set lo up; } 2>"$scratch/ip.err"; then
+    skip "lesson 06 on two hosts: cannot make network namespaces here ($(head -1 "$scratch/ip.err"))"
+else
+    # mpirun's remote shell: run the command inside the namespace that owns the address
+    cat >"$scratch/agent" <<AGENT
+#!/bin/sh
+case "\$1" in $net.1) ns=$ns1 ;; $net.2) ns=$ns2 ;; *) echo "no such host: \$1" >&2; exit 1 ;; esac
+shift
+exec ip netns exec "\$ns" sh -c "\$*"
+AGENT
+    chmod +x "$scratch/agent"
+    printf '%s slots=1\n%s slots=1\n' "$net.1" "$net.2" >"$scratch/hosts"
+    one=$(timeout 120 mpirun -n 2 --oversubscribe --mca btl self,vader,tcp "$bin" "${run[@]}" 2>&1)
+    two=$(timeout 120 ip netns exec "$ns1" mpirun -n 2 --hostfile "$scratch/hosts" \
+        --mca plm_rsh_agent "$scratch/agent" --mca btl self,tcp \
+        --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
+        -x OMP_NUM_THREADS "$bin" "${run[@]}" 2>&1)
+    d1=$(digests "$one") d2=$(digests "$two")
+    if ! grep -q "2 ranks on 2 nodes" <<<"$two"; then
+        fail "lesson 06 on two hosts: the job did not see 2 nodes"
+        tail -15 <<<"$two" | sed 's/^/        /'
+    elif [ "$(wc -l <<<"$d2")" -ne 2 ] || [ "$d1" != "$d2" ]; then
+        fail "lesson 06 on two hosts: digests differ from one host (one host: $(echo $d1); two: $(echo $d2))"
+        tail -15 <<<"$two" | sed 's/^/        /'
+    else
+        pass "lesson 06 on two hosts (namespaces, Open MPI over TCP): the same parameters as on one host ($(head -1 <<<"$d2" | cut -d' ' -f2))"
+    fi
+fi
+
+# ---- a rank killed mid-epoch
+out=$scratch/kill.out
+t0=$(date +%s)
+# (the victim is found by an environment variable of this run's ranks only)
+COURSE_TEST_RUN=kill$tag mpirun -n 2 --oversubscribe --mca btl self,vader,tcp -x COURSE_TEST_RUN \
+    "$bin" --threads 1 --dataset synthetic --train-limit 20000 --test-limit 200 --epochs 5 \
+    --timeout 10 >"$out" 2>&1 &
+job=$!
+victim=
+for _ in $(seq 1 600); do # up to 60 s for training to start
+    if grep -q "^epoch" "$out"; then
+        for p in $(pgrep -f "$bin"); do
+            env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null)
+            grep -qx "COURSE_TEST_RUN=kill$tag" <<<"$env" && grep -qx OMPI_COMM_WORLD_RANK=1 <<<"$env" &&
+                victim=$p
+        done
+        [ -n "$victim" ] && break
+    fi
+    sleep 0.1
+done
+if [ -z "$victim" ]; then
+    kill -9 $job 2>/dev/null
+    fail "kill a rank mid-epoch: rank 1 never started training"
+    tail -15 "$out" | sed 's/^/        /'
+else
+    sleep 1
+    kill -9 "$victim"
+    t1=$(date +%s)
+    ( sleep 60; kill -9 $job 2>/dev/null ) & watchdog=$!
+    wait $job
+    status=$? took=$(($(date +%s) - t1))
+    kill $watchdog 2>/dev/null
+    if [ $status -ne 0 ] && [ $took -le 30 ] && grep -qi "rank 1" "$out"; then
+        pass "kill -9 of rank 1 mid-epoch: the job ended $took s later (exit $status), naming rank 1"
+    else
+        fail "kill -9 of rank 1 mid-epoch: exit $status $took s later (want non-zero within 30 s and a message naming rank 1)"
+        tail -15 "$out" | sed 's/^/        /'
+    fi
+fi
+finish
