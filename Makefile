@@ -224,6 +224,12 @@ $(BENCH_BIN): $(BUILD)/obj/bench/bench_cnn.o $(BUILD)/obj/bench/peak_flops.o $(L
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 
+# The communication benchmark: built where MPI is (it is started as several ranks).
+BENCH_COMM_BIN := $(if $(HAVE_MPI),$(BUILD)/bench/bench_comm)
+$(BUILD)/bench/bench_comm: $(BUILD)/obj/bench/bench_comm.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
 # The GPU benchmark: built where nvcc is (it needs the CUDA layers).
 BENCH_GPU_BIN := $(if $(HAVE_CUDA),$(BUILD)/bench/bench_gpu)
 $(BUILD)/bench/bench_gpu: $(BUILD)/obj/bench/bench_gpu.o $(LIB)
@@ -236,7 +242,7 @@ $(BUILD)/bench/bench_gpu: $(BUILD)/obj/bench/bench_gpu.o $(LIB)
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
         lessons check-lessons-sync bench check-gpu bench-gpu clean slides
 
-all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_GPU_BIN) ## build the library, tests, lessons, solutions and benchmark
+all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile mk/*.mk | sed -E 's/:.*## /\t/' | \
@@ -304,6 +310,9 @@ bench: $(BENCH_BIN) ## CNN training speed: images/s, GFLOP/s, share of peak, and
 
 check-gpu: $(CHECK_GPU_BIN) ## every CUDA op against the CPU, then CNN training on both (skips without a GPU)
 	@$(CHECK_GPU_BIN)
+
+bench-comm: $(BENCH_COMM_BIN) $(BUILD)/solutions/06-ddp/train ## all-reduce bandwidth 8 B-256 MB on RANKS (2) ranks; lesson 06's ring against MPI_Allreduce
+	@bench/run-bench-comm.sh $(BUILD) $(or $(RANKS),2) $(or $(COMM_DEVICE),cpu)
 
 bench-gpu: $(BENCH_GPU_BIN) ## on a GPU node: CNN training images/s vs PyTorch on the same GPU, GEMM vs cuBLAS
 	@bench/run-bench-gpu.sh $(BENCH_GPU_BIN)
