@@ -240,7 +240,7 @@ $(BUILD)/bench/bench_gpu: $(BUILD)/obj/bench/bench_gpu.o $(LIB)
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench check-gpu bench-gpu clean slides
+        lessons check-lessons-sync bench bench-comm bench-ddp check-gpu bench-gpu clean slides
 
 all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) ## build the library, tests, lessons, solutions and benchmark
 
@@ -313,6 +313,9 @@ check-gpu: $(CHECK_GPU_BIN) ## every CUDA op against the CPU, then CNN training 
 
 bench-comm: $(BENCH_COMM_BIN) $(BUILD)/solutions/06-ddp/train ## all-reduce bandwidth 8 B-256 MB on RANKS (2) ranks; lesson 06's ring against MPI_Allreduce
 	@bench/run-bench-comm.sh $(BUILD) $(or $(RANKS),2) $(or $(COMM_DEVICE),cpu)
+
+bench-ddp: $(BUILD)/solutions/06-ddp/train ## lesson 06 scaling: images/s on 1 and RANKS (2) ranks, efficiency, exposed communication
+	@bench/run-bench-ddp.sh $(BUILD) $(or $(RANKS),2)
 
 bench-gpu: $(BENCH_GPU_BIN) ## on a GPU node: CNN training images/s vs PyTorch on the same GPU, GEMM vs cuBLAS
 	@bench/run-bench-gpu.sh $(BENCH_GPU_BIN)
