@@ -6,22 +6,22 @@
 /* The common 2x2, stride 2 case, one output row: the four candidates of 8 outputs
  * at a time (even and odd columns of two input rows), compared in the same order
  * as the general loop below so that ties go to the first maximum; branch-free. */
-static inline void take_larger(f8 *m, i8 *best, f8 v, i8 at) {
-    i8 larger = *m < v; /* all bits set where v wins */
+static inline void take_larger(f8 *m, i32x8 *best, f8 v, i32x8 at) {
+    i32x8 larger = *m < v; /* all bits set where v wins */
     *best = (at & larger) | (*best & ~larger);
-    *m = (f8)(((i8)v & larger) | ((i8)*m & ~larger));
+    *m = (f8)(((i32x8)v & larger) | ((i32x8)*m & ~larger));
 }
 
 static void pool2x2_row(float *restrict y, int *restrict arg, const float *restrict x, int i0,
                         int W, int OW) {
-    const i8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    const i32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
     int ow = 0;
     for (; ow + 8 <= OW; ow += 8) {
         const int i = i0 + 2 * ow;
         f8 t0 = load8(x + i), t1 = load8(x + i + 8);         /* top row */
         f8 b0 = load8(x + i + W), b1 = load8(x + i + W + 8); /* bottom row */
         f8 m = even_lanes8(t0, t1);
-        i8 best = i + 2 * lane;
+        i32x8 best = i + 2 * lane;
         take_larger(&m, &best, odd_lanes8(t0, t1), i + 2 * lane + 1);
         take_larger(&m, &best, even_lanes8(b0, b1), i + W + 2 * lane);
         take_larger(&m, &best, odd_lanes8(b0, b1), i + W + 2 * lane + 1);

@@ -195,12 +195,12 @@ void conv_direct_weight_grad(float *dweight, const float *dout, const float *in,
 static void input_grad_block(float *din, const float *dout, const float *wb, int Cout, int OHW,
                              const Plan *p, int s0, int k0) {
     int yo[ROWS], xo[ROWS];
-    i8 keep[ROWS];
+    i32x8 keep[ROWS];
     for (int r = 0; r < ROWS; r++) {
         int s = min_int(s0 + r, p->L - 1);
         yo[r] = p->seg_out[s];
         xo[r] = p->seg_in[s];
-        keep[r] = s0 + r < p->L ? load_mask8(p->keep[s]) : (i8){0}; /* a repeat adds nothing */
+        keep[r] = s0 + r < p->L ? load_mask8(p->keep[s]) : (i32x8){0}; /* a repeat adds nothing */
     }
 
     f8 acc[DIN_TAPS][ROWS] = {{{0}}};

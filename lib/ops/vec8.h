@@ -11,7 +11,8 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 typedef float f8 __attribute__((vector_size(8 * sizeof(float))));
-typedef int32_t i8 __attribute__((vector_size(8 * sizeof(int32_t)))); /* lane masks: 0 or -1 */
+/* 8 int32 lanes: comparison masks (0 or -1 per lane), lane indices, shuffle orders */
+typedef int32_t i32x8 __attribute__((vector_size(8 * sizeof(int32_t))));
 
 static inline f8 load8(const float *p) {
     f8 v;
@@ -21,8 +22,8 @@ static inline f8 load8(const float *p) {
 
 static inline void store8(float *p, f8 v) { memcpy(p, &v, sizeof v); }
 
-static inline i8 load_mask8(const int32_t *p) {
-    i8 m;
+static inline i32x8 load_mask8(const int32_t *p) {
+    i32x8 m;
     memcpy(&m, p, sizeof m);
     return m;
 }
@@ -34,7 +35,7 @@ static inline f8 even_lanes8(f8 a, f8 b) {
 #if defined(__clang__)
     return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
 #else
-    return __builtin_shuffle(a, b, (i8){0, 2, 4, 6, 8, 10, 12, 14});
+    return __builtin_shuffle(a, b, (i32x8){0, 2, 4, 6, 8, 10, 12, 14});
 #endif
 }
 
@@ -42,11 +43,11 @@ static inline f8 odd_lanes8(f8 a, f8 b) {
 #if defined(__clang__)
     return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
 #else
-    return __builtin_shuffle(a, b, (i8){1, 3, 5, 7, 9, 11, 13, 15});
+    return __builtin_shuffle(a, b, (i32x8){1, 3, 5, 7, 9, 11, 13, 15});
 #endif
 }
 
 /* v where mask is -1, 0 where it is 0 */
-static inline f8 select8(f8 v, i8 mask) { return (f8)((i8)v & mask); }
+static inline f8 select8(f8 v, i32x8 mask) { return (f8)((i32x8)v & mask); }
 
 #endif
