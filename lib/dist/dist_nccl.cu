@@ -251,7 +251,7 @@ extern "C" void dist_nccl_init(Dist *d, const Launch *l) {
     cuda_require();
     char why[512];
     int gpus = cuda_device_count(why, sizeof why);
-    if (l->local_size > gpus && gpus > 1)
+    if (l->local_size > gpus) // NCCL refuses two ranks of one communicator on one GPU
         fatal("%d ranks on this node but %d GPUs visible: two ranks would share a GPU. Start "
               "one task per GPU (--ntasks-per-node=%d) or ask Slurm for more GPUs",
               l->local_size, gpus, gpus);
