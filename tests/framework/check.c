@@ -69,6 +69,22 @@ static void print_indented(const char *text) {
     }
 }
 
+/* What a signal that ended the code under test usually means, for the hint. */
+static const char *signal_cause(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "memory outside what was allocated: an index out of range, or a pointer "
+                         "that may be NULL (an optional gradient like din) used without a check";
+    case SIGBUS: return "a bad memory access: a mapped file shorter than read, or misaligned data";
+    case SIGFPE: return "an integer division by zero (a size or a count of 0?)";
+    case SIGABRT: return "abort(): a failed assert, or free() of memory twice or not from malloc";
+    case SIGILL: return "an instruction this CPU lacks: a build for another CPU (make ARCH=x86-64-v3)";
+    case SIGTERM: return "SIGTERM with no handler installed: its default action ends the program";
+    case SIGUSR1: return "SIGUSR1 with no handler installed: its default action ends the program";
+    case SIGKILL: return "killed from outside: out of memory, or a time limit";
+    default: return "see `man 7 signal`";
+    }
+}
+
 void check_run(const char *tag, const char *name, CheckFn fn, int timeout_seconds) {
     fflush(stdout);
     fflush(stderr);
@@ -103,17 +119,17 @@ void check_run(const char *tag, const char *name, CheckFn fn, int timeout_second
     out[len] = '\0';
     close(fds[0]);
     const char *verdict;
-    char why[128] = "";
+    char why[320] = "";
     if (!finished) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
         verdict = "FAIL";
-        snprintf(why, sizeof why, "timed out after %d s (an endless loop? a huge size?)",
-                 timeout_seconds);
+        snprintf(why, sizeof why, "hung: stopped after %d s (an endless loop, a wait that "
+                 "never ends, a huge size?)", timeout_seconds);
     } else if (WIFSIGNALED(status)) {
         verdict = "FAIL";
-        snprintf(why, sizeof why, "crashed with signal %d (%s): look for an index out of range",
-                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+        snprintf(why, sizeof why, "crashed with signal %d (%s): %s", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)), signal_cause(WTERMSIG(status)));
     } else if (WEXITSTATUS(status) == CHILD_PASSED) {
         verdict = "PASS";
     } else if (WEXITSTATUS(status) == 0) {
@@ -278,7 +294,8 @@ const char *describe_end(const CommandResult *r, char *buf, size_t cap) {
     if (r->timed_out) snprintf(buf, cap, "hung: killed after %.0f s", r->seconds);
     else if (r->status < 0) snprintf(buf, cap, "could not start");
     else if (WIFSIGNALED(r->status))
-        snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(r->status), strsignal(WTERMSIG(r->status)));
+        snprintf(buf, cap, "killed by signal %d (%s: %s)", WTERMSIG(r->status),
+                 strsignal(WTERMSIG(r->status)), signal_cause(WTERMSIG(r->status)));
     else snprintf(buf, cap, "exit status %d", WEXITSTATUS(r->status));
     return buf;
 }
@@ -340,7 +357,8 @@ int with_tmpdir(const char *prefix, int (*body)(const char *dir)) {
     if (pid < 0 || waitpid(pid, &status, 0) != pid) status = CHECK_FAIL << 8;
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (WIFSIGNALED(status)) {
-        printf("crashed with signal %d (%s)\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        printf("crashed with signal %d (%s): %s\n", WTERMSIG(status), strsignal(WTERMSIG(status)),
+               signal_cause(WTERMSIG(status)));
         return CHECK_FAIL;
     }
     return WEXITSTATUS(status);
