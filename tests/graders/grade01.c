@@ -3,6 +3,7 @@
  * Run with `make check-lesson 1` (your code) or `make check-lesson 1 SOLUTION=1`. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "framework/check.h"
@@ -73,6 +74,30 @@ static int check_conv_forward(void) {
 
 /* ---------------------------------------------------------------- TODO 1.2 */
 
+/* Whether mine[i] is close to want[i] for all i. */
+static bool all_close(const float *mine, const float *want, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabsf(mine[i] - want[i]) <= 1e-4f + 1e-4f * fabsf(want[i]))) return false;
+    return true;
+}
+
+/* The usual mistakes in a gradient that should be init + g (ref): what the
+ * participant's mine looks like, or NULL when it is none of them. */
+static const char *gradient_mistake(const float *mine, const float *ref, const float *init,
+                                    int64_t n) {
+    float *g = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)n);
+    const char *what = NULL;
+    for (int64_t i = 0; i < n; i++) g[i] = ref[i] - init[i];
+    if (all_close(mine, g, n)) what = "it was assigned (=): gradients start non-zero here, add (+=) into them";
+    for (int64_t i = 0; i < n && !what; i++) want[i] = init[i] - g[i];
+    if (!what && all_close(mine, want, n)) what = "its sign is wrong: it is the negative of the gradient";
+    if (!what && all_close(mine, init, n)) what = "nothing was added to it";
+    for (int64_t i = 0; i < n && !what; i++) want[i] = init[i] + 2 * g[i];
+    if (!what && all_close(mine, want, n)) what = "the gradient was added twice";
+    free(g), free(want);
+    return what;
+}
+
 /* Both backward passes, from gradients pre-filled with the same random values so
  * that "=" instead of "+=" shows. */
 static int compare_conv_backward(const ConvCase *c, uint64_t seed, bool with_din) {
@@ -94,8 +119,40 @@ static int compare_conv_backward(const ConvCase *c, uint64_t seed, bool with_din
               expect_close("din", din[0].data, din[1].data, din[1].size, 1e-4f, 1e-4f);
     if (!ok) {
         describe(c);
-        printf("hint: gradients start non-zero here: add (+=) into them, never assign;%s\n",
-               with_din ? "" : " din is NULL in this case: skip it");
+        const Tensor init[3] = {random_tensor(seed + 5, 1, c->Cout, 0, 0, 0),
+                                random_tensor(seed + 4, 4, c->Cout, c->C, c->K, c->K),
+                                random_tensor(seed + 3, 4, c->N, c->C, c->H, c->W)};
+        const Tensor *mine[3] = {&db[0], &dw[0], &din[0]}, *ref[3] = {&db[1], &dw[1], &din[1]};
+        const char *names[3] = {"dbias", "dweight", "din"};
+        /* the same call from pre-fills 1 larger: a gradient that adds (+=) ends 1 larger */
+        Tensor again[3];
+        for (int k = 0; k < 3; k++) {
+            again[k] = tensor_zeros_like(&init[k]);
+            for (int64_t i = 0; i < init[k].size; i++) again[k].data[i] = init[k].data[i] + 1.0f;
+        }
+        lesson_conv2d_backward(with_din ? &again[2] : NULL, &again[1], &again[0], &dout, &in, &w,
+                               c->stride, c->pad);
+        bool named = false;
+        for (int k = 0; k < (with_din ? 3 : 2); k++) {
+            bool adds = true;
+            for (int64_t i = 0; i < init[k].size && adds; i++)
+                adds = fabsf(again[k].data[i] - mine[k]->data[i] - 1.0f) <= 1e-3f;
+            if (!adds) {
+                printf("hint: %s: part of it is assigned (=), not added: gradients start non-zero "
+                       "here, add (+=) into them\n", names[k]);
+                named = true;
+                continue;
+            }
+            const char *m = gradient_mistake(mine[k]->data, ref[k]->data, init[k].data, ref[k]->size);
+            if (m && !all_close(mine[k]->data, ref[k]->data, ref[k]->size)) {
+                printf("hint: %s: %s\n", names[k], m);
+                named = true;
+            }
+        }
+        if (!with_din) printf("(din is NULL in this case: the backward must skip it)\n");
+        if (!named)
+            printf("hint: compare your index arithmetic with the forward's: dweight[co][ci][kh][kw] "
+                   "gathers dout[n][co][oh][ow] * in[n][ci][ih][iw] over n, oh, ow\n");
     }
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
@@ -184,8 +241,21 @@ static int check_pool_ties(void) {
     maxpool2d_forward(&ref, arg_ref, &in, 2, 2);
     for (int i = 0; i < 18; i++)
         if (arg_mine[i] != arg_ref[i]) {
-            printf("argmax[%d] is %d, expected %d: on a tie keep the first maximum (compare "
-                   "with '>', not '>=')\n", i, arg_mine[i], arg_ref[i]);
+            /* output i: plane i / 9, window rows 2 oh, 2 oh + 1 and columns 2 ow, 2 ow + 1 */
+            const float *plane = in.data + (i / 9) * 36;
+            const int oh = (i % 9) / 3, ow = i % 3, r = arg_mine[i] / 6, col = arg_mine[i] % 6;
+            const bool inside = arg_mine[i] >= 0 && arg_mine[i] < 36 && r / 2 == oh && col / 2 == ow;
+            printf("argmax[%d] is %d, expected %d: ", i, arg_mine[i], arg_ref[i]);
+            if (!inside)
+                printf("that is not a position of its 2x2 window (rows %d-%d, columns %d-%d of "
+                       "the 6x6 plane, index row * 6 + column): search each window alone\n",
+                       2 * oh, 2 * oh + 1, 2 * ow, 2 * ow + 1);
+            else if (plane[arg_mine[i]] == plane[arg_ref[i]])
+                printf("both hold the window's maximum (a tie): keep the first one, in row-major "
+                       "order (compare with '>', not '>=')\n");
+            else
+                printf("the value there (%g) is not the window's maximum (%g)\n",
+                       (double)plane[arg_mine[i]], (double)plane[arg_ref[i]]);
             return CHECK_FAIL;
         }
     return CHECK_PASS;
