@@ -497,7 +497,9 @@ static int body_after_step(const char *dir) {
          expect_true(count_checkpoints(r) == 3 && r->saves == saves + 1,
                      "a step where a checkpoint is due and a stop is requested saved %d times, "
                      "expected once", r->saves - saves);
-    if (!ok) printf("hint: save_checkpoint uses your lesson_capture_state (TODO 3.1)\n");
+    if (!ok) printf("hint: after a step, save once when a checkpoint is due (the global step is a "
+                    "multiple of --checkpoint-every) or a stop was asked for (a signal, "
+                    "--stop-after-steps), and return true only for a stop\n");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_after_step(void) { return with_tmpdir("grade03", body_after_step); }
