@@ -432,6 +432,56 @@ static double reference_epoch(Run *r) {
     return sum / seen;
 }
 
+/* Whether every parameter of a and b agrees (quietly). */
+static bool same_params(const Run *a, const Run *b) {
+    for (int i = 0; i < b->model.params.count; i++) {
+        const Tensor *p = &a->model.params.items[i]->value, *q = &b->model.params.items[i]->value;
+        for (int64_t k = 0; k < q->size; k++)
+            if (!(fabsf(p->data[k] - q->data[k]) <= 1e-4f + 1e-3f * fabsf(q->data[k]))) return false;
+    }
+    return true;
+}
+
+/* After a mismatch over a whole epoch: train_epoch and the reference loop on 1 batch,
+ * then 2, to say which quantity first differs, and why that usually happens. */
+static void diagnose_train_epoch(void) {
+    for (int batches = 1; batches <= 2; batches++) {
+        Run mine, ref;
+        run_init(&mine, 32 * batches, 32);
+        run_init(&ref, 32 * batches, 32);
+        EpochResult r = train_epoch(&mine.model, &mine.opt, &mine.train, &mine.sampler, &mine.batch);
+        double want = reference_epoch(&ref);
+        if (!(fabs(r.loss - want) <= 1e-4 + 1e-3 * fabs(want))) {
+            printf("hint: with %d batch%s of 32 the mean loss is %.6f, expected %.6f: ", batches,
+                   batches == 1 ? "" : "es", r.loss, want);
+            if (batches == 1) printf("the loss of one batch is already wrong (the batch's mean "
+                                     "loss is what your softmax_cross_entropy returns)\n");
+            else printf("the second batch's loss differs, so the first step changed the model "
+                        "differently: see the parameters\n");
+            return;
+        }
+        if (!same_params(&mine, &ref)) {
+            if (batches == 1) {
+                printf("hint: after one step the parameters differ from the reference loop: one "
+                       "backward and one lesson_adam_step per batch\n");
+            } else {
+                bool dlogits_same = true;
+                const Tensor *a = &mine.model.d_logits, *b = &ref.model.d_logits;
+                for (int64_t k = 0; k < b->size; k++) dlogits_same &= fabsf(a->data[k] - b->data[k]) <= 1e-5f;
+                printf("hint: the first step is right, the second is not: the first batch's "
+                       "gradients were still there. %s\n", dlogits_same
+                           ? "Zero the parameters' gradients (params_zero_grad) before each "
+                             "backward: every backward adds (+=) into them"
+                           : "Clear d_logits (tensor_fill 0) before the loss: the loss adds its "
+                             "gradient into it");
+            }
+            return;
+        }
+    }
+    printf("hint: full batches are right; the short last batch is not: weight each batch's mean "
+           "loss by its size n and divide the sum by the examples seen\n");
+}
+
 static int check_train_epoch(void) {
     Run mine, ref;
     run_init(&mine, 330, 32); /* 330 = 10 full batches and a short one of 10 */
@@ -443,14 +493,13 @@ static int check_train_epoch(void) {
         return CHECK_FAIL;
     float got = (float)r.loss, want = (float)ref_loss;
     if (!expect_close("mean training loss", &got, &want, 1, 1e-4f, 1e-3f)) {
-        printf("hint: weight each batch's loss by its size n, divide by the examples seen\n");
+        diagnose_train_epoch();
         return CHECK_FAIL;
     }
     for (int i = 0; i < ref.model.params.count; i++) {
         const Param *p = mine.model.params.items[i], *q = ref.model.params.items[i];
         if (!expect_close(p->name, p->value.data, q->value.data, q->value.size, 1e-4f, 1e-3f)) {
-            printf("hint: after one epoch the parameters differ from the reference loop: are "
-                   "the gradients zeroed before each backward, and is every batch used?\n");
+            diagnose_train_epoch();
             return CHECK_FAIL;
         }
     }
