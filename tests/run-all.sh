@@ -52,6 +52,7 @@ tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
 tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
 tally "lessons/ and solutions/ in sync with course/" sync_check
+tally "lesson READMEs list their graders' checks" tests/check-readme-checks.sh
 tally "unit tests under ASan + UBSan" make --no-print-directory -s asan-tests
 tally "data set fetching" tests/datasets/test-fetch.sh
 tally "make submit DRY=1 for every site profile" tests/slurm/submit-dry.sh
