@@ -9,6 +9,14 @@
 
 #include "core/check.h"
 
+/* The ends of the messages: what to do about a damaged or a foreign file. */
+#define FIX_DAMAGED                                                                        \
+    "Delete it or move it away: with --resume the previous checkpoint in its directory is " \
+    "used instead"
+#define FIX_FOREIGN                                                                        \
+    "Resume with the program and options (model, --dataset) that wrote it, or use a new "  \
+    "--checkpoint-dir"
+
 /* ------------------------------------------------------------ the manifest */
 
 static void copy_name(char *dst, const char *name, const char *what) {
@@ -54,6 +62,55 @@ static void add_scalar(Checkpoint *c, const char *name, CkptType type, void *v) 
     copy_name(e->name, name, "scalar");
     e->type = type;
     e->value = v;
+    e->min = INT64_MIN;
+    e->max = INT64_MAX;
+    e->odd = e->allow_inf = false;
+}
+
+static CkptScalar *scalar_named(Checkpoint *c, const char *name, CkptType type) {
+    for (int i = 0; i < c->nscalars; i++)
+        if (strcmp(c->scalars[i].name, name) == 0) {
+            CHECK(c->scalars[i].type == type, "checkpoint scalar '%s' has type '%c', not '%c'",
+                  name, c->scalars[i].type, type);
+            return &c->scalars[i];
+        }
+    CHECK(false, "no checkpoint scalar '%s' to set a limit on", name);
+    return NULL;
+}
+
+void ckpt_expect_range(Checkpoint *c, const char *name, int64_t min, int64_t max) {
+    CHECK(min <= max, "ckpt_expect_range('%s', %lld, %lld)", name, (long long)min, (long long)max);
+    CkptScalar *s = scalar_named(c, name, CKPT_I64);
+    s->min = min, s->max = max;
+}
+void ckpt_expect_odd(Checkpoint *c, const char *name) { scalar_named(c, name, CKPT_U64)->odd = true; }
+void ckpt_expect_inf_allowed(Checkpoint *c, const char *name) {
+    scalar_named(c, name, CKPT_F64)->allow_inf = true;
+}
+
+/* Whether a loaded value meets its scalar's limits; else a message in err. */
+static int check_value(const CkptScalar *s, uint64_t bits, const char *src, CkptError *err) {
+    if (s->type == CKPT_I64) {
+        int64_t v;
+        memcpy(&v, &bits, 8);
+        if (v < s->min || v > s->max)
+            return ckpt_error(err, "checkpoint %s: '%s' is %lld, outside %lld..%lld: the file "
+                                   "passed its checksum but its writer stored a wrong value. "
+                                   FIX_DAMAGED ".", src, s->name, (long long)v, (long long)s->min,
+                              (long long)s->max);
+    } else if (s->type == CKPT_U64) {
+        if (s->odd && bits % 2 == 0)
+            return ckpt_error(err, "checkpoint %s: '%s' is %llu, but it must be odd (a random "
+                                   "number generator's increment). " FIX_DAMAGED ".", src, s->name,
+                              (unsigned long long)bits);
+    } else {
+        double v;
+        memcpy(&v, &bits, 8);
+        if (isnan(v) || (isinf(v) && !s->allow_inf))
+            return ckpt_error(err, "checkpoint %s: '%s' is %g, not a finite number. " FIX_DAMAGED ".",
+                              src, s->name, v);
+    }
+    return 0;
 }
 
 void ckpt_add_i64(Checkpoint *c, const char *name, int64_t *v) { add_scalar(c, name, CKPT_I64, v); }
@@ -289,13 +346,6 @@ static const char *shape_str(int ndim, const uint32_t *shape, char *buf, size_t 
     return buf;
 }
 
-#define FIX_DAMAGED                                                                        \
-    "Delete it or move it away: with --resume the previous checkpoint in its directory is " \
-    "used instead"
-#define FIX_FOREIGN                                                                        \
-    "Resume with the program and options (model, --dataset) that wrote it, or use a new "  \
-    "--checkpoint-dir"
-
 /* Checks the header, the size and the checksum. */
 static int check_envelope(const uint8_t *buf, size_t len, const char *src, CkptError *err) {
     if (len == 0)
@@ -416,6 +466,8 @@ static int place_scalars(const Checkpoint *c, Reader *r, uint32_t count, Placeme
         if (!take(r, 8))
             return ckpt_error(err, "checkpoint %s: '%s' runs past the end of the file. " FIX_DAMAGED ".",
                               src, name);
+        if (check_value(&c->scalars[i], load_le(r->p + pl->scalar_at[i], 8), src, err) != 0)
+            return -1;
     }
     return 0;
 }

@@ -32,6 +32,7 @@
 #ifndef TRAIN_CHECKPOINT_H
 #define TRAIN_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,12 @@ typedef struct {
     char name[CKPT_NAME_MAX];
     CkptType type;
     void *value; /* int64_t *, uint64_t * or double *, by type */
+    /* What a loaded value must be (ckpt_expect_*): a value behind a valid checksum can
+     * still be wrong (a bug of the writer, a hand-edited file), and a run must not go on
+     * from a sampler position of -1. CKPT_I64: min..max; CKPT_U64: odd when `odd`;
+     * CKPT_F64: never NaN, and finite unless `allow_inf`. */
+    int64_t min, max;
+    bool odd, allow_inf;
 } CkptScalar;
 
 typedef struct {
@@ -83,6 +90,13 @@ void ckpt_add_tensor(Checkpoint *c, const char *name, const Tensor *t);
 void ckpt_add_i64(Checkpoint *c, const char *name, int64_t *v);
 void ckpt_add_u64(Checkpoint *c, const char *name, uint64_t *v);
 void ckpt_add_f64(Checkpoint *c, const char *name, double *v);
+
+/* Limits checked on load, for the scalar `name` added before: an int64 in min..max, a
+ * uint64 that must be odd (a PCG increment), a float64 that may be infinite (a "none
+ * yet" marker; NaN is never accepted). A value outside is reported like damage. */
+void ckpt_expect_range(Checkpoint *c, const char *name, int64_t min, int64_t max);
+void ckpt_expect_odd(Checkpoint *c, const char *name);
+void ckpt_expect_inf_allowed(Checkpoint *c, const char *name);
 
 /* prefix.NAME for every parameter's value (not its gradient: recomputed every step). */
 void ckpt_add_params(Checkpoint *c, const char *prefix, ParamList *params);

@@ -1,5 +1,7 @@
 #include "train_state.h"
 
+#include <stdint.h>
+
 void ckpt_add_train_state(Checkpoint *c, TrainState *s) {
     ckpt_add_i64(c, "train.epoch", &s->epoch);
     ckpt_add_i64(c, "train.step", &s->step);
@@ -14,4 +16,15 @@ void ckpt_add_train_state(Checkpoint *c, TrainState *s) {
     ckpt_add_i64(c, "train.examples", &s->examples);
     ckpt_add_f64(c, "best.metric", &s->best_metric);
     ckpt_add_i64(c, "best.epoch", &s->best_epoch);
+    /* what a run can have been at: anything else is refused on load like damage */
+    ckpt_expect_range(c, "train.epoch", 1, INT32_MAX);
+    ckpt_expect_range(c, "train.step", 0, INT32_MAX);
+    ckpt_expect_range(c, "train.global_step", 0, INT64_MAX);
+    ckpt_expect_odd(c, "rng.inc"); /* PCG's increment is always odd (rng_seed makes it so) */
+    ckpt_expect_range(c, "sampler.epoch", 0, INT32_MAX);
+    ckpt_expect_range(c, "sampler.position", 0, INT32_MAX);
+    ckpt_expect_range(c, "sampler.count", 0, INT32_MAX);
+    ckpt_expect_range(c, "train.examples", 0, INT64_MAX);
+    ckpt_expect_inf_allowed(c, "best.metric"); /* -infinity: no evaluation yet */
+    ckpt_expect_range(c, "best.epoch", 0, INT32_MAX);
 }

@@ -167,6 +167,45 @@ static void good_bytes(uint8_t **buf, size_t *len) {
     fuzz_seed_save("ckpt", *buf, *len);
 }
 
+/* Values no run can have had, behind a valid checksum: each refused by name, nothing
+ * changed (and a store falls back past such a file like past any damage). */
+static int check_impossible_values(void) {
+    const struct {
+        const char *name, *want;
+    } cases[] = {{"train.epoch", "outside 1.."}, {"sampler.position", "outside 0.."},
+                 {"rng.inc", "must be odd"}, {"train.loss_sum", "not a finite number"}};
+    bool ok = true;
+    for (int k = 0; k < 4 && ok; k++) {
+        State s;
+        state_init(&s, 11, 4);
+        if (k == 0) s.ts.epoch = -3;
+        if (k == 1) s.ts.sampler_position = -1;
+        if (k == 2) s.ts.rng_inc = 0;
+        if (k == 3) s.ts.loss_sum = NAN;
+        uint8_t *buf;
+        size_t len;
+        ckpt_encode(&s.c, &buf, &len);
+        state_free(&s);
+        char what[96];
+        snprintf(what, sizeof what, "%s out of its range", cases[k].name);
+        ok = expect_rejected(what, buf, len, cases[k].name) &&
+             expect_rejected(what, buf, len, cases[k].want);
+        xfree(buf);
+    }
+    /* -infinity is best.metric's "no evaluation yet": accepted */
+    State s, t;
+    state_init(&s, 11, 4);
+    state_init(&t, 12, 4);
+    s.ts.best_metric = -INFINITY;
+    uint8_t *buf;
+    size_t len;
+    ckpt_encode(&s.c, &buf, &len);
+    CkptError err = {{0}};
+    ok = ok && expect_true(ckpt_decode(&t.c, buf, len, "test.ckpt", &err) == 0 &&
+                               isinf(t.ts.best_metric), "best.metric = -inf refused: %s", err.msg);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 static int check_empty_foreign_version(void) {
     uint8_t *buf;
     size_t len;
@@ -572,6 +611,7 @@ int main(void) {
     check_run(NULL, "any flipped byte is rejected (checksum, header)", check_flipped_bytes, 30);
     check_run(NULL, "other shapes, missing and extra entries, other types: rejected with the names", check_mismatched, 20);
     check_run(NULL, "garbage behind a valid header and checksum: rejected, no crash", check_garbage, 60);
+    check_run(NULL, "impossible values behind a valid checksum (epoch -3, position -1, even increment, NaN): rejected by name", check_impossible_values, 20);
     check_run(NULL, "a failed load leaves the file on disk as it was", check_file_untouched, 20);
     check_run(NULL, "store: keep-K rotation, best.ckpt kept, leftover .tmp removed, mkdir -p", check_rotation, 20);
     check_run(NULL, "store: a save below a damaged newer checkpoint keeps itself (keep 1)", check_rotation_after_fallback, 20);
