@@ -5,6 +5,7 @@
  * Prints one line per epoch (train loss, test loss, test accuracy, seconds,
  * images/s) and, with --metrics FILE, writes the same as one JSON object per line. */
 #include <omp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/args.h"
@@ -69,6 +70,9 @@ int main(int argc, char **argv) {
         sampler_set_epoch(&sampler, epoch); /* a new shuffle every epoch */
         double t0 = now_seconds();
         EpochResult tr = train_epoch(&model, &opt, &train, &sampler, &batch);
+        char where[32];
+        snprintf(where, sizeof where, "epoch %d", epoch);
+        train_stop_if_diverged(tr.loss, where, cfg.lr);
         double seconds = now_seconds() - t0;
         EpochResult ev = evaluate(&model, &test, &batch);
         double rate = tr.examples / seconds;

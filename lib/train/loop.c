@@ -1,5 +1,8 @@
 #include "loop.h"
 
+#include <math.h>
+#include <stdio.h>
+
 #include "core/check.h"
 #include "core/log.h"
 
@@ -56,7 +59,13 @@ EpochResult cnn_train_epoch(Cnn *model, Adam *opt, const Dataset *train, Sampler
         Tensor logits = cnn_forward(model, &images);
         Tensor dlogits = tensor_rows(&model->d_logits, n);
         tensor_fill(&dlogits, 0.0f);
-        loss_sum += (double)model->layers.softmax_cross_entropy(&dlogits, &logits, labels) * n;
+        const float loss = model->layers.softmax_cross_entropy(&dlogits, &logits, labels);
+        if (!isfinite(loss)) {
+            char where[64];
+            snprintf(where, sizeof where, "step %lld", (long long)opt->step + 1);
+            train_stop_if_diverged(loss, where, opt->lr);
+        }
+        loss_sum += (double)loss * n;
         params_zero_grad(&model->params);
         cnn_backward(model, &images);
         adam_step(opt, &model->params);
@@ -99,4 +108,10 @@ void metrics_epoch(MetricsFile *m, const char *device, int epoch, double train_l
     metrics_num(m, "seconds", seconds);
     metrics_num(m, "samples_per_s", samples_per_s);
     metrics_end(m);
+}
+
+void train_stop_if_diverged(double loss, const char *where, double lr) {
+    if (isfinite(loss)) return;
+    fatal("the training diverged: the loss at %s is %g. The learning rate (--lr %g) is "
+          "probably too large for this model: try one 10 times smaller", where, loss, lr);
 }

@@ -47,4 +47,9 @@ EpochResult cnn_evaluate(Cnn *model, const Dataset *test, Batch *b);
 void metrics_epoch(MetricsFile *m, const char *device, int epoch, double train_loss,
                    const EpochResult *test, double seconds, double samples_per_s);
 
+/* A loss that is not finite means the training diverged (a learning rate too large,
+ * most often): going on only turns every parameter into NaN. Stops with a message
+ * naming where (e.g. "step 12", "epoch 1") and the learning rate, exit status 1. */
+void train_stop_if_diverged(double loss, const char *where, double lr);
+
 #endif

@@ -5,6 +5,7 @@
  * One line per epoch and device; with --compare (or --device cpu and cuda both
  * run) a side-by-side table: seconds per epoch, images/s, speed-up. */
 #include <omp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/args.h"
@@ -102,6 +103,9 @@ static Summary run_gpu(const TrainOptions *c, const Dataset *train, const Datase
         sampler_set_epoch(&sampler, epoch);
         double t0 = now_seconds();
         EpochResult tr = train_epoch_gpu(&model, &opt, train, &sampler, &b, &d);
+        char where[32];
+        snprintf(where, sizeof where, "epoch %d", epoch);
+        train_stop_if_diverged(tr.loss, where, c->lr);
         double seconds = now_seconds() - t0;
         report(mf, &s, "cuda", epoch, tr, cnn_evaluate(&model, test, &eval), seconds);
     }

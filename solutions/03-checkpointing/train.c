@@ -232,6 +232,11 @@ int lesson_main(int argc, char **argv) {
         int n, seen = 0;
         while ((n = sampler_next(&run->sampler, run->batch.indices, run->batch.size)) > 0) {
             float loss = train_step(run, n);
+            if (!isfinite(loss)) {
+                char where[64];
+                snprintf(where, sizeof where, "step %lld", (long long)ts->global_step + 1);
+                train_stop_if_diverged(loss, where, cfg->train.lr);
+            }
             ts->loss_sum += (double)loss * n;
             ts->examples += n;
             ts->step++;

@@ -88,6 +88,11 @@ EpochStats train_epoch(Run *run, int epoch) {
         Tensor dlogits = tensor_rows(&run->model.d_logits, n);
         tensor_fill(&dlogits, 0.0f);
         float loss = run->model.layers.softmax_cross_entropy(&dlogits, &logits, labels);
+        if (!isfinite(loss)) { /* this rank's share; the job ends with it */
+            char where[64];
+            snprintf(where, sizeof where, "step %lld on rank %d", (long long)run->steps + 1, run->dist->rank);
+            train_stop_if_diverged(loss, where, run->cfg.train.lr);
+        }
         params_zero_grad(&run->model.params);
         cnn_backward(&run->model, &images);
         if (buckets) ddp_finish_gradients(&run->ddp); /* started during the backward */

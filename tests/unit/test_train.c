@@ -16,6 +16,7 @@
 #include "models/params.h"
 #include "reference/optim_reference.h"
 #include "train/optim.h"
+#include "train/loop.h"
 #include "train/sampler.h"
 
 /* ------------------------------------------------------------ optimisers */
@@ -284,6 +285,29 @@ static int check_sampler_random(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+static void diverge_nan(void *arg) {
+    (void)arg;
+    train_stop_if_diverged(NAN, "step 3", 3e38);
+    printf("went on after a NaN loss\n");
+}
+static void diverge_inf(void *arg) {
+    (void)arg;
+    train_stop_if_diverged(INFINITY, "epoch 2", 0.5);
+    printf("went on after an infinite loss\n");
+}
+
+/* A non-finite loss stops the run (exit 1), naming where and the learning rate; a
+ * finite one, however large, does not. */
+static int check_diverged(void) {
+    ChildResult r;
+    run_child(diverge_nan, NULL, &r);
+    bool ok = expect_exit("NaN loss", &r, 1, "diverged", "step 3", "--lr 3e+38", (const char *)NULL);
+    run_child(diverge_inf, NULL, &r);
+    ok = ok && expect_exit("infinite loss", &r, 1, "epoch 2", "--lr 0.5", (const char *)NULL);
+    train_stop_if_diverged(1e30, "step 1", 1e-3); /* returns */
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("train");
     check_run(NULL, "SGD: 3 steps vs torch.optim.SGD's rule in double (momentum, weight decay)", check_sgd_rule, 10);
@@ -294,5 +318,6 @@ int main(void) {
     check_run(NULL, "Adam: PyTorch's defaults; adam_update is adam_step's loop", check_adam_defaults, 10);
     check_run(NULL, "sampler: sequential order, short last batch, then 0", check_sampler_sequential, 10);
     check_run(NULL, "sampler: random order is a permutation of (seed, epoch); set_epoch rewinds", check_sampler_random, 10);
+    check_run(NULL, "a NaN or infinite loss stops the run, naming the step and --lr", check_diverged, 10);
     return check_end();
 }
