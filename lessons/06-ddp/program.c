@@ -166,7 +166,9 @@ static void train(Run *run) {
         if (run->dist->rank != 0) ckpt_store_init(&run->store, run->cfg.checkpoint_dir, 2);
     }
     int first_epoch = run->cfg.resume ? resume(run) : 1;
-    run->metrics = run->dist->rank == 0 ? metrics_open(t->metrics) : NULL;
+    if (run->dist->rank == 0) /* a resumed run adds to the earlier epochs' lines */
+        run->metrics = run->cfg.resume ? metrics_open_resumed(t->metrics, first_epoch)
+                                       : metrics_open(t->metrics);
     const int W = run->dist->world_size;
     print0("data: %s, %d training and %d test images; each of %d ranks takes %d per epoch\n",
            run->train.name, run->train.count, run->test.count, W, run->sampler.num_samples);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -21,6 +22,32 @@ MetricsFile *metrics_open(const char *path) {
     MetricsFile *m = xcalloc(1, sizeof *m);
     m->f = f;
     m->path = path;
+    return m;
+}
+
+MetricsFile *metrics_open_resumed(const char *path, long long first_epoch) {
+    if (!path || !*path) return NULL;
+    FILE *old = fopen(path, "r");
+    char *kept = NULL;
+    size_t kept_len = 0;
+    if (old) { /* the lines to keep, in memory: a metrics file is small */
+        FILE *mem = open_memstream(&kept, &kept_len);
+        if (!mem) fatal("out of memory reading the metrics file '%s'", path);
+        char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, old) > 0) {
+            const char *e = strstr(line, "\"epoch\": ");
+            if (!e || atoll(e + 9) < first_epoch) fputs(line, mem);
+        }
+        free(line);
+        fclose(old);
+        fclose(mem);
+    }
+    MetricsFile *m = metrics_open(path);
+    if (kept_len && fwrite(kept, 1, kept_len, m->f) != kept_len)
+        fatal("cannot write metrics file '%s': %s", path, strerror(errno));
+    free(kept);
+    fflush(m->f);
     return m;
 }
 

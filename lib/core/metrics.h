@@ -13,6 +13,11 @@
 typedef struct MetricsFile MetricsFile;
 
 MetricsFile *metrics_open(const char *path);
+/* For a run resumed at first_epoch: keeps the file's lines of earlier epochs (lines
+ * whose "epoch" is smaller; a line without one is kept) and appends after them, so a
+ * requeued job's metrics cover the whole run, each epoch once. A missing file starts
+ * empty, like metrics_open. */
+MetricsFile *metrics_open_resumed(const char *path, long long first_epoch);
 void metrics_begin(MetricsFile *m);
 void metrics_int(MetricsFile *m, const char *key, long long value);
 void metrics_num(MetricsFile *m, const char *key, double value);

@@ -223,7 +223,9 @@ int lesson_main(int argc, char **argv) {
            (long long)params_count(&run->model.params), (double)cfg->train.lr, run->batch.size,
            cfg->train.threads, cfg->augment);
     start(run);
-    MetricsFile *metrics = metrics_open(cfg->train.metrics);
+    /* resumed: keep the earlier epochs' lines (a requeued job writes one file in all) */
+    MetricsFile *metrics = cfg->resume ? metrics_open_resumed(cfg->train.metrics, run->ts.epoch)
+                                       : metrics_open(cfg->train.metrics);
     TrainState *ts = &run->ts;
     print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss",
            "test accuracy", "seconds", "images/s");

@@ -202,9 +202,45 @@ static int check_metrics_unwritable(void) {
                : CHECK_FAIL;
 }
 
+/* A resumed run keeps the lines of the epochs before it and drops the rest (written by
+ * the run it continues after its last checkpoint), then appends. */
+static int check_metrics_resumed(void) {
+    char path[] = "/tmp/test_metrics_resumed_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return CHECK_FAIL;
+    close(fd);
+    MetricsFile *m = metrics_open(path);
+    for (int e = 1; e <= 3; e++) {
+        metrics_begin(m);
+        metrics_int(m, "epoch", e);
+        metrics_num(m, "train_loss", 1.0 / e);
+        metrics_end(m);
+    }
+    metrics_close(m);
+    m = metrics_open_resumed(path, 3); /* epoch 3 runs again */
+    metrics_begin(m);
+    metrics_int(m, "epoch", 3);
+    metrics_num(m, "train_loss", 0.25);
+    metrics_end(m);
+    metrics_close(m);
+    char text[512] = "";
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    unlink(path);
+    const char *want = "{\"epoch\": 1, \"train_loss\": 1}\n{\"epoch\": 2, \"train_loss\": 0.5}\n"
+                       "{\"epoch\": 3, \"train_loss\": 0.25}\n";
+    bool ok = expect_true(strcmp(text, want) == 0, "after a resume at epoch 3 the file holds:\n%s"
+                          "expected:\n%s", text, want);
+    ok = ok && expect_true(metrics_open_resumed(NULL, 1) == NULL, "a NULL path gives a file");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("core: metrics");
     check_run(NULL, "metrics: valid JSON lines, NaN as null, read back", check_metrics, 10);
     check_run(NULL, "metrics: unwritable file is a clear error", check_metrics_unwritable, 10);
+    check_run(NULL, "metrics: a resumed run keeps earlier epochs' lines, drops later ones, appends", check_metrics_resumed, 10);
     return check_end();
 }
