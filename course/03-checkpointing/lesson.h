@@ -47,6 +47,8 @@ typedef struct {
     int steps_this_run;   /* steps since this process started (--stop-after-steps) */
     int64_t saved_step;   /* global step of the newest checkpoint this process wrote (0: none) */
     int saves;            /* checkpoints written by this process, and their cost */
+    int save_failures;    /* checkpoints this process could not write */
+    bool last_save_failed; /* the newest state is not on disk */
     double save_seconds;
     size_t save_bytes;
 } Run;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/args.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
@@ -101,8 +102,11 @@ bool save_checkpoint(Run *run) {
     if (ckpt_store_save(&run->store, &run->ckpt, run->ts.global_step, NULL, 0, &err) != 0) {
         fprintf(stderr, "warning: checkpoint of step %lld not saved (the previous one stays): %s\n",
                 (long long)run->ts.global_step, err.msg);
+        run->save_failures++;
+        run->last_save_failed = true;
         return false;
     }
+    run->last_save_failed = false;
     run->saved_step = run->ts.global_step;
     run->saves++;
     run->save_bytes = ckpt_encoded_size(&run->ckpt);
@@ -278,9 +282,20 @@ int lesson_main(int argc, char **argv) {
         if (improved) save_best(run); /* best first: a kill between the two redoes this epoch */
         save_checkpoint(run);
     }
-    print0("best test accuracy %.4f after epoch %lld (%s/best.ckpt)\n", ts->best_metric,
-           (long long)ts->best_epoch, run->store.dir);
+    char best[CKPT_PATH_MAX + 16];
+    snprintf(best, sizeof best, "%s/best.ckpt", run->store.dir);
+    if (fs_is_regular_file(best)) /* never name a file that is not there */
+        print0("best test accuracy %.4f after epoch %lld (%s)\n", ts->best_metric,
+               (long long)ts->best_epoch, best);
+    else
+        print0("best test accuracy %.4f after epoch %lld (not saved: see the warnings)\n",
+               ts->best_metric, (long long)ts->best_epoch);
     print_saves(run);
+    if (run->last_save_failed) /* trained, but the result is not on disk: not a success */
+        fatal("the run finished, but its last checkpoint could not be written (%d save%s "
+              "failed): the trained model is not on disk. Free space in %s or give another "
+              "--checkpoint-dir, then run again with --resume", run->save_failures,
+              run->save_failures == 1 ? "" : "s", run->store.dir);
     print0("parameter digest: %016llx\n", (unsigned long long)params_digest(&run->model.params));
     metrics_close(metrics);
     teardown(run);
