@@ -1,12 +1,13 @@
 /* Lesson 00: hello, GPU.
  *
- *   hello [--size-mb 256] [--repeats 5] [--device cuda|cpu]
+ *   hello [--size-mb 256] [--repeats 5] [--device auto|cuda|cpu]
  *
  * 1. lists the visible GPUs: name, memory, compute capability, multiprocessors;
  * 2. times copies host->device, device->host and device->device against the
  *    memory's peak bandwidth;
  * 3. adds two vectors with your first kernel and checks the sum on the CPU.
- * Without a GPU (or with --device cpu) it says why and runs the CPU part only. */
+ * Without a GPU (or with --device cpu) it says why and runs the CPU part only; with
+ * --device cuda a missing GPU is an error (exit 1), as in the later lessons. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,26 +83,30 @@ static int gpu_part(float *c, const float *a, const float *b, int n, int repeats
 
 int main(int argc, char **argv) {
     int size_mb = 256, repeats = 5;
-    const char *device = "cuda";
+    const char *device = "auto";
     ArgSpec specs[] = {
         {"size-mb", ARG_INT, &size_mb, "size of each vector and copy, in MB", NULL},
         {"repeats", ARG_INT, &repeats, "timed repetitions (the best counts)", NULL},
-        {"device", ARG_CHOICE, &device, "cuda: the GPU part too; cpu: only the CPU part", "cuda|cpu"},
+        {"device", ARG_CHOICE, &device,
+         "auto: the GPU part where there is a GPU; cuda: it must run (no GPU: an error); cpu: "
+         "only the CPU part", "auto|cuda|cpu"},
     };
     args_parse(argc, argv, specs, ARRAY_LEN(specs),
                "Lesson 00: list the GPUs, time host/device copies, add two vectors on the GPU.");
     /* at most 8192: n below stays an int (2^31 - 1 floats is 8589 MB), as the kernel's
      * index and lesson_vector_add_gpu's n are */
     if (size_mb < 1 || size_mb > 8192) fatal("--size-mb must be 1 to 8192, got %d", size_mb);
-    if (repeats < 1) fatal("--repeats must be at least 1, got %d", repeats);
+    if (repeats < 1 || repeats > 1000) fatal("--repeats must be 1 to 1000, got %d", repeats);
     const int n = (int)((size_t)size_mb * 1000000 / sizeof(float));
     float *a = xmalloc((size_t)n * sizeof(float)), *b = xmalloc((size_t)n * sizeof(float));
     float *c = xcalloc((size_t)n, sizeof(float));
     for (int i = 0; i < n; i++) a[i] = (float)(i % 1000), b[i] = 0.5f * (float)(i % 7);
 
     char why[512] = "--device cpu";
-    int count = strcmp(device, "cuda") == 0 ? cuda_device_count(why, sizeof why) : -1;
+    int count = strcmp(device, "cpu") != 0 ? cuda_device_count(why, sizeof why) : -1;
     if (count > 0 && !cuda_init(why, sizeof why)) count = -1;
+    if (count <= 0 && strcmp(device, "cuda") == 0)
+        fatal("--device cuda: %s (or run with --device cpu, or --device auto)", why);
     if (count > 0) list_devices(count);
     else printf("no GPU: %s\nrunning the CPU part only\n", why);
     cpu_part(c, a, b, n, repeats);

@@ -458,9 +458,12 @@ static int place_scalars(const Checkpoint *c, Reader *r, uint32_t count, Placeme
                                    "written by another program. " FIX_FOREIGN ".", src, name);
         if (pl->scalar_seen[i])
             return ckpt_error(err, "checkpoint %s holds '%s' twice. " FIX_DAMAGED ".", src, name);
-        if (type != (int)c->scalars[i].type)
-            return ckpt_error(err, "checkpoint %s: '%s' has type '%c' in the file but '%c' in this "
-                                   "program. " FIX_FOREIGN ".", src, name, type, c->scalars[i].type);
+        if (type != (int)c->scalars[i].type) { /* a damaged type byte may be 0: shown in hex */
+            char shown[8];
+            snprintf(shown, sizeof shown, type > ' ' && type < 127 ? "'%c'" : "0x%02x", type);
+            return ckpt_error(err, "checkpoint %s: '%s' has type %s in the file but '%c' in this "
+                                   "program. " FIX_FOREIGN ".", src, name, shown, c->scalars[i].type);
+        }
         pl->scalar_seen[i] = true;
         pl->scalar_at[i] = r->pos;
         if (!take(r, 8))

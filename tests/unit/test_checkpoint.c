@@ -192,6 +192,23 @@ static int check_impossible_values(void) {
              expect_rejected(what, buf, len, cases[k].want);
         xfree(buf);
     }
+    /* a type byte of 0 (valid checksum): named in hex, the message not cut short */
+    {
+        State z;
+        state_init(&z, 11, 4);
+        uint8_t *zb;
+        size_t zlen;
+        ckpt_encode(&z.c, &zb, &zlen);
+        state_free(&z);
+        const uint8_t *at = memmem(zb, zlen, "extra.counter", 13);
+        if (!expect_true(at != NULL, "test setup: no 'extra.counter' in the file")) return CHECK_FAIL;
+        zb[at - zb + 13] = 0;
+        uint64_t sum = ckpt_hash64(zb, zlen - 8, 0);
+        for (int k = 0; k < 8; k++) zb[zlen - 8 + k] = (uint8_t)(sum >> (8 * k));
+        ok = ok && expect_rejected("type byte 0", zb, zlen, "has type 0x00 in the file") &&
+             expect_rejected("type byte 0", zb, zlen, "Resume with the program");
+        xfree(zb);
+    }
     /* -infinity is best.metric's "no evaluation yet": accepted */
     State s, t;
     state_init(&s, 11, 4);
@@ -611,7 +628,7 @@ int main(void) {
     check_run(NULL, "any flipped byte is rejected (checksum, header)", check_flipped_bytes, 30);
     check_run(NULL, "other shapes, missing and extra entries, other types: rejected with the names", check_mismatched, 20);
     check_run(NULL, "garbage behind a valid header and checksum: rejected, no crash", check_garbage, 60);
-    check_run(NULL, "impossible values behind a valid checksum (epoch -3, position -1, even increment, NaN): rejected by name", check_impossible_values, 20);
+    check_run(NULL, "impossible values behind a valid checksum (epoch -3, position -1, even increment, NaN, type 0): rejected by name", check_impossible_values, 20);
     check_run(NULL, "a failed load leaves the file on disk as it was", check_file_untouched, 20);
     check_run(NULL, "store: keep-K rotation, best.ckpt kept, leftover .tmp removed, mkdir -p", check_rotation, 20);
     check_run(NULL, "store: a save below a damaged newer checkpoint keeps itself (keep 1)", check_rotation_after_fallback, 20);
