@@ -48,6 +48,9 @@ typedef struct {
     Cnn model;            /* the whole model, on every rank */
     Adam opt;
     Sampler sampler;      /* this rank's share of each epoch (TODO 6.3) */
+    Rng rng;              /* the training's random numbers, the same seed on every rank:
+                           * nothing draws from it yet (the CNN has no dropout), but a
+                           * checkpoint holds it, as lesson 03's does */
     Batch batch;          /* the examples of one step on this rank */
     Ddp ddp;              /* the library's bucketed all-reduce (--grad-sync buckets) */
     MetricsFile *metrics; /* open on rank 0 only (TODO 6.6) */

@@ -31,6 +31,7 @@ void lesson_save_checkpoint(Run *run, int epoch) {
     /* lesson 03's checkpoint: the model, Adam, and where training is (the end of an
      * epoch: no position inside one, so any rank count can resume it) */
     TrainState ts = {.epoch = epoch + 1, .global_step = run->steps,
+                     .rng_state = run->rng.state, .rng_inc = run->rng.inc,
                      .sampler_seed = run->sampler.seed, .sampler_epoch = epoch + 1,
                      .sampler_count = run->sampler.count};
     Checkpoint c = {0};

@@ -61,6 +61,7 @@ static void setup_training(Run *run) {
     const Config *c = &run->cfg;
     const TrainOptions *t = &c->train;
     train_options_load_data(t, &run->train, &run->test);
+    rng_seed(&run->rng, (uint64_t)t->seed, 1);
     Rng rng; /* each rank its own initial weights: TODO 6.2 must make them one */
     rng_seed(&rng, (uint64_t)t->seed + 1000u * (uint64_t)run->dist->rank, 0);
     cnn_init(&run->model, run->train.channels, run->train.height, run->train.width,
@@ -148,6 +149,7 @@ static int resume(Run *run) {
         fatal("%s was written for %lld training examples, this run has %d: the same --dataset "
               "and --train-limit, please", path, (long long)ts.sampler_count, run->train.count);
     run->steps = ts.global_step;
+    run->rng.state = ts.rng_state, run->rng.inc = ts.rng_inc;
     print0("resumed from %s: epoch %lld next, %lld steps done, now on %d ranks\n", path,
            (long long)ts.epoch, (long long)ts.global_step, run->dist->world_size);
     return (int)ts.epoch;
