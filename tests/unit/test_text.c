@@ -1,0 +1,362 @@
+/* Unit tests of lib/data/text: both tokenisers against the Python code they copy
+ * (tests/reference/text_reference.h, from make_text_reference.py), batchify and get_batch
+ * against PyTorch, every kind of bad input, the speed of one pass, and WikiText-2's
+ * published counts where the files are present. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/timer.h"
+#include "data/text.h"
+#include "framework/check.h"
+#include "reference/text_reference.h"
+
+static const char *const NAMES[TEXT_SPLITS] = {"train.txt", "valid.txt", "test.txt"};
+
+static int parse_ref(TextTokenizer tok, TextCorpus *c) {
+    const char *const texts[TEXT_SPLITS] = {TEXT_REF_TRAIN, TEXT_REF_VALID, TEXT_REF_TEST};
+    const size_t lens[TEXT_SPLITS] = {sizeof TEXT_REF_TRAIN - 1, sizeof TEXT_REF_VALID - 1,
+                                      sizeof TEXT_REF_TEST - 1};
+    TextOptions o = {.tokenizer = tok};
+    char msg[512];
+    if (text_parse(texts, lens, NAMES, &o, c, msg, sizeof msg) != 0) {
+        printf("text_parse failed: %s\n", msg);
+        return -1;
+    }
+    return 0;
+}
+
+static bool same_stream(const char *what, const TokenStream *s, const int *want, int64_t n,
+                        int64_t lines) {
+    if (!expect_true(s->count == n, "%s: %lld tokens, Python has %lld", what, (long long)s->count, (long long)n))
+        return false;
+    if (!expect_true(s->lines == lines, "%s: %lld lines, Python reads %lld", what, (long long)s->lines, (long long)lines))
+        return false;
+    for (int64_t k = 0; k < n; k++)
+        if (!expect_true(s->ids[k] == want[k], "%s: token %lld is id %d, Python's is %d", what,
+                         (long long)k, s->ids[k], want[k]))
+            return false;
+    return true;
+}
+
+static bool same_vocab(const Vocab *v, const char *const *words, int n) {
+    if (!expect_true(v->count == n, "vocabulary of %d words, Python's has %d", v->count, n)) return false;
+    for (int id = 0; id < n; id++)
+        if (!expect_true(strcmp(vocab_word(v, id), words[id]) == 0, "word %d is '%s', Python's is '%s'",
+                         id, vocab_word(v, id), words[id]))
+            return false;
+    return true;
+}
+
+static int check_words_tokenizer(void) {
+    TextCorpus c;
+    if (parse_ref(TEXT_TOKENS_WORDS, &c) != 0) return CHECK_FAIL;
+    bool ok = same_vocab(&c.vocab, WORDS_WORDS, (int)(sizeof WORDS_WORDS / sizeof *WORDS_WORDS)) &&
+              same_stream("train", &c.train, WORDS_TRAIN, WORDS_TRAIN_COUNT, WORDS_TRAIN_LINES) &&
+              same_stream("valid", &c.valid, WORDS_VALID, WORDS_VALID_COUNT, WORDS_VALID_LINES) &&
+              same_stream("test", &c.test, WORDS_TEST, WORDS_TEST_COUNT, WORDS_TEST_LINES) &&
+              expect_true(c.unknown[1] == WORDS_VALID_UNKNOWN && c.unknown[2] == WORDS_TEST_UNKNOWN,
+                          "unknown words %lld, %lld; Python %d, %d", (long long)c.unknown[1],
+                          (long long)c.unknown[2], WORDS_VALID_UNKNOWN, WORDS_TEST_UNKNOWN) &&
+              expect_true(strcmp(vocab_word(&c.vocab, c.eos_id), "<eos>") == 0 &&
+                          strcmp(vocab_word(&c.vocab, c.unk_id), "<unk>") == 0, "eos/unk ids wrong");
+    text_free(&c);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_basic_english(void) {
+    TextCorpus c;
+    if (parse_ref(TEXT_TOKENS_BASIC_ENGLISH, &c) != 0) return CHECK_FAIL;
+    bool ok = same_vocab(&c.vocab, BASIC_WORDS, (int)(sizeof BASIC_WORDS / sizeof *BASIC_WORDS)) &&
+              same_stream("train", &c.train, BASIC_TRAIN, BASIC_TRAIN_COUNT, BASIC_TRAIN_LINES) &&
+              same_stream("valid", &c.valid, BASIC_VALID, BASIC_VALID_COUNT, BASIC_VALID_LINES) &&
+              same_stream("test", &c.test, BASIC_TEST, BASIC_TEST_COUNT, BASIC_TEST_LINES) &&
+              expect_true(c.unk_id == 0 && c.eos_id == -1, "unk id %d (want 0), eos id %d (want -1)",
+                          c.unk_id, c.eos_id) &&
+              expect_true(c.unknown[1] == BASIC_VALID_UNKNOWN && c.unknown[2] == BASIC_TEST_UNKNOWN,
+                          "unknown words %lld, %lld; Python %d, %d", (long long)c.unknown[1],
+                          (long long)c.unknown[2], BASIC_VALID_UNKNOWN, BASIC_TEST_UNKNOWN);
+    text_free(&c);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* A train text without <unk>: it is added last, and valid's new words map to it. */
+static int check_unk_added(void) {
+    const char *const texts[TEXT_SPLITS] = {"a b\nc a\n", "a z\n", "q\n"};
+    const size_t lens[TEXT_SPLITS] = {8, 4, 2};
+    TextCorpus c;
+    char msg[256];
+    if (text_parse(texts, lens, NAMES, NULL, &c, msg, sizeof msg) != 0) return CHECK_FAIL;
+    /* vocabulary: a b <eos> c <unk> */
+    const int valid[] = {0, 4, 2};
+    bool ok = expect_true(c.vocab.count == 5 && c.unk_id == 4 && c.eos_id == 2,
+                          "vocabulary %d words, unk %d, eos %d (want 5, 4, 2)", c.vocab.count,
+                          c.unk_id, c.eos_id) &&
+              same_stream("valid", &c.valid, valid, 3, 1);
+    text_free(&c);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_batchify_get_batch(void) {
+    TextCorpus c;
+    if (parse_ref(TEXT_TOKENS_WORDS, &c) != 0) return CHECK_FAIL;
+    TextBatches b;
+    text_batchify(&c.train, BATCH_REF_BSZ, "train", &b);
+    bool ok = expect_true(b.rows == BATCH_REF_ROWS && b.cols == BATCH_REF_BSZ, "batchify: [%lld, %d], "
+                          "PyTorch [%d, %d]", (long long)b.rows, b.cols, BATCH_REF_ROWS, BATCH_REF_BSZ) &&
+              expect_true(text_batch_count(&b, BATCH_REF_BPTT) == BATCH_REF_COUNT, "%lld batches, "
+                          "PyTorch %d", (long long)text_batch_count(&b, BATCH_REF_BPTT), BATCH_REF_COUNT);
+    for (int64_t k = 0; ok && k < (int64_t)BATCH_REF_ROWS * BATCH_REF_BSZ; k++)
+        ok = expect_true(b.data[k] == BATCH_REF_DATA[k], "batchify element %lld: %d, PyTorch %d",
+                         (long long)k, b.data[k], BATCH_REF_DATA[k]);
+    int64_t at = 0, n = 0;
+    for (int64_t i = 0; ok && i < b.rows - 1; i += BATCH_REF_BPTT, n++) {
+        TextBatch x = text_get_batch(&b, i, BATCH_REF_BPTT);
+        ok = expect_true(x.seq_len == BATCH_REF_SEQ_LEN[n] && x.cols == BATCH_REF_BSZ,
+                         "get_batch(%lld): seq_len %d, PyTorch %d", (long long)i, x.seq_len,
+                         BATCH_REF_SEQ_LEN[n]);
+        for (int k = 0; ok && k < x.seq_len * x.cols; k++, at++)
+            ok = expect_true(x.input[k] == BATCH_REF_INPUTS[at] && x.target[k] == BATCH_REF_TARGETS[at],
+                             "get_batch(%lld) element %d: input %d target %d, PyTorch %d %d",
+                             (long long)i, k, x.input[k], x.target[k], BATCH_REF_INPUTS[at],
+                             BATCH_REF_TARGETS[at]);
+    }
+    text_batches_free(&b);
+    text_free(&c);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ------------------------------------------------------------ bad input */
+
+typedef struct {
+    const char *train; /* bytes of the train text (valid and test are fine) */
+    size_t len;
+    int max_vocab;
+    size_t max_line;
+} BadText;
+
+static void body_parse(void *arg) {
+    const BadText *b = arg;
+    const char *const texts[TEXT_SPLITS] = {b->train, "a b\n", "a\n"};
+    const size_t lens[TEXT_SPLITS] = {b->len, 4, 2};
+    TextOptions o = {.max_vocab = b->max_vocab, .max_line_bytes = b->max_line};
+    TextCorpus c;
+    char msg[1024];
+    if (text_parse(texts, lens, NAMES, &o, &c, msg, sizeof msg) == 0) {
+        text_free(&c);
+        printf("accepted\n");
+        exit(0);
+    }
+    fprintf(stderr, "%s\n", msg);
+    exit(1);
+}
+
+static bool refused(const char *what, BadText b, const char *w1, const char *w2) {
+    ChildResult r;
+    run_child(body_parse, &b, &r);
+    return expect_exit(what, &r, 1, w1, w2, (const char *)NULL);
+}
+
+static int check_bad_text(void) {
+    static char longline[5000];
+    memset(longline, 'x', sizeof longline);
+    bool ok = refused("empty", (BadText){"", 0, 0, 0}, "train.txt is empty", "train") &&
+              refused("a byte-order mark only", (BadText){"\xef\xbb\xbf", 3, 0, 0}, "empty", "train") &&
+              refused("blank lines only", (BadText){"\n \n\t\n", 5, 0, 0}, "no words", "3 blank lines") &&
+              refused("Latin-1", (BadText){"ok\nna\xefve\n", 9, 0, 0}, "line 2", "byte 3 of the line (0xef) is not UTF-8") &&
+              refused("overlong '/'", (BadText){"a \xc0\xaf\n", 5, 0, 0}, "line 1", "not UTF-8") &&
+              refused("a surrogate", (BadText){"\xed\xa0\x80\n", 4, 0, 0}, "line 1", "not UTF-8") &&
+              refused("beyond U+10FFFF", (BadText){"\xf4\x90\x80\x80\n", 5, 0, 0}, "line 1", "not UTF-8") &&
+              refused("cut short", (BadText){"ab\xe2\x82", 4, 0, 0}, "line 1", "not UTF-8") &&
+              refused("NUL byte", (BadText){"a\nb\0c\n", 6, 0, 0}, "line 2", "NUL byte") &&
+              refused("line too long", (BadText){longline, sizeof longline, 0, 4096}, "line 1 is 5000 bytes",
+                      "more than the 4096") &&
+              refused("too many words", (BadText){"a b c d e f\n", 12, 4, 0}, "more than 4 different words",
+                      "line 1");
+    /* and the same limits let good text through */
+    ChildResult r;
+    BadText fine = {"a b c\n", 6, 5, 16}; /* a b c <eos> <unk> */
+    run_child(body_parse, &fine, &r);
+    ok = ok && expect_exit("a text within the limits", &r, 0, "accepted", (const char *)NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static void body_batchify_short(void *arg) {
+    (void)arg;
+    int ids[39] = {0};
+    TokenStream s = {ids, 39, 1};
+    TextBatches b;
+    text_batchify(&s, 20, "valid", &b); /* one row only: no target */
+}
+
+static int check_batchify_short(void) {
+    ChildResult r;
+    run_child(body_batchify_short, NULL, &r);
+    return expect_exit("39 tokens in batches of 20", &r, 1, "valid split has 39 tokens",
+                       "--batch-size", (const char *)NULL) ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ------------------------------------------------------------ files */
+
+static char tmpdir[64];
+
+static void write_file(const char *name, const char *text) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "wb");
+    fputs(text, f);
+    fclose(f);
+}
+
+static void body_load(void *arg) {
+    const char **a = arg;
+    TextCorpus c;
+    text_load(a[0], a[1], NULL, &c);
+    printf("loaded %d words, %lld %lld %lld tokens\n", c.vocab.count, (long long)c.train.count,
+           (long long)c.valid.count, (long long)c.test.count);
+    text_free(&c);
+}
+
+static bool load_ends(const char *what, const char *name, const char *path, int code, const char *w1,
+                      const char *w2) {
+    const char *a[2] = {name, path};
+    ChildResult r;
+    run_child(body_load, a, &r);
+    return expect_exit(what, &r, code, w1, w2, (const char *)NULL);
+}
+
+static int check_files(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_text_XXXXXX");
+    if (!mkdtemp(tmpdir)) return CHECK_FAIL;
+    char path[256], sub[256];
+    /* one file of 20 lines: cut at line ends into 16 / 2 / 2 lines of 10 bytes */
+    char text[400] = "";
+    for (int i = 0; i < 20; i++) strcat(text, i % 2 ? "bb cc dd\r\n" : "aaa bb cc\n");
+    write_file("book.txt", text);
+    snprintf(path, sizeof path, "%s/book.txt", tmpdir);
+    TextCorpus c;
+    text_load("text", path, NULL, &c);
+    bool ok = expect_true(c.train.lines == 16 && c.valid.lines == 2 && c.test.lines == 2,
+                          "one file cut into %lld/%lld/%lld lines, want 16/2/2", (long long)c.train.lines,
+                          (long long)c.valid.lines, (long long)c.test.lines) &&
+              expect_true(c.train.count == 16 * 4 && c.vocab.count == 6, "%lld train tokens (want 64), %d "
+                          "words (want 6: aaa bb cc <eos> dd <unk>)", (long long)c.train.count, c.vocab.count);
+    text_free(&c);
+    write_file("empty.txt", "");
+    write_file("one.txt", "just one line of words\n");
+    snprintf(sub, sizeof sub, "%s/empty.txt", tmpdir);
+    ok = ok && load_ends("empty file", "text", sub, 1, "empty.txt is empty", "text file");
+    snprintf(sub, sizeof sub, "%s/one.txt", tmpdir);
+    ok = ok && load_ends("one line", "text", sub, 1, "too few lines", "one.txt");
+    snprintf(sub, sizeof sub, "%s/missing.txt", tmpdir);
+    ok = ok && load_ends("missing file", "text", sub, 1, "missing.txt", "No such file");
+    ok = ok && load_ends("directory without the files", "text", tmpdir, 1, "train.txt, valid.txt",
+                         "is a directory");
+    ok = ok && load_ends("no --data", "text", NULL, 1, "--dataset text needs --data", "train.txt");
+    ok = ok && load_ends("unknown name", "poems", NULL, 1, "unknown text data set 'poems'", "wikitext2");
+    ok = ok && load_ends("no WikiText-2 under --data", "wikitext2", tmpdir, 1, "cannot find WikiText-2",
+                         "make datasets DATASETS=wikitext-2");
+    /* a directory with the three wiki files, as make datasets unpacks them */
+    snprintf(sub, sizeof sub, "%s/wikitext-2", tmpdir);
+    mkdir(sub, 0700);
+    strcat(sub, "/wikitext-2");
+    mkdir(sub, 0700);
+    write_file("wikitext-2/wikitext-2/wiki.train.tokens", " \n = A = \n a b <unk> c \n");
+    write_file("wikitext-2/wikitext-2/wiki.valid.tokens", " \n a z \n");
+    write_file("wikitext-2/wikitext-2/wiki.test.tokens", " \n b \n");
+    ok = ok && load_ends("WikiText-2 found under --data", "wikitext2", tmpdir, 0,
+                         "loaded 7 words, 10 4 3 tokens", NULL);
+    write_file("train.txt", "x y\n");
+    write_file("valid.txt", "y\n");
+    write_file("test.txt", "\n");
+    ok = ok && load_ends("a blank test.txt", "text", tmpdir, 1, "test.txt has no words", "test split");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ------------------------------------------------------------ speed, WikiText-2 */
+
+/* 11 MB of words drawn from 30,000 (as many as WikiText-2's train split): one pass of the
+ * words tokeniser must take well under a second. */
+static int check_speed(void) {
+    const size_t want = 11u << 20;
+    char *text = malloc(want + 64);
+    size_t len = 0;
+    uint64_t x = 88172645463325252ull;
+    int words_in_line = 0;
+    while (len < want) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const unsigned w = (unsigned)(x % 30000) * (unsigned)(x % 7 + 1) / 7; /* more small ids */
+        len += (size_t)sprintf(text + len, "w%u", w);
+        text[len++] = ++words_in_line == 90 ? '\n' : ' ';
+        if (words_in_line == 90) words_in_line = 0;
+    }
+    const char *const texts[TEXT_SPLITS] = {text, "w1 w2\n", "w3\n"};
+    const size_t lens[TEXT_SPLITS] = {len, 6, 3};
+    TextCorpus c;
+    char msg[256];
+    const double t0 = now_seconds();
+    const int rc = text_parse(texts, lens, NAMES, NULL, &c, msg, sizeof msg);
+    const double secs = now_seconds() - t0;
+    free(text);
+    if (rc != 0) return CHECK_FAIL;
+    printf("%.1f MB, %lld tokens, %d words: %.3f s\n", len / 1e6, (long long)c.train.count, c.vocab.count, secs);
+    text_free(&c);
+    return expect_true(secs < 1.0, "tokenising 11 MB took %.2f s", secs) ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* The published WikiText-2 numbers, where `make datasets` has fetched the files. */
+static int check_wikitext2(void) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/datasets/data/wikitext-2/wikitext-2", COURSE_ROOT);
+    const char *env = getenv("DATA_DIR");
+    char envdir[512];
+    if (env) snprintf(envdir, sizeof envdir, "%s/wikitext-2/wikitext-2", env);
+    const char *where = env && access(envdir, R_OK) == 0 ? envdir : dir;
+    char train[600], valid[600], test[600];
+    snprintf(train, sizeof train, "%s/wiki.train.tokens", where);
+    snprintf(valid, sizeof valid, "%s/wiki.valid.tokens", where);
+    snprintf(test, sizeof test, "%s/wiki.test.tokens", where);
+    if (access(train, R_OK) != 0) {
+        printf("no WikiText-2 in %s (make datasets DATASETS=wikitext-2 fetches it)\n", where);
+        return CHECK_SKIP;
+    }
+    TextCorpus c;
+    const double t0 = now_seconds();
+    text_load_files(train, valid, test, NULL, &c);
+    const double secs = now_seconds() - t0;
+    printf("word_language_model: %d words; train %lld, valid %lld, test %lld tokens; "
+           "%lld/%lld/%lld lines; %.3f s\n", c.vocab.count, (long long)c.train.count,
+           (long long)c.valid.count, (long long)c.test.count, (long long)c.train.lines,
+           (long long)c.valid.lines, (long long)c.test.lines, secs);
+    bool ok = expect_true(c.train.lines == 36718 && c.valid.lines == 3760 && c.test.lines == 4358,
+                          "lines") &&
+              expect_true(c.vocab.count == 33278, "vocabulary %d, want 33,278", c.vocab.count) &&
+              expect_true(c.train.count == 2088628 && c.valid.count == 217646 && c.test.count == 245569,
+                          "token counts") &&
+              expect_true(c.unknown[1] == 0 && c.unknown[2] == 0, "valid/test words outside train");
+    text_free(&c);
+    TextOptions o = {.tokenizer = TEXT_TOKENS_BASIC_ENGLISH};
+    text_load_files(train, valid, test, &o, &c);
+    printf("basic_english: %d words; train %lld, valid %lld, test %lld tokens\n", c.vocab.count,
+           (long long)c.train.count, (long long)c.valid.count, (long long)c.test.count);
+    ok = ok && expect_true(c.vocab.count == 28782, "basic_english vocabulary %d, want 28,782 (the seed's)",
+                           c.vocab.count);
+    text_free(&c);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+int main(void) {
+    check_begin("lib/data/text");
+    check_run(NULL, "word_language_model's tokens and vocabulary, as Python makes them", check_words_tokenizer, 30);
+    check_run(NULL, "basic_english + torchtext's vocabulary, as Python makes them", check_basic_english, 30);
+    check_run(NULL, "<unk> added when train has none; unknown words map to it", check_unk_added, 30);
+    check_run(NULL, "batchify and get_batch against PyTorch (short last batch)", check_batchify_get_batch, 30);
+    check_run(NULL, "bad text refused with the line and the fix", check_bad_text, 60);
+    check_run(NULL, "a split too short for one batch is refused", check_batchify_short, 30);
+    check_run(NULL, "text_load: one file cut in three, folders, missing/empty files", check_files, 60);
+    check_run(NULL, "11 MB tokenised in well under a second", check_speed, 60);
+    check_run(NULL, "WikiText-2: 36,718 lines, 33,278 words; 28,782 with basic_english", check_wikitext2, 60);
+    return check_end();
+}
