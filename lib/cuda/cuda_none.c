@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "device.h"
 #include "layers/layer_ops.h"
+#include "train/clip.h"
 #include "train/optim.h"
 
 #define NO_CUDA_MSG                                                                       \
@@ -68,6 +69,14 @@ void cuda_adam_step(Adam *opt, ParamList *params) {
 }
 void cuda_sgd_step(Sgd *opt, ParamList *params) {
     (void)opt, (void)params;
+    no_cuda(__func__);
+}
+float cuda_grad_norm(const ParamList *params) {
+    (void)params;
+    no_cuda(__func__);
+}
+float cuda_clip_grad_norm(ParamList *params, float max_norm) {
+    (void)params, (void)max_norm;
     no_cuda(__func__);
 }
 #endif

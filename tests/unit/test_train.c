@@ -14,10 +14,13 @@
 #include "framework/check.h"
 #include "layers/softmax_xent.h"
 #include "models/params.h"
+#include "reference/clip_reference.h"
 #include "reference/optim_reference.h"
-#include "train/optim.h"
+#include "train/clip.h"
 #include "train/loop.h"
+#include "train/optim.h"
 #include "train/sampler.h"
+#include "train/schedule.h"
 
 /* ------------------------------------------------------------ optimisers */
 
@@ -308,6 +311,86 @@ static int check_diverged(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* ------------------------------------------------------------ clipping, schedules */
+
+/* clip_grad_norm against torch.nn.utils.clip_grad_norm_ on two parameters: one that
+ * clips, one far below max_norm, one at max_norm = norm (coef just under 1 scales). */
+static int check_clip_torch(void) {
+    const struct {
+        const char *what;
+        float max_norm, norm;
+        const float *after;
+    } cases[] = {{"max_norm 0.5 (clips)", CLIP_REF_CLIPS_MAX, CLIP_REF_CLIPS_NORM, CLIP_REF_CLIPS_AFTER},
+                 {"max_norm 100 (keeps)", CLIP_REF_KEEPS_MAX, CLIP_REF_KEEPS_NORM, CLIP_REF_KEEPS_AFTER},
+                 {"max_norm = the norm", CLIP_REF_AT_NORM_MAX, CLIP_REF_AT_NORM_NORM, CLIP_REF_AT_NORM_AFTER}};
+    bool ok = true;
+    for (size_t c = 0; ok && c < sizeof cases / sizeof cases[0]; c++) {
+        ParamList list;
+        make_two(&list);
+        memcpy(list.grads.data, CLIP_REF_GRADS, sizeof CLIP_REF_GRADS);
+        const float norm = clip_grad_norm(&list, cases[c].max_norm);
+        char what[128];
+        snprintf(what, sizeof what, "%s: the norm returned", cases[c].what);
+        ok = expect_close(what, &norm, &cases[c].norm, 1, 0.0f, 1e-6f);
+        snprintf(what, sizeof what, "%s: the gradients after", cases[c].what);
+        ok = ok && expect_close(what, list.grads.data, cases[c].after, 10, 1e-8f, 1e-6f);
+        params_free(&list);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* A buffer of several blocks: the norm is the double sum's, and bit for bit the same on
+ * 1 and 2 threads; grad_norm scales nothing; a NaN gradient gives a NaN norm. */
+static int check_clip_blocks(void) {
+    ParamList list = {0};
+    params_add(&list, "w", 1, (int[]){3 * CLIP_BLOCK + 5});
+    params_add(&list, "b", 1, (int[]){7});
+    params_allocate(&list);
+    fill_uniform(list.grads.data, list.total, 42, -0.01f, 0.02f);
+    double want = 0.0;
+    for (int64_t k = 0; k < list.total; k++) want += (double)list.grads.data[k] * list.grads.data[k];
+    const float want_norm = (float)sqrt(want);
+    const float g0 = list.grads.data[0];
+    omp_set_num_threads(1);
+    const float one = grad_norm(&list);
+    omp_set_num_threads(2);
+    const float two = grad_norm(&list);
+    bool ok = expect_close("the norm of 49,164 gradients", &one, &want_norm, 1, 0.0f, 1e-6f) &&
+              expect_true(memcmp(&one, &two, sizeof one) == 0, "1 thread: %.9g, 2 threads: %.9g", one, two) &&
+              expect_true(list.grads.data[0] == g0, "grad_norm changed a gradient");
+    const float max_norm = one / 4;
+    const float norm = clip_grad_norm(&list, max_norm);
+    const float after = grad_norm(&list);
+    ok = ok && expect_close("clip_grad_norm returns the norm before clipping", &norm, &one, 1, 0.0f, 0.0f) &&
+         expect_close("the norm after clipping to a quarter", &after, &max_norm, 1, 0.0f, 1e-5f);
+    list.grads.data[17] = NAN;
+    const float nan_norm = clip_grad_norm(&list, 1.0f);
+    ok = ok && expect_true(isnan(nan_norm), "a NaN gradient gave the norm %g, not NaN", nan_norm);
+    params_free(&list);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_schedules_torch(void) {
+    bool ok = true;
+    const float *settings[2] = {SCHED_REF_TUTORIAL, SCHED_REF_HALVES};
+    const float *want[2] = {SCHED_REF_TUTORIAL_LR, SCHED_REF_HALVES_LR};
+    for (int s = 0; ok && s < 2; s++) {
+        float got[SCHED_REF_EPOCHS];
+        for (int e = 0; e < SCHED_REF_EPOCHS; e++)
+            got[e] = step_lr(settings[s][0], settings[s][2], (int)settings[s][1], e);
+        char what[96];
+        snprintf(what, sizeof what, "StepLR(lr %g, step_size %g, gamma %g), epochs 0..7", settings[s][0],
+                 settings[s][1], settings[s][2]);
+        ok = expect_close(what, got, want[s], SCHED_REF_EPOCHS, 0.0f, 1e-6f);
+    }
+    float lin[SCHED_REF_LINEAR_TOTAL + 1];
+    for (int u = 0; u <= SCHED_REF_LINEAR_TOTAL; u++)
+        lin[u] = linear_lr(SCHED_REF_LINEAR_LR0, u, SCHED_REF_LINEAR_TOTAL);
+    ok = ok && expect_close("linear annealing vs LambdaLR(1 - u / total)", lin, SCHED_REF_LINEAR_LR,
+                            SCHED_REF_LINEAR_TOTAL + 1, 1e-12f, 1e-6f);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("train");
     check_run(NULL, "SGD: 3 steps vs torch.optim.SGD's rule in double (momentum, weight decay)", check_sgd_rule, 10);
@@ -319,5 +402,8 @@ int main(void) {
     check_run(NULL, "sampler: sequential order, short last batch, then 0", check_sampler_sequential, 10);
     check_run(NULL, "sampler: random order is a permutation of (seed, epoch); set_epoch rewinds", check_sampler_random, 10);
     check_run(NULL, "a NaN or infinite loss stops the run, naming the step and --lr", check_diverged, 10);
+    check_run(NULL, "clip_grad_norm vs torch.nn.utils.clip_grad_norm_ (clips, keeps, at the norm)", check_clip_torch, 10);
+    check_run(NULL, "clip_grad_norm: double sum over blocks, same bits on 1 and 2 threads, NaN", check_clip_blocks, 20);
+    check_run(NULL, "StepLR and linear annealing vs PyTorch's schedulers", check_schedules_torch, 10);
     return check_end();
 }
