@@ -5,20 +5,23 @@
 
 static const float CLIP_REF_GRADS[10] = {0.3f, -1.2f, 0.05f, 2.5f, 0.0f, -0.7f, 0.9f, -0.125f, 0.001f, -3.0f}; /* a [2, 3] then b [4] */
 
-/* clip_grad_norm_(max_norm=0.5) */
+/* clip_grad_norm_(max_norm=0.5), gradients CLIP_REF_GRADS * 1.0 */
+static const float CLIP_REF_CLIPS_BEFORE[10] = {0.300000012f, -1.20000005f, 0.0500000007f, 2.5f, 0.0f, -0.699999988f, 0.899999976f, -0.125f, 0.00100000005f, -3.0f};
 static const float CLIP_REF_CLIPS_MAX = 0.5f;
 static const float CLIP_REF_CLIPS_NORM = 4.25418949f;
 static const float CLIP_REF_CLIPS_AFTER[10] = {0.0352593549f, -0.141037419f, 0.00587655883f, 0.293827921f, 0.0f, -0.0822718218f, 0.105778053f, -0.0146913966f, 0.000117531177f, -0.352593511f};
 
-/* clip_grad_norm_(max_norm=100.0) */
+/* clip_grad_norm_(max_norm=100.0), gradients CLIP_REF_GRADS * 1.0 */
+static const float CLIP_REF_KEEPS_BEFORE[10] = {0.300000012f, -1.20000005f, 0.0500000007f, 2.5f, 0.0f, -0.699999988f, 0.899999976f, -0.125f, 0.00100000005f, -3.0f};
 static const float CLIP_REF_KEEPS_MAX = 100.0f;
 static const float CLIP_REF_KEEPS_NORM = 4.25418949f;
 static const float CLIP_REF_KEEPS_AFTER[10] = {0.300000012f, -1.20000005f, 0.0500000007f, 2.5f, 0.0f, -0.699999988f, 0.899999976f, -0.125f, 0.00100000005f, -3.0f};
 
-/* clip_grad_norm_(max_norm=4.254189491271973) */
-static const float CLIP_REF_AT_NORM_MAX = 4.25418949f;
-static const float CLIP_REF_AT_NORM_NORM = 4.25418949f;
-static const float CLIP_REF_AT_NORM_AFTER[10] = {0.299999952f, -1.19999981f, 0.0499999896f, 2.49999952f, 0.0f, -0.699999809f, 0.899999738f, -0.12499997f, 0.000999999815f, -2.99999928f};
+/* clip_grad_norm_(max_norm=1.5e-06), gradients CLIP_REF_GRADS * 2.5e-07 */
+static const float CLIP_REF_TINY_BEFORE[10] = {7.50000027e-08f, -3.00000011e-07f, 1.25000001e-08f, 6.24999984e-07f, 0.0f, -1.74999997e-07f, 2.24999994e-07f, -3.12499999e-08f, 2.50000021e-10f, -7.50000027e-07f};
+static const float CLIP_REF_TINY_MAX = 1.5e-06f;
+static const float CLIP_REF_TINY_NORM = 1.0635473e-06f;
+static const float CLIP_REF_TINY_AFTER[10] = {5.45177734e-08f, -2.18071094e-07f, 9.08629527e-09f, 4.54314744e-07f, 0.0f, -1.27208125e-07f, 1.6355331e-07f, -2.27157386e-08f, 1.81725926e-10f, -5.45177727e-07f};
 
 enum { SCHED_REF_EPOCHS = 8 };
 /* StepLR(SGD(lr=5.0), step_size=1, gamma=0.95) */

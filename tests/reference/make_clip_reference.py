@@ -19,7 +19,7 @@ import torch
 
 G_A = [[0.3, -1.2, 0.05], [2.5, 0.0, -0.7]]
 G_B = [0.9, -0.125, 1e-3, -3.0]
-MAX_NORMS = [("CLIPS", 0.5), ("KEEPS", 100.0), ("AT_NORM", None)]
+MAX_NORMS = [("CLIPS", 1.0, 0.5), ("KEEPS", 1.0, 100.0), ("TINY", 2.5e-7, 1.5e-6)]
 STEP_LRS = [("TUTORIAL", 5.0, 1, 0.95), ("HALVES", 0.1, 3, 0.5)]
 EPOCHS = 8
 
@@ -35,11 +35,11 @@ def c_floats(values):
     return "{" + ", ".join(c_float(v) for v in values) + "}"
 
 
-def params_with_grads():
+def params_with_grads(scale):
     a = torch.nn.Parameter(torch.zeros(2, 3))
     b = torch.nn.Parameter(torch.zeros(4))
-    a.grad = torch.tensor(G_A, dtype=torch.float32)
-    b.grad = torch.tensor(G_B, dtype=torch.float32)
+    a.grad = torch.tensor(G_A, dtype=torch.float32) * scale
+    b.grad = torch.tensor(G_B, dtype=torch.float32) * scale
     return [a, b]
 
 
@@ -50,14 +50,13 @@ def main():
     w("#ifndef TESTS_REFERENCE_CLIP_REFERENCE_H\n#define TESTS_REFERENCE_CLIP_REFERENCE_H\n\n")
     flat = [x for row in G_A for x in row] + G_B
     w("static const float CLIP_REF_GRADS[%d] = %s; /* a [2, 3] then b [4] */\n\n" % (len(flat), c_floats(flat)))
-    norm = float(torch.nn.utils.clip_grad_norm_(params_with_grads(), 1e9))
-    for name, max_norm in MAX_NORMS:
-        if max_norm is None:
-            max_norm = norm
-        ps = params_with_grads()
+    for name, scale, max_norm in MAX_NORMS:
+        ps = params_with_grads(scale)
+        before = ps[0].grad.reshape(-1).tolist() + ps[1].grad.tolist()
         total = torch.nn.utils.clip_grad_norm_(ps, max_norm)
         after = ps[0].grad.reshape(-1).tolist() + ps[1].grad.tolist()
-        w("/* clip_grad_norm_(max_norm=%r) */\n" % max_norm)
+        w("/* clip_grad_norm_(max_norm=%r), gradients CLIP_REF_GRADS * %r */\n" % (max_norm, scale))
+        w("static const float CLIP_REF_%s_BEFORE[%d] = %s;\n" % (name, len(before), c_floats(before)))
         w("static const float CLIP_REF_%s_MAX = %s;\n" % (name, c_float(max_norm)))
         w("static const float CLIP_REF_%s_NORM = %s;\n" % (name, c_float(float(total))))
         w("static const float CLIP_REF_%s_AFTER[%d] = %s;\n\n" % (name, len(after), c_floats(after)))
