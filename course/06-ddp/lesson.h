@@ -48,6 +48,7 @@ typedef struct {
     Cnn model;            /* the whole model, on every rank */
     Adam opt;
     Sampler sampler;      /* this rank's share of each epoch (TODO 6.3) */
+    uint64_t data_fingerprint; /* of the training set: checkpoints record it */
     Rng rng;              /* the training's random numbers, the same seed on every rank:
                            * nothing draws from it yet (the CNN has no dropout), but a
                            * checkpoint holds it, as lesson 03's does */

@@ -28,7 +28,7 @@
 typedef struct {
     TrainOptions train;   /* the options every lesson shares (lib/train/options.h) */
     const char *augment, *checkpoint_dir;
-    int checkpoint_every, keep, stop_after_steps, resume;
+    int checkpoint_every, keep, stop_after_steps, resume, allow_other_data;
 } Config;
 
 /* Everything one training run holds. What of it changes while training, and must
@@ -46,6 +46,8 @@ typedef struct {
     Batch batch;          /* the examples of one step: indices, images, labels */
     int steps_this_run;   /* steps since this process started (--stop-after-steps) */
     int64_t saved_step;   /* global step of the newest checkpoint this process wrote (0: none) */
+    uint64_t data_fingerprint; /* of the training set (train_data_fingerprint) */
+    uint64_t ckpt_fingerprint; /* "data.fingerprint" in the checkpoint: saved, loaded */
     int saves;            /* checkpoints written by this process, and their cost */
     int save_failures;    /* checkpoints this process could not write */
     bool last_save_failed; /* the newest state is not on disk */

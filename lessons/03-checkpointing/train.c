@@ -33,7 +33,7 @@ static Config parse_args(int argc, char **argv) {
     Config c = {.train = train_options_defaults(), .augment = "shift",
                 .checkpoint_dir = default_dir, .checkpoint_every = 100, .keep = 2};
     c.train.epochs = 2;
-    ArgSpec specs[TRAIN_OPTION_SPECS + 6] = {
+    ArgSpec specs[TRAIN_OPTION_SPECS + 7] = {
         {"augment", ARG_CHOICE, &c.augment, "random shifts of up to 2 pixels, or none", "shift|none"},
         {"checkpoint-dir", ARG_STRING, &c.checkpoint_dir,
          "where checkpoints go ($COURSE_RUN_DIR/checkpoints in a course job)", NULL},
@@ -44,8 +44,10 @@ static Config parse_args(int argc, char **argv) {
          "continue from the newest checkpoint in --checkpoint-dir (start afresh if there is none)", NULL},
         {"stop-after-steps", ARG_INT, &c.stop_after_steps,
          "stop as if signalled after this many steps of this run (0: never); simulates a time limit", NULL},
+        {"allow-other-data", ARG_FLAG, &c.allow_other_data,
+         "--resume even from a checkpoint of another training set (fine-tuning)", NULL},
     };
-    int n = 6 + train_options_specs(&c.train, specs + 6);
+    int n = 7 + train_options_specs(&c.train, specs + 7);
     args_parse(argc, argv, specs, n,
                "Lesson 03: train the simple CNN with checkpoints that survive the job's time limit.");
     train_options_check(&c.train);
@@ -201,12 +203,24 @@ static void start(Run *run) {
         return;
     }
     double t0 = now_seconds();
-    if (lesson_resume(run))
-        print0("resumed from %s (epoch %lld, step %lld, %lld steps done) in %.1f ms\n",
-               run->store.dir, (long long)run->ts.epoch, (long long)run->ts.step,
-               (long long)run->ts.global_step, 1e3 * (now_seconds() - t0));
-    else
+    if (!lesson_resume(run)) {
         print0("no checkpoint in %s: starting afresh\n", run->store.dir);
+        return;
+    }
+    print0("resumed from %s (epoch %lld, step %lld, %lld steps done) in %.1f ms\n",
+           run->store.dir, (long long)run->ts.epoch, (long long)run->ts.step,
+           (long long)run->ts.global_step, 1e3 * (now_seconds() - t0));
+    if (run->ckpt_fingerprint != run->data_fingerprint) {
+        if (!cfg->allow_other_data)
+            fatal("the checkpoint in %s was written for another training set of the same sizes "
+                  "(data fingerprint %016llx, this run's %016llx): another --dataset, --data or "
+                  "--train-limit? Resume with the data it was trained on, or pass "
+                  "--allow-other-data to go on with this data (fine-tuning)", run->store.dir,
+                  (unsigned long long)run->ckpt_fingerprint,
+                  (unsigned long long)run->data_fingerprint);
+        print0("warning: continuing on another training set (--allow-other-data)\n");
+        run->ckpt_fingerprint = run->data_fingerprint; /* what this run's checkpoints record */
+    }
 }
 
 int lesson_main(int argc, char **argv) {
@@ -217,6 +231,9 @@ int lesson_main(int argc, char **argv) {
     omp_set_num_threads(cfg->train.threads);
     setup(run);
     lesson_describe_checkpoint(&run->ckpt, run);
+    /* which data the run trains on, so that a resume notices other data of the same sizes */
+    run->data_fingerprint = run->ckpt_fingerprint = train_data_fingerprint(&run->train);
+    ckpt_add_u64(&run->ckpt, "data.fingerprint", &run->ckpt_fingerprint);
     ckpt_store_init(&run->store, cfg->checkpoint_dir, cfg->keep);
     run->store.write = lesson_write_atomic;
 

@@ -2,6 +2,14 @@
 
 #include <stdint.h>
 
+uint64_t train_data_fingerprint(const Dataset *d) {
+    const int64_t sizes[5] = {d->count, d->channels, d->height, d->width, d->num_classes};
+    const size_t n = (size_t)(d->count < 64 ? d->count : 64);
+    const size_t pixels = (size_t)d->channels * (size_t)d->height * (size_t)d->width;
+    return ckpt_hash64(sizes, sizeof sizes, 0) ^ ckpt_hash64(d->images, n * pixels * sizeof(float), 1) ^
+           ckpt_hash64(d->labels, n, 2);
+}
+
 void ckpt_add_train_state(Checkpoint *c, TrainState *s) {
     ckpt_add_i64(c, "train.epoch", &s->epoch);
     ckpt_add_i64(c, "train.step", &s->step);

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "data/dataset.h"
 #include "train/checkpoint.h"
 
 typedef struct {
@@ -22,5 +23,11 @@ typedef struct {
 
 /* train.epoch, train.step, ..., rng.state, sampler.position, best.metric ... */
 void ckpt_add_train_state(Checkpoint *c, TrainState *s);
+
+/* What a run trained on, in 64 bits: the sizes, and the first 64 examples' pixels and
+ * labels. Saved as "data.fingerprint", it tells a resume that the data changed
+ * (another --dataset, --data or --train-limit of the same shapes) when the sizes
+ * alone cannot. */
+uint64_t train_data_fingerprint(const Dataset *d);
 
 #endif

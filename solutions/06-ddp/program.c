@@ -62,6 +62,7 @@ static void setup_training(Run *run) {
     const TrainOptions *t = &c->train;
     train_options_load_data(t, &run->train, &run->test);
     rng_seed(&run->rng, (uint64_t)t->seed, 1);
+    run->data_fingerprint = train_data_fingerprint(&run->train);
     Rng rng; /* each rank its own initial weights: TODO 6.2 must make them one */
     rng_seed(&rng, (uint64_t)t->seed + 1000u * (uint64_t)run->dist->rank, 0);
     cnn_init(&run->model, run->train.channels, run->train.height, run->train.width,
@@ -136,6 +137,8 @@ static int resume(Run *run) {
     ckpt_add_params(&c, "model", &run->model.params);
     ckpt_add_adam(&c, &run->opt, &run->model.params);
     ckpt_add_train_state(&c, &ts);
+    uint64_t fingerprint = 0;
+    ckpt_add_u64(&c, "data.fingerprint", &fingerprint);
     char path[CKPT_PATH_MAX];
     CkptError err;
     int found = ckpt_store_load_latest(&run->store, &c, path, sizeof path, &err);
@@ -148,6 +151,11 @@ static int resume(Run *run) {
     if (ts.sampler_count != run->train.count)
         fatal("%s was written for %lld training examples, this run has %d: the same --dataset "
               "and --train-limit, please", path, (long long)ts.sampler_count, run->train.count);
+    if (fingerprint != run->data_fingerprint)
+        fatal("%s was written for another training set of the same size (data fingerprint "
+              "%016llx, this run's %016llx): resume with the data it was trained on, or start "
+              "afresh in another --checkpoint-dir", path, (unsigned long long)fingerprint,
+              (unsigned long long)run->data_fingerprint);
     run->steps = ts.global_step;
     run->rng.state = ts.rng_state, run->rng.inc = ts.rng_inc;
     print0("resumed from %s: epoch %lld next, %lld steps done, now on %d ranks\n", path,

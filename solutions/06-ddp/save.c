@@ -33,6 +33,7 @@ void lesson_save_checkpoint(Run *run, int epoch) {
     ckpt_add_params(&c, "model", &run->model.params);
     ckpt_add_adam(&c, &run->opt, &run->model.params);
     ckpt_add_train_state(&c, &ts);
+    ckpt_add_u64(&c, "data.fingerprint", &run->data_fingerprint);
     if (run->dist->rank == 0) { /* save0: one writer; the others hold the same state */
         char path[CKPT_PATH_MAX];
         CkptError err;

@@ -798,6 +798,7 @@ static int body_kill_mid_write(const char *dir) {
     cnn_init(&r->model, 1, 28, 28, 10, 1, &init);
     adam_init(&r->opt, &r->model.params, 1e-3f);
     ref_describe(&r->ckpt, r);
+    ckpt_add_u64(&r->ckpt, "data.fingerprint", &r->ckpt_fingerprint); /* as train.c adds it */
     ckpt_store_init(&r->store, ckdir, 2);
     char loaded[CKPT_PATH_MAX] = "";
     CkptError err;

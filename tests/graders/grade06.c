@@ -426,10 +426,12 @@ static float *program_params(const char *dir, int64_t *n) {
     Adam opt;
     adam_init(&opt, &m.params, 1e-3f);
     TrainState ts;
+    uint64_t fingerprint;
     Checkpoint c = {0};
     ckpt_add_params(&c, "model", &m.params);
     ckpt_add_adam(&c, &opt, &m.params);
     ckpt_add_train_state(&c, &ts);
+    ckpt_add_u64(&c, "data.fingerprint", &fingerprint); /* as the lesson's save adds it */
     CkptStore s;
     ckpt_store_init(&s, dir, 2);
     CkptError err;
