@@ -6,24 +6,13 @@
  * gradients they are given, max-pool ties, softmax cross-entropy on huge logits and
  * count_correct.
  *
- * How the gradient checks work. For a layer with output `out` we take the scalar
- *   L = sum_i out_i * R_i
- * for a fixed random R, so dL/dout = R is what the backward is fed, and compare the
- * backward's gradient for each input entry x with the central difference
- *   (L(x + eps) - L(x - eps)) / ((x + eps) - (x - eps))
- * where L is summed in double and the denominator uses the float values actually
- * stored (x +- eps rounded), so the only errors left are these:
- *  - truncation, O(eps^2 * L'''): zero for conv2d, linear (L is linear in each single
- *    weight, input or bias) and for max-pool and ReLU away from their kinks (we keep
- *    the inputs away from ties and from 0, farther than eps); small for the smooth
- *    softmax cross-entropy (its third derivative is below 1/N, eps^2/6 of it ~ 1e-6);
- *  - float32 rounding of the forward: each output is rounded to ~6e-8 relative; only
- *    the outputs that x touches change, so L's noise is a few 1e-7 * |out|, divided
- *    by 2 eps = 2e-2: a few 1e-5 on the numeric gradient;
- *  - float32 rounding of the backward's own sums: ~1e-6 relative.
- * So with eps = 1e-2 we allow 1e-3 absolute + 2e-3 relative: far above that noise,
- * far below what any wrong index, missed term or wrong scale gives (O(1) errors).
- * A smaller eps would only amplify the float32 noise (it scales as 1/eps). */
+ * How the gradient checks work: tests/framework/gradcheck.h (L = sum out * R, central
+ * differences in double, the errors that are left). The truncation error is zero for
+ * conv2d, linear (L is linear in each single weight, input or bias) and for max-pool
+ * and ReLU away from their kinks (we keep the inputs away from ties and from 0, farther
+ * than eps); small for the smooth softmax cross-entropy (its third derivative is below
+ * 1/N, eps^2/6 of it ~ 1e-6). So with eps = 1e-2 we allow 1e-3 absolute + 2e-3
+ * relative, as gradcheck.h explains. */
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -34,6 +23,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "framework/check.h"
+#include "framework/gradcheck.h"
 #include "layers/conv2d.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
@@ -63,46 +53,6 @@ static Tensor random1(uint64_t seed, int a) {
     Tensor t = tensor_zeros(1, a);
     fill_uniform(t.data, t.size, seed, -1.0f, 1.0f);
     return t;
-}
-
-/* sum_i out_i * R_i in double */
-static double weighted_sum(const Tensor *out, const Tensor *R) {
-    double s = 0;
-    for (int64_t i = 0; i < out->size; i++) s += (double)out->data[i] * R->data[i];
-    return s;
-}
-
-typedef double (*Objective)(void *ctx);
-
-/* Compares analytic[i] with the central difference of f in x[i], for every i. The
- * denominator is the difference of the two float values x[i] actually took. */
-static bool fd_check(const char *what, float *x, const float *analytic, int64_t n, Objective f,
-                     void *ctx, float eps, double atol, double rtol) {
-    int bad = 0;
-    double worst = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const float x0 = x[i];
-        const float xp = x0 + eps, xm = x0 - eps;
-        x[i] = xp;
-        double lp = f(ctx);
-        x[i] = xm;
-        double lm = f(ctx);
-        x[i] = x0;
-        double num = (lp - lm) / ((double)xp - (double)xm);
-        double diff = fabs(num - analytic[i]);
-        double tol = atol + rtol * fabs(num);
-        if (diff / tol > worst) worst = diff / tol;
-        if (!(diff <= tol)) {
-            if (bad < 5)
-                printf("%s[%lld]: backward %.7g, finite difference %.7g (difference %.3g, "
-                       "tolerance %.3g)\n",
-                       what, (long long)i, (double)analytic[i], num, diff, tol);
-            bad++;
-        }
-    }
-    if (bad) printf("%s: %d of %lld entries wrong\n", what, bad, (long long)n);
-    printf("%s: worst difference %.3f of the tolerance\n", what, worst); /* shown on failure */
-    return bad == 0;
 }
 
 /* ------------------------------------------------------------ conv2d */
