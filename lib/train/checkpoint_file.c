@@ -2,6 +2,7 @@
  * in checkpoint.c, a run's directory in checkpoint_store.c. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/check.h"
+#include "core/fs.h"
 #include "train/checkpoint_file.h"
 
 /* ------------------------------------------------------------ writing */
@@ -100,39 +102,12 @@ int ckpt_save(const Checkpoint *c, const char *path, CkptError *err) {
 /* ------------------------------------------------------------ reading */
 
 int ckpt_read_file(const char *path, uint8_t **buf, size_t *len, CkptError *err) {
-    *buf = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ckpt_error(err, "cannot open checkpoint %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return ckpt_error(err, "checkpoint %s is not a regular file", path);
-    }
-    size_t size = (size_t)st.st_size;
-    uint8_t *b = malloc(size ? size : 1);
-    if (!b) {
-        close(fd);
-        return ckpt_error(err, "checkpoint %s: cannot allocate %zu bytes to read it", path, size);
-    }
-    size_t got = 0;
-    while (got < size) { /* the file may shrink while we read: stop at its end */
-        ssize_t n = read(fd, b + got, size - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int e = errno;
-            close(fd);
-            free(b);
-            return ckpt_error(err, "reading checkpoint %s failed: %s", path, strerror(e));
-        }
-        if (n == 0) break;
-        got += (size_t)n;
-    }
-    close(fd);
-    *buf = b; /* plain malloc: xfree is free, and a failure here is an error, not an exit */
-    *len = got;
-    return 0;
+    /* lib/core/fs: regular files only, so a FIFO named like a checkpoint is refused at
+     * once instead of blocking the resume forever */
+    char msg[FS_MSG_MAX];
+    if (fs_read_file(path, SIZE_MAX / 2, buf, len, msg, sizeof msg) != 0)
+        return ckpt_error(err, "checkpoint: %s", msg);
+    return 0; /* plain malloc: xfree is free, and a failure here is an error, not an exit */
 }
 
 int ckpt_load(const Checkpoint *c, const char *path, CkptError *err) {

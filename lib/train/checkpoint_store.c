@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/check.h"
+#include "core/fs.h"
 #include "train/checkpoint_store.h"
 
 static void join(char *out, size_t cap, const char *dir, const char *name) {
@@ -24,20 +25,10 @@ void ckpt_store_init(CkptStore *s, const char *dir, int keep) {
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     s->keep = keep;
     s->write = ckpt_write_atomic;
-    char p[CKPT_PATH_MAX];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *q = p + 1; ; q++) { /* mkdir -p */
-        bool end = *q == '\0';
-        if (*q == '/' || end) {
-            *q = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST)
-                fatal("cannot create the checkpoint directory %s: %s. Choose another "
-                      "--checkpoint-dir (on a cluster: your scratch or project space)",
-                      p, strerror(errno));
-            if (end) break;
-            *q = '/';
-        }
-    }
+    char msg[FS_MSG_MAX];
+    if (fs_mkdir_p(dir, 0755, msg, sizeof msg) != 0)
+        fatal("%s. Choose another --checkpoint-dir (on a cluster: your scratch or project space)",
+              msg);
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         fatal("checkpoint directory %s is not a directory: choose another --checkpoint-dir", dir);

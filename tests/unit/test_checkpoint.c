@@ -474,6 +474,14 @@ static int body_latest(const char *dir) {
         h[k] = state_hash(&s);
         ckpt_store_save(&store, &s.c, 100 + k, NULL, 0, &err);
     }
+    /* a FIFO named like the newest checkpoint: refused at once, never waited on */
+    ckpt_store_path(&store, 103, p, sizeof p);
+    if (mkfifo(p, 0600) != 0) return CHECK_FAIL;
+    ok = ok && expect_true(ckpt_store_load_latest(&store, &t.c, got, sizeof got, &err) == 1 &&
+                               strstr(got, "ckpt-000000000102.ckpt"),
+                           "a FIFO named like the newest checkpoint: loaded %s, expected step 102",
+                           got);
+    unlink(p);
     ckpt_store_path(&store, 102, p, sizeof p);
     if (truncate(p, 500) != 0) return CHECK_FAIL;
     ok = ok && expect_true(ckpt_store_load_latest(&store, &t.c, got, sizeof got, &err) == 1,
@@ -632,7 +640,7 @@ int main(void) {
     check_run(NULL, "a failed load leaves the file on disk as it was", check_file_untouched, 20);
     check_run(NULL, "store: keep-K rotation, best.ckpt kept, leftover .tmp removed, mkdir -p", check_rotation, 20);
     check_run(NULL, "store: a save below a damaged newer checkpoint keeps itself (keep 1)", check_rotation_after_fallback, 20);
-    check_run(NULL, "store: newest that loads, falling back; 0 when empty; -1 naming every file", check_latest, 20);
+    check_run(NULL, "store: newest that loads, falling back (past a FIFO too); 0 when empty; -1 naming every file", check_latest, 20);
     check_run(NULL, "atomic write killed halfway: the old checkpoint stays and loads", check_write_killed, 20);
     check_run(NULL, "write errors: missing directory, rename failure, no .tmp left", check_write_errors, 20);
     check_run(NULL, "ckpt_load_or_die and ckpt_store_init: exit 1 with a message", check_fatal, 20);
