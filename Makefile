@@ -330,21 +330,12 @@ bench-ddp: $(BUILD)/solutions/06-ddp/train ## lesson 06 scaling: images/s on 1 a
 bench-gpu: $(BENCH_GPU_BIN) ## on a GPU node: CNN training images/s vs PyTorch on the same GPU, GEMM vs cuBLAS
 	@bench/run-bench-gpu.sh $(BENCH_GPU_BIN)
 
-SLIDES := $(patsubst slides/%.md,$(BUILD)/slides/%.html,$(wildcard slides/[0-9]*.md))
-slides: ## render every lesson's deck to build/slides/*.html (needs pandoc)
-	@command -v pandoc >/dev/null || { echo "error: pandoc is not installed (sudo apt-get install pandoc); see slides/README.md" >&2; exit 1; }
-	@$(MAKE) --no-print-directory $(SLIDES)
-	@echo "slides in $(BUILD)/slides/ (reveal.js and MathJax load from the web; slides/README.md for offline use)"
-
-$(BUILD)/slides/%.html: slides/%.md
-	@mkdir -p $(@D)
-	pandoc -t revealjs -s --mathjax $< -o $@
-
 clean: ## remove build/
 	rm -rf $(BUILD)
 
 
 include mk/cluster.mk
+include mk/slides.mk
 include mk/fuzz.mk
 
 # `make check-lesson 1`: the number is a goal too; make it a no-op.

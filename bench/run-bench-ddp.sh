@@ -33,10 +33,15 @@ echo "   ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $
 read -r one _ < <(run 1 --grad-sync buckets)
 printf '%-34s %10s %11s %22s\n' "" "images/s" "efficiency" "exposed comm ms/step"
 printf '%-34s %10d %11s %22s\n' "1 rank" "$one" "-" "-"
+json='{"setup": "1 rank", "ranks": 1, "images_per_s": '$one'}'
 for mode in overlap no-overlap; do
     extra=(--grad-sync buckets)
     [ $mode = no-overlap ] && extra+=(--no-overlap)
     read -r rate ms < <(run "$ranks" "${extra[@]}")
     eff=$(awk -v a="$rate" -v b="$one" -v n="$ranks" 'BEGIN { printf "%.0f%%", 100 * a / (n * b) }')
     printf '%-34s %10d %11s %22s\n' "$ranks ranks, buckets, $mode" "$rate" "$eff" "$ms"
+    label=$([ $mode = overlap ] && echo "overlapped" || echo "after the backward")
+    json+=$'\n''{"setup": "'"$ranks ranks $label"'", "ranks": '$ranks', "images_per_s": '$rate', "efficiency": '$(awk -v a="$rate" -v b="$one" -v n="$ranks" 'BEGIN { printf "%.4f", a / (n * b) }')', "exposed_ms_per_step": '${ms/-/null}'}'
 done
+echo "(as JSON lines, for tools/figures/record.sh:)"
+printf '%s\n' "$json"

@@ -11,6 +11,8 @@
 #      command line make submit builds for every site profile
 #   7. the sbatch scripts under a real Slurm (make check-slurm; skipped without
 #      Slurm, started by tests/slurm/run.sh when run as root)
+#   8. the slides: every deck against its lesson, then in headless Chromium with the
+#      network off (make check-slides; the browser part skips without Chromium)
 # The last line is "N passed, M failed[, K skipped]"; exit status 0 only if none failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -57,6 +59,7 @@ tally "unit tests under ASan + UBSan" make --no-print-directory -s asan-tests
 tally "data set fetching" tests/datasets/test-fetch.sh
 tally "make submit DRY=1 for every site profile" tests/slurm/submit-dry.sh
 tally "sbatch scripts under Slurm" make --no-print-directory -s check-slurm
+tally "slides: decks against lessons, every slide in headless Chromium" tests/slides/run.sh
 
 echo
 if [ $skipped -gt 0 ]; then

@@ -1,0 +1,66 @@
+// make slides-pdf: every rendered deck as a PDF, through reveal.js's print mode in
+// headless Chromium (the same pages, math and figures as on the projector, no LaTeX).
+//
+//   node tools/slides/print-pdf.mjs --chromium /usr/bin/chromium --out build/slides/pdf \
+//        [--notes] build/slides/NN-name.html ...
+//
+// --notes puts each slide's speaker notes on a page of its own after it (handouts for
+// instructors). The network stays off: a deck that needs it fails here too.
+import { createRequire } from 'node:module';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const root = resolve(dirname(new URL(import.meta.url).pathname), '../..');
+const require = createRequire(join(root, 'slides/package.json'));
+const { chromium } = require('playwright-core');
+
+const args = { chromium: '/usr/bin/chromium', out: join(root, 'build/slides/pdf'), notes: false, decks: [] };
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] === '--chromium') args.chromium = argv[++i];
+  else if (argv[i] === '--out') args.out = resolve(argv[++i]);
+  else if (argv[i] === '--notes') args.notes = true;
+  else args.decks.push(resolve(argv[i]));
+}
+if (!args.decks.length) {
+  console.error('print-pdf.mjs: no deck given (make slides-pdf renders and passes them)');
+  process.exit(2);
+}
+
+mkdirSync(args.out, { recursive: true });
+const profile = mkdtempSync(join(tmpdir(), 'slides-pdf-'));
+let failed = 0;
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: args.chromium, headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+         '--disable-component-update', '--disable-sync'],
+});
+try {
+  for (const deck of args.decks) {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.route('**/*', (r) => (r.request().url().startsWith('file:') ? r.continue() : r.abort()));
+    const query = args.notes ? '?print-pdf&showNotes=separate-page' : '?print-pdf';
+    await page.goto(pathToFileURL(deck).href + query, { waitUntil: 'load' });
+    const ready = await page.waitForFunction(() => typeof Reveal !== 'undefined' && Reveal.isReady(),
+      null, { timeout: 15000 }).then(() => true, () => false);
+    if (!ready || errors.length) {
+      console.error(`print-pdf: ${basename(deck)} did not start: ${errors.join('; ') || 'reveal.js missing?'}`);
+      failed++;
+      await page.close();
+      continue;
+    }
+    await page.evaluate(() => document.fonts.ready.then(() => true));
+    const pdf = join(args.out, basename(deck, '.html') + (args.notes ? '-notes' : '') + '.pdf');
+    await page.pdf({ path: pdf, preferCSSPageSize: true, printBackground: true });
+    console.log(`wrote ${pdf.replace(root + '/', '')}`);
+    await page.close();
+  }
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
