@@ -1,0 +1,29 @@
+/* Token embedding, PyTorch's nn.Embedding followed by a scale: the transformer
+ * tutorial multiplies the looked-up rows by sqrt(d_model), and folding the scale
+ * in here saves a pass over the activations.
+ *
+ * Tokens are a plain int array (in the tensor's device memory, like the labels of
+ * softmax_xent.h); a token outside 0..V-1 is a bug of the caller and stops with the
+ * row and the value (the data loader is where a user's bad input is caught). */
+#ifndef LAYERS_EMBEDDING_H
+#define LAYERS_EMBEDDING_H
+
+#include "core/tensor.h"
+
+/* out [N, D] = scale * table [V, D] row tokens[n], for n < N. */
+void embedding_forward(Tensor *out, const int *tokens, const Tensor *table, float scale);
+
+/* dtable [V, D] += scale * dout [N, D] row n into row tokens[n]: a token that occurs
+ * several times receives the sum (in the order of n, the same bits on any number of
+ * threads: threads split the columns, not the rows). There is no input gradient. */
+void embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens, float scale);
+
+/* The shape checks of both devices. */
+void embedding_check_forward(const Tensor *out, const Tensor *table);
+void embedding_check_backward(const Tensor *dtable, const Tensor *dout);
+
+/* Stops with the first token outside 0..V-1 (host memory: the CUDA twin checks its
+ * tokens on the host before copying them). */
+void embedding_check_tokens(const int *tokens, int n, int V);
+
+#endif

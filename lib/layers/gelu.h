@@ -1,0 +1,17 @@
+/* GELU, exact (PyTorch's default F.gelu, approximate='none'):
+ *   y = x Phi(x) = x/2 (1 + erf(x / sqrt 2)),   dy/dx = Phi(x) + x phi(x)
+ * with phi the standard normal density. The backward needs the input, so in and
+ * out must be different buffers. (ReLU, the tutorial's choice, is layers/relu.h.) */
+#ifndef LAYERS_GELU_H
+#define LAYERS_GELU_H
+
+#include "core/tensor.h"
+
+void gelu_forward(Tensor *out, const Tensor *in);                     /* out [any] from in [same] */
+void gelu_backward(Tensor *din, const Tensor *dout, const Tensor *in); /* din += dout * gelu'(in) */
+
+/* The size checks of both devices. */
+void gelu_check_forward(const Tensor *out, const Tensor *in);
+void gelu_check_backward(const Tensor *din, const Tensor *dout, const Tensor *in);
+
+#endif
