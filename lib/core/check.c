@@ -5,6 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+int fail_msg(char *msg, size_t cap, const char *fmt, ...) {
+    if (msg && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, cap, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 void fatal(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -23,6 +23,12 @@ __attribute__((noreturn, format(printf, 1, 2))) void fatal(const char *fmt, ...)
 __attribute__((noreturn, format(printf, 3, 4))) void die_at(const char *file, int line,
                                                             const char *fmt, ...);
 
+/* For functions that report an error instead of exiting (readers that threads and fuzz
+ * targets call): fills msg, of cap bytes (when not NULL), printf-style and returns -1,
+ * so that they
+ * can `return fail_msg(msg, cap, "cannot open %s: %s", path, strerror(errno));`. */
+__attribute__((format(printf, 3, 4))) int fail_msg(char *msg, size_t cap, const char *fmt, ...);
+
 #define CHECK(cond, ...)                                                     \
     do {                                                                     \
         if (!(cond)) die_at(__FILE__, __LINE__, __VA_ARGS__);                \

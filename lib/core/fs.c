@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,17 +9,6 @@
 #include <unistd.h>
 
 #include "check.h"
-
-static int fail(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *msg, size_t cap, const char *fmt, ...) {
-    if (msg && cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, cap, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 int fs_join(char *out, size_t cap, const char *dir, const char *name) {
     size_t d = strlen(dir);
@@ -57,24 +45,24 @@ static const char *kind_of(mode_t mode) {
 int fs_open_regular(const char *path, char *msg, size_t cap) {
     /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return fail(msg, cap, "cannot open %s: %s", path, strerror(errno));
+    if (fd < 0) return fail_msg(msg, cap, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return fail(msg, cap, "cannot open %s: %s", path, strerror(e));
+        return fail_msg(msg, cap, "cannot open %s: %s", path, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        if (S_ISDIR(st.st_mode)) return fail(msg, cap, "%s is a directory, not a file", path);
-        return fail(msg, cap, "%s is not a regular file (%s): give the path of a file",
+        if (S_ISDIR(st.st_mode)) return fail_msg(msg, cap, "%s is a directory, not a file", path);
+        return fail_msg(msg, cap, "%s is not a regular file (%s): give the path of a file",
                     path, kind_of(st.st_mode));
     }
     int flags = fcntl(fd, F_GETFL);
     if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
         int e = errno;
         close(fd);
-        return fail(msg, cap, "cannot open %s: %s", path, strerror(e));
+        return fail_msg(msg, cap, "cannot open %s: %s", path, strerror(e));
     }
     return fd;
 }
@@ -89,18 +77,18 @@ int fs_read_file(const char *path, size_t max_bytes, uint8_t **bytes, size_t *le
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return fail(msg, cap, "cannot read %s: %s", path, strerror(e));
+        return fail_msg(msg, cap, "cannot read %s: %s", path, strerror(e));
     }
     if (st.st_size < 0 || (uint64_t)st.st_size > max_bytes) {
         close(fd);
-        return fail(msg, cap, "%s is %lld bytes, more than the %zu this reader accepts: not the "
+        return fail_msg(msg, cap, "%s is %lld bytes, more than the %zu this reader accepts: not the "
                     "file expected, or a corrupt one", path, (long long)st.st_size, max_bytes);
     }
     size_t size = (size_t)st.st_size;
     uint8_t *b = malloc(size + 1);
     if (!b) {
         close(fd);
-        return fail(msg, cap, "out of memory reading %s (%zu bytes)", path, size);
+        return fail_msg(msg, cap, "out of memory reading %s (%zu bytes)", path, size);
     }
     size_t got = 0;
     while (got < size) { /* the file may shrink while we read: stop at its end */
@@ -110,7 +98,7 @@ int fs_read_file(const char *path, size_t max_bytes, uint8_t **bytes, size_t *le
             int e = errno;
             close(fd);
             free(b);
-            return fail(msg, cap, "cannot read %s: %s", path, strerror(e));
+            return fail_msg(msg, cap, "cannot read %s: %s", path, strerror(e));
         }
         if (n == 0) break;
         got += (size_t)n;
@@ -129,16 +117,16 @@ static int make_one(const char *path, mode_t mode, char *msg, size_t cap) {
     struct stat st;
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode)) return 0;
-        return fail(msg, cap, "%s exists and is not a directory", path);
+        return fail_msg(msg, cap, "%s exists and is not a directory", path);
     }
-    return fail(msg, cap, "cannot create the directory %s: %s", path, strerror(e));
+    return fail_msg(msg, cap, "cannot create the directory %s: %s", path, strerror(e));
 }
 
 int fs_mkdir_p(const char *path, mode_t mode, char *msg, size_t cap) {
     size_t n = strlen(path);
-    if (n == 0) return fail(msg, cap, "cannot create a directory with an empty name");
+    if (n == 0) return fail_msg(msg, cap, "cannot create a directory with an empty name");
     char *p = malloc(n + 1);
-    if (!p) return fail(msg, cap, "out of memory creating %s", path);
+    if (!p) return fail_msg(msg, cap, "out of memory creating %s", path);
     memcpy(p, path, n + 1);
     int rc = 0;
     for (char *s = p + 1; rc == 0 && *s; s++) { /* each parent: "a", "a/b", ... */

@@ -5,7 +5,6 @@
 #include "data/dataset.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +24,6 @@
 #define CIFAR_MAX_FILES 64
 #define CIFAR_MAX_TOTAL 10000000
 
-static int fail(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *msg, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* The number of records in a batch file of `size` bytes, after checking the size. */
 static int cifar_records(const char *name, long long size, int *records, char *msg, size_t cap) {
     if (size <= 0 || size % CIFAR_RECORD != 0) {
@@ -41,11 +31,11 @@ static int cifar_records(const char *name, long long size, int *records, char *m
         const char *hint = size > 0 && size % (CIFAR_RECORD + 1) == 0
                                ? ": this looks like CIFAR-100, which is not supported"
                                : ": not a CIFAR-10 binary batch, or an incomplete download";
-        return fail(msg, cap, "%s: wrong size: %lld bytes is not a positive multiple of %d (1 "
+        return fail_msg(msg, cap, "%s: wrong size: %lld bytes is not a positive multiple of %d (1 "
                     "label byte + 3x32x32 pixels per image)%s", name, size, CIFAR_RECORD, hint);
     }
     if (size / CIFAR_RECORD > CIFAR_MAX_RECORDS)
-        return fail(msg, cap, "%s: %lld bytes is too large for a CIFAR-10 batch", name, size);
+        return fail_msg(msg, cap, "%s: %lld bytes is too large for a CIFAR-10 batch", name, size);
     *records = (int)(size / CIFAR_RECORD);
     return 0;
 }
@@ -56,7 +46,7 @@ static int cifar_decode(const uint8_t *b, int n, const char *name, float *images
     for (int i = 0; i < n; i++) {
         const uint8_t *rec = b + (size_t)i * CIFAR_RECORD;
         if (rec[0] >= CIFAR_CLASSES)
-            return fail(msg, cap, "%s: label %d of record %d is out of range (0..%d): not a "
+            return fail_msg(msg, cap, "%s: label %d of record %d is out of range (0..%d): not a "
                         "CIFAR-10 batch, or a corrupt file", name, rec[0], i, CIFAR_CLASSES - 1);
         labels[i] = rec[0];
         float *dst = images + (size_t)i * CIFAR_PIXELS;

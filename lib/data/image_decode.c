@@ -1,16 +1,8 @@
 #include "data/image_decode.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 
-static int fail(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *msg, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#include "core/check.h"
 
 #ifndef HAVE_STB
 
@@ -19,13 +11,13 @@ static int fail(char *msg, size_t cap, const char *fmt, ...) {
 int image_read_shape(const uint8_t *b, size_t n, const char *path, int64_t max_pixels,
                      ImageShape *shape, char *msg, size_t cap) {
     (void)b, (void)n, (void)max_pixels, (void)shape;
-    return fail(msg, cap, "%s: cannot read the image: " NO_STB, path);
+    return fail_msg(msg, cap, "%s: cannot read the image: " NO_STB, path);
 }
 
 int image_decode(const uint8_t *b, size_t n, const char *path, int64_t max_pixels,
                  const ImageShape *want, const char *first, float *dst, char *msg, size_t cap) {
     (void)b, (void)n, (void)max_pixels, (void)want, (void)first, (void)dst;
-    return fail(msg, cap, "%s: cannot read the image: " NO_STB, path);
+    return fail_msg(msg, cap, "%s: cannot read the image: " NO_STB, path);
 }
 
 #else
@@ -52,7 +44,7 @@ static const char *stb_reason(void) {
 }
 
 static int unreadable(char *msg, size_t cap, const char *path) {
-    return fail(msg, cap, "%s: cannot read the image (stb_image: %s): the file is corrupt, "
+    return fail_msg(msg, cap, "%s: cannot read the image (stb_image: %s): the file is corrupt, "
                 "truncated or not an image", path, stb_reason());
 }
 
@@ -60,21 +52,21 @@ static int unreadable(char *msg, size_t cap, const char *path) {
  * reading of the header, which must agree with ours. *w, *h, *comp: from stb_image. */
 static int checked_info(const uint8_t *b, size_t n, const char *path, int64_t max_pixels,
                         int *w, int *h, int *comp, char *msg, size_t cap) {
-    if (n > INT_MAX) return fail(msg, cap, "%s: too large for an image (%zu bytes)", path, n);
+    if (n > INT_MAX) return fail_msg(msg, cap, "%s: too large for an image (%zu bytes)", path, n);
     if (jpeg_has_oversized_huffman_table(b, n))
-        return fail(msg, cap, "%s: cannot read the image (corrupt JPEG: a Huffman table with "
+        return fail_msg(msg, cap, "%s: cannot read the image (corrupt JPEG: a Huffman table with "
                     "more than 256 codes): the file is corrupt, truncated or not an image", path);
     ImageHeader head;
     if (image_header_check(b, n, path, max_pixels, &head, msg, cap) != 0) return -1;
     if (!stbi_info_from_memory(b, (int)n, w, h, comp)) return unreadable(msg, cap, path);
-    if (*w < 1 || *h < 1) return fail(msg, cap, "%s: the image has no pixels (%dx%d)", path, *w, *h);
+    if (*w < 1 || *h < 1) return fail_msg(msg, cap, "%s: the image has no pixels (%dx%d)", path, *w, *h);
     if (head.format != IMAGE_UNKNOWN && (head.width != *w || head.height != *h))
-        return fail(msg, cap, "%s: cannot read the image (its %s header reads as %lldx%lld here "
+        return fail_msg(msg, cap, "%s: cannot read the image (its %s header reads as %lldx%lld here "
                     "but %dx%d to stb_image): the file is corrupt", path,
                     image_format_name(head.format), (long long)head.width,
                     (long long)head.height, *w, *h);
     if (*w > max_pixels / *h) /* a header this file's checks do not know */
-        return fail(msg, cap, "%s: the image is %dx%d pixels (width x height), more than the "
+        return fail_msg(msg, cap, "%s: the image is %dx%d pixels (width x height), more than the "
                     "limit of %lld pixels (--max-image-pixels): a corrupt header, or an image "
                     "too large to train on (resize it)", path, *w, *h, (long long)max_pixels);
     return 0;
@@ -92,7 +84,7 @@ int image_read_shape(const uint8_t *b, size_t n, const char *path, int64_t max_p
 
 static int wrong_size(char *msg, size_t cap, const char *path, int w, int h, const char *first,
                       const ImageShape *want) {
-    return fail(msg, cap, "%s is %dx%d pixels (width x height) but %s, the first image, is %dx%d: "
+    return fail_msg(msg, cap, "%s is %dx%d pixels (width x height) but %s, the first image, is %dx%d: "
                 "all images must have the same size; resize your images to one size first (for "
                 "example with ImageMagick: mogrify -resize %dx%d! FILES)", path, w, h, first,
                 want->width, want->height, want->width, want->height);

@@ -1,8 +1,9 @@
 #include "data/image_header.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+
+#include "core/check.h"
 #include <string.h>
 
 #define STB_MAX_SIDE ((int64_t)1 << 24) /* stb_image's STBI_MAX_DIMENSIONS */
@@ -266,15 +267,6 @@ const char *image_format_name(ImageFormat format) {
     return (unsigned)format < sizeof names / sizeof *names ? names[format] : "unknown";
 }
 
-static int fail(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *msg, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 int image_header_check(const uint8_t *b, size_t n, const char *path, int64_t max_pixels,
                        ImageHeader *h, char *msg, size_t cap) {
     memset(h, 0, sizeof *h);
@@ -290,19 +282,19 @@ int image_header_check(const uint8_t *b, size_t n, const char *path, int64_t max
     else if (is_tga(b, n)) rc = parse_tga(b, n, h);
     const char *format = image_format_name(h->format);
     if (rc != 0)
-        return fail(msg, cap, "%s: cannot read the image (corrupt %s: %s): the file is corrupt, "
+        return fail_msg(msg, cap, "%s: cannot read the image (corrupt %s: %s): the file is corrupt, "
                     "truncated or not an image", path, format, why);
     if (h->format == IMAGE_UNKNOWN) return 0;
     if (h->width < 1 || h->height < 1)
-        return fail(msg, cap, "%s: the image has no pixels (its %s header says %lldx%lld): the "
+        return fail_msg(msg, cap, "%s: the image has no pixels (its %s header says %lldx%lld): the "
                     "file is corrupt", path, format, (long long)h->width, (long long)h->height);
     if (h->width > max_pixels / h->height)
-        return fail(msg, cap, "%s: the image is %lldx%lld pixels (width x height), more than the "
+        return fail_msg(msg, cap, "%s: the image is %lldx%lld pixels (width x height), more than the "
                     "limit of %lld pixels (--max-image-pixels): a corrupt header, or an image "
                     "too large to train on (resize it)", path, (long long)h->width,
                     (long long)h->height, (long long)max_pixels);
     if (h->have < h->need)
-        return fail(msg, cap, "%s: the file is too short for the image its header declares: a "
+        return fail_msg(msg, cap, "%s: the file is too short for the image its header declares: a "
                     "%lldx%lld %s needs at least %llu bytes%s, the file has %llu: it is "
                     "truncated or corrupt", path, (long long)h->width, (long long)h->height,
                     format, (unsigned long long)h->need,
