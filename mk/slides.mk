@@ -23,7 +23,7 @@ NOTES         ?=
 
 # What is missing, as one message each (empty when all is there).
 need_pandoc = command -v pandoc >/dev/null || { echo "error: pandoc is not installed: sudo apt-get install pandoc (or sudo make deps); see slides/README.md" >&2; exit 1; }
-need_node = test -d $(SLIDES_NODE)/reveal.js -a -d $(SLIDES_NODE)/katex || { echo "error: reveal.js and KaTeX are not installed in $(SLIDES_NODE): run make slides-deps (npm ci in slides/; needs Node.js 18+ and the npm registry once)" >&2; exit 1; }
+need_node = test -d $(SLIDES_NODE)/reveal.js -a -d $(SLIDES_NODE)/katex || { echo "error: reveal.js and KaTeX are not installed in $(SLIDES_NODE): run make slides-deps (npm ci in slides/; needs Node.js 20+ and the npm registry once)" >&2; exit 1; }
 need_chromium = test -n "$(CHROMIUM)" || { echo "error: Chromium is not installed: sudo apt-get install chromium (or sudo make deps)" >&2; exit 1; }
 
 slides: ## render every deck for use without network: build/slides/index.html (pandoc, make slides-deps)
@@ -35,7 +35,7 @@ slides: ## render every deck for use without network: build/slides/index.html (p
 
 slides-deps: ## install reveal.js, KaTeX and the browser test's driver from slides/package-lock.json (npm ci)
 	@if ! command -v npm >/dev/null; then \
-	  echo "note: npm is not installed: slides cannot be rendered (Node.js 18+ with npm; see slides/README.md)"; \
+	  echo "note: npm is not installed: slides cannot be rendered (Node.js 20+ with npm; see slides/README.md)"; \
 	else cd slides && $(if $(SUDO_USER),sudo -u $(SUDO_USER) -H) npm ci --no-audit --no-fund; fi
 
 deps: slides-deps
