@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,9 @@ struct MetricsFile {
     int fields; /* in the current object */
 };
 
-MetricsFile *metrics_open(const char *path) {
+static MetricsFile *open_mode(const char *path, const char *mode) {
     if (!path || !*path) return NULL;
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, mode);
     if (!f) fatal("cannot write metrics file '%s': %s (check the directory exists)", path,
                   strerror(errno));
     MetricsFile *m = xcalloc(1, sizeof *m);
@@ -25,30 +26,38 @@ MetricsFile *metrics_open(const char *path) {
     return m;
 }
 
+MetricsFile *metrics_open(const char *path) { return open_mode(path, "w"); }
+
 MetricsFile *metrics_open_resumed(const char *path, long long first_epoch) {
     if (!path || !*path) return NULL;
     FILE *old = fopen(path, "r");
-    char *kept = NULL;
-    size_t kept_len = 0;
-    if (old) { /* the lines to keep, in memory: a metrics file is small */
-        FILE *mem = open_memstream(&kept, &kept_len);
-        if (!mem) fatal("out of memory reading the metrics file '%s'", path);
-        char *line = NULL;
-        size_t cap = 0;
-        while (getline(&line, &cap, old) > 0) {
-            const char *e = strstr(line, "\"epoch\": ");
-            if (!e || atoll(e + 9) < first_epoch) fputs(line, mem);
-        }
-        free(line);
-        fclose(old);
-        fclose(mem);
+    if (!old) return open_mode(path, "w");
+    /* the lines to keep, in memory (a metrics file is small); usually all of them */
+    char *kept = NULL, *line = NULL;
+    size_t kept_len = 0, cap = 0;
+    int dropped = 0;
+    FILE *mem = open_memstream(&kept, &kept_len);
+    if (!mem) fatal("out of memory reading the metrics file '%s'", path);
+    while (getline(&line, &cap, old) > 0) {
+        const char *e = strstr(line, "\"epoch\": ");
+        if (!e || atoll(e + 9) < first_epoch) fputs(line, mem);
+        else dropped++;
     }
-    MetricsFile *m = metrics_open(path);
-    if (kept_len && fwrite(kept, 1, kept_len, m->f) != kept_len)
-        fatal("cannot write metrics file '%s': %s", path, strerror(errno));
+    free(line);
+    fclose(old);
+    fclose(mem);
+    if (dropped) { /* rewritten beside it, then renamed over it: never half a file */
+        char tmp[4096];
+        if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+            fatal("metrics file path too long: %s", path);
+        FILE *t = fopen(tmp, "w");
+        bool ok = t && fwrite(kept, 1, kept_len, t) == kept_len;
+        ok = (t && fclose(t) == 0) && ok;
+        if (!ok || rename(tmp, path) != 0)
+            fatal("cannot rewrite metrics file '%s' for the resumed run: %s", path, strerror(errno));
+    }
     free(kept);
-    fflush(m->f);
-    return m;
+    return open_mode(path, "a");
 }
 
 static void key(MetricsFile *m, const char *k) {
