@@ -1,0 +1,362 @@
+#include "transformer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "layers/add.h"
+#include "layers/attention.h"
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/layernorm.h"
+#include "layers/linear.h"
+#include "layers/positional.h"
+#include "layers/relu.h"
+#include "layers/softmax_xent.h"
+
+TransformerConfig transformer_config_tutorial(int vocab) {
+    return (TransformerConfig){.vocab = vocab, .d_model = 200, .heads = 2, .d_ff = 200,
+                               .layers = 2, .max_len = 5000, .dropout = 0.2f};
+}
+
+TransformerConfig transformer_config_seed(int vocab) {
+    return (TransformerConfig){.vocab = vocab, .d_model = 1024, .heads = 4, .d_ff = 1024,
+                               .layers = 3, .max_len = 5000, .dropout = 0.2f};
+}
+
+void transformer_config_check(const TransformerConfig *c) {
+    if (c->vocab < 2) fatal("the vocabulary must have at least 2 words, got %d", c->vocab);
+    if (c->d_model < 2 || c->d_model % 2)
+        fatal("the model width must be even and at least 2 (sinusoidal positions), got %d", c->d_model);
+    if (c->heads < 1 || c->d_model % c->heads)
+        fatal("%d heads do not divide the model width %d", c->heads, c->d_model);
+    if (c->d_ff < 1) fatal("the feed-forward width must be at least 1, got %d", c->d_ff);
+    if (c->layers < 1) fatal("the model needs at least 1 encoder layer, got %d", c->layers);
+    if (c->max_len < 1) fatal("the longest sequence must be at least 1, got %d", c->max_len);
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+        fatal("dropout must be in [0, 1), got %g", (double)c->dropout);
+}
+
+int64_t transformer_param_count(const TransformerConfig *c) {
+    const int64_t V = c->vocab, D = c->d_model, F = c->d_ff;
+    const int64_t layer = 3 * D * D + 3 * D + D * D + D + F * D + F + D * F + D + 4 * D;
+    return V * D + c->layers * layer + V * D + V;
+}
+
+/* ---------------------------------------------------------------- parameters */
+
+static bool holds(const Transformer *m, int block) { return block >= m->first && block < m->last; }
+
+static Param *add2(Transformer *m, const char *name, int a, int b) {
+    return params_add(&m->params, name, 2, (int[]){a, b});
+}
+static Param *add1(Transformer *m, const char *name, int a) {
+    return params_add(&m->params, name, 1, (int[]){a});
+}
+
+static void declare_layer(Transformer *m, int l) {
+    const int D = m->cfg.d_model, F = m->cfg.d_ff;
+    EncoderParams *p = &m->enc[l];
+    char name[PARAM_NAME_MAX];
+#define NAME(suffix) (snprintf(name, sizeof name, "transformer_encoder.layers.%d." suffix, l), name)
+    p->in_w = add2(m, NAME("self_attn.in_proj_weight"), 3 * D, D);
+    p->in_b = add1(m, NAME("self_attn.in_proj_bias"), 3 * D);
+    p->out_w = add2(m, NAME("self_attn.out_proj.weight"), D, D);
+    p->out_b = add1(m, NAME("self_attn.out_proj.bias"), D);
+    p->l1_w = add2(m, NAME("linear1.weight"), F, D);
+    p->l1_b = add1(m, NAME("linear1.bias"), F);
+    p->l2_w = add2(m, NAME("linear2.weight"), D, F);
+    p->l2_b = add1(m, NAME("linear2.bias"), D);
+    p->n1_w = add1(m, NAME("norm1.weight"), D);
+    p->n1_b = add1(m, NAME("norm1.bias"), D);
+    p->n2_w = add1(m, NAME("norm2.weight"), D);
+    p->n2_b = add1(m, NAME("norm2.bias"), D);
+#undef NAME
+}
+
+static void uniform(Param *p, float bound, Rng *rng) {
+    for (int64_t i = 0; i < p->value.size; i++) p->value.data[i] = rng_uniform_range(rng, -bound, bound);
+}
+
+/* PyTorch's initialisation, each block from its own stream of the seed. */
+static void init_block(Transformer *m, int block) {
+    const int D = m->cfg.d_model, F = m->cfg.d_ff, L = m->cfg.layers;
+    Rng rng;
+    rng_seed(&rng, m->seed, 100 + (uint64_t)block);
+    if (block == 0) {
+        uniform(m->embedding, 0.1f, &rng); /* the tutorial's init_weights */
+    } else if (block == L + 1) {
+        uniform(m->decoder_w, 0.1f, &rng); /* the bias stays 0 */
+    } else {
+        EncoderParams *p = &m->enc[block - 1];
+        uniform(p->in_w, sqrtf(6.0f / (float)(D + 3 * D)), &rng); /* Xavier; bias 0 */
+        uniform(p->out_w, 1.0f / sqrtf((float)D), &rng);          /* Linear's; bias 0 */
+        uniform(p->l1_w, 1.0f / sqrtf((float)D), &rng);
+        uniform(p->l1_b, 1.0f / sqrtf((float)D), &rng);
+        uniform(p->l2_w, 1.0f / sqrtf((float)F), &rng);
+        uniform(p->l2_b, 1.0f / sqrtf((float)F), &rng);
+        tensor_fill(&p->n1_w->value, 1.0f);
+        tensor_fill(&p->n2_w->value, 1.0f);
+    }
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+static void alloc_acts(Transformer *m, int l) {
+    const int B = m->B, T = m->T, N = m->N, D = m->cfg.d_model, F = m->cfg.d_ff, H = m->cfg.heads;
+    EncoderActs *a = &m->acts[l];
+    a->qkv = tensor_zeros(2, N, 3 * D);
+    a->probs = tensor_zeros(4, B, H, T, T);
+    a->dropped = tensor_zeros(4, B, H, T, T);
+    a->ctx = tensor_zeros(2, N, D), a->a = tensor_zeros(2, N, D), a->a_mask = tensor_zeros(2, N, D);
+    a->r1 = tensor_zeros(2, N, D), a->y1 = tensor_zeros(2, N, D);
+    a->mean1 = tensor_zeros(1, N), a->rstd1 = tensor_zeros(1, N);
+    a->h = tensor_zeros(2, N, F), a->h_mask = tensor_zeros(2, N, F);
+    a->f = tensor_zeros(2, N, D), a->f_mask = tensor_zeros(2, N, D);
+    a->r2 = tensor_zeros(2, N, D), a->out = tensor_zeros(2, N, D);
+    a->mean2 = tensor_zeros(1, N), a->rstd2 = tensor_zeros(1, N);
+}
+
+static void free_acts(EncoderActs *a) {
+    Tensor *all[] = {&a->qkv, &a->probs, &a->dropped, &a->ctx, &a->a, &a->a_mask, &a->r1, &a->y1,
+                     &a->mean1, &a->rstd1, &a->h, &a->h_mask, &a->f, &a->f_mask, &a->r2,
+                     &a->out, &a->mean2, &a->rstd2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+}
+
+void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, int T,
+                             uint64_t seed, int first, int last) {
+    transformer_config_check(c);
+    const int blocks = transformer_block_count(c);
+    if (first < 0 || last > blocks || first >= last)
+        fatal("blocks [%d, %d) are not a range of the model's %d blocks", first, last, blocks);
+    if (B < 1 || T < 1 || T > c->max_len)
+        fatal("batches of %d sequences of %d tokens: both must be at least 1, T at most %d", B,
+              T, c->max_len);
+    memset(m, 0, sizeof *m);
+    m->cfg = *c;
+    m->B = B, m->T = T, m->N = B * T;
+    m->first = first, m->last = last;
+    m->seed = seed;
+    m->training = true;
+    m->rngs = xcalloc((size_t)transformer_block_count(c), sizeof *m->rngs);
+    for (int k = 0; k < transformer_block_count(c); k++) rng_seed(&m->rngs[k], seed, 1000 + (uint64_t)k);
+    const int D = c->d_model, F = c->d_ff, H = c->heads, L = c->layers, N = m->N;
+    m->enc = xcalloc((size_t)L, sizeof *m->enc);
+    m->acts = xcalloc((size_t)L, sizeof *m->acts);
+    if (holds(m, 0)) m->embedding = add2(m, "embedding.weight", c->vocab, D);
+    for (int l = 0; l < L; l++)
+        if (holds(m, l + 1)) declare_layer(m, l);
+    if (holds(m, L + 1)) {
+        m->decoder_w = add2(m, "linear.weight", c->vocab, D);
+        m->decoder_b = add1(m, "linear.bias", c->vocab);
+    }
+    params_allocate(&m->params);
+    for (int k = first; k < last; k++) init_block(m, k);
+    if (holds(m, 0)) {
+        m->pe = tensor_zeros(2, c->max_len, D);
+        positional_table_fill(&m->pe);
+        m->x0 = tensor_zeros(2, N, D), m->x0_mask = tensor_zeros(2, N, D);
+    }
+    for (int l = 0; l < L; l++)
+        if (holds(m, l + 1)) alloc_acts(m, l);
+    if (holds(m, L + 1)) m->logits = tensor_zeros(2, N, c->vocab);
+    m->dx = tensor_zeros(2, N, D);
+    m->d_a = tensor_zeros(2, N, D), m->d_r = tensor_zeros(2, N, D), m->d_y = tensor_zeros(2, N, D);
+    m->d_f = tensor_zeros(2, N, D), m->d_ctx = tensor_zeros(2, N, D);
+    m->d_h = tensor_zeros(2, N, F), m->d_h2 = tensor_zeros(2, N, F);
+    m->d_qkv = tensor_zeros(2, N, 3 * D), m->d_scores = tensor_zeros(4, B, H, T, T);
+    m->d_in = tensor_zeros(2, N, D), m->d_out = tensor_zeros(2, N, D);
+    if (holds(m, L + 1)) m->dlogits = tensor_zeros(2, N, c->vocab);
+}
+
+void transformer_init(Transformer *m, const TransformerConfig *c, int B, int T, uint64_t seed) {
+    transformer_init_blocks(m, c, B, T, seed, 0, transformer_block_count(c));
+}
+
+void transformer_free(Transformer *m) {
+    for (int l = 0; l < m->cfg.layers; l++)
+        if (holds(m, l + 1)) free_acts(&m->acts[l]);
+    xfree(m->acts);
+    xfree(m->enc);
+    xfree(m->rngs);
+    params_free(&m->params);
+    Tensor *all[] = {&m->pe, &m->x0, &m->x0_mask, &m->logits, &m->dlogits, &m->dx, &m->d_a,
+                     &m->d_r, &m->d_y, &m->d_f, &m->d_ctx, &m->d_h, &m->d_h2, &m->d_qkv,
+                     &m->d_scores, &m->d_in, &m->d_out};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    memset(m, 0, sizeof *m);
+}
+
+void transformer_train(Transformer *m) { m->training = true; }
+void transformer_eval(Transformer *m) { m->training = false; }
+
+/* ---------------------------------------------------------------- forward */
+
+/* The input of block k: in when k is the first block of this call, else the output
+ * of block k - 1, which this model holds. */
+static const Tensor *block_input(const Transformer *m, int k, int first, const Tensor *in) {
+    if (k == first) return in;
+    return k == 1 ? &m->x0 : &m->acts[k - 2].out;
+}
+
+static void embed_forward(Transformer *m, const int *tokens) {
+    const float p = m->cfg.dropout;
+    m->tokens = tokens;
+    embedding_forward(&m->x0, tokens, &m->embedding->value, sqrtf((float)m->cfg.d_model));
+    positional_forward(&m->x0, &m->x0, &m->pe, m->T);
+    dropout_forward(&m->x0, &m->x0_mask, &m->x0, p, m->training, &m->rngs[0]);
+}
+
+static void layer_forward(Transformer *m, int l, const Tensor *x) {
+    const EncoderParams *p = &m->enc[l];
+    EncoderActs *a = &m->acts[l];
+    const float drop = m->cfg.dropout;
+    const bool active = dropout_active(drop, m->training);
+    Rng *rng = &m->rngs[l + 1];
+    linear_forward(&a->qkv, x, &p->in_w->value, &p->in_b->value);
+    attention_forward(&a->ctx, &a->probs, active ? &a->dropped : NULL, &a->qkv, drop, m->training,
+                      rng);
+    linear_forward(&a->a, &a->ctx, &p->out_w->value, &p->out_b->value);
+    dropout_forward(&a->a, &a->a_mask, &a->a, drop, m->training, rng);
+    add_forward(&a->r1, x, &a->a);
+    layernorm_forward(&a->y1, &a->mean1, &a->rstd1, &a->r1, &p->n1_w->value, &p->n1_b->value,
+                      LAYERNORM_EPS);
+    linear_forward(&a->h, &a->y1, &p->l1_w->value, &p->l1_b->value);
+    relu_forward(&a->h, &a->h);
+    /* in place: where dropout keeps an entry it is the ReLU's output scaled, so h > 0
+     * still marks the ReLU's positive side for the backward */
+    dropout_forward(&a->h, &a->h_mask, &a->h, drop, m->training, rng);
+    linear_forward(&a->f, &a->h, &p->l2_w->value, &p->l2_b->value);
+    dropout_forward(&a->f, &a->f_mask, &a->f, drop, m->training, rng);
+    add_forward(&a->r2, &a->y1, &a->f);
+    layernorm_forward(&a->out, &a->mean2, &a->rstd2, &a->r2, &p->n2_w->value, &p->n2_b->value,
+                      LAYERNORM_EPS);
+}
+
+const Tensor *transformer_forward(Transformer *m, int first, int last, const int *tokens,
+                                  const Tensor *in) {
+    CHECK(first >= m->first && last <= m->last && first < last,
+          "blocks [%d, %d) outside the model's [%d, %d)", first, last, m->first, m->last);
+    CHECK(first == 0 ? tokens != NULL : in != NULL, "block %d's input is missing", first);
+    const int L = m->cfg.layers;
+    const Tensor *out = NULL;
+    for (int k = first; k < last; k++) {
+        const Tensor *x = block_input(m, k, first, in);
+        if (k == 0) {
+            embed_forward(m, tokens);
+            out = &m->x0;
+        } else if (k <= L) {
+            CHECK_SHAPE(x, m->N, m->cfg.d_model);
+            layer_forward(m, k - 1, x);
+            out = &m->acts[k - 1].out;
+        } else {
+            CHECK_SHAPE(x, m->N, m->cfg.d_model);
+            linear_forward(&m->logits, x, &m->decoder_w->value, &m->decoder_b->value);
+            out = &m->logits;
+        }
+    }
+    return out;
+}
+
+/* ---------------------------------------------------------------- backward */
+
+/* din += dL/dx of encoder layer l, given dout = dL/d(its output); its parameters'
+ * gradients are added to, then announced (data-parallel buckets). */
+static void layer_backward(Transformer *m, int l, const Tensor *x, const Tensor *dout, Tensor *din) {
+    const EncoderParams *p = &m->enc[l];
+    EncoderActs *a = &m->acts[l];
+    const bool active = dropout_active(m->cfg.dropout, m->training);
+    Tensor *all[] = {&m->d_r, &m->d_y, &m->d_f, &m->d_h, &m->d_h2, &m->d_a, &m->d_ctx, &m->d_qkv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_fill(all[i], 0.0f);
+    /* out = norm2(r2), r2 = y1 + f */
+    layernorm_backward(&m->d_r, &p->n2_w->grad, &p->n2_b->grad, dout, &a->r2, &a->mean2, &a->rstd2,
+                       &p->n2_w->value);
+    add_backward(&m->d_y, &m->d_f, &m->d_r);
+    /* f = dropout(linear2(h)), h = dropout(relu(linear1(y1))) */
+    tensor_fill(&m->d_r, 0.0f);
+    dropout_backward(&m->d_r, &m->d_f, active ? &a->f_mask : NULL);
+    linear_backward(&m->d_h, &p->l2_w->grad, &p->l2_b->grad, &m->d_r, &a->h, &p->l2_w->value);
+    dropout_backward(&m->d_h2, &m->d_h, active ? &a->h_mask : NULL);
+    tensor_fill(&m->d_h, 0.0f);
+    relu_backward(&m->d_h, &m->d_h2, &a->h);
+    linear_backward(&m->d_y, &p->l1_w->grad, &p->l1_b->grad, &m->d_h, &a->y1, &p->l1_w->value);
+    /* y1 = norm1(r1), r1 = x + a */
+    tensor_fill(&m->d_r, 0.0f);
+    layernorm_backward(&m->d_r, &p->n1_w->grad, &p->n1_b->grad, &m->d_y, &a->r1, &a->mean1,
+                       &a->rstd1, &p->n1_w->value);
+    add_backward(din, NULL, &m->d_r);
+    /* a = dropout(out_proj(attention(in_proj(x)))) */
+    dropout_backward(&m->d_a, &m->d_r, active ? &a->a_mask : NULL);
+    linear_backward(&m->d_ctx, &p->out_w->grad, &p->out_b->grad, &m->d_a, &a->ctx, &p->out_w->value);
+    attention_backward(&m->d_qkv, &m->d_scores, &m->d_ctx, &a->qkv, &a->probs,
+                       active ? &a->dropped : NULL);
+    linear_backward(din, &p->in_w->grad, &p->in_b->grad, &m->d_qkv, x, &p->in_w->value);
+    const Param *done[] = {p->n2_w, p->n2_b, p->l2_w, p->l2_b, p->l1_w, p->l1_b,
+                           p->n1_w, p->n1_b, p->out_w, p->out_b, p->in_w, p->in_b};
+    for (size_t i = 0; i < sizeof done / sizeof done[0]; i++) params_grad_ready(&m->params, done[i]);
+}
+
+static void embed_backward(Transformer *m, const Tensor *dout) {
+    /* x0 = dropout(embedding * sqrt(D) + pe): the positions have no parameters */
+    tensor_fill(&m->d_r, 0.0f);
+    dropout_backward(&m->d_r, dout, dropout_active(m->cfg.dropout, m->training) ? &m->x0_mask : NULL);
+    embedding_backward(&m->embedding->grad, &m->d_r, m->tokens, sqrtf((float)m->cfg.d_model));
+    params_grad_ready(&m->params, m->embedding);
+}
+
+void transformer_backward(Transformer *m, int first, int last, const Tensor *dout,
+                          const Tensor *in, Tensor *din) {
+    CHECK(first >= m->first && last <= m->last && first < last,
+          "blocks [%d, %d) outside the model's [%d, %d)", first, last, m->first, m->last);
+    const int L = m->cfg.layers;
+    /* g: the gradient of the current block's output; the next one goes to the other of
+     * d_in and d_out, so that a block never reads what it writes */
+    const Tensor *g = dout;
+    Tensor *next = &m->d_in;
+    for (int k = last - 1; k >= first; k--) {
+        const Tensor *x = block_input(m, k, first, in);
+        if (k == 0) {
+            embed_backward(m, g);
+            break;
+        }
+        Tensor *target = k == first ? din : next;
+        if (target && target != din) tensor_fill(target, 0.0f);
+        Tensor *into = target ? target : &m->dx; /* nobody wants it: a scratch buffer */
+        if (!target) tensor_fill(into, 0.0f);
+        if (k <= L) {
+            layer_backward(m, k - 1, x, g, into);
+        } else {
+            CHECK_SHAPE(g, m->N, m->cfg.vocab);
+            linear_backward(into, &m->decoder_w->grad, &m->decoder_b->grad, g, x,
+                            &m->decoder_w->value);
+            params_grad_ready(&m->params, m->decoder_w);
+            params_grad_ready(&m->params, m->decoder_b);
+        }
+        g = into;
+        next = into == &m->d_in ? &m->d_out : &m->d_in;
+    }
+}
+
+/* ---------------------------------------------------------------- loss */
+
+float transformer_loss(Transformer *m, const int *targets) {
+    CHECK(m->last == transformer_block_count(&m->cfg), "the loss needs the decoder's block");
+    return softmax_cross_entropy_fast(NULL, &m->logits, targets);
+}
+
+float transformer_loss_grad(Transformer *m, const int *targets) {
+    CHECK(m->last == transformer_block_count(&m->cfg), "the loss needs the decoder's block");
+    tensor_fill(&m->dlogits, 0.0f);
+    return softmax_cross_entropy_fast(&m->dlogits, &m->logits, targets);
+}
+
+float transformer_forward_backward(Transformer *m, const int *tokens, const int *targets) {
+    const int blocks = transformer_block_count(&m->cfg);
+    CHECK(m->first == 0 && m->last == blocks, "transformer_forward_backward needs the whole model");
+    transformer_forward(m, 0, blocks, tokens, NULL);
+    const float loss = transformer_loss_grad(m, targets);
+    transformer_backward(m, 0, blocks, &m->dlogits, NULL, NULL);
+    return loss;
+}
