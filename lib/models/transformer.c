@@ -58,7 +58,7 @@ static Param *add1(Transformer *m, const char *name, int a) {
 static void declare_layer(Transformer *m, int l) {
     const int D = m->cfg.d_model, F = m->cfg.d_ff;
     EncoderParams *p = &m->enc[l];
-    char name[PARAM_NAME_MAX];
+    char name[PARAM_NAME_MAX + 16]; /* room for any layer number; params_add checks the length */
 #define NAME(suffix) (snprintf(name, sizeof name, "transformer_encoder.layers.%d." suffix, l), name)
     p->in_w = add2(m, NAME("self_attn.in_proj_weight"), 3 * D, D);
     p->in_b = add1(m, NAME("self_attn.in_proj_bias"), 3 * D);
