@@ -1,8 +1,15 @@
 #include "layer_ops.h"
 
+#include "add.h"
+#include "attention.h"
 #include "conv2d.h"
+#include "dropout.h"
+#include "embedding.h"
+#include "gelu.h"
+#include "layernorm.h"
 #include "linear.h"
 #include "maxpool2d.h"
+#include "positional.h"
 #include "relu.h"
 #include "softmax_xent.h"
 
@@ -18,6 +25,20 @@ static const LayerOps CPU_LAYERS = {
     .linear_backward = linear_backward,
     .softmax_cross_entropy = softmax_cross_entropy,
     .count_correct = count_correct,
+    .embedding_forward = embedding_forward,
+    .embedding_backward = embedding_backward,
+    .positional_forward = positional_forward,
+    .layernorm_forward = layernorm_forward,
+    .layernorm_backward = layernorm_backward,
+    .dropout_forward = dropout_forward,
+    .dropout_backward = dropout_backward,
+    .attention_forward = attention_forward,
+    .attention_backward = attention_backward,
+    .gelu_forward = gelu_forward,
+    .gelu_backward = gelu_backward,
+    .add_forward = add_forward,
+    .add_backward = add_backward,
+    .softmax_cross_entropy_fast = softmax_cross_entropy_fast,
 };
 
 const LayerOps *layer_ops(Device device) {

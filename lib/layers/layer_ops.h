@@ -11,6 +11,9 @@
 #ifndef LAYERS_LAYER_OPS_H
 #define LAYERS_LAYER_OPS_H
 
+#include <stdbool.h>
+
+#include "core/rng.h"
 #include "core/tensor.h"
 
 typedef struct {
@@ -34,6 +37,37 @@ typedef struct {
     /* layers/softmax_xent.h (labels in the device's memory) */
     float (*softmax_cross_entropy)(Tensor *dlogits, const Tensor *logits, const int *labels);
     int (*count_correct)(const Tensor *logits, const int *labels);
+
+    /* The transformer's layers (tokens and targets in the device's memory; dropout
+     * draws its key from the host Rng on both devices) */
+    /* layers/embedding.h */
+    void (*embedding_forward)(Tensor *out, const int *tokens, const Tensor *table, float scale);
+    void (*embedding_backward)(Tensor *dtable, const Tensor *dout, const int *tokens, float scale);
+    /* layers/positional.h */
+    void (*positional_forward)(Tensor *out, const Tensor *in, const Tensor *table, int T);
+    /* layers/layernorm.h */
+    void (*layernorm_forward)(Tensor *out, Tensor *mean, Tensor *rstd, const Tensor *in,
+                              const Tensor *gamma, const Tensor *beta, float eps);
+    void (*layernorm_backward)(Tensor *din, Tensor *dgamma, Tensor *dbeta, const Tensor *dout,
+                               const Tensor *in, const Tensor *mean, const Tensor *rstd,
+                               const Tensor *gamma);
+    /* layers/dropout.h */
+    void (*dropout_forward)(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
+                            Rng *rng);
+    void (*dropout_backward)(Tensor *din, const Tensor *dout, const Tensor *mask);
+    /* layers/attention.h */
+    void (*attention_forward)(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
+                              float dropout_p, bool training, Rng *rng);
+    void (*attention_backward)(Tensor *dqkv, Tensor *dscores, const Tensor *dctx,
+                               const Tensor *qkv, const Tensor *probs, const Tensor *dropped);
+    /* layers/gelu.h */
+    void (*gelu_forward)(Tensor *out, const Tensor *in);
+    void (*gelu_backward)(Tensor *din, const Tensor *dout, const Tensor *in);
+    /* layers/add.h */
+    void (*add_forward)(Tensor *out, const Tensor *a, const Tensor *b);
+    void (*add_backward)(Tensor *da, Tensor *db, const Tensor *dout);
+    /* layers/softmax_xent.h: the loss over a large vocabulary (dlogits may be NULL) */
+    float (*softmax_cross_entropy_fast)(Tensor *dlogits, const Tensor *logits, const int *labels);
 } LayerOps;
 
 /* The library's layers on `device`. DEVICE_CUDA needs a build with CUDA (it stops

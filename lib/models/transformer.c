@@ -5,15 +5,9 @@
 #include <string.h>
 
 #include "core/check.h"
-#include "layers/add.h"
-#include "layers/attention.h"
 #include "layers/dropout.h"
-#include "layers/embedding.h"
 #include "layers/layernorm.h"
-#include "layers/linear.h"
 #include "layers/positional.h"
-#include "layers/relu.h"
-#include "layers/softmax_xent.h"
 
 TransformerConfig transformer_config_tutorial(int vocab) {
     return (TransformerConfig){.vocab = vocab, .d_model = 200, .heads = 2, .d_ff = 200,
@@ -101,29 +95,126 @@ static void init_block(Transformer *m, int block) {
     }
 }
 
+/* ---------------------------------------------------------------- buffers */
+
+/* What a buffer holds per row (a token) or per sequence, so that one list serves to
+ * allocate, to shorten to a batch's length, to move to a device and to free. */
+typedef enum { PER_ROW_D, PER_ROW_3D, PER_ROW_F, PER_ROW_V, PER_ROW_1, SCORES } BufKind;
+typedef struct {
+    Tensor *t;
+    BufKind kind;
+    bool saved; /* kept from the forward for the backward (an activation, not a workspace) */
+} Buf;
+
+enum { MAX_BUFS_FIXED = 24, BUFS_PER_LAYER = 18 };
+
+/* Every tensor with rows the model holds, for the blocks in its range. */
+static int model_buffers(Transformer *m, Buf *out) {
+    const int L = m->cfg.layers;
+    int n = 0;
+#define BUF(tensor, k, s) (out[n++] = (Buf){(tensor), (k), (s)})
+    if (holds(m, 0)) BUF(&m->x0, PER_ROW_D, true), BUF(&m->x0_mask, PER_ROW_D, true);
+    for (int l = 0; l < L; l++) {
+        if (!holds(m, l + 1)) continue;
+        EncoderActs *a = &m->acts[l];
+        BUF(&a->qkv, PER_ROW_3D, true), BUF(&a->probs, SCORES, true), BUF(&a->dropped, SCORES, true);
+        BUF(&a->ctx, PER_ROW_D, true), BUF(&a->a, PER_ROW_D, false), BUF(&a->a_mask, PER_ROW_D, true);
+        BUF(&a->r1, PER_ROW_D, true), BUF(&a->y1, PER_ROW_D, true);
+        BUF(&a->mean1, PER_ROW_1, true), BUF(&a->rstd1, PER_ROW_1, true);
+        BUF(&a->h, PER_ROW_F, true), BUF(&a->h_mask, PER_ROW_F, true);
+        BUF(&a->f, PER_ROW_D, false), BUF(&a->f_mask, PER_ROW_D, true);
+        BUF(&a->r2, PER_ROW_D, true), BUF(&a->out, PER_ROW_D, true);
+        BUF(&a->mean2, PER_ROW_1, true), BUF(&a->rstd2, PER_ROW_1, true);
+    }
+    if (holds(m, L + 1)) BUF(&m->logits, PER_ROW_V, true), BUF(&m->dlogits, PER_ROW_V, false);
+    BUF(&m->dx, PER_ROW_D, false), BUF(&m->d_in, PER_ROW_D, false), BUF(&m->d_out, PER_ROW_D, false);
+    BUF(&m->d_a, PER_ROW_D, false), BUF(&m->d_r, PER_ROW_D, false), BUF(&m->d_y, PER_ROW_D, false);
+    BUF(&m->d_f, PER_ROW_D, false), BUF(&m->d_ctx, PER_ROW_D, false);
+    BUF(&m->d_h, PER_ROW_F, false), BUF(&m->d_h2, PER_ROW_F, false);
+    BUF(&m->d_qkv, PER_ROW_3D, false), BUF(&m->d_scores, SCORES, false);
+#undef BUF
+    return n;
+}
+
+static Buf *buffer_list(Transformer *m, int *n) {
+    Buf *bufs = xcalloc((size_t)(MAX_BUFS_FIXED + BUFS_PER_LAYER * m->cfg.layers), sizeof *bufs);
+    *n = model_buffers(m, bufs);
+    return bufs;
+}
+
+/* The shape of a buffer for sequences of T tokens. */
+static void buffer_shape(const Transformer *m, BufKind kind, int T, int *ndim, int dims[4]) {
+    const int N = m->B * T, D = m->cfg.d_model;
+    const int cols[] = {[PER_ROW_D] = D, [PER_ROW_3D] = 3 * D, [PER_ROW_F] = m->cfg.d_ff,
+                        [PER_ROW_V] = m->cfg.vocab};
+    if (kind == SCORES) {
+        *ndim = 4, dims[0] = m->B, dims[1] = m->cfg.heads, dims[2] = T, dims[3] = T;
+    } else if (kind == PER_ROW_1) {
+        *ndim = 1, dims[0] = N;
+    } else {
+        *ndim = 2, dims[0] = N, dims[1] = cols[kind];
+    }
+}
+
+static void allocate_buffers(Transformer *m) {
+    int n, ndim, d[4];
+    Buf *bufs = buffer_list(m, &n);
+    for (int i = 0; i < n; i++) {
+        buffer_shape(m, bufs[i].kind, m->T_max, &ndim, d);
+        *bufs[i].t = ndim == 4 ? tensor_zeros_on(m->device, 4, d[0], d[1], d[2], d[3])
+                     : ndim == 2 ? tensor_zeros_on(m->device, 2, d[0], d[1])
+                                 : tensor_zeros_on(m->device, 1, d[0]);
+    }
+    xfree(bufs);
+}
+
+void transformer_set_seq_len(Transformer *m, int T) {
+    if (T < 1 || T > m->T_max)
+        fatal("a batch of sequences of %d tokens: the model was built for 1 to %d", T, m->T_max);
+    int n, ndim, d[4];
+    Buf *bufs = buffer_list(m, &n);
+    for (int i = 0; i < n; i++) { /* a prefix of each buffer: the data stays where it is */
+        Tensor *t = bufs[i].t;
+        buffer_shape(m, bufs[i].kind, T, &ndim, d);
+        t->ndim = ndim, t->size = 1;
+        for (int k = 0; k < TENSOR_MAX_DIMS; k++) t->shape[k] = k < ndim ? d[k] : 0;
+        for (int k = 0; k < ndim; k++) t->size *= d[k];
+    }
+    xfree(bufs);
+    m->T = T, m->N = m->B * T;
+}
+
+int64_t transformer_activation_bytes(Transformer *m) {
+    int n, ndim, d[4];
+    Buf *bufs = buffer_list(m, &n);
+    int64_t floats = 0;
+    for (int i = 0; i < n; i++) {
+        if (!bufs[i].saved) continue;
+        buffer_shape(m, bufs[i].kind, m->T_max, &ndim, d);
+        int64_t size = 1;
+        for (int k = 0; k < ndim; k++) size *= d[k];
+        floats += size;
+    }
+    xfree(bufs);
+    return floats * (int64_t)sizeof(float);
+}
+
+double transformer_activation_floats_per_token(const TransformerConfig *c, int T, int first,
+                                               int last) {
+    /* per encoder layer and token: qkv 3D; probs and dropped 2 H T (each token's row of
+     * T scores per head); ctx, a's mask, r1, y1, f's mask, r2, out: 7 D; h and its mask
+     * 2 F; two means and two reciprocal deviations: 4 */
+    const double D = c->d_model, F = c->d_ff, H = c->heads, V = c->vocab;
+    const double layer = 3 * D + 2 * H * T + 7 * D + 2 * F + 4;
+    double floats = 0;
+    for (int k = first; k < last; k++)
+        floats += k == 0 ? 2 * D /* x0 and its mask */
+                  : k <= c->layers ? layer
+                                   : V; /* the logits */
+    return floats;
+}
+
 /* ---------------------------------------------------------------- set-up */
-
-static void alloc_acts(Transformer *m, int l) {
-    const int B = m->B, T = m->T, N = m->N, D = m->cfg.d_model, F = m->cfg.d_ff, H = m->cfg.heads;
-    EncoderActs *a = &m->acts[l];
-    a->qkv = tensor_zeros(2, N, 3 * D);
-    a->probs = tensor_zeros(4, B, H, T, T);
-    a->dropped = tensor_zeros(4, B, H, T, T);
-    a->ctx = tensor_zeros(2, N, D), a->a = tensor_zeros(2, N, D), a->a_mask = tensor_zeros(2, N, D);
-    a->r1 = tensor_zeros(2, N, D), a->y1 = tensor_zeros(2, N, D);
-    a->mean1 = tensor_zeros(1, N), a->rstd1 = tensor_zeros(1, N);
-    a->h = tensor_zeros(2, N, F), a->h_mask = tensor_zeros(2, N, F);
-    a->f = tensor_zeros(2, N, D), a->f_mask = tensor_zeros(2, N, D);
-    a->r2 = tensor_zeros(2, N, D), a->out = tensor_zeros(2, N, D);
-    a->mean2 = tensor_zeros(1, N), a->rstd2 = tensor_zeros(1, N);
-}
-
-static void free_acts(EncoderActs *a) {
-    Tensor *all[] = {&a->qkv, &a->probs, &a->dropped, &a->ctx, &a->a, &a->a_mask, &a->r1, &a->y1,
-                     &a->mean1, &a->rstd1, &a->h, &a->h_mask, &a->f, &a->f_mask, &a->r2,
-                     &a->out, &a->mean2, &a->rstd2};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
-}
 
 void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, int T,
                              uint64_t seed, int first, int last) {
@@ -136,13 +227,15 @@ void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, 
               T, c->max_len);
     memset(m, 0, sizeof *m);
     m->cfg = *c;
-    m->B = B, m->T = T, m->N = B * T;
+    m->B = B, m->T = T, m->T_max = T, m->N = B * T;
     m->first = first, m->last = last;
     m->seed = seed;
     m->training = true;
+    m->device = DEVICE_CPU;
+    m->layers = *layer_ops(DEVICE_CPU);
     m->rngs = xcalloc((size_t)transformer_block_count(c), sizeof *m->rngs);
     for (int k = 0; k < transformer_block_count(c); k++) rng_seed(&m->rngs[k], seed, 1000 + (uint64_t)k);
-    const int D = c->d_model, F = c->d_ff, H = c->heads, L = c->layers, N = m->N;
+    const int D = c->d_model, L = c->layers;
     m->enc = xcalloc((size_t)L, sizeof *m->enc);
     m->acts = xcalloc((size_t)L, sizeof *m->acts);
     if (holds(m, 0)) m->embedding = add2(m, "embedding.weight", c->vocab, D);
@@ -157,35 +250,64 @@ void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, 
     if (holds(m, 0)) {
         m->pe = tensor_zeros(2, c->max_len, D);
         positional_table_fill(&m->pe);
-        m->x0 = tensor_zeros(2, N, D), m->x0_mask = tensor_zeros(2, N, D);
     }
-    for (int l = 0; l < L; l++)
-        if (holds(m, l + 1)) alloc_acts(m, l);
-    if (holds(m, L + 1)) m->logits = tensor_zeros(2, N, c->vocab);
-    m->dx = tensor_zeros(2, N, D);
-    m->d_a = tensor_zeros(2, N, D), m->d_r = tensor_zeros(2, N, D), m->d_y = tensor_zeros(2, N, D);
-    m->d_f = tensor_zeros(2, N, D), m->d_ctx = tensor_zeros(2, N, D);
-    m->d_h = tensor_zeros(2, N, F), m->d_h2 = tensor_zeros(2, N, F);
-    m->d_qkv = tensor_zeros(2, N, 3 * D), m->d_scores = tensor_zeros(4, B, H, T, T);
-    m->d_in = tensor_zeros(2, N, D), m->d_out = tensor_zeros(2, N, D);
-    if (holds(m, L + 1)) m->dlogits = tensor_zeros(2, N, c->vocab);
+    allocate_buffers(m);
 }
 
 void transformer_init(Transformer *m, const TransformerConfig *c, int B, int T, uint64_t seed) {
     transformer_init_blocks(m, c, B, T, seed, 0, transformer_block_count(c));
 }
 
+/* The name of the first layer the model calls that the table lacks, or NULL. */
+static const char *missing_layer(const LayerOps *o) {
+#define NEED(fn) \
+    if (!o->fn) return #fn
+    NEED(linear_forward); NEED(linear_backward); NEED(relu_forward); NEED(relu_backward);
+    NEED(embedding_forward); NEED(embedding_backward); NEED(positional_forward);
+    NEED(layernorm_forward); NEED(layernorm_backward); NEED(dropout_forward);
+    NEED(dropout_backward); NEED(attention_forward); NEED(attention_backward);
+    NEED(add_forward); NEED(add_backward); NEED(softmax_cross_entropy_fast);
+#undef NEED
+    return NULL;
+}
+
+void transformer_to_device(Transformer *m, Device device) {
+    if (m->device == device) return;
+    const LayerOps *ops = layer_ops(device);
+    const char *missing = missing_layer(ops);
+    if (missing)
+        fatal("the transformer cannot run on the %s: its layer %s has no %s version in this build",
+              device_name(device), missing, device_name(device));
+    params_to_device(&m->params, device);
+    int n;
+    Buf *bufs = buffer_list(m, &n);
+    for (int i = 0; i < n; i++) { /* contents are scratch; tensor_to keeps the shapes */
+        Tensor t = tensor_to(bufs[i].t, device);
+        tensor_free(bufs[i].t);
+        *bufs[i].t = t;
+    }
+    xfree(bufs);
+    if (holds(m, 0)) {
+        Tensor pe = tensor_to(&m->pe, device);
+        tensor_free(&m->pe);
+        m->pe = pe;
+    }
+    m->device = device;
+    m->layers = *ops;
+}
+
 void transformer_free(Transformer *m) {
-    for (int l = 0; l < m->cfg.layers; l++)
-        if (holds(m, l + 1)) free_acts(&m->acts[l]);
+    if (m->acts) {
+        int n;
+        Buf *bufs = buffer_list(m, &n);
+        for (int i = 0; i < n; i++) tensor_free(bufs[i].t);
+        xfree(bufs);
+    }
     xfree(m->acts);
     xfree(m->enc);
     xfree(m->rngs);
     params_free(&m->params);
-    Tensor *all[] = {&m->pe, &m->x0, &m->x0_mask, &m->logits, &m->dlogits, &m->dx, &m->d_a,
-                     &m->d_r, &m->d_y, &m->d_f, &m->d_ctx, &m->d_h, &m->d_h2, &m->d_qkv,
-                     &m->d_scores, &m->d_in, &m->d_out};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    tensor_free(&m->pe);
     memset(m, 0, sizeof *m);
 }
 
@@ -202,37 +324,39 @@ static const Tensor *block_input(const Transformer *m, int k, int first, const T
 }
 
 static void embed_forward(Transformer *m, const int *tokens) {
+    const LayerOps *o = &m->layers;
     const float p = m->cfg.dropout;
     m->tokens = tokens;
-    embedding_forward(&m->x0, tokens, &m->embedding->value, sqrtf((float)m->cfg.d_model));
-    positional_forward(&m->x0, &m->x0, &m->pe, m->T);
-    dropout_forward(&m->x0, &m->x0_mask, &m->x0, p, m->training, &m->rngs[0]);
+    o->embedding_forward(&m->x0, tokens, &m->embedding->value, sqrtf((float)m->cfg.d_model));
+    o->positional_forward(&m->x0, &m->x0, &m->pe, m->T);
+    o->dropout_forward(&m->x0, &m->x0_mask, &m->x0, p, m->training, &m->rngs[0]);
 }
 
 static void layer_forward(Transformer *m, int l, const Tensor *x) {
+    const LayerOps *o = &m->layers;
     const EncoderParams *p = &m->enc[l];
     EncoderActs *a = &m->acts[l];
     const float drop = m->cfg.dropout;
     const bool active = dropout_active(drop, m->training);
     Rng *rng = &m->rngs[l + 1];
-    linear_forward(&a->qkv, x, &p->in_w->value, &p->in_b->value);
-    attention_forward(&a->ctx, &a->probs, active ? &a->dropped : NULL, &a->qkv, drop, m->training,
-                      rng);
-    linear_forward(&a->a, &a->ctx, &p->out_w->value, &p->out_b->value);
-    dropout_forward(&a->a, &a->a_mask, &a->a, drop, m->training, rng);
-    add_forward(&a->r1, x, &a->a);
-    layernorm_forward(&a->y1, &a->mean1, &a->rstd1, &a->r1, &p->n1_w->value, &p->n1_b->value,
-                      LAYERNORM_EPS);
-    linear_forward(&a->h, &a->y1, &p->l1_w->value, &p->l1_b->value);
-    relu_forward(&a->h, &a->h);
+    o->linear_forward(&a->qkv, x, &p->in_w->value, &p->in_b->value);
+    o->attention_forward(&a->ctx, &a->probs, active ? &a->dropped : NULL, &a->qkv, drop,
+                         m->training, rng);
+    o->linear_forward(&a->a, &a->ctx, &p->out_w->value, &p->out_b->value);
+    o->dropout_forward(&a->a, &a->a_mask, &a->a, drop, m->training, rng);
+    o->add_forward(&a->r1, x, &a->a);
+    o->layernorm_forward(&a->y1, &a->mean1, &a->rstd1, &a->r1, &p->n1_w->value, &p->n1_b->value,
+                         LAYERNORM_EPS);
+    o->linear_forward(&a->h, &a->y1, &p->l1_w->value, &p->l1_b->value);
+    o->relu_forward(&a->h, &a->h);
     /* in place: where dropout keeps an entry it is the ReLU's output scaled, so h > 0
      * still marks the ReLU's positive side for the backward */
-    dropout_forward(&a->h, &a->h_mask, &a->h, drop, m->training, rng);
-    linear_forward(&a->f, &a->h, &p->l2_w->value, &p->l2_b->value);
-    dropout_forward(&a->f, &a->f_mask, &a->f, drop, m->training, rng);
-    add_forward(&a->r2, &a->y1, &a->f);
-    layernorm_forward(&a->out, &a->mean2, &a->rstd2, &a->r2, &p->n2_w->value, &p->n2_b->value,
-                      LAYERNORM_EPS);
+    o->dropout_forward(&a->h, &a->h_mask, &a->h, drop, m->training, rng);
+    o->linear_forward(&a->f, &a->h, &p->l2_w->value, &p->l2_b->value);
+    o->dropout_forward(&a->f, &a->f_mask, &a->f, drop, m->training, rng);
+    o->add_forward(&a->r2, &a->y1, &a->f);
+    o->layernorm_forward(&a->out, &a->mean2, &a->rstd2, &a->r2, &p->n2_w->value, &p->n2_b->value,
+                         LAYERNORM_EPS);
 }
 
 const Tensor *transformer_forward(Transformer *m, int first, int last, const int *tokens,
@@ -253,7 +377,7 @@ const Tensor *transformer_forward(Transformer *m, int first, int last, const int
             out = &m->acts[k - 1].out;
         } else {
             CHECK_SHAPE(x, m->N, m->cfg.d_model);
-            linear_forward(&m->logits, x, &m->decoder_w->value, &m->decoder_b->value);
+            m->layers.linear_forward(&m->logits, x, &m->decoder_w->value, &m->decoder_b->value);
             out = &m->logits;
         }
     }
@@ -265,34 +389,36 @@ const Tensor *transformer_forward(Transformer *m, int first, int last, const int
 /* din += dL/dx of encoder layer l, given dout = dL/d(its output); its parameters'
  * gradients are added to, then announced (data-parallel buckets). */
 static void layer_backward(Transformer *m, int l, const Tensor *x, const Tensor *dout, Tensor *din) {
+    const LayerOps *o = &m->layers;
     const EncoderParams *p = &m->enc[l];
     EncoderActs *a = &m->acts[l];
     const bool active = dropout_active(m->cfg.dropout, m->training);
     Tensor *all[] = {&m->d_r, &m->d_y, &m->d_f, &m->d_h, &m->d_h2, &m->d_a, &m->d_ctx, &m->d_qkv};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_fill(all[i], 0.0f);
     /* out = norm2(r2), r2 = y1 + f */
-    layernorm_backward(&m->d_r, &p->n2_w->grad, &p->n2_b->grad, dout, &a->r2, &a->mean2, &a->rstd2,
-                       &p->n2_w->value);
-    add_backward(&m->d_y, &m->d_f, &m->d_r);
+    o->layernorm_backward(&m->d_r, &p->n2_w->grad, &p->n2_b->grad, dout, &a->r2, &a->mean2,
+                          &a->rstd2, &p->n2_w->value);
+    o->add_backward(&m->d_y, &m->d_f, &m->d_r);
     /* f = dropout(linear2(h)), h = dropout(relu(linear1(y1))) */
     tensor_fill(&m->d_r, 0.0f);
-    dropout_backward(&m->d_r, &m->d_f, active ? &a->f_mask : NULL);
-    linear_backward(&m->d_h, &p->l2_w->grad, &p->l2_b->grad, &m->d_r, &a->h, &p->l2_w->value);
-    dropout_backward(&m->d_h2, &m->d_h, active ? &a->h_mask : NULL);
+    o->dropout_backward(&m->d_r, &m->d_f, active ? &a->f_mask : NULL);
+    o->linear_backward(&m->d_h, &p->l2_w->grad, &p->l2_b->grad, &m->d_r, &a->h, &p->l2_w->value);
+    o->dropout_backward(&m->d_h2, &m->d_h, active ? &a->h_mask : NULL);
     tensor_fill(&m->d_h, 0.0f);
-    relu_backward(&m->d_h, &m->d_h2, &a->h);
-    linear_backward(&m->d_y, &p->l1_w->grad, &p->l1_b->grad, &m->d_h, &a->y1, &p->l1_w->value);
+    o->relu_backward(&m->d_h, &m->d_h2, &a->h);
+    o->linear_backward(&m->d_y, &p->l1_w->grad, &p->l1_b->grad, &m->d_h, &a->y1, &p->l1_w->value);
     /* y1 = norm1(r1), r1 = x + a */
     tensor_fill(&m->d_r, 0.0f);
-    layernorm_backward(&m->d_r, &p->n1_w->grad, &p->n1_b->grad, &m->d_y, &a->r1, &a->mean1,
-                       &a->rstd1, &p->n1_w->value);
-    add_backward(din, NULL, &m->d_r);
+    o->layernorm_backward(&m->d_r, &p->n1_w->grad, &p->n1_b->grad, &m->d_y, &a->r1, &a->mean1,
+                          &a->rstd1, &p->n1_w->value);
+    o->add_backward(din, NULL, &m->d_r);
     /* a = dropout(out_proj(attention(in_proj(x)))) */
-    dropout_backward(&m->d_a, &m->d_r, active ? &a->a_mask : NULL);
-    linear_backward(&m->d_ctx, &p->out_w->grad, &p->out_b->grad, &m->d_a, &a->ctx, &p->out_w->value);
-    attention_backward(&m->d_qkv, &m->d_scores, &m->d_ctx, &a->qkv, &a->probs,
-                       active ? &a->dropped : NULL);
-    linear_backward(din, &p->in_w->grad, &p->in_b->grad, &m->d_qkv, x, &p->in_w->value);
+    o->dropout_backward(&m->d_a, &m->d_r, active ? &a->a_mask : NULL);
+    o->linear_backward(&m->d_ctx, &p->out_w->grad, &p->out_b->grad, &m->d_a, &a->ctx,
+                       &p->out_w->value);
+    o->attention_backward(&m->d_qkv, &m->d_scores, &m->d_ctx, &a->qkv, &a->probs,
+                          active ? &a->dropped : NULL);
+    o->linear_backward(din, &p->in_w->grad, &p->in_b->grad, &m->d_qkv, x, &p->in_w->value);
     const Param *done[] = {p->n2_w, p->n2_b, p->l2_w, p->l2_b, p->l1_w, p->l1_b,
                            p->n1_w, p->n1_b, p->out_w, p->out_b, p->in_w, p->in_b};
     for (size_t i = 0; i < sizeof done / sizeof done[0]; i++) params_grad_ready(&m->params, done[i]);
@@ -301,8 +427,10 @@ static void layer_backward(Transformer *m, int l, const Tensor *x, const Tensor 
 static void embed_backward(Transformer *m, const Tensor *dout) {
     /* x0 = dropout(embedding * sqrt(D) + pe): the positions have no parameters */
     tensor_fill(&m->d_r, 0.0f);
-    dropout_backward(&m->d_r, dout, dropout_active(m->cfg.dropout, m->training) ? &m->x0_mask : NULL);
-    embedding_backward(&m->embedding->grad, &m->d_r, m->tokens, sqrtf((float)m->cfg.d_model));
+    m->layers.dropout_backward(&m->d_r, dout,
+                               dropout_active(m->cfg.dropout, m->training) ? &m->x0_mask : NULL);
+    m->layers.embedding_backward(&m->embedding->grad, &m->d_r, m->tokens,
+                                 sqrtf((float)m->cfg.d_model));
     params_grad_ready(&m->params, m->embedding);
 }
 
@@ -329,8 +457,8 @@ void transformer_backward(Transformer *m, int first, int last, const Tensor *dou
             layer_backward(m, k - 1, x, g, into);
         } else {
             CHECK_SHAPE(g, m->N, m->cfg.vocab);
-            linear_backward(into, &m->decoder_w->grad, &m->decoder_b->grad, g, x,
-                            &m->decoder_w->value);
+            m->layers.linear_backward(into, &m->decoder_w->grad, &m->decoder_b->grad, g, x,
+                                      &m->decoder_w->value);
             params_grad_ready(&m->params, m->decoder_w);
             params_grad_ready(&m->params, m->decoder_b);
         }
@@ -343,13 +471,13 @@ void transformer_backward(Transformer *m, int first, int last, const Tensor *dou
 
 float transformer_loss(Transformer *m, const int *targets) {
     CHECK(m->last == transformer_block_count(&m->cfg), "the loss needs the decoder's block");
-    return softmax_cross_entropy_fast(NULL, &m->logits, targets);
+    return m->layers.softmax_cross_entropy_fast(NULL, &m->logits, targets);
 }
 
 float transformer_loss_grad(Transformer *m, const int *targets) {
     CHECK(m->last == transformer_block_count(&m->cfg), "the loss needs the decoder's block");
     tensor_fill(&m->dlogits, 0.0f);
-    return softmax_cross_entropy_fast(&m->dlogits, &m->logits, targets);
+    return m->layers.softmax_cross_entropy_fast(&m->dlogits, &m->logits, targets);
 }
 
 float transformer_forward_backward(Transformer *m, const int *tokens, const int *targets) {

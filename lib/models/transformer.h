@@ -24,7 +24,16 @@
  * transformer_init_blocks allocates the parameters and activations of a range only
  * (a pipeline stage); transformer_init the whole model.
  *
- * CPU only for now: the new layers have no CUDA twins yet (lib/layers/X.h). */
+ * Written once for both devices, as the CNN is: the layers are called through
+ * m->layers, the table of the device the model lives on (layers/layer_ops.h), and a
+ * lesson swaps in its own layers there. The model is built on the CPU (its
+ * initialisation draws from the host Rng), then moved:
+ *
+ *   transformer_init(&m, &cfg, B, T, seed);
+ *   transformer_to_device(&m, DEVICE_CUDA);        // optional
+ *   transformer_set_seq_len(&m, seq_len);          // a shorter last batch (<= T)
+ *   loss = transformer_forward_backward(&m, tokens, targets);  // device memory, [B*seq_len]
+ */
 #ifndef MODELS_TRANSFORMER_H
 #define MODELS_TRANSFORMER_H
 
@@ -33,6 +42,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "layers/layer_ops.h"
 #include "models/params.h"
 
 typedef struct {
@@ -61,7 +71,10 @@ typedef struct { /* one encoder layer's activations, kept for the backward ([N =
 
 typedef struct {
     TransformerConfig cfg;
-    int B, T, N;           /* sequences, positions, rows (N = B * T) */
+    int B, T, N;           /* sequences, positions, rows (N = B * T) of the current batches */
+    int T_max;             /* the positions the buffers were allocated for */
+    Device device;         /* where parameters and buffers live */
+    LayerOps layers;       /* that device's layers, or a lesson's */
     int first, last;       /* the blocks this model holds: [first, last) */
     bool training;         /* dropout on (transformer_train) or off (transformer_eval) */
     uint64_t seed;
@@ -73,7 +86,7 @@ typedef struct {
     EncoderActs *acts;     /* [layers], allocated for the layers in the range */
     Tensor pe;             /* [max_len, D] positions (block 0) */
     Tensor x0, x0_mask;    /* block 0's output and its dropout mask */
-    const int *tokens;     /* block 0's input of the last forward */
+    const int *tokens;     /* block 0's input of the last forward (device memory) */
     Tensor logits, dlogits; /* [N, V] block L+1's output, and the loss's gradient */
     /* workspaces of the backward, allocated once: [N, D] unless said */
     Tensor dx, d_in, d_out, d_a, d_r, d_y, d_f, d_ctx;
@@ -86,12 +99,27 @@ void transformer_init(Transformer *m, const TransformerConfig *c, int B, int T, 
 void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, int T,
                              uint64_t seed, int first, int last);
 void transformer_free(Transformer *m);
+/* Moves parameters, gradients, buffers and the positions to `device` and takes that
+ * device's layer table; a table without one of the transformer's layers is an error
+ * that names it. */
+void transformer_to_device(Transformer *m, Device device);
+/* Batches of T tokens from now on, 1 <= T <= the T the model was built with: the
+ * last batch of a pass is shorter (get_batch). The buffers are shortened in place. */
+void transformer_set_seq_len(Transformer *m, int T);
+/* The bytes of activations the forward keeps for the backward, as allocated (for the
+ * T the model was built with), and the same counted from the shapes alone: floats
+ * per token for blocks [first, last) of a configuration with sequences of T tokens.
+ * Workspaces of the backward, parameters and optimiser state are not included. */
+int64_t transformer_activation_bytes(Transformer *m);
+double transformer_activation_floats_per_token(const TransformerConfig *c, int T, int first,
+                                               int last);
 static inline int transformer_block_count(const TransformerConfig *c) { return c->layers + 2; }
 
 void transformer_train(Transformer *m); /* dropout on (the default after init) */
 void transformer_eval(Transformer *m);  /* dropout off: the identity */
 
-/* Runs blocks [first, last) of the model's range: tokens [N] when first is 0, else
+/* Runs blocks [first, last) of the model's range: tokens [N] (in the model's device
+ * memory, batch-major: row b*T + t) when first is 0, else
  * in [N, D], the previous block's output. Returns the last block's output (x [N, D],
  * or the logits [N, V] for the decoder), owned by the model until the next forward. */
 const Tensor *transformer_forward(Transformer *m, int first, int last, const int *tokens,

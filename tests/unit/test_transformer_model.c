@@ -9,12 +9,16 @@
  *    its dropout masks from its own stream), which is what lesson 07 relies on;
  *  - the same seed gives the same run twice, another seed another one; evaluation draws
  *    no dropout; a bad configuration or a bad block range is a clear error;
- *  - the parameter count of the seed's model, 77,879,406 with 28,782 words. */
+ *  - the parameter count of the seed's model, 77,879,406 with 28,782 words;
+ *  - a shorter batch (transformer_set_seq_len, get_batch's last one) gives what a model
+ *    built for that length gives, bit for bit, and a longer one is refused;
+ *  - the activation bytes as allocated equal the count from the shapes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/tensor.h"
 #include "framework/check.h"
 #include "models/transformer.h"
@@ -199,11 +203,81 @@ static int check_errors_and_sizes(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* Loss and gradients of one step of a model built for T tokens, run at seq_len. */
+static float step_at(const TransformerConfig *c, int B, int T, int seq_len, const int *tokens,
+                     const int *targets, float *grads) {
+    Transformer m;
+    transformer_init(&m, c, B, T, 11);
+    if (seq_len != T) transformer_set_seq_len(&m, seq_len);
+    params_zero_grad(&m.params);
+    const float loss = transformer_forward_backward(&m, tokens, targets);
+    memcpy(grads, m.params.grads.data, sizeof(float) * (size_t)m.params.total);
+    transformer_free(&m);
+    return loss;
+}
+
+static void too_long(void *arg) {
+    Transformer *m = arg;
+    transformer_set_seq_len(m, m->T_max + 1);
+}
+
+static int check_shorter_batch(void) {
+    const TransformerConfig c = {.vocab = 29, .d_model = 12, .heads = 3, .d_ff = 16, .layers = 2,
+                                 .max_len = 16, .dropout = 0.25f};
+    enum { B = 2, T = 9, SHORT = 5 };
+    int tokens[B * SHORT], targets[B * SHORT];
+    random_tokens(tokens, targets, B * SHORT, c.vocab, 3);
+    const int64_t total = transformer_param_count(&c);
+    float *want = xcalloc((size_t)total, sizeof(float)), *got = xcalloc((size_t)total, sizeof(float));
+    const float a = step_at(&c, B, SHORT, SHORT, tokens, targets, want);
+    const float b = step_at(&c, B, T, SHORT, tokens, targets, got);
+    bool ok = expect_true(a == b, "built for %d tokens and run at %d: loss %.9g, built for %d: %.9g",
+                          T, SHORT, (double)b, SHORT, (double)a) &&
+              expect_true(memcmp(want, got, sizeof(float) * (size_t)total) == 0,
+                          "built for %d tokens and run at %d: other gradients than a model "
+                          "built for %d", T, SHORT, SHORT);
+    Transformer m;
+    transformer_init(&m, &c, B, T, 1);
+    transformer_set_seq_len(&m, 3);
+    transformer_set_seq_len(&m, T); /* back to the full length */
+    ok = ok && expect_true(m.N == B * T && m.acts[0].probs.shape[3] == T,
+                           "after growing back to %d tokens: %d rows", T, m.N);
+    ChildResult r;
+    run_child(too_long, &m, &r);
+    ok = ok && expect_exit("a batch longer than the model's", &r, 1, "built for 1 to 9",
+                           (const char *)NULL);
+    transformer_free(&m);
+    xfree(want);
+    xfree(got);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_activation_bytes(void) {
+    const TransformerConfig c = {.vocab = 41, .d_model = 16, .heads = 4, .d_ff = 24, .layers = 3,
+                                 .max_len = 32, .dropout = 0.1f};
+    enum { B = 3, T = 10 };
+    bool ok = true;
+    const int blocks = transformer_block_count(&c);
+    for (int first = 0; ok && first < blocks; first++) {
+        Transformer m;
+        transformer_init_blocks(&m, &c, B, T, 1, first, blocks);
+        const double want = transformer_activation_floats_per_token(&c, T, first, blocks) * 4.0 * B * T;
+        const int64_t got = transformer_activation_bytes(&m);
+        ok = expect_true((double)got == want,
+                         "blocks [%d, %d): %lld bytes of activations allocated, %.0f from the shapes",
+                         first, blocks, (long long)got, want);
+        transformer_free(&m);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("transformer model");
     check_run(NULL, "the tutorial's TransformerModel vs PyTorch 1.13: hidden states, logits, loss, every gradient", check_against_pytorch, 30);
     check_run(NULL, "split into two stages at every cut, dropout on: the same loss and gradients, bit for bit", check_split, 60);
     check_run(NULL, "the same seed twice, another seed, evaluation without dropout", check_reproducible, 30);
     check_run(NULL, "bad heads or block ranges stop with a message; parameter counts; initialisation", check_errors_and_sizes, 30);
+    check_run(NULL, "a shorter last batch gives what a model of that length gives, bit for bit", check_shorter_batch, 30);
+    check_run(NULL, "activation bytes as allocated equal the count from the shapes", check_activation_bytes, 30);
     return check_end();
 }
