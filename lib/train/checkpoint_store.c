@@ -12,11 +12,6 @@
 #include "core/fs.h"
 #include "train/checkpoint_store.h"
 
-static void join(char *out, size_t cap, const char *dir, const char *name) {
-    int n = snprintf(out, cap, "%s/%s", dir, name);
-    CHECK(n > 0 && (size_t)n < cap, "path %s/%s longer than %zu", dir, name, cap);
-}
-
 void ckpt_store_init(CkptStore *s, const char *dir, int keep) {
     if (!dir || !*dir) fatal("the checkpoint directory is empty: give --checkpoint-dir DIR");
     if (strlen(dir) + 32 >= sizeof s->dir)
@@ -40,11 +35,11 @@ void ckpt_store_init(CkptStore *s, const char *dir, int keep) {
 void ckpt_store_path(const CkptStore *s, int64_t step, char *out, size_t cap) {
     char name[64];
     snprintf(name, sizeof name, "ckpt-%012" PRId64 ".ckpt", step);
-    join(out, cap, s->dir, name);
+    fs_join_or_die(out, cap, s->dir, name);
 }
 
 void ckpt_store_best_path(const CkptStore *s, char *out, size_t cap) {
-    join(out, cap, s->dir, "best.ckpt");
+    fs_join_or_die(out, cap, s->dir, "best.ckpt");
 }
 
 /* "ckpt-<digits>.ckpt" (or with ".tmp" after it, when tmp): the step, or -1. */
@@ -118,7 +113,7 @@ static void rotate(const CkptStore *s, int64_t written) {
     DIR *d = opendir(s->dir);
     for (struct dirent *e; d && (e = readdir(d));)
         if (parse_name(e->d_name, true) >= 0 || strcmp(e->d_name, "best.ckpt.tmp") == 0) {
-            join(path, sizeof path, s->dir, e->d_name);
+            fs_join_or_die(path, sizeof path, s->dir, e->d_name);
             unlink(path);
         }
     if (d) closedir(d);

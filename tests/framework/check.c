@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/rng.h"
 #include "core/timer.h"
 
@@ -365,23 +366,16 @@ int with_tmpdir(const char *prefix, int (*body)(const char *dir)) {
 }
 
 void path_in(char *out, size_t cap, const char *dir, const char *name) {
-    int n = snprintf(out, cap, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= cap) {
+    if (fs_join(out, cap, dir, name) != 0) {
         printf("test bug: path %s/%s too long\n", dir, name);
         exit(CHECK_FAIL);
     }
 }
 
 void make_dirs(const char *dir, const char *sub) {
-    char p[1024];
+    char p[FS_PATH_MAX], msg[FS_MSG_MAX];
     path_in(p, sizeof p, dir, sub);
-    for (char *s = p + strlen(dir) + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            mkdir(p, 0700);
-            *s = '/';
-        }
-    mkdir(p, 0700);
+    (void)fs_mkdir_p(p, 0700, msg, sizeof msg); /* errors are left to what follows */
 }
 
 void make_dir_in(char *out, size_t cap, const char *dir, const char *sub) {

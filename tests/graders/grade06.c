@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "framework/check.h"
@@ -558,14 +559,12 @@ static int check_bus_bandwidth(void) {
 
 /* ---------------------------------------------------------------- the job script */
 
+/* The whole text file (free it), or NULL when it cannot be read. */
 static char *read_text(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    static char buf[32768];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return buf;
+    uint8_t *bytes;
+    size_t len;
+    char msg[FS_MSG_MAX];
+    return fs_read_file(path, 1 << 20, &bytes, &len, msg, sizeof msg) == 0 ? (char *)bytes : NULL;
 }
 
 /* A line of the script that starts with `text` (its own line, not a comment about it). */
@@ -579,15 +578,17 @@ static bool has_line(const char *script, const char *text) {
 }
 
 static int check_script_resources(void) {
-    const char *s = read_text(LESSON_PATH "/ddp.sbatch");
+    char *s = read_text(LESSON_PATH "/ddp.sbatch");
     if (!expect_true(s != NULL, "cannot read %s", LESSON_PATH "/ddp.sbatch")) return CHECK_FAIL;
     static const char *want[] = {"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4",
                                  "#SBATCH --cpus-per-task=8", "#COURSE gpus=4"};
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    int rc = CHECK_PASS;
+    for (size_t i = 0; rc == CHECK_PASS && i < sizeof want / sizeof want[0]; i++)
         if (!expect_true(has_line(s, want[i]), "%s/ddp.sbatch has no line \"%s\" (2 nodes x 4 "
                          "GPUs: one task per GPU, 8 cores each, 4 GPUs per node)", LESSON_PATH, want[i]))
-            return CHECK_FAIL;
-    return CHECK_PASS;
+            rc = CHECK_FAIL;
+    free(s);
+    return rc;
 }
 
 /* Writes an executable shell script. */
@@ -647,11 +648,13 @@ static int body_script_launch(const char *dir) {
     for (int k = 0; k < 2; k++) {
         if (*log) unlink(log); /* the calls of the first run */
         if (!run_script(dir, devices[k], &r, log, sizeof log)) return CHECK_FAIL;
-        const char *calls = read_text(log);
+        char *calls = read_text(log);
         if (!expect_true(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && calls,
                          "the job script (COURSE_DEVICE=%s) ended: %s, without starting srun:\n%s",
-                         devices[k], describe_end(&r, end, sizeof end), r.out))
+                         devices[k], describe_end(&r, end, sizeof end), r.out)) {
+            free(calls);
             return CHECK_FAIL;
+        }
         bool mpi = strstr(calls, "--mpi=pmix") != NULL;
         bool ok = expect_true(strstr(calls, "MASTER_ADDR=node03 "), "srun saw \"%s\": MASTER_ADDR "
                               "must be the first node (node03), exported (TODO 6.10)", calls) &&
@@ -665,6 +668,7 @@ static int body_script_launch(const char *dir) {
                               "saw \"%s\" (TODO 6.11)", devices[k], k ? "needs" : "must not have",
                               k ? "CPU ranks talk through MPI" : "GPU ranks meet through NCCL at MASTER_ADDR",
                               calls);
+        free(calls);
         if (!ok) return CHECK_FAIL;
     }
     return CHECK_PASS;
