@@ -29,8 +29,3 @@ static LayerOps cuda_layers(void) {
 static const LayerOps CUDA_LAYERS = cuda_layers();
 
 extern "C" const LayerOps *layer_ops_cuda(void) { return &CUDA_LAYERS; }
-
-extern "C" CudaKernels cuda_library_kernels(void) {
-    CudaKernels k = {cuda_relu_forward_raw, cuda_relu_backward_raw, cuda_im2col, cuda_gemm};
-    return k;
-}
