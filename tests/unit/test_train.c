@@ -1,7 +1,9 @@
 /* Unit tests of lib/train: SGD (against its update rule worked out here in double),
  * Adam, Adam with L2 decay, AdamW and SGD against numbers from real PyTorch
  * (tests/reference/optim_reference.h, made by tests/reference/make_optim_reference.py),
- * on one parameter and split over two (one flat buffer either way), and the samplers. */
+ * on one parameter and split over two (one flat buffer either way), and the samplers (the
+ * distributed one against torch.utils.data.DistributedSampler's indices:
+ * tests/reference/sampler_reference.h, made by tests/reference/make_sampler_reference.py). */
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -16,6 +18,7 @@
 #include "models/params.h"
 #include "reference/clip_reference.h"
 #include "reference/optim_reference.h"
+#include "reference/sampler_reference.h"
 #include "train/clip.h"
 #include "train/loop.h"
 #include "train/optim.h"
@@ -288,6 +291,121 @@ static int check_sampler_random(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* The order of `epoch` of the one-replica sampler: the permutation a distributed sampler
+ * takes its positions from (identity without shuffle). */
+static void plain_order(int *out, int count, bool shuffle, uint64_t seed, int epoch) {
+    Sampler p;
+    sampler_init(&p, count, shuffle, seed);
+    sampler_set_epoch(&p, epoch);
+    drain(&p, out, 5);
+    sampler_free(&p);
+}
+
+/* Rank `rank`'s indices of one epoch, in batches of 3; returns how many. */
+static int distributed_epoch(int *out, int count, bool shuffle, uint64_t seed, int replicas,
+                             int rank, bool drop_last, int epoch) {
+    Sampler s;
+    sampler_init_distributed(&s, count, shuffle, seed, replicas, rank, drop_last);
+    sampler_set_epoch(&s, epoch);
+    int n = drain(&s, out, 3);
+    sampler_free(&s);
+    return n;
+}
+
+/* Against torch.utils.data.DistributedSampler itself (tests/reference/sampler_reference.h):
+ * with shuffle=False the indices are PyTorch's; with shuffle=True they are PyTorch's
+ * positions applied to the epoch's permutation. */
+static int check_sampler_distributed_torch(void) {
+    bool ok = true;
+    for (size_t c = 0; ok && c < sizeof SAMPLER_REF_CASES / sizeof SAMPLER_REF_CASES[0]; c++) {
+        const SamplerRefCase *rc = &SAMPLER_REF_CASES[c];
+        int perm[64], got[64];
+        for (int sh = 0; ok && sh < 2; sh++)
+            for (int epoch = 0; ok && epoch <= 3; epoch += 3) {
+                plain_order(perm, rc->count, sh, 5, epoch);
+                for (int r = 0; ok && r < rc->num_replicas; r++) {
+                    int n = distributed_epoch(got, rc->count, sh, 5, rc->num_replicas, r,
+                                              rc->drop_last, epoch);
+                    const int *pos = SAMPLER_REF_INDICES + rc->first + r * rc->num_samples;
+                    ok = expect_true(n == rc->num_samples, "%d examples, %d replicas, drop_last=%d: "
+                                     "rank %d gets %d indices, PyTorch %d", rc->count,
+                                     rc->num_replicas, rc->drop_last, r, n, rc->num_samples);
+                    for (int k = 0; ok && k < n; k++)
+                        ok = expect_true(got[k] == perm[pos[k]], "%d examples, %d replicas, "
+                                         "drop_last=%d, shuffle=%d, epoch %d: rank %d's index %d is "
+                                         "%d, PyTorch's position %d of the order holds %d",
+                                         rc->count, rc->num_replicas, rc->drop_last, sh, epoch, r, k,
+                                         got[k], pos[k], perm[pos[k]]);
+                }
+            }
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* DistributedSampler.__iter__ written out as PyTorch does it (after the permutation):
+ * pad by repeating the list (as often as needed) or cut it to total_size, then take
+ * indices[rank:total_size:num_replicas]. Returns num_samples. */
+static int torch_distributed(int *out, const int *order, int count, int replicas, int rank,
+                             bool drop_last) {
+    int num_samples = drop_last && count % replicas != 0
+                          ? (int)ceil((double)(count - replicas) / replicas)
+                          : (int)ceil((double)count / replicas);
+    int total = num_samples * replicas;
+    int *list = malloc(sizeof(int) * (size_t)(total > count ? total : count));
+    memcpy(list, order, sizeof(int) * (size_t)count);
+    for (int len = count; len < total;) /* indices += indices[:padding_size], repeated */
+        for (int i = 0; i < count && len < total; i++) list[len++] = list[i];
+    int n = 0;
+    for (int i = rank; i < total; i += replicas) out[n++] = list[i];
+    free(list);
+    return n;
+}
+
+/* Every size 1..40 on 1..6 replicas, drop_last and shuffle on and off, two epochs: the
+ * indices of PyTorch's procedure, and what the ranks cover together: with drop_last each
+ * index at most once, all but fewer than num_replicas of them; without it every index, and
+ * only the first (total - count) of the order twice. */
+static int check_sampler_distributed_sweep(void) {
+    enum { MAX = 40, RANKS = 6 };
+    int order[MAX], want[MAX], got[MAX], seen[MAX];
+    bool ok = true;
+    for (int count = 1; ok && count <= MAX; count++)
+        for (int R = 1; ok && R <= RANKS; R++)
+            for (int dl = 0; ok && dl < 2; dl++)
+                for (int sh = 0; ok && sh < 2; sh++)
+                    for (int epoch = 0; ok && epoch < 2; epoch++) {
+                        if (dl && count < R) continue; /* PyTorch: 0 samples; the library refuses */
+                        plain_order(order, count, sh, 11, epoch);
+                        memset(seen, 0, sizeof seen);
+                        int total = 0;
+                        for (int r = 0; ok && r < R; r++) {
+                            int n = distributed_epoch(got, count, sh, 11, R, r, dl, epoch);
+                            int m = torch_distributed(want, order, count, R, r, dl);
+                            ok = expect_true(n == m && memcmp(got, want, sizeof(int) * (size_t)n) == 0,
+                                             "%d examples, %d replicas, drop_last=%d, shuffle=%d, "
+                                             "epoch %d: rank %d gets %d indices (first %d), "
+                                             "PyTorch's procedure %d (first %d)", count, R, dl, sh,
+                                             epoch, r, n, n ? got[0] : -1, m, m ? want[0] : -1);
+                            for (int k = 0; ok && k < n; k++) seen[got[k]]++;
+                            total += n;
+                        }
+                        int once = 0, twice = 0, more = 0;
+                        for (int i = 0; i < count; i++)
+                            once += seen[i] == 1, twice += seen[i] == 2, more += seen[i] > 2;
+                        if (ok && dl)
+                            ok = expect_true(total == once && total > count - R && twice + more == 0,
+                                             "drop_last, %d examples on %d ranks: %d indices, %d "
+                                             "distinct, %d repeated", count, R, total, once,
+                                             twice + more);
+                        else if (ok && count >= R)
+                            ok = expect_true(once + twice == count && twice == total - count && more == 0,
+                                             "padded, %d examples on %d ranks: %d seen once, %d "
+                                             "twice, %d more often; expected %d twice",
+                                             count, R, once, twice, more, total - count);
+                    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 static void diverge_nan(void *arg) {
     (void)arg;
     train_stop_if_diverged(NAN, "step 3", 3e38);
@@ -406,6 +524,8 @@ int main(void) {
     check_run(NULL, "Adam: PyTorch's defaults; adam_update is adam_step's loop", check_adam_defaults, 10);
     check_run(NULL, "sampler: sequential order, short last batch, then 0", check_sampler_sequential, 10);
     check_run(NULL, "sampler: random order is a permutation of (seed, epoch); set_epoch rewinds", check_sampler_random, 10);
+    check_run(NULL, "distributed sampler vs torch DistributedSampler: drop_last, padding, shuffle off and on", check_sampler_distributed_torch, 10);
+    check_run(NULL, "distributed sampler: PyTorch's pad/cut/slice for 1-40 examples on 1-6 ranks", check_sampler_distributed_sweep, 20);
     check_run(NULL, "a NaN or infinite loss stops the run, naming the step and --lr", check_diverged, 10);
     check_run(NULL, "clip_grad_norm vs torch.nn.utils.clip_grad_norm_ (clips, keeps, scales below max_norm)", check_clip_torch, 10);
     check_run(NULL, "clip_grad_norm: double sum over blocks, same bits on 1 and 2 threads, NaN", check_clip_blocks, 20);
