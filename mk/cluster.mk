@@ -10,8 +10,8 @@ $(BUILD)/slurm/mpi_allreduce: tests/slurm/mpi_allreduce.c
 	@mkdir -p $(@D)
 	mpicc -O2 -Wall -Wextra $(WERROR) $< -o $@
 
-submit: ## submit lesson N to Slurm: make submit 1 [SITE=name] [SOLUTION=1] [DRY=1] [ARGS="..."]
-	@tools/submit.sh "$(word 2,$(MAKECMDGOALS))" --site "$(SITE)" \
+submit: ## submit lesson N to Slurm: make submit 1 [SITE=name] [SOLUTION=1] [NODES=n] [DRY=1] [ARGS="..."]
+	@tools/submit.sh "$(word 2,$(MAKECMDGOALS))" --site "$(SITE)" $(if $(NODES),--nodes "$(NODES)") \
 	  $(if $(filter 1 yes true,$(SOLUTION)),--solution) $(if $(filter 1 yes true,$(DRY)),--dry) -- $(ARGS)
 
 slurm-start: ## start a single-node Slurm on this machine (root; for tests and laptops)

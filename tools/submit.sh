@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Submits a lesson's sbatch script with a site's settings (what `make submit` runs).
 #
-#   tools/submit.sh N|NAME|SCRIPT [--site NAME] [--solution] [--dry] [-- PROGRAM ARGS...]
+#   tools/submit.sh N|NAME|SCRIPT [--site NAME] [--solution] [--nodes N] [--dry] [-- PROGRAM ARGS...]
 #
 # N is a lesson number (1 or 01: slurm/01-*.sbatch), NAME a script in slurm/ without
 # .sbatch (mpi-check), SCRIPT a path to an .sbatch file. The site profile
@@ -13,8 +13,10 @@
 #
 # A lesson whose directory holds its own job script (lessons/06-ddp/ddp.sbatch: TODOs
 # in it) is submitted with that script, the participant's (or the solution's with
-# --solution). COURSE_SBATCH_OPTIONS adds sbatch options for one submission, which
-# override the script's #SBATCH lines (e.g. "--nodes=1 --ntasks-per-node=2").
+# --solution). --nodes N (make submit 6 NODES=1) runs a multi-node script on N nodes
+# with the same tasks and GPUs per node: lesson 06's 2 x 4 GPUs become 1 x 4 GPUs.
+# COURSE_SBATCH_OPTIONS adds sbatch options for one submission, which override the
+# script's #SBATCH lines (e.g. "--nodes=1 --ntasks-per-node=2").
 #
 # It builds what the job runs (on the login node, for the site's CPU type), then
 # prints the job id and the output file; with --dry it prints the sbatch command
@@ -23,15 +25,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
-target= site=${COURSE_SITE:-generic} solution= dry= program_args=()
+target= site=${COURSE_SITE:-generic} solution= dry= nodes= nodes_given= program_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --site) site=${2:?--site needs a name}; shift 2 ;;
     --solution) solution=1; shift ;;
+    --nodes) nodes=${2:-} nodes_given=1; shift $(($# > 1 ? 2 : 1)) ;;
     --dry) dry=1; shift ;;
     --) shift; program_args=("$@"); break ;;
     -h | --help) usage ;;
@@ -40,6 +43,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$target" ] || { echo "submit: give a lesson number, e.g. make submit 1" >&2; exit 2; }
+[ -z "$nodes_given" ] || [[ "$nodes" =~ ^[1-9][0-9]{0,3}$ ]] ||
+    { echo "submit: NODES (--nodes) must be a number of nodes, 1 or more; got '$nodes'" >&2; exit 2; }
 
 if [[ "$target" =~ ^[0-9]+$ ]]; then
     num=$(printf '%02d' $((10#$target)))
@@ -98,6 +103,8 @@ for v in COURSE_SCRATCH_DIR COURSE_DEVICE; do  # the others are sbatch options a
     [ -n "${!v:-}" ] && exports+=",$v=${!v}"
 done
 args+=(--export="$exports")
+# sbatch's own --nodes overrides the script's #SBATCH --nodes; tasks and GPUs stay per node
+[ -n "$nodes" ] && args+=(--nodes="$nodes")
 # shellcheck disable=SC2206 # options, split on purpose
 [ -n "${COURSE_SBATCH_OPTIONS:-}" ] && args+=($COURSE_SBATCH_OPTIONS)
 cmd=(sbatch "${args[@]}" "$script" "${program_args[@]}")

@@ -35,6 +35,26 @@ expect "jsc: no submission without a project account" \
 expect "an unknown site is refused" "$(dry 1 --site nowhere)" 'no site profile slurm/sites/nowhere\.env'
 expect "an unknown lesson is refused" "$(dry 42 --site generic)" 'no slurm/42-\*\.sbatch'
 
+# Lesson 06 on one node, then two: the same job script (the participant's, with TODOs
+# 6.9-6.11), NODES=1 overriding its --nodes=2 while tasks and GPUs stay per node.
+script=solutions/06-ddp/ddp.sbatch
+if grep -qx '#SBATCH --nodes=2' "$script" && grep -qx '#SBATCH --ntasks-per-node=4' "$script" &&
+    grep -qx '#COURSE gpus=4' "$script"; then
+    pass "lesson 06's job script: 2 nodes, 4 tasks and 4 GPUs per node"
+else
+    fail "lesson 06's job script $script does not ask for 2 nodes of 4 tasks and 4 GPUs"
+fi
+expect "lesson 06: 2 nodes (the script's), 4 GPUs per node, no --nodes on the command line" \
+    "$(dry 6 --site generic --solution)" '^sbatch .*--gres=gpu:4 .*solutions/06-ddp/ddp\.sbatch *$' '--nodes'
+expect "lesson 06, NODES=1: sbatch --nodes=1 before the same script, 4 GPUs on the node" \
+    "$(dry 6 --site generic --solution --nodes 1)" '^sbatch .*--gres=gpu:4 .*--nodes=1 solutions/06-ddp/ddp\.sbatch *$'
+expect "lesson 06, NODES=1 through make, with the participant's script and ARGS" \
+    "$(make -s --no-print-directory submit 6 NODES=1 DRY=1 SITE=jsc ARGS='--epochs 1' 2>&1)" \
+    '^sbatch .*--partition=develbooster .*--nodes=1 lessons/06-ddp/ddp\.sbatch --epochs 1$'
+for bad in 0 x ''; do
+    expect "NODES='$bad' is refused with a message" "$(dry 6 --nodes $bad)" "NODES .*got '$bad'" '^sbatch'
+done
+
 # The printed line is the exact command: read back by the shell, it gives the same
 # words, odd program arguments included.
 odd=(--epochs "5 x" "it's" '' 'a"b' '$HOME')
