@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# The lessons' programs (the solutions' builds) against the faults a probe found
+# (issue 16), each run short on small data:
+#   - a diverged run (--lr 3e38) exits 1 naming the step or epoch and --lr (lessons 01, 03);
+#   - every checkpoint save fails (a file-size limit: writes fail with EFBIG, as on a
+#     full disk): lesson 03 exits 1 with a message and prints no path that is not there;
+#   - a checkpoint of another data set of the same sizes is refused on --resume, files
+#     untouched; --allow-other-data goes on (lesson 03);
+#   - lesson 00: --device cuda without a GPU exits 1 (skipped where there is a GPU);
+#     --repeats outside 1..1000 is refused.
+# Last line: "N passed, M failed[, K skipped]".
+#   tests/programs/faults.sh BUILD_DIR
+set -u
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+passed=0 failed=0 skipped=0
+pass() { echo "PASS  $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
+show() { sed 's/^/        /' "$1" | tail -"${2:-8}"; }
+
+tmp=$(mktemp -d /tmp/faults_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+l00=$build/solutions/00-hello-gpu/train l01=$build/solutions/01-cpu-cnn/train
+l03=$build/solutions/03-checkpointing/train
+for bin in "$l00" "$l01" "$l03"; do
+    [ -x "$bin" ] || { fail "$bin is not built (make BUILD=$build all)"; echo "$passed passed, $failed failed"; exit 1; }
+done
+small=(--dataset synthetic --train-limit 300 --test-limit 100 --threads 1)
+
+# run OUT CMD...: the command's output (both streams) in OUT; its exit status in $rc
+run() { local out=$1; shift; timeout 120 "$@" >"$out" 2>&1; rc=$?; }
+
+# ---------------------------------------------------------------- fault 3: divergence
+run "$tmp/f3-01" "$l01" "${small[@]}" --epochs 1 --lr 3e38
+if [ $rc -eq 1 ] && grep -q 'diverged.*epoch 1.*--lr 3e+38' "$tmp/f3-01"; then
+    pass "lesson 01, --lr 3e38: exit 1, the message names the epoch and --lr"
+else
+    fail "lesson 01, --lr 3e38: exit $rc (expected 1 and \"diverged ... epoch 1 ... --lr 3e+38\")"
+    show "$tmp/f3-01"
+fi
+run "$tmp/f3-03" "$l03" "${small[@]}" --epochs 1 --lr 3e38 --checkpoint-dir "$tmp/f3-ckpt" --checkpoint-every 1
+if [ $rc -eq 1 ] && grep -q 'diverged.*step [0-9]\+.*--lr 3e+38' "$tmp/f3-03"; then
+    pass "lesson 03, --lr 3e38: exit 1, the message names the step and --lr"
+else
+    fail "lesson 03, --lr 3e38: exit $rc (expected 1 and \"diverged ... step N ... --lr 3e+38\")"
+    show "$tmp/f3-03"
+fi
+
+# ---------------------------------------------------------------- fault 4: no save succeeds
+# A path the run names on a line of its own (not a warning about a failed write) must exist.
+paths_exist() { # $1: output file, $2: checkpoint directory
+    local p missing=
+    while read -r p; do
+        [ -e "$p" ] || missing+=" $p"
+    done < <(grep -v '^warning:' "$1" | grep -oE "$2[^ ):,]*" | sed 's/[.]$//' | sort -u)
+    [ -z "$missing" ] || { echo "        named but not there:$missing"; return 1; }
+}
+ckpt_run=(--epochs 2 --checkpoint-every 2)
+run "$tmp/f4-ok" "$l03" "${small[@]}" "${ckpt_run[@]}" --checkpoint-dir "$tmp/f4-ok-ckpt"
+if [ $rc -eq 0 ] && grep -q "best test accuracy .*$tmp/f4-ok-ckpt/best.ckpt" "$tmp/f4-ok" &&
+    paths_exist "$tmp/f4-ok" "$tmp/f4-ok-ckpt"; then
+    pass "lesson 03, saves that work: exit 0, names best.ckpt, which is there"
+else
+    fail "lesson 03, saves that work: exit $rc, or a named path is missing"
+    show "$tmp/f4-ok"
+fi
+# files of at most 200 KB (ulimit -f counts 1024-byte blocks; a checkpoint is 1.9 MB),
+# SIGXFSZ ignored so that a write fails with EFBIG instead of killing the program
+(trap '' XFSZ; ulimit -f 200; exec timeout 120 "$l03" "${small[@]}" "${ckpt_run[@]}" \
+    --checkpoint-dir "$tmp/f4-ckpt" >"$tmp/f4" 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && grep -q '^error: .*could not be written' "$tmp/f4" &&
+    ! grep -q 'best\.ckpt)' "$tmp/f4" && paths_exist "$tmp/f4" "$tmp/f4-ckpt" &&
+    [ -z "$(ls -A "$tmp/f4-ckpt")" ]; then
+    pass "lesson 03, every checkpoint save fails: exit 1 with a message, no path named that is not there"
+else
+    fail "lesson 03, every checkpoint save fails: exit $rc (expected 1, \"error: ... could not be written\", no best.ckpt named, nothing left in the directory)"
+    show "$tmp/f4"
+    ls -A "$tmp/f4-ckpt" 2>&1 | sed 's/^/        in the directory: /'
+fi
+
+# ---------------------------------------------------------------- fault 6: other data
+# Two MNIST-format sets of the same sizes (200 + 100 images of 28x28, 10 classes), other pixels.
+make_idx() { # $1: directory, $2: seed
+    mkdir -p "$1/mnist"
+    python3 - "$1/mnist" "$2" <<'EOF'
+import random, struct, sys
+out, seed = sys.argv[1], int(sys.argv[2])
+rng = random.Random(seed)
+for prefix, n in (("train", 200), ("t10k", 100)):
+    with open("%s/%s-images-idx3-ubyte" % (out, prefix), "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28))
+        f.write(bytes(rng.randrange(256) for _ in range(n * 28 * 28)))
+    with open("%s/%s-labels-idx1-ubyte" % (out, prefix), "wb") as f:
+        f.write(struct.pack(">II", 0x801, n))
+        f.write(bytes(rng.randrange(10) for _ in range(n)))
+EOF
+}
+if ! command -v python3 >/dev/null; then
+    skip "lesson 03, a checkpoint of other data: needs python3 to write two small IDX sets"
+else
+    make_idx "$tmp/data-a" 1 && make_idx "$tmp/data-b" 2
+    common=(--dataset mnist --threads 1 --checkpoint-dir "$tmp/f6-ckpt" --checkpoint-every 0)
+    run "$tmp/f6-a" "$l03" "${common[@]}" --data "$tmp/data-a" --epochs 1
+    if [ $rc -ne 0 ]; then
+        fail "lesson 03 on a small IDX set: exit $rc"
+        show "$tmp/f6-a"
+    else
+        before=$(cd "$tmp/f6-ckpt" && ls -l --time-style=+%s.%N && cat -- * | cksum)
+        run "$tmp/f6-b" "$l03" "${common[@]}" --data "$tmp/data-b" --epochs 2 --resume
+        after=$(cd "$tmp/f6-ckpt" && ls -l --time-style=+%s.%N && cat -- * | cksum)
+        if [ $rc -eq 1 ] && grep -q 'another training set of the same sizes' "$tmp/f6-b" &&
+            grep -q -- '--allow-other-data' "$tmp/f6-b" && [ "$before" = "$after" ]; then
+            pass "lesson 03, --resume on another data set of the same sizes: exit 1, names --allow-other-data, checkpoints untouched"
+        else
+            fail "lesson 03, --resume on another data set of the same sizes: exit $rc (expected 1, the message, checkpoints untouched)"
+            show "$tmp/f6-b"
+        fi
+        run "$tmp/f6-c" "$l03" "${common[@]}" --data "$tmp/data-b" --epochs 2 --resume --allow-other-data
+        if [ $rc -eq 0 ] && grep -q 'warning: continuing on another training set' "$tmp/f6-c" &&
+            grep -qE '^ +2 ' "$tmp/f6-c" && ! grep -qE '^ +1 ' "$tmp/f6-c"; then
+            pass "lesson 03, the same with --allow-other-data: a warning, epoch 2 trained on the new set"
+        else
+            fail "lesson 03, --resume --allow-other-data: exit $rc (expected 0, the warning, only epoch 2)"
+            show "$tmp/f6-c"
+        fi
+        run "$tmp/f6-d" "$l03" "${common[@]}" --data "$tmp/data-b" --epochs 3 --resume
+        if [ $rc -eq 0 ] && grep -qE '^ +3 ' "$tmp/f6-d"; then
+            pass "lesson 03, then --resume on that set without the option: its checkpoints are its own"
+        else
+            fail "lesson 03, --resume on the set the last checkpoint was written for: exit $rc"
+            show "$tmp/f6-d"
+        fi
+    fi
+fi
+
+# ---------------------------------------------------------------- lesson 00's options
+run "$tmp/l00-auto" "$l00" --size-mb 1 --repeats 1 --device auto
+if grep -q '<- this process' "$tmp/l00-auto"; then
+    skip "lesson 00, --device cuda without a GPU: this machine has one"
+else
+    run "$tmp/l00-cuda" "$l00" --size-mb 1 --repeats 1 --device cuda
+    if [ $rc -eq 1 ] && grep -q '^error: --device cuda: .*--device cpu' "$tmp/l00-cuda"; then
+        pass "lesson 00, --device cuda without a GPU: exit 1, says why and what to run instead"
+    else
+        fail "lesson 00, --device cuda without a GPU: exit $rc (expected 1 and \"error: --device cuda: ... --device cpu\")"
+        show "$tmp/l00-cuda"
+    fi
+fi
+ok=1
+for bad in 0 1001 2000000000; do
+    run "$tmp/l00-rep" "$l00" --size-mb 1 --repeats "$bad" --device cpu
+    if [ $rc -ne 1 ] || ! grep -q -- "--repeats must be 1 to 1000, got $bad" "$tmp/l00-rep"; then
+        ok=
+        fail "lesson 00, --repeats $bad: exit $rc (expected 1 and \"--repeats must be 1 to 1000\")"
+        show "$tmp/l00-rep"
+    fi
+done
+run "$tmp/l00-rep" "$l00" --size-mb 1 --repeats 1000 --device cpu
+if [ $rc -ne 0 ]; then
+    ok=
+    fail "lesson 00, --repeats 1000 (the limit) on the CPU: exit $rc"
+    show "$tmp/l00-rep"
+fi
+[ -n "$ok" ] && pass "lesson 00, --repeats: 0, 1001 and 2e9 refused with exit 1; 1000 runs"
+
+if [ $skipped -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
+[ $failed -eq 0 ]
