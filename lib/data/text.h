@@ -29,6 +29,10 @@
  * as the vocabulary's last word. (word_language_model adds such words to its dictionary
  * instead; on WikiText-2 there are none, so both give 33,278.)
  *
+ * Without WikiText-2 a real English text that Debian ships is always at hand: the
+ * quotations, literature, poems and jokes of the `fortunes` package (text_load
+ * "fortunes", and "text" or "auto" without a file: see text_load below).
+ *
  * Text is UTF-8, checked as strictly as Python's decoder (a leading byte-order mark is
  * skipped); lines end in \n, \r\n or \r, as Python reads them. A missing, empty,
  * non-UTF-8 or binary file, a line longer than max_line_bytes, a vocabulary larger than
@@ -75,7 +79,9 @@ typedef struct {
 enum { TEXT_SPLITS = 3 };    /* train, valid, test */
 
 typedef struct {
+    char name[16];           /* what was loaded: "wikitext2", "fortunes" or "text" */
     char source[512];        /* where it was read from, for the log */
+    char note[512];          /* why this text ("" when it is what was asked for) */
     TextTokenizer tokenizer;
     Vocab vocab;
     int unk_id;              /* "<unk>" */
@@ -89,9 +95,15 @@ typedef struct {
  *     unpacks it), looked for in data_path only when given, else in $DATA_DIR, then
  *     datasets/data under the current directory and under the repository, each in
  *     wikitext-2/wikitext-2/, wikitext-2/ and the directory itself.
+ * name "fortunes": the fortunes text (text_fortunes_read) from data_path when given,
+ *     else from TEXT_FORTUNES_DIR, cut as one file is (below). Missing: a message that
+ *     says to install the package (sudo apt-get install fortunes, or sudo make deps).
  * name "text": data_path is a plain-text file, cut at line ends into train (the first
  *     80% of its bytes), valid (10%) and test (10%); or a directory with train.txt,
  *     valid.txt and test.txt (word_language_model's layout) or the three wiki.*.tokens.
+ *     Without data_path: the fortunes text, and c->note says so.
+ * name "auto" (a program's default): WikiText-2 where "wikitext2" finds it, else, with
+ *     data_path, "text" on it, else the fortunes text; c->note says which and why.
  * options may be NULL: the defaults (TEXT_TOKENS_WORDS). */
 void text_load(const char *name, const char *data_path, const TextOptions *options,
                TextCorpus *c);
@@ -100,6 +112,31 @@ void text_load_files(const char *train_path, const char *valid_path, const char 
                      const TextOptions *options, TextCorpus *c);
 /* One file, cut into three as text_load("text", file) does. */
 void text_load_split_file(const char *path, const TextOptions *options, TextCorpus *c);
+
+/* One text in memory cut into three at line ends as text_load_split_file does (train the
+ * first 80% of the bytes, valid the next 10%, test the rest), then parsed; name is for
+ * the messages. 0 and c filled, or -1 and the message (nothing to free). Never exits. */
+int text_parse_split(const char *text, size_t len, const char *name, const TextOptions *options,
+                     TextCorpus *c, char *msg, size_t cap);
+
+/* ------------------------------------------------------------ the fortunes text */
+
+/* Where Debian's `fortunes` package puts its files (fortune-mod's data). */
+#define TEXT_FORTUNES_DIR "/usr/share/games/fortunes"
+
+/* The fortunes text: every plain file of dir in byte order of the names, leaving out
+ * the *.dat indexes, the *.u8 names, other symbolic links, hidden files and anything that
+ * is not a regular file; each file's lines one after the other (a file without a final
+ * line end gets one), without the lines that are only "%" (the separators between
+ * entries). Each file must be UTF-8 without NUL bytes. *text (malloc'ed, NUL-terminated;
+ * free it), *len and *files (how many files went in), or -1 and a message that names
+ * the directory or the file and the fix (the package missing: sudo apt-get install
+ * fortunes). More than max_bytes of text (0: TEXT_MAX_FILE_BYTES) is refused. Never
+ * exits. */
+int text_fortunes_read(const char *dir, size_t max_bytes, char **text, size_t *len, int *files,
+                       char *msg, size_t cap);
+/* text_fortunes_read, then text_parse_split; exits 1 with the message on a problem. */
+void text_load_fortunes(const char *dir, const TextOptions *options, TextCorpus *c);
 
 /* The same from memory: texts[s], lens[s] for train, valid, test, names[s] for the
  * messages. 0 and c filled (text_free it), or -1 with the message in msg and nothing to

@@ -2,12 +2,14 @@
  * (tests/reference/text_reference.h, from make_text_reference.py), batchify and get_batch
  * against PyTorch, every kind of bad input, the speed of one pass, and WikiText-2's
  * published counts where the files are present. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/timer.h"
 #include "data/text.h"
 #include "framework/check.h"
@@ -216,6 +218,7 @@ static void body_load(void *arg) {
     text_load(a[0], a[1], NULL, &c);
     printf("loaded %d words, %lld %lld %lld tokens\n", c.vocab.count, (long long)c.train.count,
            (long long)c.valid.count, (long long)c.test.count);
+    printf("corpus %s from %s; note: %s\n", c.name, c.source, c.note[0] ? c.note : "none");
     text_free(&c);
 }
 
@@ -227,9 +230,8 @@ static bool load_ends(const char *what, const char *name, const char *path, int 
     return expect_exit(what, &r, code, w1, w2, (const char *)NULL);
 }
 
-static int check_files(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_text_XXXXXX");
-    if (!mkdtemp(tmpdir)) return CHECK_FAIL;
+static int check_files_in(const char *dir) {
+    snprintf(tmpdir, sizeof tmpdir, "%s", dir);
     char path[256], sub[256];
     /* one file of 20 lines: cut at line ends into 16 / 2 / 2 lines of 10 bytes */
     char text[400] = "";
@@ -254,8 +256,10 @@ static int check_files(void) {
     ok = ok && load_ends("missing file", "text", sub, 1, "missing.txt", "No such file");
     ok = ok && load_ends("directory without the files", "text", tmpdir, 1, "train.txt, valid.txt",
                          "is a directory");
-    ok = ok && load_ends("no --data", "text", NULL, 1, "--dataset text needs --data", "train.txt");
-    ok = ok && load_ends("unknown name", "poems", NULL, 1, "unknown text data set 'poems'", "wikitext2");
+    if (fs_is_dir(TEXT_FORTUNES_DIR))
+        ok = ok && load_ends("no --data: the fortunes text", "text", NULL, 0, "corpus fortunes from",
+                             "--dataset text without --data");
+    ok = ok && load_ends("unknown name", "poems", NULL, 1, "unknown text data set 'poems'", "fortunes");
     ok = ok && load_ends("no WikiText-2 under --data", "wikitext2", tmpdir, 1, "cannot find WikiText-2",
                          "make datasets DATASETS=wikitext-2");
     /* a directory with the three wiki files, as make datasets unpacks them */
@@ -274,6 +278,161 @@ static int check_files(void) {
     ok = ok && load_ends("a blank test.txt", "text", tmpdir, 1, "test.txt has no words", "test split");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
+static int check_files(void) { return with_tmpdir("test_text", check_files_in); }
+
+/* ------------------------------------------------------------ the fortunes text */
+
+/* A directory like Debian's: plain files in any order, their *.dat indexes, *.u8 links,
+ * a hidden file, a subdirectory and another link, "%" lines between entries. */
+static void make_fortunes_dir(int extra_lines) {
+    write_file("b", "bee one\n%\nbee two");              /* no final line end */
+    write_file("a", "alpha\n%\n");
+    write_file("d", "x\r\n%\r\n% not a separator\r\n");
+    write_file("a.dat", "\x01\x02\x00\xff binary index");
+    write_file(".hidden", "not read\n");
+    char path[256], target[256];
+    snprintf(path, sizeof path, "%s/a.u8", tmpdir);
+    symlink("a", path);
+    snprintf(path, sizeof path, "%s/c", tmpdir);
+    symlink("b", path); /* a link to a fortune file: the same text again, not read */
+    snprintf(path, sizeof path, "%s/sub", tmpdir);
+    mkdir(path, 0700);
+    snprintf(target, sizeof target, "%s/sub/e", tmpdir);
+    FILE *f = fopen(target, "wb");
+    fputs("not read either\n", f);
+    fclose(f);
+    if (extra_lines) { /* enough lines to cut into 80/10/10 */
+        snprintf(path, sizeof path, "%s/e", tmpdir);
+        f = fopen(path, "wb");
+        for (int i = 0; i < extra_lines; i++) fprintf(f, "entry %d has words\n%%\n", i % 7);
+        fclose(f);
+    }
+}
+
+static int check_fortunes_read_in(const char *dir) {
+    snprintf(tmpdir, sizeof tmpdir, "%s", dir);
+    make_fortunes_dir(0);
+    char *text, msg[FS_MSG_MAX];
+    size_t len;
+    int files;
+    if (!expect_true(text_fortunes_read(tmpdir, 0, &text, &len, &files, msg, sizeof msg) == 0,
+                     "text_fortunes_read failed: %s", msg))
+        return CHECK_FAIL;
+    const char *want = "alpha\nbee one\nbee two\nx\r\n% not a separator\r\n";
+    bool ok = expect_true(files == 3, "%d files read, want 3 (a, b, d)", files) &&
+              expect_true(len == strlen(want) && strcmp(text, want) == 0,
+                          "the text is \"%s\" (%zu bytes), want \"%s\": files in name order, "
+                          "%% lines dropped, a final line end added", text, len, want);
+    free(text);
+    /* with entries enough to cut: the words of every file in train, valid and test */
+    make_fortunes_dir(40);
+    TextCorpus c;
+    text_load("fortunes", tmpdir, NULL, &c);
+    const int64_t lines = c.train.lines + c.valid.lines + c.test.lines;
+    ok = ok && expect_true(lines == 5 + 40, "%lld lines in the three splits, want 45", (long long)lines) &&
+         expect_true(strcmp(c.name, "fortunes") == 0 && strstr(c.source, tmpdir) &&
+                     strstr(c.source, "4 files"), "name '%s', source '%s'", c.name, c.source) &&
+         expect_true(c.valid.count > 0 && c.test.count > 0 && c.train.count > 8 * c.test.count / 2,
+                     "splits of %lld/%lld/%lld tokens", (long long)c.train.count,
+                     (long long)c.valid.count, (long long)c.test.count);
+    text_free(&c);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_fortunes_read(void) { return with_tmpdir("test_fortunes", check_fortunes_read_in); }
+
+static int check_fortunes_errors_in(const char *dir) {
+    snprintf(tmpdir, sizeof tmpdir, "%s", dir);
+    char path[256];
+    snprintf(path, sizeof path, "%s/missing", tmpdir);
+    bool ok = load_ends("the package missing", "fortunes", path, 1, "sudo apt-get install fortunes",
+                        "make deps");
+    ok = ok && load_ends("an empty directory", "fortunes", tmpdir, 1, "has no fortune files",
+                         "sudo apt-get install fortunes");
+    write_file("only.dat", "index\n");
+    ok = ok && load_ends("indexes only", "fortunes", tmpdir, 1, "has no fortune files", NULL);
+    write_file("latin", "caf\xe9\n%\nna\xefve\n");
+    ok = ok && load_ends("Latin-1 bytes", "fortunes", tmpdir, 1, "latin, line 1", "is not UTF-8");
+    write_file("latin", "fine\n");
+    char path_nul[256];
+    snprintf(path_nul, sizeof path_nul, "%s/nul", tmpdir);
+    FILE *f = fopen(path_nul, "wb");
+    fwrite("a\n%\nb\0c\n", 1, 9, f); /* fputs would stop at the NUL */
+    fclose(f);
+    ok = ok && load_ends("a NUL byte", "fortunes", tmpdir, 1, "nul, line 3", "NUL byte");
+    write_file("nul", "% \n");
+    ok = ok && load_ends("too little text to cut", "fortunes", tmpdir, 1, "too few lines", "fortunes");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_fortunes_errors(void) { return with_tmpdir("test_fortunes", check_fortunes_errors_in); }
+
+/* Debian's own files, where the package is installed: every line but the "%" ones ends
+ * up in one of the splits; "text" without a file and "auto" without WikiText-2 load it. */
+static int check_fortunes_debian(void) {
+    if (!fs_is_dir(TEXT_FORTUNES_DIR)) {
+        printf("no %s (sudo apt-get install fortunes)\n", TEXT_FORTUNES_DIR);
+        return CHECK_SKIP;
+    }
+    TextCorpus c;
+    const double t0 = now_seconds();
+    text_load("fortunes", NULL, NULL, &c);
+    const double secs = now_seconds() - t0;
+    printf("%s: %d words; train %lld, valid %lld, test %lld tokens; %lld/%lld/%lld lines; %.2f s\n",
+           c.source, c.vocab.count, (long long)c.train.count, (long long)c.valid.count,
+           (long long)c.test.count, (long long)c.train.lines, (long long)c.valid.lines,
+           (long long)c.test.lines, secs);
+    /* the lines of the plain files, counted here, less the separators */
+    long long kept = 0;
+    DIR *d = opendir(TEXT_FORTUNES_DIR);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[FS_PATH_MAX];
+        struct stat st;
+        const size_t n = strlen(e->d_name);
+        if (e->d_name[0] == '.' || (n > 4 && strcmp(e->d_name + n - 4, ".dat") == 0) ||
+            (n > 3 && strcmp(e->d_name + n - 3, ".u8") == 0))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", TEXT_FORTUNES_DIR, e->d_name);
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        FILE *f = fopen(path, "rb");
+        char line[1 << 16];
+        while (f && fgets(line, sizeof line, f)) kept += strcmp(line, "%\n") != 0;
+        if (f) fclose(f);
+    }
+    if (d) closedir(d);
+    const long long lines = c.train.lines + c.valid.lines + c.test.lines;
+    bool ok = expect_true(lines == kept, "%lld lines in the splits, %lld in the files without "
+                          "the %% lines", lines, kept) &&
+              expect_true(c.vocab.count > 10000 && c.test.count > 1000,
+                          "a vocabulary of %d words and %lld test tokens: not the fortunes text?",
+                          c.vocab.count, (long long)c.test.count);
+    const int64_t train = c.train.count;
+    text_free(&c);
+    ok = ok && load_ends("text without --data", "text", NULL, 0, "corpus fortunes", "without --data");
+    if (!getenv("DATA_DIR") && access(COURSE_ROOT "/datasets/data/wikitext-2", F_OK) != 0)
+        ok = ok && load_ends("auto without WikiText-2", "auto", NULL, 0, "corpus fortunes",
+                             "WikiText-2 not found");
+    text_load("text", NULL, NULL, &c);
+    ok = ok && expect_true(c.train.count == train, "text without --data: %lld train tokens, "
+                           "fortunes %lld", (long long)c.train.count, (long long)train);
+    text_free(&c);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* "auto" takes WikiText-2 where it is, a plain text given with --data otherwise. */
+static int check_auto_in(const char *dir) {
+    snprintf(tmpdir, sizeof tmpdir, "%s", dir);
+    char text[400] = "", path[256];
+    for (int i = 0; i < 20; i++) strcat(text, "aaa bb cc\n");
+    write_file("book.txt", text);
+    snprintf(path, sizeof path, "%s/book.txt", tmpdir);
+    bool ok = load_ends("auto with a file", "auto", path, 0, "corpus text", "read as a plain text");
+    write_file("wiki.train.tokens", " \n a b \n");
+    write_file("wiki.valid.tokens", " \n a \n");
+    write_file("wiki.test.tokens", " \n b \n");
+    ok = ok && load_ends("auto with WikiText-2 there", "auto", tmpdir, 0, "corpus wikitext2", "note: none");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_auto(void) { return with_tmpdir("test_auto", check_auto_in); }
 
 /* ------------------------------------------------------------ speed, WikiText-2 */
 
@@ -356,6 +515,10 @@ int main(void) {
     check_run(NULL, "bad text refused with the line and the fix", check_bad_text, 60);
     check_run(NULL, "a split too short for one batch is refused", check_batchify_short, 30);
     check_run(NULL, "text_load: one file cut in three, folders, missing/empty files", check_files, 60);
+    check_run(NULL, "the fortunes text: files in name order, no indexes, links or % lines", check_fortunes_read, 30);
+    check_run(NULL, "the fortunes text missing, empty or not UTF-8: a message with the fix", check_fortunes_errors, 30);
+    check_run(NULL, "Debian's fortunes: every line but the % ones, also as text and auto's default", check_fortunes_debian, 60);
+    check_run(NULL, "auto: WikiText-2 where it is, else the file given", check_auto, 30);
     check_run(NULL, "11 MB tokenised in well under a second", check_speed, 60);
     check_run(NULL, "WikiText-2: 36,718 lines, 33,278 words; 28,782 with basic_english", check_wikitext2, 60);
     return check_end();
