@@ -48,3 +48,28 @@ bool gemm_through_model(const CublasGemm *g, float alpha, const float *A, const 
     return cublas_sgemm_model(g->trans_first, g->trans_second, g->m, g->n, g->k, alpha, first,
                               g->ld_first, second, g->ld_second, beta, C, g->ldc, why, why_cap);
 }
+
+CublasGemmBatch gemm_batch_to_cublas(const GemmBatch *b) {
+    CublasGemmBatch c = {.g = gemm_to_cublas(b->trans_a, b->trans_b, b->M, b->N, b->K, b->lda,
+                                              b->ldb, b->ldc),
+                         .stride_c = b->stride_c, .batch = b->batch};
+    c.stride_first = c.g.swap ? b->stride_b : b->stride_a;
+    c.stride_second = c.g.swap ? b->stride_a : b->stride_b;
+    return c;
+}
+
+bool gemm_batch_through_model(const CublasGemmBatch *c, float alpha, const float *A,
+                              const float *B, float beta, float *C, char *why, int why_cap) {
+    if (c->batch < 0) {
+        snprintf(why, (size_t)why_cap, "negative batch count %d", c->batch);
+        return false;
+    }
+    const float *first = c->g.swap ? B : A, *second = c->g.swap ? A : B;
+    for (int i = 0; i < c->batch; i++)
+        if (!cublas_sgemm_model(c->g.trans_first, c->g.trans_second, c->g.m, c->g.n, c->g.k, alpha,
+                                first + i * c->stride_first, c->g.ld_first,
+                                second + i * c->stride_second, c->g.ld_second, beta,
+                                C + i * c->stride_c, c->g.ldc, why, why_cap))
+            return false;
+    return true;
+}

@@ -42,6 +42,34 @@ bool cublas_sgemm_model(bool transa, bool transb, int m, int n, int k, float alp
 bool gemm_through_model(const CublasGemm *g, float alpha, const float *A, const float *B,
                         float beta, float *C, char *why, int why_cap);
 
+/* The same GEMM repeated over `batch` matrices laid out at fixed distances (in floats):
+ * C + i stride_c = alpha op(A + i stride_a) op(B + i stride_b) + beta (C + i stride_c),
+ * for i < batch (cublasSgemmStridedBatched; the attention's per-head products). */
+typedef struct {
+    bool trans_a, trans_b;
+    int M, N, K, lda, ldb, ldc, batch;
+    long long stride_a, stride_b, stride_c;
+    float alpha, beta;
+} GemmBatch;
+
+/* cublasSgemmStridedBatched's arguments: one entry's call, and the strides in cuBLAS's
+ * order (its first operand is our B, so it takes stride_b first). */
+typedef struct {
+    CublasGemm g;
+    long long stride_first, stride_second, stride_c;
+    int batch;
+} CublasGemmBatch;
+
+CublasGemmBatch gemm_batch_to_cublas(const GemmBatch *b);
+
+/* cublasSgemmStridedBatched's definition through cublas_sgemm_model, entry by entry,
+ * with the operands in cuBLAS's order as c describes them (tests). */
+bool gemm_batch_through_model(const CublasGemmBatch *c, float alpha, const float *A,
+                              const float *B, float beta, float *C, char *why, int why_cap);
+
+/* The CUDA twin of a batch (lib/cuda/gemm.cu): A, B, C in device memory. */
+void cuda_gemm_batched(const GemmBatch *b, const float *A, const float *B, float *C);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,3 +14,10 @@ int cuda_blocks_for(int64_t n, int threads) {
     if (blocks < 1) blocks = 1;                   /* a grid of 0 blocks is a launch error */
     return blocks > MAX_BLOCKS ? MAX_BLOCKS : (int)blocks;
 }
+
+int cuda_blocks_for_rows(int64_t rows, int threads) {
+    CHECK(rows >= 0 && threads % 32 == 0, "cuda_blocks_for_rows(%lld, %d): threads must be whole warps",
+          (long long)rows, threads);
+    CHECK(rows <= INT64_MAX / 32, "cuda_blocks_for_rows: %lld rows", (long long)rows);
+    return cuda_blocks_for(rows * 32, threads);
+}

@@ -16,6 +16,10 @@ enum { CUDA_THREADS = 256 };
  * rest (grid-stride), so any n works with a bounded grid. */
 int cuda_blocks_for(int64_t n, int threads);
 
+/* Blocks for kernels that give each row a warp of 32 threads (WARP_STRIDE_LOOP in
+ * reduce.cuh): `threads` a multiple of 32, capped like cuda_blocks_for. */
+int cuda_blocks_for_rows(int64_t rows, int threads);
+
 #ifdef __cplusplus
 }
 #endif
