@@ -1,10 +1,17 @@
 // The CUDA table of the library's layers: the twin of lib/layers/layer_ops.c.
 extern "C" {
 #include "kernels.h"
+#include "layers/add.h"
+#include "layers/attention.h"
 #include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/gelu.h"
 #include "layers/layer_ops.h"
+#include "layers/layernorm.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
+#include "layers/positional.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
 #include "ops/gemm.h"
@@ -23,6 +30,20 @@ static LayerOps cuda_layers(void) {
     ops.linear_backward = cuda_linear_backward;
     ops.softmax_cross_entropy = cuda_softmax_cross_entropy;
     ops.count_correct = cuda_count_correct;
+    ops.embedding_forward = cuda_embedding_forward;
+    ops.embedding_backward = cuda_embedding_backward;
+    ops.positional_forward = cuda_positional_forward;
+    ops.layernorm_forward = cuda_layernorm_forward;
+    ops.layernorm_backward = cuda_layernorm_backward;
+    ops.dropout_forward = cuda_dropout_forward;
+    ops.dropout_backward = cuda_dropout_backward;
+    ops.attention_forward = cuda_attention_forward;
+    ops.attention_backward = cuda_attention_backward;
+    ops.gelu_forward = cuda_gelu_forward;
+    ops.gelu_backward = cuda_gelu_backward;
+    ops.add_forward = cuda_add_forward;
+    ops.add_backward = cuda_add_backward;
+    ops.softmax_cross_entropy_fast = cuda_softmax_cross_entropy_fast;
     return ops;
 }
 

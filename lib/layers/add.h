@@ -15,4 +15,8 @@ void add_backward(Tensor *da, Tensor *db, const Tensor *dout);
 void add_check_forward(const Tensor *out, const Tensor *a, const Tensor *b);
 void add_check_backward(const Tensor *da, const Tensor *db, const Tensor *dout);
 
+/* CUDA twins (lib/cuda/add.cu), in builds with CUDA: tensors on the GPU. */
+void cuda_add_forward(Tensor *out, const Tensor *a, const Tensor *b);
+void cuda_add_backward(Tensor *da, Tensor *db, const Tensor *dout);
+
 #endif

@@ -55,4 +55,11 @@ AttentionSizes attention_check_backward(const Tensor *dqkv, const Tensor *dscore
                                         const Tensor *dctx, const Tensor *qkv,
                                         const Tensor *probs, const Tensor *dropped);
 
+/* CUDA twins (lib/cuda/attention.cu), in builds with CUDA: tensors on the GPU; the
+ * dropout key drawn on the host from rng as here, so the mask is the CPU's. */
+void cuda_attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
+                            float dropout_p, bool training, Rng *rng);
+void cuda_attention_backward(Tensor *dqkv, Tensor *dscores, const Tensor *dctx,
+                             const Tensor *qkv, const Tensor *probs, const Tensor *dropped);
+
 #endif

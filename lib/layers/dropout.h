@@ -58,4 +58,10 @@ static inline DROPOUT_HOST_DEVICE bool dropout_keeps(uint64_t key, uint64_t i,
     return (z >> 32) >= threshold;
 }
 
+/* CUDA twins (lib/cuda/dropout.cu), in builds with CUDA: tensors on the GPU, the key
+ * drawn on the host from rng as here, so the mask is the CPU's. */
+void cuda_dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
+                          Rng *rng);
+void cuda_dropout_backward(Tensor *din, const Tensor *dout, const Tensor *mask);
+
 #endif

@@ -26,4 +26,10 @@ void embedding_check_backward(const Tensor *dtable, const Tensor *dout);
  * tokens on the host before copying them). */
 void embedding_check_tokens(const int *tokens, int n, int V);
 
+/* CUDA twins (lib/cuda/embedding.cu), in builds with CUDA: tensors on the GPU, tokens
+ * in device memory (a bad token stops with the same message); the backward adds in the
+ * same order, without atomics. */
+void cuda_embedding_forward(Tensor *out, const int *tokens, const Tensor *table, float scale);
+void cuda_embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens, float scale);
+
 #endif

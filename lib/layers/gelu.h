@@ -14,4 +14,8 @@ void gelu_backward(Tensor *din, const Tensor *dout, const Tensor *in); /* din +=
 void gelu_check_forward(const Tensor *out, const Tensor *in);
 void gelu_check_backward(const Tensor *din, const Tensor *dout, const Tensor *in);
 
+/* CUDA twins (lib/cuda/gelu.cu), in builds with CUDA: tensors on the GPU. */
+void cuda_gelu_forward(Tensor *out, const Tensor *in);
+void cuda_gelu_backward(Tensor *din, const Tensor *dout, const Tensor *in);
+
 #endif

@@ -33,4 +33,11 @@ void layernorm_check_backward(const Tensor *din, const Tensor *dgamma, const Ten
                               const Tensor *dout, const Tensor *in, const Tensor *mean,
                               const Tensor *rstd, const Tensor *gamma);
 
+/* CUDA twins (lib/cuda/layernorm.cu), in builds with CUDA: tensors on the GPU. */
+void cuda_layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, const Tensor *in,
+                            const Tensor *gamma, const Tensor *beta, float eps);
+void cuda_layernorm_backward(Tensor *din, Tensor *dgamma, Tensor *dbeta, const Tensor *dout,
+                             const Tensor *in, const Tensor *mean, const Tensor *rstd,
+                             const Tensor *gamma);
+
 #endif

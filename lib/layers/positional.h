@@ -22,4 +22,7 @@ void positional_forward(Tensor *out, const Tensor *in, const Tensor *table, int 
 /* The shape checks of both devices. */
 void positional_check_forward(const Tensor *out, const Tensor *in, const Tensor *table, int T);
 
+/* CUDA twin (lib/cuda/positional.cu), in builds with CUDA: tensors on the GPU. */
+void cuda_positional_forward(Tensor *out, const Tensor *in, const Tensor *table, int T);
+
 #endif

@@ -30,5 +30,7 @@ int count_correct(const Tensor *logits, const int *labels);
  * labels in device memory; the loss and the count come back to the host. */
 float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels);
 int cuda_count_correct(const Tensor *logits, const int *labels);
+/* ... and of softmax_cross_entropy_fast: one block per row (lib/cuda/softmax_xent.cu). */
+float cuda_softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits, const int *labels);
 
 #endif

@@ -1,0 +1,154 @@
+// Token embedding on the GPU, as lib/layers/embedding.c.
+//
+// Forward: one thread per output element, out[n, d] = table[tokens[n], d] * scale
+// (the CPU's product: exact).
+//
+// Backward without atomics, in the CPU's order: row tokens[n] of dtable receives the
+// rows n of a token in increasing n. A first kernel links the rows of each token into
+// a chain (next[n]: the next row with the same token; head[n]: no earlier row has it),
+// comparing every row's token with every other's through shared memory: N^2
+// comparisons for N = B*T rows, about 0.5 million for the tutorial's batch (20 x 35)
+// and 270 million for 16,384 rows, small next to the step's GEMMs. A second kernel
+// gives each (chain, column) one thread that adds the chain's rows into dtable in
+// order. So every run gives the same bits, and the CPU's (up to the fusing of
+// acc + scale * dy into one FMA, which either compiler may or may not do).
+//
+// Tokens live in device memory. Both kernels also note the first row whose token is
+// outside 0..V-1, and the host stops with the CPU's message: one small copy back per
+// call (which waits for the GPU), the price of a bad token being a message rather than
+// an illegal address.
+#include "cuda_check.h"
+#include "launch.h"
+extern "C" {
+#include "core/check.h"
+#include "cuda/device.h"
+#include "kernels.h"
+#include "layers/embedding.h"
+}
+
+static __global__ void embedding_forward_kernel(float *out, int *bad_row, const int *tokens,
+                                                const float *table, int64_t n, int D, int V,
+                                                float scale) {
+    GRID_STRIDE_LOOP(i, n) {
+        const int64_t row = i / D;
+        const int token = tokens[row];
+        if (token < 0 || token >= V) {
+            atomicMin(bad_row, (int)row);
+            continue;
+        }
+        out[i] = table[(int64_t)token * D + i % D] * scale;
+    }
+}
+
+// One thread per row n (blocks of CUDA_THREADS; not a grid-stride loop: every thread of
+// a block helps load each tile of tokens into shared memory).
+static __global__ void token_chains_kernel(int *next, unsigned char *head, int *bad_row,
+                                           const int *tokens, int N, int V) {
+    __shared__ int tile[CUDA_THREADS];
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    const int token = n < N ? tokens[n] : -1;
+    if (n < N && (token < 0 || token >= V)) atomicMin(bad_row, n);
+    int after = -1;
+    bool first = true;
+    for (int base = 0; base < N; base += blockDim.x) {
+        __syncthreads(); // the previous tile is read by every thread
+        if (base + (int)threadIdx.x < N) tile[threadIdx.x] = tokens[base + threadIdx.x];
+        __syncthreads();
+        const int len = min((int)blockDim.x, N - base);
+        for (int k = 0; k < len; k++)
+            if (tile[k] == token) {
+                const int m = base + k;
+                if (m < n) first = false;
+                else if (m > n && after < 0) after = m;
+            }
+    }
+    if (n < N) {
+        next[n] = after;
+        head[n] = first;
+    }
+}
+
+// One thread per (row, column); the rows that start a chain add it, in order of n.
+static __global__ void embedding_backward_kernel(float *dtable, const float *dout,
+                                                 const int *tokens, const int *next,
+                                                 const unsigned char *head, int64_t n, int D,
+                                                 float scale) {
+    GRID_STRIDE_LOOP(i, n) {
+        const int row = (int)(i / D);
+        if (!head[row]) continue;
+        const int d = (int)(i % D);
+        float *g = dtable + (int64_t)tokens[row] * D + d;
+        float acc = *g;
+        for (int m = row; m >= 0; m = next[m]) acc += scale * dout[(int64_t)m * D + d];
+        *g = acc;
+    }
+}
+
+// The bad-row flag and the chains, kept between calls (grown when needed).
+static int *g_bad_row;
+static int *g_next;
+static unsigned char *g_head;
+static int g_rows;
+
+static void chain_buffers(int N) {
+    if (!g_bad_row) g_bad_row = (int *)cuda_malloc(sizeof(int));
+    if (N <= g_rows) return;
+    cuda_free(g_next);
+    cuda_free(g_head);
+    g_next = (int *)cuda_malloc((size_t)N * sizeof(int));
+    g_head = (unsigned char *)cuda_malloc((size_t)N);
+    g_rows = N;
+}
+
+static void reset_bad_row(int N) { cuda_copy_to_device(g_bad_row, &N, sizeof(int)); }
+
+// Stops, as embedding_check_tokens does, when a kernel found a token outside 0..V-1.
+static void stop_on_bad_token(const int *tokens, int N, int V) {
+    int bad_row = N;
+    cuda_copy_to_host(&bad_row, g_bad_row, sizeof(int)); // waits for the kernel
+    if (bad_row >= N) return;
+    int token = 0;
+    cuda_copy_to_host(&token, tokens + bad_row, sizeof(int));
+    CHECK(false, "embedding: token %d at position %d is outside the vocabulary 0..%d", token,
+          bad_row, V - 1);
+}
+
+extern "C" void cuda_embedding_forward(Tensor *out, const int *tokens, const Tensor *table,
+                                       float scale) {
+    embedding_check_forward(out, table);
+    CHECK_ON_GPU(out);
+    CHECK_ON_GPU(table);
+    const int N = out->shape[0], V = table->shape[0], D = table->shape[1];
+    const int64_t n = (int64_t)N * D;
+    if (N == 0) return;
+    CHECK_DEVICE_POINTER(tokens);
+    chain_buffers(0);
+    reset_bad_row(N);
+    if (n > 0) {
+        embedding_forward_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+            out->data, g_bad_row, tokens, table->data, n, D, V, scale);
+        CUDA_CHECK_LAUNCH();
+    }
+    stop_on_bad_token(tokens, N, V);
+}
+
+extern "C" void cuda_embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens,
+                                        float scale) {
+    embedding_check_backward(dtable, dout);
+    CHECK_ON_GPU(dtable);
+    CHECK_ON_GPU(dout);
+    const int N = dout->shape[0], V = dtable->shape[0], D = dtable->shape[1];
+    if (N == 0) return;
+    CHECK_DEVICE_POINTER(tokens);
+    chain_buffers(N);
+    reset_bad_row(N);
+    token_chains_kernel<<<(N + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS>>>(
+        g_next, g_head, g_bad_row, tokens, N, V);
+    CUDA_CHECK_LAUNCH();
+    stop_on_bad_token(tokens, N, V); // before any token indexes dtable
+    const int64_t n = (int64_t)N * D;
+    if (n == 0) return;
+    embedding_backward_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        dtable->data, dout->data, tokens, g_next, g_head, n, D, scale);
+    CUDA_CHECK_LAUNCH();
+}
