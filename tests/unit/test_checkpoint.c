@@ -4,7 +4,7 @@
  * that a failed load changes neither the variables nor the file, garbage with a
  * valid header and checksum (the parser on its own), keep-K rotation and the best
  * checkpoint, falling back to an older checkpoint, the atomic write killed halfway,
- * the fatal wrappers, and the hash. */
+ * the fatal wrappers, the hash, and the training data's fingerprint. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include "framework/check.h"
 #include "fuzz/seed.h"
 #include "core/rng.h"
+#include "data/dataset.h"
 #include "train/checkpoint_store.h"
 #include "train/train_state.h"
 
@@ -122,6 +123,8 @@ static int body_round_trip(const char *dir) {
                                b.sgd.step == 18 && b.extra == -17 && b.ts.rng_state == a.ts.rng_state,
                            "scalars not restored");
     ok = ok && expect_true(params_digest(&a.params) == params_digest(&b.params), "digests differ");
+    state_free(&a);
+    state_free(&b);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_round_trip(void) { return with_tmpdir("test_ckpt", body_round_trip); }
@@ -137,6 +140,10 @@ static int check_encode_deterministic(void) {
     bool ok = expect_true(nx == ny && memcmp(x, y, nx) == 0, "the same state encodes differently") &&
               expect_true(nx == ckpt_encoded_size(&a.c), "encoded %zu bytes, size says %zu", nx,
                           ckpt_encoded_size(&a.c));
+    xfree(x);
+    xfree(y);
+    state_free(&a);
+    state_free(&b);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -201,7 +208,10 @@ static int check_impossible_values(void) {
         ckpt_encode(&z.c, &zb, &zlen);
         state_free(&z);
         const uint8_t *at = memmem(zb, zlen, "extra.counter", 13);
-        if (!expect_true(at != NULL, "test setup: no 'extra.counter' in the file")) return CHECK_FAIL;
+        if (!expect_true(at != NULL, "test setup: no 'extra.counter' in the file")) {
+            xfree(zb);
+            return CHECK_FAIL;
+        }
         zb[at - zb + 13] = 0;
         uint64_t sum = ckpt_hash64(zb, zlen - 8, 0);
         for (int k = 0; k < 8; k++) zb[zlen - 8 + k] = (uint8_t)(sum >> (8 * k));
@@ -220,6 +230,9 @@ static int check_impossible_values(void) {
     CkptError err = {{0}};
     ok = ok && expect_true(ckpt_decode(&t.c, buf, len, "test.ckpt", &err) == 0 &&
                                isinf(t.ts.best_metric), "best.metric = -inf refused: %s", err.msg);
+    xfree(buf);
+    state_free(&s);
+    state_free(&t);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -232,6 +245,7 @@ static int check_empty_foreign_version(void) {
               expect_rejected("a CSV file", (const uint8_t *)text, strlen(text), "not a checkpoint");
     buf[8] = 2; /* version 2 */
     ok = ok && expect_rejected("version 2", buf, len, "format version 2");
+    xfree(buf);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -249,6 +263,8 @@ static int check_truncated(void) {
     uint8_t *longer = xcalloc(len + 3, 1);
     memcpy(longer, buf, len);
     ok = ok && expect_rejected("3 bytes appended", longer, len + 3, "header says");
+    xfree(longer);
+    xfree(buf);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -267,6 +283,7 @@ static int check_flipped_bytes(void) {
     }
     buf[len / 2] ^= 1;
     ok = ok && expect_rejected("a bit flipped in the data", buf, len, "checksum");
+    xfree(buf);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -315,6 +332,13 @@ static int check_mismatched(void) {
     ok = ok && expect_true(ckpt_decode(&typed, buf, len, "x.ckpt", &err) == -1 &&
                                strstr(err.msg, "type 'i' in the file but 'f'"), "another type: %s",
                            err.msg);
+    state_free(&t); /* typed was a copy of t.c: freed with it */
+    ckpt_free(&fewer.c);
+    adam_free(&fewer.adam);
+    params_free(&fewer.params);
+    state_free(&more);
+    state_free(&other);
+    xfree(buf);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -352,6 +376,7 @@ static int check_garbage(void) {
         if (len >= 8 && trial % 2) memcpy(buf, good, 8);
         ok = expect_rejected("random bytes", buf, len, NULL);
     }
+    xfree(good);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -362,7 +387,9 @@ static int body_file_untouched(const char *dir) {
     char path[512];
     path_in(path, sizeof path, dir, "bad.ckpt");
     buf[len - 100] ^= 0xff;
-    if (!write_file(path, buf, len)) return CHECK_FAIL;
+    bool written = write_file(path, buf, len);
+    xfree(buf);
+    if (!written) return CHECK_FAIL;
     uint64_t before = file_hash(path);
     struct stat st0, st1;
     stat(path, &st0);
@@ -377,6 +404,7 @@ static int body_file_untouched(const char *dir) {
     path_in(path, sizeof path, dir, "missing.ckpt");
     ok = ok && expect_true(ckpt_load(&s.c, path, &err) == -1 && strstr(err.msg, "missing.ckpt"),
                            "a missing file: %s", err.msg);
+    state_free(&s);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_file_untouched(void) { return with_tmpdir("test_ckpt", body_file_untouched); }
@@ -424,6 +452,7 @@ static int body_rotation(const char *dir) {
     path_in(p, sizeof p, sub, "ckpt-000000000009.ckpt.bak"); /* only exact names count */
     write_file(p, "x", 1);
     ok = ok && expect_true(ckpt_store_list(&store, steps, 8) == 2, "a .bak file was listed");
+    state_free(&s);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_rotation(void) { return with_tmpdir("test_ckpt", body_rotation); }
@@ -442,6 +471,7 @@ static int body_rotation_after_fallback(const char *dir) {
     bool ok = expect_true(ckpt_store_save(&store, &s.c, 50, NULL, 0, &err) == 0, "save 50: %s", err.msg);
     ckpt_store_path(&store, 100, p, sizeof p); /* a torn newer checkpoint */
     write_file(p, "damaged", 7);
+    state_free(&s);
     state_init(&s, 4, 4);
     uint64_t want = state_hash(&s);
     ok = ok && expect_true(ckpt_store_save(&store, &s.c, 60, NULL, 0, &err) == 0, "save 60: %s", err.msg);
@@ -452,6 +482,8 @@ static int body_rotation_after_fallback(const char *dir) {
                            "no checkpoint loads after the save at step 60: %s", err.msg) &&
          expect_true(state_hash(&t) == want && strstr(got, "ckpt-000000000060.ckpt"),
                      "resumed from %s, expected step 60", got);
+    state_free(&s);
+    state_free(&t);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_rotation_after_fallback(void) {
@@ -470,6 +502,7 @@ static int body_latest(const char *dir) {
                           "an empty directory did not return 0");
     uint64_t h[3];
     for (int k = 0; k < 3; k++) {
+        state_free(&s);
         state_init(&s, 10 + (uint64_t)k, 4);
         h[k] = state_hash(&s);
         ckpt_store_save(&store, &s.c, 100 + k, NULL, 0, &err);
@@ -497,6 +530,8 @@ static int body_latest(const char *dir) {
          expect_true(strstr(err.msg, "none of the 3") && strstr(err.msg, "ckpt-000000000100.ckpt") &&
                          strstr(err.msg, "ckpt-000000000102.ckpt"), "the message: %s", err.msg) &&
          expect_true(state_hash(&t) == h[1], "failed loads changed the variables");
+    state_free(&s);
+    state_free(&t);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_latest(void) { return with_tmpdir("test_ckpt", body_latest); }
@@ -542,6 +577,7 @@ static int body_write_killed(const char *dir) {
                           "expected a half-written %s", tmp) &&
               expect_true(ckpt_load(&s.c, path, &err) == 0, "the old checkpoint no longer loads: %s",
                           err.msg);
+    state_free(&s);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_write_killed(void) { return with_tmpdir("test_ckpt", body_write_killed); }
@@ -561,6 +597,7 @@ static int body_write_errors(const char *dir) {
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     ok = ok && expect_true(access(tmp, F_OK) != 0, "a failed write left %s behind", tmp);
+    state_free(&s);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 static int check_write_errors(void) { return with_tmpdir("test_ckpt", body_write_errors); }
@@ -624,6 +661,74 @@ static int check_hash(void) {
     b.params.items[1]->value.data[6] = nextafterf(b.params.items[1]->value.data[6], 2.0f);
     ok = ok && expect_true(params_digest(&a.params) != params_digest(&b.params),
                            "one ulp in the last parameter: same digest");
+    state_free(&a);
+    state_free(&b);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ------------------------------------------------------------ the data fingerprint */
+
+/* A small hand-made training set: 70 examples of 1x4x4, 10 classes. */
+static Dataset tiny_set(void) {
+    Dataset d = {.count = 70, .channels = 1, .height = 4, .width = 4, .num_classes = 10};
+    d.images = xcalloc(70 * 16, sizeof *d.images);
+    d.labels = xcalloc(70, 1);
+    for (int i = 0; i < 70 * 16; i++) d.images[i] = (float)(i % 251) / 251.0f;
+    for (int i = 0; i < 70; i++) d.labels[i] = (uint8_t)(i % 10);
+    return d;
+}
+
+/* train_data_fingerprint (what lessons 03 and 06 record as "data.fingerprint" and compare
+ * on --resume): the same data, the same value, from one build to the next (a changed
+ * hash would refuse every checkpoint written before); other pixels, labels or sizes, or
+ * another data set of the same sizes, another value. Only the first 64 examples are
+ * hashed (train_state.h): a change after them goes unseen by design. */
+static int check_data_fingerprint(void) {
+    Dataset d = tiny_set();
+    const uint64_t base = train_data_fingerprint(&d);
+    bool ok = expect_true(base == 0x4b05d36eefbf06fcULL, "the fingerprint of the tiny set is %016llx, "
+                          "it was 4b05d36eefbf06fc: checkpoints written before would not resume",
+                          (unsigned long long)base);
+    struct {
+        const char *what;
+        float *pixel;
+        uint8_t *label;
+        int *size;
+        bool seen;
+    } changes[] = {{"a pixel of example 0", &d.images[5], NULL, NULL, true},
+                   {"a pixel of example 63", &d.images[63 * 16 + 15], NULL, NULL, true},
+                   {"the label of example 10", NULL, &d.labels[10], NULL, true},
+                   {"the count (69 examples)", NULL, NULL, &d.count, true},
+                   {"the number of classes", NULL, NULL, &d.num_classes, true},
+                   {"a pixel of example 64 (not hashed)", &d.images[64 * 16], NULL, NULL, false}};
+    for (size_t k = 0; ok && k < sizeof changes / sizeof changes[0]; k++) {
+        float keep_pixel = changes[k].pixel ? *changes[k].pixel : 0;
+        uint8_t keep_label = changes[k].label ? *changes[k].label : 0;
+        int keep_size = changes[k].size ? *changes[k].size : 0;
+        if (changes[k].pixel) *changes[k].pixel = nextafterf(keep_pixel, 2.0f);
+        if (changes[k].label) *changes[k].label = (uint8_t)((keep_label + 1) % 10);
+        if (changes[k].size) *changes[k].size = keep_size - 1;
+        uint64_t got = train_data_fingerprint(&d);
+        ok = expect_true((got != base) == changes[k].seen, "%s changed: the fingerprint %s",
+                         changes[k].what, changes[k].seen ? "stayed the same" : "changed");
+        if (changes[k].pixel) *changes[k].pixel = keep_pixel;
+        if (changes[k].label) *changes[k].label = keep_label;
+        if (changes[k].size) *changes[k].size = keep_size;
+    }
+    ok = ok && expect_true(train_data_fingerprint(&d) == base, "the same data again: another value");
+    dataset_free(&d);
+    /* two synthetic sets of the same sizes, other seeds; and the same seed twice */
+    Dataset a, b, c;
+    dataset_make_synthetic(100, 1, 28, 1, &a);
+    dataset_make_synthetic(100, 1, 28, 2, &b);
+    dataset_make_synthetic(100, 1, 28, 1, &c);
+    ok = ok && expect_true(train_data_fingerprint(&a) != train_data_fingerprint(&b),
+                           "two synthetic sets of the same sizes (seeds 1 and 2) have one fingerprint") &&
+         expect_true(train_data_fingerprint(&a) == train_data_fingerprint(&c),
+                     "the same synthetic set made twice: two fingerprints");
+    dataset_free(&a);
+    dataset_free(&b);
+    dataset_free(&c);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -645,5 +750,6 @@ int main(void) {
     check_run(NULL, "write errors: missing directory, rename failure, no .tmp left", check_write_errors, 20);
     check_run(NULL, "ckpt_load_or_die and ckpt_store_init: exit 1 with a message", check_fatal, 20);
     check_run(NULL, "hash: every bit and length counts; parameter digest", check_hash, 20);
+    check_run(NULL, "data fingerprint: the same data the same value (pinned); pixels, labels, sizes, another set change it", check_data_fingerprint, 20);
     return check_end();
 }
