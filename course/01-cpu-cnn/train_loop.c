@@ -28,7 +28,8 @@ EpochResult train_epoch(Cnn *model, Adam *opt, const Dataset *train, Sampler *sa
 
         loss_sum += (double)loss * n; /* weight by n: the mean is over examples */
         r.examples += n;
-        progress("  %d/%d images, loss %.4f", r.examples, train->count, loss_sum / r.examples);
+        progress("  %d/%d images, %.0f images/s, loss %.4f", r.examples, train->count,
+                 progress_rate(r.examples), loss_sum / r.examples);
     }
     r.loss = r.examples ? loss_sum / r.examples : 0.0;
 #else

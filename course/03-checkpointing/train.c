@@ -275,8 +275,9 @@ int lesson_main(int argc, char **argv) {
             ts->global_step++;
             run->steps_this_run++;
             seen += n;
-            progress("  epoch %lld: %lld/%d images, loss %.4f", (long long)ts->epoch,
-                     (long long)ts->examples, run->train.count, ts->loss_sum / ts->examples);
+            progress("  epoch %lld: %lld/%d images, %.0f images/s, loss %.4f", (long long)ts->epoch,
+                     (long long)ts->examples, run->train.count, progress_rate(ts->examples),
+                     ts->loss_sum / ts->examples);
             if (lesson_after_step(run)) {
                 int status = stop_status(run);
                 print_saves(run);

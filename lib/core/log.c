@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "timer.h"
+
 static int g_rank = 0;
 static bool g_progress_shown = false;
 static bool g_progress_on = true;
@@ -41,4 +43,17 @@ void progress_clear(void) {
     printf("\r\033[K");
     fflush(stdout);
     g_progress_shown = false;
+}
+
+static double g_rate_t0, g_rate_first = -1, g_rate_last = -1;
+
+double progress_rate(double done) {
+    const double now = now_seconds();
+    if (g_rate_first < 0 || !(done > g_rate_last)) { /* a new count */
+        g_rate_t0 = now;
+        g_rate_first = g_rate_last = done;
+        return 0.0;
+    }
+    g_rate_last = done;
+    return now > g_rate_t0 ? (done - g_rate_first) / (now - g_rate_t0) : 0.0;
 }

@@ -17,5 +17,12 @@ void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * own even when the job's output goes to a file, so isatty cannot tell. */
 void progress_enable(bool on);
 void progress_clear(void);
+/* Items per second for a progress line that counts `done` items (images, tokens):
+ * measured from the first call of this count, whose items do not count; a call whose
+ * done is not above the last one's starts a new count (the next epoch). 0 until the
+ * count's second call. Rank 0 on a terminal shows it; elsewhere it only costs a clock
+ * read.
+ *   progress("  %d/%d images, %.0f images/s", n, total, progress_rate(n)); */
+double progress_rate(double done);
 
 #endif

@@ -70,7 +70,8 @@ EpochResult cnn_train_epoch(Cnn *model, Adam *opt, const Dataset *train, Sampler
         cnn_backward(model, &images);
         adam_step(opt, &model->params);
         r.examples += n;
-        progress("  %s: %d/%d images", device_name(model->device), r.examples, train->count);
+        progress("  %s: %d/%d images, %.0f images/s", device_name(model->device), r.examples,
+                 train->count, progress_rate(r.examples));
     }
     progress_clear();
     r.loss = r.examples ? loss_sum / r.examples : 0.0;

@@ -103,8 +103,8 @@ EpochStats train_epoch(Run *run, int epoch) {
         s.loss_sum += (double)loss * n;
         s.examples += n;
         run->steps++;
-        progress("  epoch %d: %.0f images on this rank, loss %.4f", epoch, s.examples,
-                 s.loss_sum / s.examples);
+        progress("  epoch %d: %.0f images on this rank, %.0f images/s, loss %.4f", epoch,
+                 s.examples, progress_rate(s.examples), s.loss_sum / s.examples);
     }
     progress_clear();
     return s;

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# The lessons' programs (the solutions' builds) against the faults a probe found
-# (issue 16), each run short on small data:
+# The lessons' programs (the solutions' builds) as participants run them, against what
+# a trial and a fault probe found (issue 16), each run short on small data:
 #   - a diverged run (--lr 3e38) exits 1 naming the step or epoch and --lr (lessons 01, 03);
 #   - every checkpoint save fails (a file-size limit: writes fail with EFBIG, as on a
 #     full disk): lesson 03 exits 1 with a message and prints no path that is not there;
 #   - a checkpoint of another data set of the same sizes is refused on --resume, files
 #     untouched; --allow-other-data goes on (lesson 03);
 #   - lesson 00: --device cuda without a GPU exits 1 (skipped where there is a GPU);
-#     --repeats outside 1..1000 is refused.
+#     --repeats outside 1..1000 is refused;
+#   - make demo's program shows its progress with images/s on a terminal (a pty from
+#     script(1)), and no progress at all into a pipe (a batch log).
 # Last line: "N passed, M failed[, K skipped]".
-#   tests/programs/faults.sh BUILD_DIR
+#   tests/programs/run.sh BUILD_DIR
 set -u
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -164,6 +166,29 @@ if [ $rc -ne 0 ]; then
     show "$tmp/l00-rep"
 fi
 [ -n "$ok" ] && pass "lesson 00, --repeats: 0, 1001 and 2e9 refused with exit 1; 1000 runs"
+
+# ---------------------------------------------------------------- the progress line
+demo=("$l01" "${small[@]}" --train-limit 600 --epochs 1)
+run "$tmp/pipe" "${demo[@]}"
+if [ $rc -eq 0 ] && ! grep -q 'images/s, loss' "$tmp/pipe" && ! grep -q $'\r' "$tmp/pipe"; then
+    pass "lesson 01 into a pipe (a batch log): no progress line"
+else
+    fail "lesson 01 into a pipe: exit $rc, or progress lines in the log"
+    show "$tmp/pipe"
+fi
+if ! command -v script >/dev/null; then
+    skip "lesson 01 on a terminal: needs script(1) (util-linux) for a pty"
+else
+    timeout 120 script -qec "$(printf '%q ' "${demo[@]}")" /dev/null </dev/null >"$tmp/tty" 2>&1
+    rc=$?
+    last=$(tr '\r' '\n' <"$tmp/tty" | grep -a '600/600 images' | tail -1)
+    if [ $rc -eq 0 ] && grep -qE '600/600 images, [1-9][0-9]* images/s, loss [0-9.]+' <<<"$last"; then
+        pass "lesson 01 on a terminal (make demo): the progress line shows images/s (${last#*images, })"
+    else
+        fail "lesson 01 on a terminal: exit $rc, last progress line \"$last\" (expected \"600/600 images, N images/s, loss L\")"
+        tr '\r' '\n' <"$tmp/tty" | show /dev/stdin
+    fi
+fi
 
 if [ $skipped -gt 0 ]; then
     echo "$passed passed, $failed failed, $skipped skipped"
