@@ -1,5 +1,5 @@
 # make fuzz: a libFuzzer target per reader (tests/fuzz/fuzz_*.c: IDX plain and gzip,
-# CIFAR-10, an image-folder image, the checkpoint decoder), built with clang and
+# CIFAR-10, an image-folder image, the checkpoint decoder, a text corpus), built with clang and
 # AddressSanitizer + UndefinedBehaviorSanitizer, each run for FUZZ_SECONDS, starting from
 # the files the unit tests write (tests/fuzz/seed.h). Not part of make test. Needs clang
 # and its fuzzer runtime (Debian: clang, libclang-rt-14-dev, libomp-14-dev).
@@ -13,13 +13,13 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := $(BUILD)/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
-FUZZ_TARGETS ?= idx idx_gz cifar10 ckpt $(if $(HAVE_STB),image)
+FUZZ_TARGETS ?= idx idx_gz cifar10 ckpt text $(if $(HAVE_STB),image)
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer $(WARN) -Ilib -Itests \
                 $(filter -DHAVE_ZLIB -DHAVE_STB,$(CFLAGS)) -fsanitize=fuzzer $(FUZZ_SAN)
 # The unit tests whose files become seeds.
 FUZZ_SEEDERS := $(BUILD)/tests/test_data $(BUILD)/tests/test_image_folder \
-                $(BUILD)/tests/test_checkpoint
+                $(BUILD)/tests/test_checkpoint $(BUILD)/tests/test_text
 
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-force
 

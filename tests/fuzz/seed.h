@@ -1,6 +1,6 @@
 /* Seeds for the fuzz targets (make fuzz, mk/fuzz.mk), from the unit tests: when
  * $FUZZ_SEED_DIR is set, the tests keep a copy of each input file they write in
- * $FUZZ_SEED_DIR/<kind>/ (kind: idx, idx_gz, cifar10, image, ckpt), named by a hash of its
+ * $FUZZ_SEED_DIR/<kind>/ (kind: idx, idx_gz, cifar10, image, ckpt, text), named by a hash of its
  * bytes (the same file once). Unset, nothing happens. Failures are silent: seeds are
  * a help, never part of what a test checks. */
 #ifndef TESTS_FUZZ_SEED_H

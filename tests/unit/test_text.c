@@ -13,6 +13,7 @@
 #include "core/timer.h"
 #include "data/text.h"
 #include "framework/check.h"
+#include "fuzz/seed.h"
 #include "reference/text_reference.h"
 
 static const char *const NAMES[TEXT_SPLITS] = {"train.txt", "valid.txt", "test.txt"};
@@ -23,6 +24,10 @@ static int parse_ref(TextTokenizer tok, TextCorpus *c) {
                                       sizeof TEXT_REF_TEST - 1};
     TextOptions o = {.tokenizer = tok};
     char msg[512];
+    /* the three as one file: a seed for make fuzz (fuzz_text cuts it as text_parse_split) */
+    char whole[sizeof TEXT_REF_TRAIN + sizeof TEXT_REF_VALID + sizeof TEXT_REF_TEST];
+    snprintf(whole, sizeof whole, "%s%s%s", TEXT_REF_TRAIN, TEXT_REF_VALID, TEXT_REF_TEST);
+    fuzz_seed_save("text", whole, strlen(whole));
     if (text_parse(texts, lens, NAMES, &o, c, msg, sizeof msg) != 0) {
         printf("text_parse failed: %s\n", msg);
         return -1;
@@ -146,6 +151,7 @@ static void body_parse(void *arg) {
     TextOptions o = {.max_vocab = b->max_vocab, .max_line_bytes = b->max_line};
     TextCorpus c;
     char msg[1024];
+    fuzz_seed_save("text", b->train, b->len);
     if (text_parse(texts, lens, NAMES, &o, &c, msg, sizeof msg) == 0) {
         text_free(&c);
         printf("accepted\n");
@@ -210,6 +216,7 @@ static void write_file(const char *name, const char *text) {
     FILE *f = fopen(path, "wb");
     fputs(text, f);
     fclose(f);
+    fuzz_seed_save("text", text, strlen(text));
 }
 
 static void body_load(void *arg) {
