@@ -20,6 +20,8 @@
 #include "fuzz/seed.h"
 #include "core/rng.h"
 #include "data/dataset.h"
+#include "models/cnn.h"
+#include "models/transformer.h"
 #include "train/checkpoint_store.h"
 #include "train/train_state.h"
 
@@ -666,6 +668,94 @@ static int check_hash(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* ------------------------------------------------------------ real models */
+
+/* The checkpoint a lesson writes for a model (parameters, Adam or none, the training
+ * state, the data fingerprint) saved from `a` and loaded into `b`, a model of the same
+ * shapes from another seed: b must end with a's parameters and optimiser state, bit for
+ * bit. Each encoded file is also a fuzz seed (make fuzz: fuzz_ckpt). */
+static bool model_round_trip(const char *what, ParamList *a, ParamList *b, bool adam) {
+    Adam oa = {0}, ob = {0};
+    TrainState ta = {.epoch = 2, .step = 5, .global_step = 17, .rng_state = 99, .rng_inc = 7,
+                     .sampler_seed = 3, .sampler_epoch = 2, .sampler_position = 500,
+                     .sampler_count = 600, .loss_sum = 123.5, .examples = 500,
+                     .best_metric = 0.75, .best_epoch = 1};
+    TrainState tb = {0};
+    uint64_t fa = 0x1234abcd5678ef90ULL, fb = 0;
+    Checkpoint ca = {0}, cb = {0};
+    ckpt_add_params(&ca, "model", a);
+    ckpt_add_params(&cb, "model", b);
+    if (adam) {
+        adam_init(&oa, a, 1e-3f);
+        adam_init(&ob, b, 1e-3f);
+        fill_uniform(oa.m.data, oa.m.size, 5, -1, 1);
+        fill_uniform(oa.v.data, oa.v.size, 6, 0, 1);
+        oa.step = 17;
+        ckpt_add_adam(&ca, &oa, a);
+        ckpt_add_adam(&cb, &ob, b);
+    }
+    ckpt_add_train_state(&ca, &ta);
+    ckpt_add_train_state(&cb, &tb);
+    ckpt_add_u64(&ca, "data.fingerprint", &fa);
+    ckpt_add_u64(&cb, "data.fingerprint", &fb);
+    uint8_t *buf;
+    size_t len;
+    ckpt_encode(&ca, &buf, &len);
+    fuzz_seed_save("ckpt", buf, len);
+    CkptError err = {{0}};
+    bool ok = expect_true(params_digest(a) != params_digest(b), "%s: test setup: both models "
+                          "start with the same parameters", what) &&
+              expect_true(ckpt_decode(&cb, buf, len, "model.ckpt", &err) == 0, "%s: %s", what,
+                          err.msg) &&
+              expect_true(params_digest(a) == params_digest(b), "%s: the loaded parameters differ "
+                          "from the saved ones", what) &&
+              expect_true(memcmp(&ta, &tb, sizeof ta) == 0 && fa == fb, "%s: the training state "
+                          "or the fingerprint changed on the way", what);
+    if (ok && adam)
+        ok = expect_true(ob.step == 17 && memcmp(oa.m.data, ob.m.data, (size_t)oa.m.size * 4) == 0 &&
+                             memcmp(oa.v.data, ob.v.data, (size_t)oa.v.size * 4) == 0,
+                         "%s: Adam's m, v or step changed on the way", what);
+    printf("%s: %zu bytes\n", what, len); /* shown on failure */
+    xfree(buf);
+    ckpt_free(&ca);
+    ckpt_free(&cb);
+    if (adam) {
+        adam_free(&oa);
+        adam_free(&ob);
+    }
+    return ok;
+}
+
+/* The CNN on MNIST's and CIFAR-10's shapes (parameters and training state: a lesson 03
+ * checkpoint less Adam, under the fuzz seeds' 1 MB) and a small transformer with Adam. */
+static int check_models(void) {
+    bool ok = true;
+    static const int shapes[2][3] = {{1, 28, 28}, {3, 32, 32}};
+    for (int k = 0; ok && k < 2; k++) {
+        Rng r1, r2;
+        rng_seed(&r1, 1, 0);
+        rng_seed(&r2, 2, 0);
+        Cnn a, b;
+        cnn_init(&a, shapes[k][0], shapes[k][1], shapes[k][2], 10, 1, &r1);
+        cnn_init(&b, shapes[k][0], shapes[k][1], shapes[k][2], 10, 1, &r2);
+        char what[64];
+        snprintf(what, sizeof what, "the CNN on %dx%dx%d images", shapes[k][0], shapes[k][1],
+                 shapes[k][2]);
+        ok = model_round_trip(what, &a.params, &b.params, false);
+        cnn_free(&a);
+        cnn_free(&b);
+    }
+    const TransformerConfig cfg = {.vocab = 40, .d_model = 16, .heads = 2, .d_ff = 24, .layers = 2,
+                                   .max_len = 16, .dropout = 0.1f};
+    Transformer a, b;
+    transformer_init(&a, &cfg, 2, 8, 1);
+    transformer_init(&b, &cfg, 2, 8, 2);
+    ok = ok && model_round_trip("a 2-layer transformer with Adam", &a.params, &b.params, true);
+    transformer_free(&a);
+    transformer_free(&b);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* ------------------------------------------------------------ the data fingerprint */
 
 /* A small hand-made training set: 70 examples of 1x4x4, 10 classes. */
@@ -750,6 +840,7 @@ int main(void) {
     check_run(NULL, "write errors: missing directory, rename failure, no .tmp left", check_write_errors, 20);
     check_run(NULL, "ckpt_load_or_die and ckpt_store_init: exit 1 with a message", check_fatal, 20);
     check_run(NULL, "hash: every bit and length counts; parameter digest", check_hash, 20);
+    check_run(NULL, "real models: the CNN (MNIST, CIFAR-10 shapes) and a transformer with Adam round-trip bit for bit", check_models, 30);
     check_run(NULL, "data fingerprint: the same data the same value (pinned); pixels, labels, sizes, another set change it", check_data_fingerprint, 20);
     return check_end();
 }
