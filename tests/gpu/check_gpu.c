@@ -21,7 +21,31 @@
  * above it. The loss adds per-row values in double on both; only exp/log differ in
  * the last bit: 1e-5. Adam/SGD are the same formula per element; nvcc may fuse
  * a*b+c into an FMA where gcc did not: 1e-5 relative. Training multiplies these
- * differences; see check_cnn_training. */
+ * differences; see check_cnn_training.
+ *
+ * The transformer's layers. Exact where both devices do the same float operations in
+ * the same order: positions, add, the embedding's forward, dropout's mask and output
+ * (the same key and counter-based hash), the attention's zeros above the diagonal.
+ * Where one product is added to a value (dropout backward: din + dout * mask; the
+ * embedding backward, which adds a token's rows in the CPU's order), nvcc and gcc may
+ * fuse a*b+c into one FMA or not: one rounding per addition, so 1e-6 per term (terms up
+ * to the scale: sqrt(D) for the embedding). GELU: CUDA's erff and expf are within 2 ulp,
+ * glibc's within 1; for x < 0, 1 + erf cancels, so the error is absolute: about
+ * 2.4e-7 * |x| / 2 for |x| <= 5, hence 1e-6 absolute + 1e-5 relative. Everything that
+ * sums (layer norm's statistics and gradients, the attention's products and softmax,
+ * the cross-entropy's exponentials) follows the rule above, 1e-6 per term of size up to
+ * 1, whatever order either device adds in, because the CPU twins are being optimised
+ * and may change theirs: layer norm's mean and rstd are sums over D divided by D (so
+ * 1e-6 relative), its output and input gradient a few such terms times rstd (<= 2 for
+ * these inputs): 2e-5; the attention's weights come from scores of dh terms and a
+ * softmax of up to T terms, the context and gradients add T more of weights up to
+ * 1 / (1 - p) = 1.25: 1.25 * 1e-6 * (dh + 2T) (the backward is given the CPU's probs,
+ * so it is checked alone). The fast cross-entropy: expf against softmax_exp and sums in
+ * another order change each probability by about 5e-7 of itself, a gradient entry is
+ * that over N: 2e-6 / N absolute + 1e-5 relative; the loss (log of a sum of K terms near
+ * 1e-5 relative) 1e-5 relative. Clipping: the norm is a double sum on both (1e-6
+ * relative), the scaled gradients the same product by a coefficient that agrees to 1
+ * ulp: 1e-6 relative. The whole transformer: see check_transformer. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,14 +56,23 @@
 #include "core/rng.h"
 #include "data/dataset.h"
 #include "gpu/gpu_check.h"
+#include "layers/add.h"
+#include "layers/attention.h"
 #include "layers/conv2d.h"
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/gelu.h"
+#include "layers/layernorm.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
+#include "layers/positional.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
 #include "models/cnn.h"
+#include "models/transformer.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
+#include "train/clip.h"
 #include "train/optim.h"
 
 #ifdef HAVE_CUDA
@@ -330,20 +363,27 @@ static bool child_gpu_init(void);
 static int skipped_child(const ChildResult *r);
 
 static void bad_label_body(void *arg) {
-    (void)arg;
+    const bool fast = *(const bool *)arg;
     child_gpu_init();
     Tensor z = tensor_zeros_on(DEVICE_CUDA, 2, 4, 3);
     int labels[4] = {0, 1, 3, 2}; /* 3 is not a class of 3 */
     int *g = ints_on_gpu(labels, 4);
-    cuda_softmax_cross_entropy(NULL, &z, g);
+    if (fast) cuda_softmax_cross_entropy_fast(NULL, &z, g);
+    else cuda_softmax_cross_entropy(NULL, &z, g);
 }
 
 static int check_bad_label(void) {
-    ChildResult r;
-    run_child(bad_label_body, NULL, &r);
-    if (skipped_child(&r)) return CHECK_SKIP;
-    return expect_exit("a label outside the classes", &r, 2, "label 3 of row 2", (const char *)NULL)
-               ? CHECK_PASS : CHECK_FAIL;
+    for (int fast = 0; fast < 2; fast++) {
+        ChildResult r;
+        const bool f = fast;
+        run_child(bad_label_body, (void *)&f, &r);
+        if (skipped_child(&r)) return CHECK_SKIP;
+        if (!expect_exit(fast ? "a label outside the classes (fast version)"
+                              : "a label outside the classes", &r, 2, "label 3 of row 2",
+                         (const char *)NULL))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
 }
 
 static void host_labels_body(void *arg) {
@@ -481,6 +521,428 @@ static int check_cnn_training(void) {
     return CHECK_PASS;
 }
 
+/* ---------------------------------------------------------------- the transformer's layers */
+
+/* n tokens in 0..V-1 with repeats (the embedding's backward must add them all), the
+ * first one again at the end */
+static int *random_tokens(int n, int V, uint64_t seed) {
+    Rng r;
+    rng_seed(&r, seed, 0);
+    int *tokens = xmalloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) tokens[i] = (int)rng_below(&r, (uint32_t)V);
+    if (n > 2) tokens[n - 1] = tokens[0];
+    return tokens;
+}
+
+static int check_embedding(void) {
+    REQUIRE_GPU();
+    static const int cases[][3] = {{1, 1, 1}, {7, 3, 5}, {37, 11, 33}, {700, 50, 200}, {300, 1000, 64}};
+    for (int t = 0; t < 5; t++) {
+        const int N = cases[t][0], V = cases[t][1], D = cases[t][2];
+        const float scale = sqrtf((float)D);
+        int *tokens = random_tokens(N, V, 60 + (uint64_t)t), *gtokens = ints_on_gpu(tokens, N);
+        Tensor table = random_tensor(61 + t, V, D, 0, 0), out = random_tensor(62 + t, N, D, 0, 0);
+        Tensor dout = random_tensor(63 + t, N, D, 0, 0), dtable = random_tensor(64 + t, V, D, 0, 0);
+        Tensor gtable = on_gpu(&table), gout = on_gpu(&out), gdout = on_gpu(&dout), gdtable = on_gpu(&dtable);
+        embedding_forward(&out, tokens, &table, scale);
+        cuda_embedding_forward(&gout, gtokens, &gtable, scale);
+        embedding_backward(&dtable, &dout, tokens, scale);
+        cuda_embedding_backward(&gdtable, &gdout, gtokens, scale);
+        int most = 0; /* the most rows one token receives */
+        for (int v = 0; v < V; v++) {
+            int count = 0;
+            for (int n = 0; n < N; n++) count += tokens[n] == v;
+            most = count > most ? count : most;
+        }
+        bool ok = same("embedding forward", &gout, &out, EXACT, EXACT) &&
+                  same("embedding backward (added to; repeated tokens)", &gdtable, &dtable,
+                       sum_atol(most + 1) * scale, 1e-6f);
+        if (!ok) printf("%d tokens (a token up to %d times), vocabulary %d, width %d\n", N, most, V, D);
+        Tensor *all[] = {&table, &out, &dout, &dtable, &gtable, &gout, &gdout, &gdtable};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        cuda_free(gtokens);
+        xfree(tokens);
+        if (!ok) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+static void bad_token_body(void *arg) {
+    const bool backward = *(const bool *)arg;
+    child_gpu_init();
+    Tensor table = tensor_zeros_on(DEVICE_CUDA, 2, 5, 3), x = tensor_zeros_on(DEVICE_CUDA, 2, 4, 3);
+    int tokens[4] = {0, 4, 5, 1}; /* 5 is not a word of 5 */
+    int *g = ints_on_gpu(tokens, 4);
+    if (backward) cuda_embedding_backward(&table, &x, g, 1.0f);
+    else cuda_embedding_forward(&x, g, &table, 1.0f);
+}
+
+static int check_bad_token(void) {
+    for (int backward = 0; backward < 2; backward++) {
+        ChildResult r;
+        const bool b = backward;
+        run_child(bad_token_body, (void *)&b, &r);
+        if (skipped_child(&r)) return CHECK_SKIP;
+        if (!expect_exit(backward ? "a bad token, backward" : "a bad token, forward", &r, 2,
+                         "token 5 at position 2 is outside the vocabulary 0..4", (const char *)NULL))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+static int check_positional(void) {
+    REQUIRE_GPU();
+    static const int cases[][3] = {{1, 1, 2}, {3, 7, 6}, {2, 35, 200}, {5, 13, 34}}; /* B, T, D */
+    for (int t = 0; t < 4; t++) {
+        const int B = cases[t][0], T = cases[t][1], D = cases[t][2];
+        Tensor table = tensor_zeros(2, 40, D);
+        positional_table_fill(&table);
+        Tensor x = random_tensor(70 + t, B * T, D, 0, 0), y = tensor_zeros(2, B * T, D);
+        Tensor gtable = on_gpu(&table), gx = on_gpu(&x), gy = on_gpu(&y);
+        positional_forward(&y, &x, &table, T);
+        cuda_positional_forward(&gy, &gx, &gtable, T);
+        bool ok = same("positions added", &gy, &y, EXACT, EXACT);
+        positional_forward(&x, &x, &table, T); /* in place, as the model calls it */
+        cuda_positional_forward(&gx, &gx, &gtable, T);
+        ok = ok && same("positions added in place", &gx, &x, EXACT, EXACT);
+        if (!ok) printf("B=%d T=%d D=%d\n", B, T, D);
+        Tensor *all[] = {&table, &x, &y, &gtable, &gx, &gy};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        if (!ok) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+static int check_layernorm(void) {
+    REQUIRE_GPU();
+    /* N, D: D not a multiple of the 32 lanes, N across several 64-row chunks */
+    static const int cases[][2] = {{1, 2}, {7, 37}, {35, 200}, {69, 1024}, {300, 33}};
+    for (int t = 0; t < 5; t++) {
+        const int N = cases[t][0], D = cases[t][1];
+        Tensor x = random_tensor(80 + t, N, D, 0, 0), g = random_tensor(81 + t, D, 0, 0, 0);
+        Tensor b = random_tensor(82 + t, D, 0, 0, 0), y = tensor_zeros(2, N, D);
+        for (int64_t i = 0; i < x.size; i++) x.data[i] = 3.0f * x.data[i] + 2.0f; /* mean 2 */
+        Tensor mean = tensor_zeros(1, N), rstd = tensor_zeros(1, N);
+        Tensor gx = on_gpu(&x), gg = on_gpu(&g), gb = on_gpu(&b), gy = on_gpu(&y);
+        Tensor gmean = on_gpu(&mean), grstd = on_gpu(&rstd);
+        layernorm_forward(&y, &mean, &rstd, &x, &g, &b, LAYERNORM_EPS);
+        cuda_layernorm_forward(&gy, &gmean, &grstd, &gx, &gg, &gb, LAYERNORM_EPS);
+        bool ok = same("layer norm mean", &gmean, &mean, 1e-6f * 5.0f, 1e-6f) &&
+                  same("layer norm rstd", &grstd, &rstd, 0.0f, 1e-5f) &&
+                  same("layer norm forward", &gy, &y, 2e-5f, RTOL);
+        /* the backward from the CPU's mean and rstd: checked alone */
+        tensor_copy(&gmean, &mean), tensor_copy(&grstd, &rstd);
+        Tensor dy = random_tensor(83 + t, N, D, 0, 0), dx = random_tensor(84 + t, N, D, 0, 0);
+        Tensor dg = random_tensor(85 + t, D, 0, 0, 0), db = random_tensor(86 + t, D, 0, 0, 0);
+        Tensor gdy = on_gpu(&dy), gdx = on_gpu(&dx), gdg = on_gpu(&dg), gdb = on_gpu(&db);
+        const bool with_din = t != 2;
+        layernorm_backward(with_din ? &dx : NULL, &dg, &db, &dy, &x, &mean, &rstd, &g);
+        cuda_layernorm_backward(with_din ? &gdx : NULL, &gdg, &gdb, &gdy, &gx, &gmean, &grstd, &gg);
+        ok = ok && same("layer norm dgamma (added to)", &gdg, &dg, sum_atol(N + 1) * 2.0f, RTOL) &&
+             same("layer norm dbeta (added to)", &gdb, &db, sum_atol(N + 1), RTOL) &&
+             same(with_din ? "layer norm din (added to)" : "din NULL: untouched", &gdx, &dx, 2e-5f, RTOL);
+        if (!ok) printf("in [%d, %d]%s\n", N, D, with_din ? "" : ", din NULL");
+        Tensor *all[] = {&x, &g, &b, &y, &mean, &rstd, &gx, &gg, &gb, &gy, &gmean, &grstd,
+                         &dy, &dx, &dg, &db, &gdy, &gdx, &gdg, &gdb};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        if (!ok) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+static int check_dropout(void) {
+    REQUIRE_GPU();
+    static const float ps[] = {0.25f, 0.0f, 1.0f, 0.5f};
+    for (int t = 0; t < 8; t++) {
+        const float p = ps[t % 4];
+        const bool training = t != 3, in_place = t % 2, with_mask = !(t == 5 || t == 7); /* no mask when inactive */
+        const int n = t == 0 ? 1000003 : 1 + 97 * t;
+        Rng r1, r2;
+        rng_seed(&r1, 11, (uint64_t)t), rng_seed(&r2, 11, (uint64_t)t);
+        Tensor x = random_tensor(90 + t, n, 0, 0, 0), y = tensor_zeros(1, n), m = tensor_zeros(1, n);
+        Tensor gx = on_gpu(&x), gy = on_gpu(&y), gm = on_gpu(&m);
+        const bool mask = with_mask || dropout_active(p, training);
+        dropout_forward(in_place ? &x : &y, mask ? &m : NULL, &x, p, training, &r1);
+        cuda_dropout_forward(in_place ? &gx : &gy, mask ? &gm : NULL, &gx, p, training, &r2);
+        bool ok = same("dropout mask", &gm, &m, EXACT, EXACT) &&
+                  same("dropout output", in_place ? &gx : &gy, in_place ? &x : &y, EXACT, EXACT) &&
+                  expect_true(rng_u32(&r1) == rng_u32(&r2), "the Rng is not where the CPU's is");
+        Tensor dy = random_tensor(91 + t, n, 0, 0, 0), dx = random_tensor(92 + t, n, 0, 0, 0);
+        Tensor gdy = on_gpu(&dy), gdx = on_gpu(&dx);
+        dropout_backward(&dx, &dy, mask ? &m : NULL);
+        cuda_dropout_backward(&gdx, &gdy, mask ? &gm : NULL);
+        ok = ok && same("dropout backward (added to)", &gdx, &dx, 1e-6f, 0.0f);
+        if (!ok)
+            printf("%d entries, p %g, training %d, in place %d, mask %d\n", n, (double)p, training,
+                   in_place, mask);
+        Tensor *all[] = {&x, &y, &m, &gx, &gy, &gm, &dy, &dx, &gdy, &gdx};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        if (!ok) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* Entries of [B, H, T, T] above the diagonal (j > i) that are not exactly 0. */
+static int64_t nonzero_above_diagonal(const Tensor *gpu) {
+    Tensor h = back(gpu);
+    const int T = h.shape[2];
+    int64_t bad = 0;
+    for (int64_t r = 0; r < h.size / T; r++)
+        for (int j = (int)(r % T) + 1; j < T; j++) bad += h.data[r * T + j] != 0.0f;
+    tensor_free(&h);
+    return bad;
+}
+
+/* Where the CPU's dropped weights are 0 (masked or dropped), the GPU's must be too. */
+static bool same_zeros(const Tensor *gpu, const Tensor *cpu) {
+    Tensor h = back(gpu);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < h.size; i++) bad += (h.data[i] == 0.0f) != (cpu->data[i] == 0.0f);
+    tensor_free(&h);
+    return expect_true(bad == 0, "%lld dropped weights are zero on one device only: not the same mask",
+                       (long long)bad);
+}
+
+static int compare_attention(int B, int T, int H, int dh, float p, bool training, bool keep,
+                             uint64_t seed) {
+    const int D = H * dh, N = B * T;
+    const bool active = dropout_active(p, training), with_dropped = active || keep;
+    Tensor qkv = random_tensor(seed, N, 3 * D, 0, 0), ctx = tensor_zeros(2, N, D);
+    Tensor probs = tensor_zeros(4, B, H, T, T), dropped = tensor_zeros(4, B, H, T, T);
+    Tensor gqkv = on_gpu(&qkv), gctx = on_gpu(&ctx), gprobs = on_gpu(&probs), gdropped = on_gpu(&dropped);
+    tensor_fill(&gprobs, 7.0f), tensor_fill(&gdropped, 7.0f); /* what they held must not matter */
+    Rng r1, r2;
+    rng_seed(&r1, seed, 1), rng_seed(&r2, seed, 1);
+    attention_forward(&ctx, &probs, with_dropped ? &dropped : NULL, &qkv, p, training, &r1);
+    cuda_attention_forward(&gctx, &gprobs, with_dropped ? &gdropped : NULL, &gqkv, p, training, &r2);
+    const float w = p < 1.0f ? 1.0f / (1.0f - p) : 1.0f; /* the largest weight */
+    bool ok = same("attention probs", &gprobs, &probs, sum_atol(dh + T), RTOL) &&
+              expect_true(nonzero_above_diagonal(&gprobs) == 0, "probs above the diagonal are not 0") &&
+              (!with_dropped || (same("attention dropped", &gdropped, &dropped, w * sum_atol(dh + T), RTOL) &&
+                                 same_zeros(&gdropped, &dropped))) &&
+              same("attention ctx", &gctx, &ctx, w * sum_atol(dh + 2 * T), RTOL) &&
+              expect_true(rng_u32(&r1) == rng_u32(&r2), "the Rng is not where the CPU's is");
+    /* the backward, given the CPU's saved weights */
+    tensor_copy(&gprobs, &probs), tensor_copy(&gdropped, &dropped);
+    Tensor dctx = random_tensor(seed + 1, N, D, 0, 0), dqkv = random_tensor(seed + 2, N, 3 * D, 0, 0);
+    Tensor ds = tensor_zeros(4, B, H, T, T);
+    Tensor gdctx = on_gpu(&dctx), gdqkv = on_gpu(&dqkv), gds = on_gpu(&ds);
+    tensor_fill(&gds, 7.0f);
+    attention_backward(&dqkv, &ds, &dctx, &qkv, &probs, with_dropped ? &dropped : NULL);
+    cuda_attention_backward(&gdqkv, &gds, &gdctx, &gqkv, &gprobs, with_dropped ? &gdropped : NULL);
+    ok = ok && same("attention dscores", &gds, &ds, w * sum_atol(dh + T), RTOL) &&
+         expect_true(nonzero_above_diagonal(&gds) == 0, "dscores above the diagonal are not 0") &&
+         same("attention dqkv (added to)", &gdqkv, &dqkv, w * sum_atol(dh + 2 * T + 1), RTOL);
+    if (!ok)
+        printf("B=%d T=%d H=%d dh=%d, dropout %g, training %d, dropped %s\n", B, T, H, dh,
+               (double)p, training, with_dropped ? "given" : "NULL");
+    Tensor *all[] = {&qkv, &ctx, &probs, &dropped, &gqkv, &gctx, &gprobs, &gdropped,
+                     &dctx, &dqkv, &ds, &gdctx, &gdqkv, &gds};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_attention(void) {
+    REQUIRE_GPU();
+    /* B, T, H, dh: T of 1, below, above and well above the 32 lanes; the tutorial's
+     * 2 heads of 100 at T = 35 */
+    static const int cases[][4] = {{1, 1, 1, 1}, {2, 7, 3, 5}, {4, 35, 2, 100}, {2, 33, 4, 16}, {1, 130, 2, 32}};
+    for (int t = 0; t < 5; t++)
+        for (int mode = 0; mode < 4; mode++) { /* dropout 0.2; off (NULL); off (a copy); eval */
+            const float p = mode == 1 || mode == 2 ? 0.0f : 0.2f;
+            if (compare_attention(cases[t][0], cases[t][1], cases[t][2], cases[t][3], p, mode != 3,
+                                  mode == 2, 100 + 10 * (uint64_t)t) != CHECK_PASS)
+                return CHECK_FAIL;
+        }
+    return CHECK_PASS;
+}
+
+static int check_gelu(void) {
+    REQUIRE_GPU();
+    const int n = 100003;
+    Tensor x = random_tensor(110, n, 0, 0, 0), y = tensor_zeros(1, n);
+    for (int64_t i = 0; i < n; i++) x.data[i] *= 5.0f;
+    Tensor dy = random_tensor(111, n, 0, 0, 0), dx = random_tensor(112, n, 0, 0, 0);
+    Tensor gx = on_gpu(&x), gy = on_gpu(&y), gdy = on_gpu(&dy), gdx = on_gpu(&dx);
+    gelu_forward(&y, &x);
+    cuda_gelu_forward(&gy, &gx);
+    gelu_backward(&dx, &dy, &x);
+    cuda_gelu_backward(&gdx, &gdy, &gx);
+    bool ok = same("gelu forward", &gy, &y, 1e-6f, 1e-5f) &&
+              same("gelu backward (added to)", &gdx, &dx, 1e-6f, 1e-5f);
+    Tensor *all[] = {&x, &y, &dy, &dx, &gx, &gy, &gdy, &gdx};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_add(void) {
+    REQUIRE_GPU();
+    const int n = 70001;
+    Tensor a = random_tensor(120, n, 0, 0, 0), b = random_tensor(121, n, 0, 0, 0), c = tensor_zeros(1, n);
+    Tensor ga = on_gpu(&a), gb = on_gpu(&b), gc = on_gpu(&c);
+    add_forward(&c, &a, &b);
+    cuda_add_forward(&gc, &ga, &gb);
+    bool ok = same("add", &gc, &c, EXACT, EXACT);
+    add_forward(&a, &a, &b); /* out = a */
+    cuda_add_forward(&ga, &ga, &gb);
+    ok = ok && same("add in place", &ga, &a, EXACT, EXACT);
+    Tensor g = random_tensor(122, n, 0, 0, 0), gg = on_gpu(&g);
+    add_backward(&a, &b, &g);
+    cuda_add_backward(&ga, &gb, &gg);
+    add_backward(NULL, &c, &g); /* one summand needs no gradient */
+    cuda_add_backward(NULL, &gc, &gg);
+    ok = ok && same("add backward da", &ga, &a, EXACT, EXACT) &&
+         same("add backward db", &gb, &b, EXACT, EXACT) &&
+         same("add backward, da NULL", &gc, &c, EXACT, EXACT);
+    Tensor *all[] = {&a, &b, &c, &ga, &gb, &gc, &g, &gg};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_softmax_xent_fast(void) {
+    REQUIRE_GPU();
+    /* rows, classes: a classifier's, the tutorial's vocabulary, more than a block's
+     * threads can take in one sweep */
+    static const int cases[][2] = {{1, 1}, {37, 10}, {70, 28782}, {5, 33000}, {3, 257}};
+    for (int t = 0; t < 5; t++) {
+        const int N = cases[t][0], K = cases[t][1];
+        Tensor z = random_tensor(130 + t, N, K, 0, 0), dz = random_tensor(131 + t, N, K, 0, 0);
+        for (int64_t i = 0; i < z.size; i++) z.data[i] *= i % 97 ? 4.0f : 60.0f; /* large ones too */
+        for (int64_t i = 0; i < dz.size; i++) dz.data[i] /= (float)N;       /* the gradient's size */
+        int *labels = random_tokens(N, K, 132 + (uint64_t)t), *glabels = ints_on_gpu(labels, N);
+        Tensor gz = on_gpu(&z), gdz = on_gpu(&dz);
+        const float want = softmax_cross_entropy_fast(&dz, &z, labels);
+        const float got = cuda_softmax_cross_entropy_fast(&gdz, &gz, glabels);
+        const float again = cuda_softmax_cross_entropy_fast(NULL, &gz, glabels);
+        bool ok = expect_close("loss", &got, &want, 1, 1e-6f, 1e-5f) &&
+                  expect_close("loss with dlogits NULL", &again, &want, 1, 1e-6f, 1e-5f) &&
+                  same("dlogits (added to)", &gdz, &dz, 2e-6f / (float)N, 1e-5f);
+        if (!ok) printf("%d rows of %d classes\n", N, K);
+        tensor_free(&z), tensor_free(&dz), tensor_free(&gz), tensor_free(&gdz);
+        cuda_free(glabels);
+        xfree(labels);
+        if (!ok) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- clipping */
+
+static int check_clip(void) {
+    REQUIRE_GPU();
+    ParamList c = {0}, g = {0};
+    for (int k = 0; k < 2; k++) { /* 3 of clip's 16,384-element blocks and a bit */
+        ParamList *p = k ? &g : &c;
+        params_add(p, "w", 2, (int[]){200, 201});
+        params_add(p, "b", 1, (int[]){7});
+        params_allocate(p);
+    }
+    params_to_device(&g, DEVICE_CUDA);
+    bool ok = true;
+    for (int t = 0; ok && t < 3; t++) {
+        fill_uniform(c.grads.data, c.total, 140 + (uint64_t)t, -2, 2);
+        tensor_copy(&g.grads, &c.grads);
+        const float want = grad_norm(&c), got = grad_norm(&g); /* the device picks the twin */
+        ok = expect_close("gradient norm", &got, &want, 1, 0.0f, 1e-6f);
+        /* below the norm: the gradients are scaled; above: untouched */
+        const float max_norm = t == 2 ? 2.0f * want : want / (float)(t + 2);
+        const float nc = clip_grad_norm(&c, max_norm), ng = clip_grad_norm(&g, max_norm);
+        ok = ok && expect_close("norm returned by clip_grad_norm", &ng, &nc, 1, 0.0f, 1e-6f) &&
+             same(t == 2 ? "gradients under the limit (untouched)" : "clipped gradients", &g.grads,
+                  &c.grads, 0.0f, t == 2 ? 0.0f : 1e-6f);
+        if (!ok) printf("max_norm %g, norm %g\n", (double)max_norm, (double)want);
+    }
+    params_free(&c);
+    params_free(&g);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- the transformer */
+
+/* Each gradient against the CPU's: 1e-4 of the tensor's largest entry plus 1e-3 of the
+ * entry. The forward and backward chain a dozen layers, each off by about 1e-6 of its
+ * terms (the rules above), so gradients agree to about 1e-5 of their size; a gradient
+ * that cancels to near 0 keeps the absolute error of its terms, hence a part relative
+ * to the largest entry. A wrong layer (index, mask, missing term) is off by the size of
+ * the gradient itself. Dropout masks are equal by construction (the same seeds draw the
+ * same keys). A ReLU input within rounding of 0 can take the other side on one device
+ * and change that row's path: rare (about 1e-6 per entry) and not seen at these sizes. */
+static bool same_grads(const Transformer *gpu, const Transformer *cpu) {
+    for (int i = 0; i < cpu->params.count; i++) {
+        const Tensor *want = &cpu->params.items[i]->grad;
+        float most = 0.0f;
+        for (int64_t k = 0; k < want->size; k++) most = fmaxf(most, fabsf(want->data[k]));
+        char what[160];
+        snprintf(what, sizeof what, "gradient of %s", cpu->params.items[i]->name);
+        if (!same(what, &gpu->params.items[i]->grad, want, 1e-4f * most + 1e-9f, 1e-3f)) return false;
+    }
+    return true;
+}
+
+static int compare_transformer(float dropout, uint64_t seed) {
+    const TransformerConfig c = {.vocab = 41, .d_model = 24, .heads = 3, .d_ff = 40, .layers = 2,
+                                 .max_len = 64, .dropout = dropout};
+    const int B = 3, T = 13, N = B * T;
+    int *tokens = random_tokens(N, c.vocab, seed), *targets = random_tokens(N, c.vocab, seed + 1);
+    int *gtokens = ints_on_gpu(tokens, N), *gtargets = ints_on_gpu(targets, N);
+    Transformer cpu, gpu;
+    transformer_init(&cpu, &c, B, T, seed);
+    transformer_init(&gpu, &c, B, T, seed);
+    transformer_to_device(&gpu, DEVICE_CUDA);
+    bool ok = true;
+    /* the whole batch, then a shorter one (get_batch's last), on the same models */
+    for (int pass = 0; ok && pass < 2; pass++) {
+        const int len = pass ? T - 4 : T;
+        transformer_set_seq_len(&cpu, len), transformer_set_seq_len(&gpu, len);
+        params_zero_grad(&cpu.params), params_zero_grad(&gpu.params);
+        const float lc = transformer_forward_backward(&cpu, tokens, targets);
+        const float lg = transformer_forward_backward(&gpu, gtokens, gtargets);
+        printf("dropout %g, sequences of %d: loss %.6f on the CPU, %.6f on the GPU\n",
+               (double)dropout, len, (double)lc, (double)lg);
+        ok = expect_close("loss", &lg, &lc, 1, 0.0f, 1e-5f) && same_grads(&gpu, &cpu);
+    }
+    /* training: SGD with the tutorial's clipping; the steps are smooth in the gradients,
+     * so losses stay within 1e-4 and parameters within 1e-4 of each other */
+    transformer_set_seq_len(&cpu, T), transformer_set_seq_len(&gpu, T);
+    Sgd oc, og;
+    sgd_init(&oc, &cpu.params, 0.5f, 0.0f, 0.0f);
+    sgd_init(&og, &gpu.params, 0.5f, 0.0f, 0.0f);
+    for (int step = 1; ok && step <= 4; step++) {
+        params_zero_grad(&cpu.params), params_zero_grad(&gpu.params);
+        const float lc = transformer_forward_backward(&cpu, tokens, targets);
+        const float lg = transformer_forward_backward(&gpu, gtokens, gtargets);
+        const float nc = clip_grad_norm(&cpu.params, 0.5f), ng = clip_grad_norm(&gpu.params, 0.5f);
+        sgd_step(&oc, &cpu.params), sgd_step(&og, &gpu.params);
+        printf("step %d: loss %.6f on the CPU, %.6f on the GPU (gradient norm %.4f, %.4f)\n", step,
+               (double)lc, (double)lg, (double)nc, (double)ng);
+        char what[64];
+        snprintf(what, sizeof what, "loss at step %d", step);
+        ok = expect_close(what, &lg, &lc, 1, 0.0f, 1e-4f) &&
+             expect_close("gradient norm", &ng, &nc, 1, 0.0f, 1e-4f);
+    }
+    for (int i = 0; ok && i < cpu.params.count; i++)
+        ok = same(cpu.params.items[i]->name, &gpu.params.items[i]->value,
+                  &cpu.params.items[i]->value, 1e-4f, 0.0f);
+    /* evaluation: dropout off */
+    transformer_eval(&cpu), transformer_eval(&gpu);
+    const int blocks = transformer_block_count(&c);
+    transformer_forward(&cpu, 0, blocks, tokens, NULL);
+    transformer_forward(&gpu, 0, blocks, gtokens, NULL);
+    const float ec = transformer_loss(&cpu, targets), eg = transformer_loss(&gpu, gtargets);
+    ok = ok && expect_close("evaluation loss after training", &eg, &ec, 1, 0.0f, 1e-4f);
+    sgd_free(&oc), sgd_free(&og);
+    transformer_free(&cpu), transformer_free(&gpu);
+    cuda_free(gtokens), cuda_free(gtargets);
+    xfree(tokens), xfree(targets);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_transformer(void) {
+    REQUIRE_GPU();
+    if (compare_transformer(0.0f, 21) != CHECK_PASS) return CHECK_FAIL;
+    return compare_transformer(0.2f, 22);
+}
+
 /* ---------------------------------------------------------------- device choice */
 
 /* CUDA does not survive fork: checks that start children must not start CUDA
@@ -540,10 +1002,21 @@ int main(void) {
     check_run(NULL, "conv2d forward and backward: 16 random shapes and the CNN's two", GPU_CHECK(check_conv2d), 60);
     check_run(NULL, "linear forward and backward", GPU_CHECK(check_linear), 60);
     check_run(NULL, "softmax cross-entropy: loss and gradient", GPU_CHECK(check_softmax_xent), 60);
-    check_run(NULL, "softmax cross-entropy: a bad label stops with its row", GPU_CHECK(check_bad_label), 60);
+    check_run(NULL, "softmax cross-entropy (both versions): a bad label stops with its row", GPU_CHECK(check_bad_label), 60);
     check_run(NULL, "a host pointer where GPU memory belongs stops with a message", GPU_CHECK(check_host_pointer), 60);
     check_run(NULL, "Adam, Adam with weight decay, AdamW, SGD with momentum: 3 steps", GPU_CHECK(check_adam_sgd), 60);
     check_run(NULL, "CNN: 5 training steps give the same losses on both devices", GPU_CHECK(check_cnn_training), 120);
+    check_run(NULL, "embedding forward (exact) and backward with repeated tokens", GPU_CHECK(check_embedding), 60);
+    check_run(NULL, "embedding: a token outside the vocabulary stops with its position", GPU_CHECK(check_bad_token), 60);
+    check_run(NULL, "sinusoidal positions added, in place too, exact", GPU_CHECK(check_positional), 60);
+    check_run(NULL, "layer norm forward (mean, rstd, output) and backward (din, dgamma, dbeta)", GPU_CHECK(check_layernorm), 60);
+    check_run(NULL, "dropout: the CPU's mask and Rng state, on and off, in place, backward", GPU_CHECK(check_dropout), 60);
+    check_run(NULL, "causal attention forward and backward: exact zeros above the diagonal, dropout on and off", GPU_CHECK(check_attention), 120);
+    check_run(NULL, "GELU forward and backward", GPU_CHECK(check_gelu), 60);
+    check_run(NULL, "residual add forward (in place too) and backward, exact", GPU_CHECK(check_add), 60);
+    check_run(NULL, "softmax cross-entropy over a vocabulary (fast version): loss and gradient", GPU_CHECK(check_softmax_xent_fast), 60);
+    check_run(NULL, "gradient clipping by global norm: the norm, clipped and untouched gradients", GPU_CHECK(check_clip), 60);
+    check_run(NULL, "transformer: loss and every gradient (dropout off and on, a shorter batch), 4 SGD steps, evaluation", GPU_CHECK(check_transformer), 180);
     check_run(NULL, "the local rank picks the device", GPU_CHECK(check_local_rank), 60);
     return check_end();
 }
