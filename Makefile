@@ -234,6 +234,12 @@ $(BENCH_BIN): $(BUILD)/obj/bench/bench_cnn.o $(BUILD)/obj/bench/peak_flops.o $(L
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 
+# Lesson 04's transformer (make bench runs it after the CNN)
+BENCH_TF_BIN := $(BUILD)/bench/bench_transformer
+$(BENCH_TF_BIN): $(BUILD)/obj/bench/bench_transformer.o $(BUILD)/obj/bench/peak_flops.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
 # The communication benchmark: built where MPI is (it is started as several ranks).
 BENCH_COMM_BIN := $(if $(HAVE_MPI),$(BUILD)/bench/bench_comm)
 $(BUILD)/bench/bench_comm: $(BUILD)/obj/bench/bench_comm.o $(LIB)
@@ -250,9 +256,9 @@ $(BUILD)/bench/bench_gpu: $(BUILD)/obj/bench/bench_gpu.o $(LIB)
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench bench-comm bench-ddp check-gpu bench-gpu clean slides
+        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp check-gpu bench-gpu clean slides
 
-all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) ## build the library, tests, lessons, solutions and benchmark
+all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile mk/*.mk | sed -E 's/:.*## /\t/' | \
@@ -315,8 +321,12 @@ asan-tests: ## the unit tests under AddressSanitizer and UndefinedBehaviorSaniti
 	  LDEXTRA="-fsanitize=address,undefined" $(BUILD)/asan/libcourse.a $(UNIT_BIN:$(BUILD)/%=$(BUILD)/asan/%)
 	@tests/run-suites.sh $(UNIT_BIN:$(BUILD)/%=$(BUILD)/asan/%)
 
-bench: $(BENCH_BIN) ## CNN training speed: images/s, GFLOP/s, share of peak, and PyTorch side by side
+bench: $(BENCH_BIN) $(BENCH_TF_BIN) ## CNN and transformer training speed: images/s or tokens/s, GFLOP/s, share of peak, and PyTorch side by side
 	@bench/run-bench.sh $(BENCH_BIN) $(THREADS)
+	@bench/run-bench-transformer.sh $(BENCH_TF_BIN) $(THREADS)
+
+bench-transformer: $(BENCH_TF_BIN) ## lesson 04's transformer only: tokens/s of both presets against PyTorch, GFLOP/s, share of peak, per-layer times
+	@bench/run-bench-transformer.sh $(BENCH_TF_BIN) $(THREADS)
 
 check-gpu: $(CHECK_GPU_BIN) ## every CUDA op against the CPU, then CNN training on both (skips without a GPU)
 	@$(CHECK_GPU_BIN)
