@@ -1,0 +1,68 @@
+// The CUDA emulator's stand-in for <cuda_runtime.h>: the subset of CUDA C++ that
+// lib/cuda/*.cu uses, on the CPU (see run.sh). Kernels are plain functions; a launch
+// runs every block one after the other, each of its threads on a fiber of its own, so
+// __syncthreads and __shfl_xor_sync wait as on a GPU. Not a GPU: no concurrency
+// between blocks, no memory model, glibc's expf/erff for CUDA's, cuBLAS computed by
+// the host model of lib/cuda/gemm_map.h.
+#ifndef EMULATOR_CUDA_RUNTIME_H
+#define EMULATOR_CUDA_RUNTIME_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <functional>
+
+typedef int cudaError_t;
+enum { cudaSuccess = 0 };
+inline const char *cudaGetErrorName(cudaError_t) { return "emulated"; }
+inline const char *cudaGetErrorString(cudaError_t) { return "emulated"; }
+
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static /* one block runs at a time: a static is its shared memory */
+
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+
+namespace emu {
+extern dim3 thread_idx, block_idx, block_dim, grid_dim;
+void block_barrier();                                            // __syncthreads
+void warp_exchange(const void *v, void *out, int bytes, int lane); // a shuffle
+void run_grid(dim3 grid, dim3 block, const std::function<void()> &body);
+
+template <class... P> struct Launch {
+    void (*kernel)(P...);
+    dim3 grid, block;
+    template <class... A> void operator()(A... args) {
+        run_grid(grid, block, [=]() { kernel(args...); });
+    }
+};
+template <class... P> Launch<P...> launch(void (*kernel)(P...), dim3 grid, dim3 block) {
+    return Launch<P...>{kernel, grid, block};
+}
+} // namespace emu
+
+#define threadIdx emu::thread_idx
+#define blockIdx emu::block_idx
+#define blockDim emu::block_dim
+#define gridDim emu::grid_dim
+// run.sh rewrites kernel<<<grid, block>>>(args) as EMU_LAUNCH(kernel, grid, block)(args)
+#define EMU_LAUNCH(kernel, grid, block) emu::launch(kernel, grid, block)
+
+inline void __syncthreads() { emu::block_barrier(); }
+template <class T> T __shfl_xor_sync(unsigned, T v, int mask) {
+    T r;
+    emu::warp_exchange(&v, &r, (int)sizeof(T), (int)((threadIdx.x % 32) ^ (unsigned)mask));
+    return r;
+}
+inline int atomicMin(int *a, int v) { const int old = *a; if (v < old) *a = v; return old; }
+inline float atomicAdd(float *a, float v) { const float old = *a; *a = old + v; return old; }
+inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, sizeof d); return d; }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+
+#endif

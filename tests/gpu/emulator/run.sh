@@ -1,0 +1,34 @@
+#!/bin/sh
+# check-gpu on a CPU emulator of the CUDA C++ that lib/cuda/*.cu uses:
+#
+#   tests/gpu/emulator/run.sh [BUILD]        (from the repository root; default build/emulator)
+#
+# Runs the kernels' own code (indices, grid-stride and warp-per-row loops, barriers,
+# shuffles, reductions, the cuBLAS argument mapping) on a machine without a GPU, so their
+# logic can be checked before a GPU is at hand. It is NOT a GPU run: blocks run one after
+# the other (no races between them can show), memory is host memory, expf/erff are
+# glibc's and the GEMMs the double-precision host model of cublasSgemm. Its PASS lines
+# say that the CUDA code computes what the CPU code computes, not that it runs on a GPU;
+# `make check-gpu` on a GPU node stays owed. Needs x86-64 or ucontext, g++ and python3.
+set -e
+BUILD=${1:-build/emulator}
+HERE=tests/gpu/emulator
+make --no-print-directory BUILD="$BUILD" NVCC= "$BUILD/libcourse.a" \
+    "$BUILD/obj/tests/framework/check.o" "$BUILD/obj/tests/framework/gradcheck.o" >/dev/null
+OUT="$BUILD/emulator"
+mkdir -p "$OUT"
+FLAGS="-O1 -g -fopenmp -I$HERE -Ilib/cuda -Ilib -Itests -DHAVE_CUDA"
+# kernel<<<grid, block>>>(args) -> EMU_LAUNCH(kernel, grid, block)(args)
+for f in lib/cuda/*.cu; do
+    b=$(basename "$f" .cu)
+    { echo "#line 1 \"$f\""; python3 -c 'import re, sys; sys.stdout.write(re.sub(r"(\w+)<<<(.*?)>>>", r"EMU_LAUNCH(\1, \2)", open(sys.argv[1]).read(), flags=re.S))' "$f"; } > "$OUT/$b.cpp"
+    g++ -std=c++17 $FLAGS -Wall -Wno-unused-parameter -c "$OUT/$b.cpp" -o "$OUT/$b.o"
+done
+g++ -std=c++17 $FLAGS -Wall -c "$HERE/emulator.cpp" -o "$OUT/emulator.o"
+gcc -std=c11 -D_GNU_SOURCE $FLAGS -c tests/gpu/check_gpu.c -o "$OUT/check_gpu.o"
+# the libraries the Makefile links (read from its database, nothing is built)
+LDLIBS=$(make -qp BUILD="$BUILD" NVCC= __nothing__ 2>/dev/null | sed -n 's/^LDLIBS := //p' | head -1)
+g++ "$OUT"/*.o "$BUILD/obj/tests/framework/check.o" "$BUILD/obj/tests/framework/gradcheck.o" \
+    "$BUILD/libcourse.a" -fopenmp $LDLIBS -lm -o "$OUT/check_gpu"
+echo "check-gpu on the CUDA emulator (CPU): kernels' logic only, not a GPU run"
+"$OUT/check_gpu"
