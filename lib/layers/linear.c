@@ -21,14 +21,40 @@ void linear_check_backward(const Tensor *din, const Tensor *dweight, const Tenso
     if (din) CHECK_SAME_SHAPE(din, in);
 }
 
+/* Element-wise work below this many entries stays on one thread. */
+enum { LINEAR_PARALLEL_MIN = 1 << 16, LINEAR_COLUMN_BLOCK = 256 };
+
+/* dbias += the column sums of dout [N, OUT]: each task owns a block of columns and adds
+ * the rows in order, so the bits do not depend on the number of threads. */
+static void bias_grad(Tensor *dbias, const Tensor *dout) {
+    const int N = dout->shape[0], OUT = dout->shape[1];
+    const int blocks = (OUT + LINEAR_COLUMN_BLOCK - 1) / LINEAR_COLUMN_BLOCK;
+#pragma omp parallel for schedule(static) if ((int64_t)N * OUT > LINEAR_PARALLEL_MIN)
+    for (int blk = 0; blk < blocks; blk++) {
+        const int o0 = blk * LINEAR_COLUMN_BLOCK;
+        const int w = OUT - o0 < LINEAR_COLUMN_BLOCK ? OUT - o0 : LINEAR_COLUMN_BLOCK;
+        float *db = dbias->data + o0;
+        for (int n = 0; n < N; n++) {
+            const float *g = dout->data + (size_t)n * OUT + o0;
+#pragma omp simd
+            for (int o = 0; o < w; o++) db[o] += g[o];
+        }
+    }
+}
+
 void linear_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias) {
     linear_check_forward(out, in, weight, bias);
     CHECK_DEVICE(in, DEVICE_CPU);
     CHECK_DEVICE(out, DEVICE_CPU);
     const int N = in->shape[0], IN = in->shape[1], OUT = weight->shape[0];
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < OUT; o++) out->data[(size_t)n * OUT + o] = bias->data[o];
-    gemm(false, true, N, OUT, IN, 1.0f, in->data, IN, weight->data, IN, 1.0f, out->data, OUT);
+    const float *b = bias->data;
+#pragma omp parallel for schedule(static) if ((int64_t)N * OUT > LINEAR_PARALLEL_MIN)
+    for (int n = 0; n < N; n++) {
+        float *row = out->data + (size_t)n * OUT;
+#pragma omp simd
+        for (int o = 0; o < OUT; o++) row[o] = b[o];
+    }
+    gemm_tiled(false, true, N, OUT, IN, 1.0f, in->data, IN, weight->data, IN, 1.0f, out->data, OUT);
 }
 
 void linear_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
@@ -37,9 +63,8 @@ void linear_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *
     CHECK_DEVICE(dout, DEVICE_CPU);
     CHECK_DEVICE(dweight, DEVICE_CPU);
     const int N = in->shape[0], IN = in->shape[1], OUT = weight->shape[0];
-    gemm(true, false, OUT, IN, N, 1.0f, dout->data, OUT, in->data, IN, 1.0f, dweight->data, IN);
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < OUT; o++) dbias->data[o] += dout->data[(size_t)n * OUT + o];
+    gemm_tiled(true, false, OUT, IN, N, 1.0f, dout->data, OUT, in->data, IN, 1.0f, dweight->data, IN);
+    bias_grad(dbias, dout);
     if (din)
-        gemm(false, false, N, IN, OUT, 1.0f, dout->data, OUT, weight->data, IN, 1.0f, din->data, IN);
+        gemm_tiled(false, false, N, IN, OUT, 1.0f, dout->data, OUT, weight->data, IN, 1.0f, din->data, IN);
 }

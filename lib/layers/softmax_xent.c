@@ -48,49 +48,79 @@ int count_correct(const Tensor *logits, const int *labels) {
     return correct;
 }
 
-/* Exponentials summed in float within blocks of this many (16 vector lanes of 128
- * terms), the blocks in double: the sum's rounding stays near 1e-7 relative. */
+/* A row is read in blocks of this many logits (8 KB, in L1 once loaded): each block's
+ * maximum, then its exponentials relative to that maximum, summed in float (16 vector
+ * lanes of 128 terms); the blocks are combined in double relative to the row's maximum
+ * so far. So each logit comes from memory once (the second look at a block hits L1),
+ * and the sum's rounding stays near 1e-7 relative. */
 enum { XENT_SUM_BLOCK = 2048 };
 
-/* sum_j exp(z_j - zmax) of one row; e (when not NULL) receives the exponentials. */
-static double xent_row_exp_sum(float *e, const float *z, int K, float zmax) {
-    double sum = 0.0;
-    for (int j0 = 0; j0 < K; j0 += XENT_SUM_BLOCK) {
-        const int j1 = j0 + XENT_SUM_BLOCK < K ? j0 + XENT_SUM_BLOCK : K;
-        float s = 0.0f;
-        if (e) {
-#pragma omp simd reduction(+ : s)
-            for (int j = j0; j < j1; j++) {
-                e[j] = softmax_exp(z[j] - zmax);
-                s += e[j];
-            }
-        } else {
-#pragma omp simd reduction(+ : s)
-            for (int j = j0; j < j1; j++) s += softmax_exp(z[j] - zmax);
-        }
-        sum += s;
+/* One block: its maximum in *bmax, and sum_j exp(z_j - max) returned; e (when not NULL)
+ * receives the exponentials. A block of -inf only sums to 0 (not exp(-inf - -inf)). */
+static float xent_block(float *e, const float *z, int len, float *bmax) {
+    float m = z[0];
+#pragma omp simd reduction(max : m)
+    for (int j = 0; j < len; j++) m = z[j] > m ? z[j] : m;
+    *bmax = m;
+    float s = 0.0f;
+    if (m == -INFINITY) {
+        if (e)
+            for (int j = 0; j < len; j++) e[j] = 0.0f;
+        return 0.0f;
     }
-    return sum;
+    if (e) {
+#pragma omp simd reduction(+ : s)
+        for (int j = 0; j < len; j++) {
+            e[j] = softmax_exp(z[j] - m);
+            s += e[j];
+        }
+    } else {
+#pragma omp simd reduction(+ : s)
+        for (int j = 0; j < len; j++) s += softmax_exp(z[j] - m);
+    }
+    return s;
 }
 
-/* One row of the fast version: returns log sum_j exp(z_j) - z[label] and, when dz is
- * not NULL, adds the row's gradient (softmax - one-hot) * inv_n into it, with e [K]
- * as scratch for the exponentials (computed once, read back from cache). */
-static double xent_row_fast(float *dz, float *e, const float *z, int K, int label, float inv_n) {
-    float zmax = z[0];
-#pragma omp simd reduction(max : zmax)
-    for (int j = 0; j < K; j++) zmax = z[j] > zmax ? z[j] : zmax;
-    const double sum = xent_row_exp_sum(dz ? e : NULL, z, K, zmax);
+/* One row of the fast version: returns log sum_j exp(z_j) - z[label]. When dz is not
+ * NULL, the row's gradient (softmax - one-hot) * inv_n is added to dz (add) or stored
+ * in it, with e [K + blocks] as scratch: the exponentials relative to their block's
+ * maximum (read back from cache), then the blocks' maxima. z is read in the first pass
+ * only, so a stored gradient may overwrite z itself. */
+static double xent_row_fast(float *dz, bool add, float *e, const float *z, int K, int label,
+                            float inv_n) {
+    const float zlabel = z[label];
+    float *bmax = dz ? e + K : NULL;
+    double zmax = -INFINITY, sum = 0.0; /* the row's maximum so far, sum relative to it */
+    for (int b = 0, j0 = 0; j0 < K; b++, j0 += XENT_SUM_BLOCK) {
+        const int len = K - j0 < XENT_SUM_BLOCK ? K - j0 : XENT_SUM_BLOCK;
+        float m;
+        const double s = xent_block(dz ? e + j0 : NULL, z + j0, len, &m);
+        if (bmax) bmax[b] = m;
+        if ((double)m > zmax) {
+            sum = sum * exp(zmax - (double)m) + s;
+            zmax = m;
+        } else if (s != 0.0) { /* also a NaN block: the loss is NaN */
+            sum += s * exp((double)m - zmax);
+        }
+    }
     if (dz) {
-        const float a = (float)(inv_n / sum);
+        for (int b = 0, j0 = 0; j0 < K; b++, j0 += XENT_SUM_BLOCK) {
+            const int j1 = K - j0 < XENT_SUM_BLOCK ? K : j0 + XENT_SUM_BLOCK;
+            const float a = (float)((double)inv_n * exp((double)bmax[b] - zmax) / sum);
+            if (add) {
 #pragma omp simd
-        for (int j = 0; j < K; j++) dz[j] += e[j] * a;
+                for (int j = j0; j < j1; j++) dz[j] += e[j] * a;
+            } else {
+#pragma omp simd
+                for (int j = j0; j < j1; j++) dz[j] = e[j] * a;
+            }
+        }
         dz[label] -= inv_n;
     }
-    return log(sum) + (double)zmax - (double)z[label];
+    return log(sum) + zmax - (double)zlabel;
 }
 
-float softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits, const int *labels) {
+static float xent_fast(Tensor *dlogits, const Tensor *logits, const int *labels, bool add) {
     CHECK_SHAPE(logits, -1, -1);
     CHECK_DEVICE(logits, DEVICE_CPU);
     CHECK_DEVICE(dlogits, DEVICE_CPU);
@@ -105,13 +135,14 @@ float softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits, const in
     const float inv_n = 1.0f / (float)N;
     const bool parallel = (int64_t)N * K > 65536;
     const int threads = parallel ? omp_get_max_threads() : 1;
-    float *scratch = dlogits ? xmalloc(sizeof(float) * (size_t)K * threads) : NULL;
+    const size_t per_thread = (size_t)K + (size_t)(K + XENT_SUM_BLOCK - 1) / XENT_SUM_BLOCK;
+    float *scratch = dlogits ? xmalloc(sizeof(float) * per_thread * (size_t)threads) : NULL;
 #pragma omp parallel if (parallel)
     {
-        float *e = scratch ? scratch + (size_t)K * omp_get_thread_num() : NULL;
+        float *e = scratch ? scratch + per_thread * (size_t)omp_get_thread_num() : NULL;
 #pragma omp for schedule(static)
         for (int n = 0; n < N; n++)
-            row_loss[n] = xent_row_fast(dlogits ? dlogits->data + (size_t)n * K : NULL, e,
+            row_loss[n] = xent_row_fast(dlogits ? dlogits->data + (size_t)n * K : NULL, add, e,
                                         logits->data + (size_t)n * K, K, labels[n], inv_n);
     }
     xfree(scratch);
@@ -119,4 +150,13 @@ float softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits, const in
     for (int n = 0; n < N; n++) total += row_loss[n];
     xfree(row_loss);
     return (float)(total / N);
+}
+
+float softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits, const int *labels) {
+    return xent_fast(dlogits, logits, labels, true);
+}
+
+float softmax_cross_entropy_fast_store(Tensor *dlogits, const Tensor *logits, const int *labels) {
+    CHECK(dlogits != NULL, "softmax_cross_entropy_fast_store: dlogits is its output, not NULL");
+    return xent_fast(dlogits, logits, labels, false);
 }

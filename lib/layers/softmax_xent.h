@@ -23,6 +23,12 @@ float softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *la
  * bounds). The exact function above stays as it is: the CNN's digests rest on it. */
 float softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits, const int *labels);
 
+/* The same loss, its gradient stored in dlogits (=) instead of added: no zeroing pass
+ * before it, and one write of [N, classes] instead of a read and a write. Each logit is
+ * read from memory once, so dlogits may be logits itself (the logits are then gone).
+ * The same bits as softmax_cross_entropy_fast into a zeroed dlogits. */
+float softmax_cross_entropy_fast_store(Tensor *dlogits, const Tensor *logits, const int *labels);
+
 /* Number of rows whose largest logit is at the label. */
 int count_correct(const Tensor *logits, const int *labels);
 

@@ -8,6 +8,7 @@
 #include "layers/dropout.h"
 #include "layers/layernorm.h"
 #include "layers/positional.h"
+#include "layers/softmax_xent.h"
 
 TransformerConfig transformer_config_tutorial(int vocab) {
     return (TransformerConfig){.vocab = vocab, .d_model = 200, .heads = 2, .d_ff = 200,
@@ -476,6 +477,10 @@ float transformer_loss(Transformer *m, const int *targets) {
 
 float transformer_loss_grad(Transformer *m, const int *targets) {
     CHECK(m->last == transformer_block_count(&m->cfg), "the loss needs the decoder's block");
+    /* the library's CPU loss can store its gradient (the same bits as adding it to
+     * zeros): no zeroing pass over the [N, V] logits' gradient first */
+    if (m->layers.softmax_cross_entropy_fast == softmax_cross_entropy_fast)
+        return softmax_cross_entropy_fast_store(&m->dlogits, &m->logits, targets);
     tensor_fill(&m->dlogits, 0.0f);
     return m->layers.softmax_cross_entropy_fast(&m->dlogits, &m->logits, targets);
 }

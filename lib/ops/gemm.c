@@ -1,5 +1,6 @@
 #include "gemm.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,6 +114,127 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
                 ldc);
+#else
+    gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+}
+
+/* ---------------------------------------------------------------- gemm_tiled */
+
+#ifdef HAVE_CBLAS
+/* The product split into tiles (gemm.h). A plan: which side is cut and into how many. */
+typedef enum { CUT_M, CUT_N, CUT_K } Cut;
+
+enum {
+    TILE_MIN_MACS = 1 << 23, /* 8 M multiply-adds (16 MFLOP, ~0.1 ms on a core) a tile */
+    TILE_MAX = 8,            /* tiles of a product at most (a power of two) */
+    TILE_ALIGN = 16,         /* a cut M or N falls on a multiple of this */
+    TILE_K_ALIGN = 256,      /* a cut K falls on a multiple of this */
+};
+
+/* How many tiles and where to cut, from the sizes alone (never the thread count, so the
+ * bits do not depend on it): as many tiles as keep TILE_MIN_MACS each (1, 2, 4 or 8),
+ * cut where the least is done twice. Cutting M packs op(B) [K, N] once a tile, cutting N
+ * packs op(A) [M, K] once a tile; cutting K writes and reads a partial C [M, N] a tile,
+ * counted twice over (a pass of its own after the products). */
+static int plan_tiles(int M, int N, int K, Cut *cut) {
+    const double macs = (double)M * N * K;
+    int tiles = 1;
+    while (tiles < TILE_MAX && macs / (2 * tiles) >= TILE_MIN_MACS) tiles *= 2;
+    const double cost_m = M >= tiles * TILE_ALIGN ? (double)K * N : INFINITY;
+    const double cost_n = N >= tiles * TILE_ALIGN ? (double)M * K : INFINITY;
+    const double cost_k = K >= tiles * TILE_K_ALIGN ? 4.0 * M * N : INFINITY;
+    *cut = CUT_M;
+    if (cost_n < cost_m) *cut = CUT_N;
+    if (cost_k < (cost_n < cost_m ? cost_n : cost_m)) *cut = CUT_K;
+    if (isinf(cost_m) && isinf(cost_n) && isinf(cost_k)) tiles = 1;
+    return tiles;
+}
+
+/* [start, end) of tile t of `tiles` over a side of n, cut on multiples of align. */
+static void tile_range(int n, int tiles, int t, int align, int *start, int *end) {
+    int step = (n + tiles - 1) / tiles;
+    step = (step + align - 1) / align * align;
+    *start = t * step < n ? t * step : n;
+    *end = (t + 1) * step < n ? (t + 1) * step : n;
+}
+
+/* The partial products of a cut K (tiles 1 ..): grown as needed, kept for the next call. */
+static float *k_partials;
+static size_t k_partials_floats;
+
+static void blas(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
+                 const float *B, int ldb, float beta, float *C, int ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
+                N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+#endif
+
+void gemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+                int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+#ifdef HAVE_CBLAS
+    if (M <= 0 || N <= 0) return;
+    if (omp_in_parallel()) { /* OpenBLAS runs it on this thread */
+        gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    Cut cut = CUT_M;
+    const int tiles = K > 0 ? plan_tiles(M, N, K, &cut) : 1;
+    float *partials = NULL;
+    if (cut == CUT_K) {
+        const size_t need = (size_t)(tiles - 1) * (size_t)M * (size_t)N;
+        if (need > k_partials_floats) {
+            xfree(k_partials);
+            k_partials = xmalloc(need * sizeof(float));
+            k_partials_floats = need;
+        }
+        partials = k_partials;
+    }
+    /* Inside the region each call runs on its own thread (OpenBLAS's OpenMP build runs
+     * one thread in a parallel region; with one thread in all, OpenBLAS takes one), each
+     * tile the same call whoever runs it. One tile too: a lone BLAS call outside a
+     * region could use several threads and their bits. */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int t = 0; t < tiles; t++) {
+        int s, e;
+        if (cut == CUT_M) {
+            tile_range(M, tiles, t, TILE_ALIGN, &s, &e);
+            if (s < e)
+                blas(trans_a, trans_b, e - s, N, K, alpha,
+                     trans_a ? A + s : A + (size_t)s * lda, lda, B, ldb, beta, C + (size_t)s * ldc, ldc);
+        } else if (cut == CUT_N) {
+            tile_range(N, tiles, t, TILE_ALIGN, &s, &e);
+            if (s < e)
+                blas(trans_a, trans_b, M, e - s, K, alpha, A, lda,
+                     trans_b ? B + (size_t)s * ldb : B + s, ldb, beta, C + s, ldc);
+        } else { /* tile 0 into C (with beta), the others into partials of their own */
+            tile_range(K, tiles, t, TILE_K_ALIGN, &s, &e);
+            const float *a = trans_a ? A + (size_t)s * lda : A + s;
+            const float *b = trans_b ? B + s : B + (size_t)s * ldb;
+            if (t == 0)
+                blas(trans_a, trans_b, M, N, e - s, alpha, a, lda, b, ldb, beta, C, ldc);
+            else if (s < e)
+                blas(trans_a, trans_b, M, N, e - s, alpha, a, lda, b, ldb, 0.0f,
+                     partials + (size_t)(t - 1) * M * N, N);
+        }
+    }
+    if (cut == CUT_K) { /* C += the partials, in tile order */
+        int used = 1;
+        for (int t = 1; t < tiles; t++) {
+            int s, e;
+            tile_range(K, tiles, t, TILE_K_ALIGN, &s, &e);
+            used += s < e;
+        }
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < M; i++) {
+            float *c = C + (size_t)i * ldc;
+            for (int t = 1; t < used; t++) {
+                const float *p = partials + (size_t)(t - 1) * M * N + (size_t)i * N;
+#pragma omp simd
+                for (int j = 0; j < N; j++) c[j] += p[j];
+            }
+        }
+    }
 #else
     gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
