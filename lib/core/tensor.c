@@ -143,7 +143,10 @@ void tensor_fill(Tensor *t, float value) {
         device_ops(t->device)->fill(t->data, t->size, value);
         return;
     }
-    for (int64_t i = 0; i < t->size; i++) t->data[i] = value;
+    float *x = t->data;
+    /* a model's gradients (zero_grad): 300 MB for the seed's transformer */
+#pragma omp parallel for simd schedule(static) if (t->size > (1 << 18))
+    for (int64_t i = 0; i < t->size; i++) x[i] = value;
 }
 
 void device_copy(void *dst, Device dst_device, const void *src, Device src_device, size_t bytes) {

@@ -5,6 +5,9 @@
 
 #include "core/check.h"
 
+/* Parameters below this many are updated on one thread (a parallel region costs more). */
+enum { OPTIM_PARALLEL_MIN = 1 << 16 };
+
 /* The optimiser state must cover exactly the list's buffers, on the same device. */
 static void check_state(const Tensor *state, const ParamList *params, const char *what) {
     CHECK(state->size == params->total && state->device == params->values.device,
@@ -31,13 +34,17 @@ void sgd_step(Sgd *opt, ParamList *params) {
     opt->step++;
     float *p = params->values.data, *buf = opt->buf.data;
     const float *g = params->grads.data;
+    const float lr = opt->lr, wd = opt->weight_decay, momentum = opt->momentum;
+    const bool first = opt->step == 1;
+    /* element-wise: any split over threads gives the same bits */
+#pragma omp parallel for simd schedule(static) if (params->total > OPTIM_PARALLEL_MIN)
     for (int64_t k = 0; k < params->total; k++) {
-        float d = g[k] + opt->weight_decay * p[k];
-        if (opt->momentum != 0.0f) {
-            buf[k] = opt->step == 1 ? d : opt->momentum * buf[k] + d;
+        float d = g[k] + wd * p[k];
+        if (momentum != 0.0f) {
+            buf[k] = first ? d : momentum * buf[k] + d;
             d = buf[k];
         }
-        p[k] -= opt->lr * d;
+        p[k] -= lr * d;
     }
 }
 
@@ -66,6 +73,7 @@ void adam_update(float *p, const float *g, float *m, float *v, int64_t n, const 
     const float bias2_sqrt = sqrtf(1.0f - powf(b2, (float)t));
     const float step_size = opt->lr / bias1;
     const float wd = opt->weight_decay;
+#pragma omp parallel for simd schedule(static) if (n > OPTIM_PARALLEL_MIN)
     for (int64_t k = 0; k < n; k++) {
         float grad = g[k];
         if (wd != 0.0f) {
