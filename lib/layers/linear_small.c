@@ -158,11 +158,21 @@ static void gemm_tn(float *c, const float *a, const float *m, int B, int K, int 
 
 /* ---------------------------------------------------------------- the layer */
 
+void linear_small_transpose(float *wt, const float *w, int in, int out) {
+    for (int i = 0; i < in; i++) /* contiguous writes: row i of wt is column i of w */
+        for (int o = 0; o < out; o++) wt[(long)i * out + o] = w[(long)o * in + i];
+}
+
+void linear_small_forward_t(float *y, const float *x, const float *w, const float *wt, const float *b, int batch,
+                            int in, int out) {
+    if (out >= VL) gemm_nn(y, x, wt, b, 0, batch, in, out);
+    else gemm_nt(y, x, w, b, batch, in, out);
+}
+
 void linear_small_forward(float *y, const float *x, const float *w, const float *b, float *wt, int batch,
                           int in, int out) {
     if (batch >= 16 && out >= VL) {
-        for (int o = 0; o < out; o++) /* wt [in, out] = W^T */
-            for (int i = 0; i < in; i++) wt[(long)i * out + o] = w[(long)o * in + i];
+        linear_small_transpose(wt, w, in, out);
         gemm_nn(y, x, wt, b, 0, batch, in, out);
     } else {
         gemm_nt(y, x, w, b, batch, in, out);

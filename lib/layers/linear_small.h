@@ -18,10 +18,18 @@
 
 /* y [batch, out] = x [batch, in] W^T + b.
  * wt: scratch of in * out floats: for batches of 16 or more W is transposed into it
- * once, so that the products run along contiguous outputs; smaller batches (one step of
- * the environments) take dot products along W's rows instead and do not touch it. */
+ * once, so that the products run along contiguous outputs; smaller batches take dot
+ * products along W's rows instead and do not touch it. */
 void linear_small_forward(float *y, const float *x, const float *w, const float *b, float *wt, int batch,
                           int in, int out);
+
+/* The same with W^T already at hand: wt [in, out] made by linear_small_transpose (for a
+ * network whose weights stay put over many small batches: a rollout's steps). Layers
+ * with fewer than 8 outputs use w instead. */
+void linear_small_forward_t(float *y, const float *x, const float *w, const float *wt, const float *b, int batch,
+                            int in, int out);
+/* wt [in, out] = W^T of w [out, in] */
+void linear_small_transpose(float *wt, const float *w, int in, int out);
 
 /* dx [batch, in] += dy W (skipped when dx is NULL: the observations need no gradient),
  * dw [out, in] += dy^T x, db [out] += the column sums of dy; dy is [batch, out]. */

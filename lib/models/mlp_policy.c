@@ -56,8 +56,8 @@ static void mlp_declare(Mlp *m, ParamList *list, const char *name, int in, int h
         snprintf(pname, sizeof pname, "%s.%d.bias", name, 2 * l);
         m->b[l] = params_add(list, pname, 1, &sizes[l][0]);
     }
-    const size_t widest = (size_t)(in > hidden ? in : hidden);
-    m->wt = xcalloc(widest * (size_t)(hidden > out ? hidden : out), sizeof(float));
+    for (int l = 0; l < 3; l++) m->wt[l] = xcalloc((size_t)sizes[l][0] * sizes[l][1], sizeof(float));
+    m->wt_version = MLP_NO_VERSION;
     m->h1 = xcalloc((size_t)max_batch * hidden, sizeof(float));
     m->h2 = xcalloc((size_t)max_batch * hidden, sizeof(float));
     m->y = xcalloc((size_t)max_batch * out, sizeof(float));
@@ -75,21 +75,44 @@ static void mlp_init_values(Mlp *m, float head_gain, Rng *rng) {
 }
 
 static void mlp_free(Mlp *m) {
-    float *bufs[] = {m->wt, m->h1, m->h2, m->y, m->dh, m->dz};
+    float *bufs[] = {m->wt[0], m->wt[1], m->wt[2], m->h1, m->h2, m->y, m->dh, m->dz};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) xfree(bufs[i]);
     memset(m, 0, sizeof *m);
 }
 
-const float *mlp_forward(Mlp *m, const float *x, int batch) {
+/* The forward on the transposed weights m->wt, as they are. */
+static const float *forward_t(Mlp *m, const float *x, int batch) {
     CHECK(batch >= 1 && batch <= m->max_batch, "mlp_forward: batch of %d, room for 1 to %d", batch, m->max_batch);
     const int H = m->hidden;
     const int64_t nh = (int64_t)batch * H;
-    linear_small_forward(m->h1, x, m->w[0]->value.data, m->b[0]->value.data, m->wt, batch, m->in, H);
+#define LAYER(l) m->w[l]->value.data, m->wt[l], m->b[l]->value.data
+    linear_small_forward_t(m->h1, x, LAYER(0), batch, m->in, H);
     tanh_values(m->h1, m->h1, nh);
-    linear_small_forward(m->h2, m->h1, m->w[1]->value.data, m->b[1]->value.data, m->wt, batch, H, H);
+    linear_small_forward_t(m->h2, m->h1, LAYER(1), batch, H, H);
     tanh_values(m->h2, m->h2, nh);
-    linear_small_forward(m->y, m->h2, m->w[2]->value.data, m->b[2]->value.data, m->wt, batch, H, m->out);
+    linear_small_forward_t(m->y, m->h2, LAYER(2), batch, H, m->out);
+#undef LAYER
     return m->y;
+}
+
+static void transpose_all(Mlp *m) {
+    const int sizes[3][2] = {{m->in, m->hidden}, {m->hidden, m->hidden}, {m->hidden, m->out}}; /* [in, out] */
+    for (int l = 0; l < 3; l++) linear_small_transpose(m->wt[l], m->w[l]->value.data, sizes[l][0], sizes[l][1]);
+}
+
+const float *mlp_forward(Mlp *m, const float *x, int batch) {
+    transpose_all(m);
+    m->wt_version = MLP_NO_VERSION; /* made for weights of no known version */
+    return forward_t(m, x, batch);
+}
+
+const float *mlp_forward_cached(Mlp *m, const float *x, int batch, int64_t version) {
+    CHECK(version != MLP_NO_VERSION, "mlp_forward_cached: version MLP_NO_VERSION is reserved");
+    if (version != m->wt_version) {
+        transpose_all(m);
+        m->wt_version = version;
+    }
+    return forward_t(m, x, batch);
 }
 
 void mlp_backward(Mlp *m, const float *x, const float *dy, int batch) {

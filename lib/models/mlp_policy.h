@@ -21,6 +21,7 @@
 #define MODELS_MLP_POLICY_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "core/rng.h"
 #include "models/params.h"
@@ -29,7 +30,8 @@
 typedef struct {
     int in, hidden, out, max_batch;
     Param *w[3], *b[3]; /* layers 0, 2, 4 of an nn.Sequential: [hidden, in], [hidden, hidden], [out, hidden] */
-    float *wt;          /* [max(in, hidden) * hidden]: scratch, a layer's weights transposed */
+    float *wt[3];       /* [in, hidden], [hidden, hidden], [hidden, out]: the weights transposed */
+    int64_t wt_version; /* the version they were made for (mlp_forward_cached) */
     float *h1, *h2;     /* [max_batch, hidden]: the two hidden layers after tanh */
     float *y;           /* [max_batch, out]: the outputs */
     float *dh, *dz;     /* [max_batch, hidden]: gradients after and before a tanh (scratch) */
@@ -51,6 +53,12 @@ void mlp_policy_free(MlpPolicy *p);
 
 /* y [batch, out] of x [batch, in]; returns m->y (valid until the next forward). */
 const float *mlp_forward(Mlp *m, const float *x, int batch);
+/* The same for many small batches while the weights stay put (a rollout's steps between
+ * two updates): the transposed weights the products run on are made only when version
+ * differs from the last call's. version: a number that changes whenever the weights do
+ * (PPO passes Adam's step count); never MLP_NO_VERSION. */
+const float *mlp_forward_cached(Mlp *m, const float *x, int batch, int64_t version);
+#define MLP_NO_VERSION INT64_MIN
 /* After mlp_forward(m, x, batch): the parameters' grads += d(loss)/d(parameters), given
  * dy = d(loss)/dy [batch, out]. */
 void mlp_backward(Mlp *m, const float *x, const float *dy, int batch);

@@ -14,6 +14,20 @@ PpoConfig ppo_config_defaults(void) {
                        .vf_coef = 0.5f, .max_grad_norm = 0.5f, .target_kl = 0.0f, .reward_scale = 1.0f, .hidden = 64};
 }
 
+PpoConfig ppo_config_for(const EnvSpec *spec) {
+    PpoConfig c = ppo_config_defaults();
+    if (spec->action_kind == ACTION_CONTINUOUS) {
+        c.num_envs = 1;
+        c.num_steps = 2048;
+        c.lr = 3e-4f;
+        c.update_epochs = 10;
+        c.num_minibatches = 32;
+        c.ent_coef = 0.0f;
+        c.reward_scale = 0.01f;
+    }
+    return c;
+}
+
 static void need(int ok, const char *option, const char *what, double value) {
     if (!ok) fatal("--%s must be %s, got %g", option, what, value);
 }

@@ -53,6 +53,11 @@ typedef struct {
 
 /* CleanRL's defaults (ppo.py), the values in the comments above. */
 PpoConfig ppo_config_defaults(void);
+/* The defaults for an environment: ppo_config_defaults() for discrete actions; for
+ * continuous ones (Pendulum) those of CleanRL's ppo_continuous_action.py: 1 copy x 2048
+ * steps, lr 3e-4, 10 epochs x 32 mini-batches, no entropy bonus, with the rewards scaled
+ * by 0.01 where CleanRL normalises them by a running estimate (NormalizeReward). */
+PpoConfig ppo_config_for(const EnvSpec *spec);
 /* A setting out of range is a user error: one message naming the option, exit status 1. */
 void ppo_config_check(const PpoConfig *c);
 

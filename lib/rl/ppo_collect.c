@@ -9,7 +9,9 @@
 void ppo_act(Ppo *p, const float *obs, float *actions, float *logp) {
     const double t0 = now_seconds();
     const int n = p->cfg.num_envs, out_dim = p->policy.actor_out;
-    const float *out = mlp_forward(&p->policy.actor, obs, n); /* [n, out_dim]: logits or means */
+    /* [n, out_dim]: logits or means. The weights change only in Adam's steps: the actor's
+     * transposed weights serve every step of a rollout. */
+    const float *out = mlp_forward_cached(&p->policy.actor, obs, n, p->opt.step);
     if (p->policy.continuous)
         gaussian_sample(actions, logp, out, p->policy.logstd->value.data, n, out_dim, &p->act_rng);
     else
@@ -52,10 +54,11 @@ void ppo_compute_values(Ppo *p) {
     RolloutBuffer *b = &p->buf;
     Mlp *critic = &p->policy.critic;
     const int T = b->num_steps, N = b->num_envs, d = b->obs_dim, rows = T * N;
-    memcpy(b->values, mlp_forward(critic, b->obs, rows), (size_t)rows * sizeof(float));
+    memcpy(b->values, mlp_forward_cached(critic, b->obs, rows, p->opt.step), (size_t)rows * sizeof(float));
     /* the next state of each step: the next row, or after the last step next_obs ... */
     for (int k = 0; k < rows - N; k++) b->next_values[k] = b->values[k + N];
-    memcpy(b->next_values + rows - N, mlp_forward(critic, b->next_obs, N), (size_t)N * sizeof(float));
+    memcpy(b->next_values + rows - N, mlp_forward_cached(critic, b->next_obs, N, p->opt.step),
+           (size_t)N * sizeof(float));
     /* ... except where the episode ended: nothing after a termination, the episode's own
      * last observation after a truncation (one batch for all of them) */
     int ended = 0;
@@ -68,7 +71,7 @@ void ppo_compute_values(Ppo *p) {
         }
     }
     if (ended > 0) {
-        const float *v = mlp_forward(critic, p->ended_obs, ended);
+        const float *v = mlp_forward_cached(critic, p->ended_obs, ended, p->opt.step);
         for (int j = 0; j < ended; j++) b->next_values[p->ended_rows[j]] = v[j];
     }
     p->time.values += now_seconds() - t0;

@@ -226,6 +226,32 @@ static int check_mlp_grad(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* mlp_forward_cached gives mlp_forward's bits, keeps its transposed weights while the
+ * version stays, and makes them again when it changes. */
+static int check_mlp_cached(void) {
+    Rng rng;
+    rng_seed(&rng, 41, 0);
+    MlpPolicy p;
+    mlp_policy_init(&p, 4, 2, false, 64, 128, &rng);
+    float *x = random_floats(128 * 4, 42), y[128 * 2], yc[128 * 2];
+    bool ok = true;
+    const int batches[3] = {1, 4, 128};
+    for (int k = 0; k < 3; k++) {
+        memcpy(y, mlp_forward(&p.actor, x, batches[k]), sizeof(float) * 2 * batches[k]);
+        memcpy(yc, mlp_forward_cached(&p.actor, x, batches[k], 1), sizeof(float) * 2 * batches[k]);
+        ok = expect_close("cached against plain forward", yc, y, 2 * batches[k], 0, 0) && ok;
+    }
+    for (int64_t i = 0; i < p.actor.w[1]->value.size; i++) p.actor.w[1]->value.data[i] *= 2.0f;
+    memcpy(yc, mlp_forward_cached(&p.actor, x, 4, 1), sizeof(float) * 8); /* same version: the old weights */
+    ok = expect_close("version 1 again: the weights it was made for", yc, y, 8, 0, 0) && ok;
+    memcpy(y, mlp_forward(&p.actor, x, 4), sizeof(float) * 8);
+    memcpy(yc, mlp_forward_cached(&p.actor, x, 4, 2), sizeof(float) * 8);
+    ok = expect_close("version 2: the new weights", yc, y, 8, 0, 0) && ok;
+    xfree(x);
+    mlp_policy_free(&p);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* ------------------------------------------------------------ initialisation */
 
 /* w [rows, cols] * w^T (rows <= cols) or w^T * w (rows > cols) is gain^2 times I */
@@ -319,6 +345,7 @@ int main(void) {
     check_run(NULL, "linear_small forward and backward against the definition, 336 shapes", check_linear_small, 60);
     check_run(NULL, "linear_small: a row's output does not depend on the rows beside it", check_linear_rows_independent, 10);
     check_run(NULL, "MLP backward against finite differences (batches 5 and 24)", check_mlp_grad, 60);
+    check_run(NULL, "cached forward: the same bits, its weights kept until the version changes", check_mlp_cached, 10);
     check_run(NULL, "orthogonal_init: orthonormal rows or columns times the gain, seeded", check_orthogonal, 10);
     check_run(NULL, "policy parameters: CleanRL's names, order, 9,155 scalars, gains, zero biases", check_policy_layout, 10);
     check_run(NULL, "a batch larger than the room made for it stops with the sizes", check_batch_limit, 10);

@@ -1,0 +1,27 @@
+/* TODO 5.6: the update. The rollout is used update_epochs times, each time in another
+ * random order, cut into num_minibatches mini-batches: one gradient step each. Re-using
+ * the data is what makes PPO sample-efficient; the clipped loss is what makes it safe. */
+#include <math.h>
+
+#include "lesson.h"
+#include "train/clip.h"
+
+void lesson_update(Ppo *p, PpoUpdateStats *stats) {
+    /* TODO 5.6: with c = &p->cfg, batch = ppo_batch_size(p), size = ppo_minibatch_size(p):
+     * for each of c->update_epochs epochs:
+     *   rng_permutation(&p->shuffle_rng, p->perm, batch): a fresh random order of the
+     *   rollout's rows (exactly one call per epoch, so that the grader can follow);
+     *   for start = 0, size, 2 size, ... < batch:
+     *     1. minibatch_gather(&p->mb, &p->buf, p->perm + start, size);
+     *     2. if c->norm_adv: p->mb.advantages = (A - mean) / (std + 1e-8) over the
+     *        mini-batch, std with n - 1 (as torch.std), computed in double;
+     *     3. params_zero_grad(&p->policy.params), then
+     *        ppo_minibatch_gradients(p, size): forward, your losses, backward;
+     *     4. clip_grad_norm(&p->policy.params, c->max_grad_norm), then
+     *        adam_step(&p->opt, &p->policy.params);
+     *     5. add the mini-batch's losses and statistics to running sums.
+     *   If c->target_kl > 0 and the last mini-batch's approx_kl exceeds it, stop the epochs.
+     * Fill *stats: the means over all mini-batches taken, the epochs and mini-batches run,
+     * and explained_variance = ppo_explained_variance(p->buf.values, p->buf.returns, batch). */
+    TODO_STOP("5.6");
+}

@@ -1,0 +1,20 @@
+/* TODO 5.2: generalised advantage estimation. How much better than expected was each
+ * action? The critic's values make the answer less noisy than the raw returns. */
+#include "lesson.h"
+
+void lesson_gae(float *advantages, float *returns, const float *rewards, const float *values,
+                const float *next_values, const uint8_t *terminated, const uint8_t *truncated, int T, int N,
+                float gamma, float lambda) {
+    for (int i = 0; i < N; i++) { /* each environment on its own, backwards in time */
+        float later = 0.0f;       /* A_{t+1}: nothing after the rollout's last step */
+        for (int t = T - 1; t >= 0; t--) {
+            const int k = t * N + i;
+            const float bootstrap = terminated[k] ? 0.0f : gamma * next_values[k];
+            const float delta = rewards[k] + bootstrap - values[k];
+            const int ended = terminated[k] || truncated[k];
+            advantages[k] = delta + (ended ? 0.0f : gamma * lambda * later);
+            returns[k] = advantages[k] + values[k];
+            later = advantages[k];
+        }
+    }
+}

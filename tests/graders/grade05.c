@@ -1,0 +1,539 @@
+/* Grader of lesson 05: one or a few checks per TODO, each against the library's version
+ * of the same function (lib/rl/), finite differences, or a training run whose return must
+ * rise. Each check exercises one TODO: the rollout, GAE and update checks run with the
+ * library's other parts (the update with the library's losses), so that a mistake is
+ * reported where it is.
+ * Run with `make check-lesson 5` (your code) or `make check-lesson 5 SOLUTION=1`. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "framework/check.h"
+#include "framework/gradcheck.h"
+#include "lesson.h"
+#include "rl/distributions.h"
+#include "rl/gae.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+/* A run of env with T steps of N copies per rollout, one thread. */
+static Ppo *new_ppo(const char *env, int T, int N, uint64_t seed) {
+    omp_set_num_threads(1);
+    PpoConfig c = ppo_config_defaults();
+    c.num_steps = T;
+    c.num_envs = N;
+    c.total_steps = T * N * 100;
+    Ppo *p = xcalloc(1, sizeof *p);
+    ppo_init(p, env_find(env), &c, seed, 1);
+    return p;
+}
+
+static void free_ppo(Ppo *p) {
+    ppo_free(p);
+    xfree(p);
+}
+
+/* Rows first .. first + rows - 1 of got and want ([rows, width] each) are the same bit
+ * for bit; else prints the first difference as step t, copy i (row t * N + i). */
+static bool same_rows(const char *what, const float *got, const float *want, int first, int rows, int width, int N,
+                      const char *hint) {
+    for (int r = first; r < first + rows; r++)
+        for (int j = 0; j < width; j++) {
+            const float g = got[r * width + j], w = want[r * width + j];
+            if (!(g == w || (isnan(g) && isnan(w)))) {
+                printf("%s differs at step %d, copy %d (component %d): got %.7g, the library's rollout has %.7g\n",
+                       what, r / N, r % N, j, (double)g, (double)w);
+                if (hint) printf("%s\n", hint);
+                return false;
+            }
+        }
+    return true;
+}
+
+static bool same_flags(const char *what, const uint8_t *got, const uint8_t *want, int rows, int N, const char *hint) {
+    for (int r = 0; r < rows; r++)
+        if ((got[r] != 0) != (want[r] != 0)) {
+            printf("%s differs at step %d, copy %d: got %d, the library's rollout has %d\n%s\n", what, r / N, r % N,
+                   got[r], want[r], hint);
+            return false;
+        }
+    return true;
+}
+
+/* ---------------------------------------------------------------- TODO 5.1 */
+
+/* Your rollout and the library's, from the same seed, rollouts in a row: every array. */
+static bool compare_rollouts(const char *env, int T, int N, int rollouts, bool final_only) {
+    Ppo *mine = new_ppo(env, T, N, 21), *ref = new_ppo(env, T, N, 21);
+    bool ok = true;
+    for (int k = 0; ok && k < rollouts; k++) {
+        if (rollouts > 1) printf("rollout %d of %d:\n", k + 1, rollouts);
+        lesson_collect_rollout(mine);
+        ppo_collect(ref);
+        const RolloutBuffer *a = &mine->buf, *b = &ref->buf;
+        const int rows = T * N, d = a->obs_dim;
+        if (!final_only) {
+            ok = same_rows("obs", a->obs, b->obs, 0, rows, d, N,
+                           "copy env->obs into b->obs at step t before acting (rows t * N .. t * N + N - 1)") &&
+                 same_rows("actions", a->actions, b->actions, 0, rows, a->action_dim, N,
+                           "ppo_act(p, obs_t, actions_t, logp_t) writes the actions of step t: pass b->actions + "
+                           "t * N * action_dim") &&
+                 same_rows("logprobs", a->logprobs, b->logprobs, 0, rows, 1, N,
+                           "pass b->logprobs + t * N to ppo_act") &&
+                 same_rows("rewards", a->rewards, b->rewards, 0, rows, 1, N,
+                           "store env->rewards[i] after ppo_env_step, at t * N + i") &&
+                 same_flags("terminated", a->terminated, b->terminated, rows, N,
+                            "store env->terminated[i] after ppo_env_step") &&
+                 same_flags("truncated", a->truncated, b->truncated, rows, N,
+                            "store env->truncated[i] after ppo_env_step");
+        }
+        int ended = 0;
+        for (int r = 0; ok && r < rows; r++) {
+            if (!b->terminated[r] && !b->truncated[r]) continue;
+            ended++;
+            ok = same_rows("final_obs (an episode's last observation)", a->final_obs, b->final_obs, r, 1, d, N,
+                           "where env->terminated[i] or env->truncated[i], copy env->final_obs row i into "
+                           "b->final_obs row t * N + i: env->obs already shows the next episode");
+        }
+        ok = ok && same_rows("next_obs", a->next_obs, b->next_obs, 0, N, d, N,
+                             "after the loop, copy env->obs into b->next_obs: where the next rollout starts");
+        ok = ok && expect_true(mine->env.total_steps == ref->env.total_steps,
+                               "the environments took %lld steps, the library's %lld: one ppo_env_step per step t",
+                               (long long)mine->env.total_steps, (long long)ref->env.total_steps);
+        if (ok && final_only) printf("%d episodes ended in rollout %d\n", ended, k + 1);
+    }
+    free_ppo(mine);
+    free_ppo(ref);
+    return ok;
+}
+
+static int check_rollout(void) { return compare_rollouts("cartpole", 64, 4, 1, false) ? CHECK_PASS : CHECK_FAIL; }
+
+static int check_rollout_final_obs(void) {
+    /* Pendulum: every episode is truncated at step 200; CartPole: poles fall */
+    const bool ok = compare_rollouts("pendulum", 256, 2, 1, true) && compare_rollouts("cartpole", 64, 4, 1, true);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_rollout_continues(void) {
+    return compare_rollouts("cartpole", 32, 3, 3, false) ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODO 5.2 */
+
+typedef struct {
+    int T, N;
+    float *rewards, *values, *next_values;
+    uint8_t *terminated, *truncated;
+} GaeCase;
+
+static GaeCase gae_case(int T, int N, uint64_t seed) {
+    GaeCase g = {T, N, NULL, NULL, NULL, NULL, NULL};
+    const int n = T * N;
+    g.rewards = xcalloc((size_t)n, sizeof(float));
+    g.values = xcalloc((size_t)n, sizeof(float));
+    g.next_values = xcalloc((size_t)n, sizeof(float));
+    g.terminated = xcalloc((size_t)n, 1);
+    g.truncated = xcalloc((size_t)n, 1);
+    fill_uniform(g.rewards, n, seed, -1, 2);
+    fill_uniform(g.values, n, seed + 1, -3, 3);
+    fill_uniform(g.next_values, n, seed + 2, -3, 3);
+    Rng rng;
+    rng_seed(&rng, seed, 3);
+    for (int k = 0; k < n; k++) {
+        const uint32_t u = rng_below(&rng, 10);
+        g.terminated[k] = u == 0 || u == 9; /* 9: both at once */
+        g.truncated[k] = u == 1 || u == 9;
+    }
+    return g;
+}
+
+static void gae_case_free(GaeCase *g) {
+    void *bufs[] = {g->rewards, g->values, g->next_values, g->terminated, g->truncated};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) xfree(bufs[i]);
+}
+
+static int check_gae_library(void) {
+    GaeCase g = gae_case(32, 4, 51);
+    const int n = g.T * g.N;
+    float *adv = xcalloc((size_t)n, sizeof(float)), *ret = xcalloc((size_t)n, sizeof(float));
+    float *adv_ref = xcalloc((size_t)n, sizeof(float)), *ret_ref = xcalloc((size_t)n, sizeof(float));
+    lesson_gae(adv, ret, g.rewards, g.values, g.next_values, g.terminated, g.truncated, g.T, g.N, 0.99f, 0.95f);
+    gae(adv_ref, ret_ref, g.rewards, g.values, g.next_values, g.terminated, g.truncated, g.T, g.N, 0.99f, 0.95f);
+    bool ok = expect_close("advantages [32 steps, 4 copies]", adv, adv_ref, n, 1e-5f, 1e-5f);
+    if (!ok) printf("(index k = t * 4 + i: step t of copy i)\n");
+    ok = ok && expect_close("returns = advantages + values", ret, ret_ref, n, 1e-5f, 1e-5f);
+    xfree(adv), xfree(ret), xfree(adv_ref), xfree(ret_ref);
+    gae_case_free(&g);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_gae_by_hand(void) {
+    /* one copy, 3 steps, gamma = lambda = 0.5, the episode terminates at the last step:
+     * delta = (1 + 0.5 * 1 - 2, 1 + 0.5 * 0.5 - 1, 1 - 0.5) = (-0.5, 0.25, 0.5)
+     * A = (-0.5 + 0.25 * 0.375, 0.25 + 0.25 * 0.5, 0.5) = (-0.40625, 0.375, 0.5) */
+    const float r[3] = {1, 1, 1}, v[3] = {2, 1, 0.5f}, nv[3] = {1, 0.5f, 7};
+    const uint8_t term[3] = {0, 0, 1}, trunc[3] = {0, 0, 0};
+    float adv[3] = {0}, ret[3] = {0};
+    lesson_gae(adv, ret, r, v, nv, term, trunc, 3, 1, 0.5f, 0.5f);
+    const float want[3] = {-0.40625f, 0.375f, 0.5f}, want_ret[3] = {1.59375f, 1.375f, 1.0f};
+    bool ok = expect_close("advantages of the 3-step episode", adv, want, 3, 1e-6f, 0);
+    if (!ok && fabsf(adv[2] - (0.5f + 3.5f)) < 1e-4f)
+        printf("the last step terminated: its next value (7) must not count\n");
+    ok = ok && expect_close("returns", ret, want_ret, 3, 1e-6f, 0);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_gae_truncation(void) {
+    /* two copies, 2 steps, gamma = lambda = 1: copy 0's episode is truncated at step 0,
+     * copy 1's terminated at step 0; every value 0 except the next values, all 10 */
+    const float r[4] = {1, 1, 1, 1}, v[4] = {0, 0, 0, 0}, nv[4] = {10, 10, 10, 10};
+    const uint8_t term[4] = {0, 1, 0, 0}, trunc[4] = {1, 0, 0, 0};
+    float adv[4] = {0}, ret[4] = {0};
+    lesson_gae(adv, ret, r, v, nv, term, trunc, 2, 2, 1.0f, 1.0f);
+    /* step 1 (both copies): 1 + 10 = 11; step 0: copy 0 truncated: 1 + 10 (bootstrapped),
+     * nothing of step 1 (another episode); copy 1 terminated: 1 */
+    const float want[4] = {11, 1, 11, 11};
+    const bool ok = expect_close("advantages (k = t * 2 + copy)", adv, want, 4, 1e-5f, 0);
+    if (!ok) {
+        if (adv[0] == 1.0f) printf("copy 0 was truncated, not terminated: its next value counts (bootstrap)\n");
+        if (adv[0] == 22.0f || adv[1] == 12.0f)
+            printf("an episode that ended at step t must not take the advantage of step t + 1 (the next episode)\n");
+        if (adv[1] == 11.0f) printf("copy 1 terminated: its next value must not count\n");
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODOs 5.3-5.5: data */
+
+enum { NB = 96 };
+
+typedef struct {
+    float logp[NB], old_logp[NB], adv[NB];
+    float value[NB], old_value[NB], returns[NB];
+    float logits[NB * 6];
+    int actions;
+} LossData;
+
+/* log-ratios spread over [-0.6, 0.6] (ratios 0.55 .. 1.8, a third clipped), kept 0.02
+ * away from the clip edges log(0.8) and log(1.2) so that finite differences do not
+ * cross them; value moves over [-0.5, 0.5] 0.05 away from the clip at +-0.2. */
+static LossData loss_data(uint64_t seed) {
+    LossData d;
+    memset(&d, 0, sizeof d);
+    Rng rng;
+    rng_seed(&rng, seed, 7);
+    for (int i = 0; i < NB; i++) {
+        float lr;
+        do lr = rng_uniform_range(&rng, -0.6f, 0.6f);
+        while (fabsf(lr - logf(1.2f)) < 0.02f || fabsf(lr - logf(0.8f)) < 0.02f);
+        d.old_logp[i] = rng_uniform_range(&rng, -3.0f, -0.1f);
+        d.logp[i] = d.old_logp[i] + lr;
+        d.adv[i] = rng_normal(&rng);
+        float mv;
+        do mv = rng_uniform_range(&rng, -0.5f, 0.5f);
+        while (fabsf(fabsf(mv) - 0.2f) < 0.05f);
+        d.old_value[i] = 3.0f * rng_normal(&rng);
+        d.value[i] = d.old_value[i] + mv;
+        /* a value clipped away: its two squared errors differ enough not to swap places
+         * under a finite difference */
+        const float vc = d.old_value[i] + (mv > 0.2f ? 0.2f : mv < -0.2f ? -0.2f : mv);
+        do d.returns[i] = d.old_value[i] + 2.0f * rng_normal(&rng);
+        while (fabsf(fabsf(d.value[i] - d.returns[i]) - fabsf(vc - d.returns[i])) < 0.03f && vc != d.value[i]);
+    }
+    fill_uniform(d.logits, NB * 6, seed + 1, -3, 3);
+    return d;
+}
+
+/* ---------------------------------------------------------------- TODO 5.3 */
+
+static int check_policy_library(void) {
+    LossData d = loss_data(61);
+    float mine[NB], ref[NB];
+    fill_uniform(mine, NB, 62, -1, 1); /* it adds: start from the same non-zero values */
+    memcpy(ref, mine, sizeof ref);
+    PpoPolicyStats sm, sr;
+    const float lm = lesson_policy_loss(mine, &sm, d.logp, d.old_logp, d.adv, NB, 0.2f);
+    const float lr = ppo_policy_loss(ref, &sr, d.logp, d.old_logp, d.adv, NB, 0.2f);
+    bool ok = expect_close("policy loss", &lm, &lr, 1, 1e-6f, 1e-5f);
+    ok = ok && expect_close("dlogp (after adding into non-zero values)", mine, ref, NB, 1e-7f, 1e-5f);
+    if (!ok) printf("(the gradient of a mean: divide by n; add with +=)\n");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+typedef struct {
+    LossData d;
+    float clip;
+} PolicyFd;
+
+static double policy_objective(void *ctx) {
+    PolicyFd *s = ctx;
+    float g[NB] = {0};
+    PpoPolicyStats st;
+    return lesson_policy_loss(g, &st, s->d.logp, s->d.old_logp, s->d.adv, NB, s->clip);
+}
+
+static int check_policy_fd(void) {
+    PolicyFd s = {loss_data(63), 0.2f};
+    float g[NB] = {0};
+    PpoPolicyStats st;
+    lesson_policy_loss(g, &st, s.d.logp, s.d.old_logp, s.d.adv, NB, 0.2f);
+    /* eps 1e-3 moves a log-ratio by 1e-3: it stays on its side of every clip edge */
+    return fd_check("d loss / d logp", s.d.logp, g, NB, policy_objective, &s, 1e-3f, 3e-5, 2e-3) ? CHECK_PASS
+                                                                                                 : CHECK_FAIL;
+}
+
+static int check_policy_clipped(void) {
+    /* four samples: (advantage, ratio) = (+1, 1.5), (-1, 0.5): clipped, no gradient;
+     * (+1, 0.5), (-1, 1.5): not clipped (the pessimistic term), gradient -A r / n */
+    const float adv[4] = {1, -1, 1, -1};
+    const float old_logp[4] = {-1, -1, -1, -1};
+    const float logp[4] = {-1 + logf(1.5f), -1 + logf(0.5f), -1 + logf(0.5f), -1 + logf(1.5f)};
+    float g[4] = {0};
+    PpoPolicyStats st;
+    const float loss = lesson_policy_loss(g, &st, logp, old_logp, adv, 4, 0.2f);
+    const float want[4] = {0, 0, -0.5f / 4, 1.5f / 4};
+    bool ok = expect_close("d loss / d logp for (A, ratio) = (1, 1.5), (-1, 0.5), (1, 0.5), (-1, 1.5)", g, want, 4,
+                           1e-6f, 1e-5f);
+    if (!ok && g[0] != 0.0f) printf("A > 0 and ratio > 1 + clip: the clipped term is the larger loss, a constant\n");
+    if (!ok && g[2] == 0.0f) printf("A > 0 and ratio < 1 - clip: the unclipped term is the larger loss: it counts\n");
+    /* loss = mean of max(-A r, -A clip(r)) = (-1.2 + 0.8 - 0.5 + 1.5) / 4 = 0.15 */
+    const float want_loss = 0.15f;
+    ok = ok && expect_close("loss", &loss, &want_loss, 1, 1e-6f, 1e-5f);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_policy_stats(void) {
+    LossData d = loss_data(64);
+    float g[NB] = {0};
+    PpoPolicyStats sm = {NAN, NAN, NAN}, sr;
+    lesson_policy_loss(g, &sm, d.logp, d.old_logp, d.adv, NB, 0.2f);
+    ppo_policy_loss(g, &sr, d.logp, d.old_logp, d.adv, NB, 0.2f);
+    const float got[3] = {(float)sm.approx_kl, (float)sm.old_approx_kl, (float)sm.clip_fraction};
+    const float want[3] = {(float)sr.approx_kl, (float)sr.old_approx_kl, (float)sr.clip_fraction};
+    const bool ok = expect_close("approx_kl, old_approx_kl, clip_fraction", got, want, 3, 1e-6f, 1e-5f);
+    if (!ok && fabsf(got[0] - want[1]) < 1e-6f) printf("approx_kl is mean((ratio - 1) - log ratio)\n");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODO 5.4 */
+
+static int check_value_library(void) {
+    LossData d = loss_data(71);
+    bool ok = true;
+    const float clips[2] = {0.2f, 0.0f};
+    for (int c = 0; ok && c < 2; c++) {
+        float mine[NB], ref[NB];
+        fill_uniform(mine, NB, 72, -1, 1);
+        memcpy(ref, mine, sizeof ref);
+        const float lm = lesson_value_loss(mine, d.value, d.old_value, d.returns, NB, clips[c], 0.5f);
+        const float lr = ppo_value_loss(ref, d.value, d.old_value, d.returns, NB, clips[c], 0.5f);
+        printf("clip_coef %g:\n", (double)clips[c]);
+        ok = expect_close("value loss", &lm, &lr, 1, 1e-6f, 1e-5f) &&
+             expect_close("dvalue (vf_coef 0.5, added into non-zero values)", mine, ref, NB, 1e-7f, 1e-5f);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+typedef struct {
+    LossData d;
+    float clip;
+} ValueFd;
+
+static double value_objective(void *ctx) {
+    ValueFd *s = ctx;
+    float g[NB] = {0};
+    return 0.5 * lesson_value_loss(g, s->d.value, s->d.old_value, s->d.returns, NB, s->clip, 0.5f);
+}
+
+static int check_value_fd(void) {
+    bool ok = true;
+    for (int c = 0; c < 2; c++) {
+        ValueFd s = {loss_data(73), c ? 0.2f : 0.0f};
+        float g[NB] = {0};
+        lesson_value_loss(g, s.d.value, s.d.old_value, s.d.returns, NB, s.clip, 0.5f); /* vf_coef 0.5 */
+        printf("clip_coef %g:\n", (double)s.clip);
+        /* eps 1e-2: the loss is quadratic (no truncation error) and returned as a float of
+         * about 3 (rounding 2.4e-7, over 2 eps: 1.2e-5) */
+        ok = fd_check("vf_coef * d loss / d value", s.d.value, g, NB, value_objective, &s, 1e-2f, 3e-5, 2e-3) && ok;
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_value_unclipped(void) {
+    const float v[3] = {1, 2, 3}, old[3] = {5, 5, 5}, R[3] = {0, 0, 1};
+    float g[3] = {0};
+    const float loss = lesson_value_loss(g, v, old, R, 3, 0.0f, 1.0f);
+    /* 0.5 * (1 + 4 + 4) / 3 = 1.5; gradient (v - R) / 3 */
+    const float want = 1.5f, want_g[3] = {1.0f / 3, 2.0f / 3, 2.0f / 3};
+    const bool ok = expect_close("1/2 mean squared error (clip_coef 0: the old values play no part)", &loss, &want, 1,
+                                 1e-6f, 1e-6f) &&
+                    expect_close("its gradient (v - R) / n", g, want_g, 3, 1e-6f, 1e-6f);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODO 5.5 */
+
+static int check_entropy_library(void) {
+    LossData d = loss_data(81);
+    bool ok = true;
+    for (int A = 2; ok && A <= 6; A += 2) {
+        float mine[NB * 6], ref[NB * 6];
+        fill_uniform(mine, NB * A, 82, -1, 1);
+        memcpy(ref, mine, sizeof ref);
+        const float hm = lesson_entropy_bonus(mine, d.logits, NB, A, 0.01f);
+        const float hr = ppo_entropy_bonus(ref, d.logits, NB, A, 0.01f);
+        printf("%d actions:\n", A);
+        ok = expect_close("mean entropy", &hm, &hr, 1, 1e-6f, 1e-5f) &&
+             expect_close("dlogits (ent_coef 0.01, added into non-zero values)", mine, ref, NB * A, 1e-8f, 1e-4f);
+        if (!ok && hm < 0) printf("H = -sum p log p is positive\n");
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+typedef struct {
+    float logits[NB * 3];
+} EntropyFd;
+
+static double entropy_objective(void *ctx) {
+    EntropyFd *s = ctx;
+    float g[NB * 3] = {0};
+    return -0.01 * lesson_entropy_bonus(g, s->logits, NB, 3, 0.01f);
+}
+
+static int check_entropy_fd(void) {
+    EntropyFd s;
+    fill_uniform(s.logits, NB * 3, 83, -3, 3);
+    float g[NB * 3] = {0};
+    lesson_entropy_bonus(g, s.logits, NB, 3, 0.01f);
+    /* the bonus is -0.01 * mean H: tiny values, so a small absolute tolerance */
+    return fd_check("d(-ent_coef * mean H) / d logits", s.logits, g, NB * 3, entropy_objective, &s, 1e-2f, 2e-7, 5e-3)
+               ? CHECK_PASS
+               : CHECK_FAIL;
+}
+
+static int check_entropy_large(void) {
+    const float z[6] = {1000, -1000, 0, 1000, 1000, -1000};
+    float g[6] = {0};
+    const float h = lesson_entropy_bonus(g, z, 2, 3, 0.01f);
+    bool ok = expect_true(isfinite(h), "the mean entropy of logits (1000, -1000, 0), (1000, 1000, -1000) is %g: "
+                          "subtract each row's largest logit before exp", (double)h);
+    for (int j = 0; ok && j < 6; j++) ok = expect_true(isfinite(g[j]), "dlogits[%d] is %g", j, (double)g[j]);
+    const float want = (float)(log(2.0) / 2); /* rows: one certain action (H = 0), two equal ones (log 2) */
+    ok = ok && expect_close("mean entropy", &h, &want, 1, 1e-6f, 1e-5f);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODO 5.6 */
+
+/* Both runs take the same rollout; yours runs lesson_update, the reference ppo_update,
+ * both with the library's losses. */
+static bool compare_update(float target_kl, int norm_adv) {
+    Ppo *mine = new_ppo("cartpole", 64, 4, 31), *ref = new_ppo("cartpole", 64, 4, 31);
+    mine->cfg.target_kl = ref->cfg.target_kl = target_kl;
+    mine->cfg.norm_adv = ref->cfg.norm_adv = norm_adv;
+    bool ok = true;
+    for (int u = 0; ok && u < 2; u++) {
+        Ppo *ps[2] = {mine, ref};
+        for (int k = 0; k < 2; k++) {
+            ppo_set_lr(ps[k]);
+            ppo_collect(ps[k]);
+            ppo_compute_values(ps[k]);
+            ppo_advantages(ps[k]);
+        }
+        PpoUpdateStats sm = {0}, sr;
+        lesson_update(mine, &sm);
+        ppo_update(ref, &sr);
+        mine->updates++, ref->updates++;
+        printf("update %d (target_kl %g, norm_adv %d):\n", u + 1, (double)target_kl, norm_adv);
+        ok = expect_true(mine->opt.step == ref->opt.step,
+                         "%lld Adam steps so far, the library's update took %lld (one per mini-batch: %d epochs x %d)",
+                         (long long)mine->opt.step, (long long)ref->opt.step, ref->cfg.update_epochs,
+                         ref->cfg.num_minibatches);
+        if (!ok) break;
+        const Tensor *pm = &mine->policy.params.values, *pr = &ref->policy.params.values;
+        ok = expect_close("parameters after the update", pm->data, pr->data, pm->size, 1e-6f, 1e-4f);
+        if (!ok) {
+            printf("hints: one rng_permutation per epoch; minibatch_gather(&p->mb, &p->buf, p->perm + start, size); "
+                   "normalise the advantages (std with n - 1); zero the grads before ppo_minibatch_gradients; "
+                   "clip_grad_norm, then adam_step\n");
+            break;
+        }
+        const float got[6] = {(float)sm.policy_loss, (float)sm.value_loss, (float)sm.entropy, (float)sm.approx_kl,
+                              (float)sm.clip_fraction, (float)sm.explained_variance};
+        const float want[6] = {(float)sr.policy_loss, (float)sr.value_loss, (float)sr.entropy, (float)sr.approx_kl,
+                               (float)sr.clip_fraction, (float)sr.explained_variance};
+        ok = expect_close("statistics: policy_loss, value_loss, entropy, approx_kl, clip_fraction, explained_variance",
+                          got, want, 6, 1e-5f, 1e-3f) &&
+             expect_true(sm.epochs == sr.epochs && sm.minibatches == sr.minibatches,
+                         "%d epochs and %d mini-batches, the library ran %d and %d", sm.epochs, sm.minibatches,
+                         sr.epochs, sr.minibatches);
+    }
+    free_ppo(mine);
+    free_ppo(ref);
+    return ok;
+}
+
+static int check_update(void) { return compare_update(0.0f, 1) ? CHECK_PASS : CHECK_FAIL; }
+
+static int check_update_options(void) {
+    const bool ok = compare_update(0.0f, 0) && compare_update(1e-6f, 1);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODOs 5.1-5.6 */
+
+/* 60 updates of 4 copies x 64 steps (15,360 steps) with all your functions: the mean
+ * return of the last 20 episodes rises from about 22 (random actions) above 100. */
+static int check_learns(void) {
+    Ppo *p = new_ppo("cartpole", 64, 4, 1);
+    p->losses = LESSON_LOSSES;
+    double first = NAN, last = NAN;
+    for (int u = 0; u < 60; u++) {
+        ppo_set_lr(p);
+        lesson_collect_rollout(p);
+        ppo_compute_values(p);
+        RolloutBuffer *b = &p->buf;
+        lesson_gae(b->advantages, b->returns, b->rewards, b->values, b->next_values, b->terminated, b->truncated,
+                   b->num_steps, b->num_envs, p->cfg.gamma, p->cfg.gae_lambda);
+        PpoUpdateStats s;
+        lesson_update(p, &s);
+        p->updates++;
+        last = episode_stats_mean_return(&p->env.stats, 20);
+        if (u == 0) first = last;
+        if (!isfinite(s.policy_loss) || !isfinite(s.value_loss)) {
+            printf("update %d: policy loss %g, value loss %g\n", u + 1, s.policy_loss, s.value_loss);
+            free_ppo(p);
+            return CHECK_FAIL;
+        }
+    }
+    printf("mean return of the last 20 episodes: %.1f after the first update, %.1f after 60\n", first, last);
+    free_ppo(p);
+    return expect_true(last > 100, "CartPole's return did not rise above 100 in 15,360 steps") ? CHECK_PASS : CHECK_FAIL;
+}
+
+int main(void) {
+    check_begin("lesson 05: ppo");
+    check_run("TODO 5.1", "the rollout matches the library's: observations, actions, log-probs, rewards, flags", check_rollout, 30);
+    check_run("TODO 5.1", "episodes that end keep their last observation (Pendulum's time limit, CartPole's falls)", check_rollout_final_obs, 30);
+    check_run("TODO 5.1", "three rollouts in a row: each goes on where the last stopped", check_rollout_continues, 30);
+    check_run("TODO 5.2", "GAE matches the library on random rollouts with terminations and truncations", check_gae_library, 10);
+    check_run("TODO 5.2", "GAE by hand: a 3-step episode, gamma = lambda = 0.5", check_gae_by_hand, 10);
+    check_run("TODO 5.2", "a truncation is bootstrapped, a termination is not, neither reaches the next episode", check_gae_truncation, 10);
+    check_run("TODO 5.3", "the clipped surrogate and its gradient match the library", check_policy_library, 10);
+    check_run("TODO 5.3", "the surrogate's gradient agrees with finite differences", check_policy_fd, 10);
+    check_run("TODO 5.3", "samples clipped in their advantage's direction get no gradient", check_policy_clipped, 10);
+    check_run("TODO 5.3", "approx_kl, old_approx_kl and the clip fraction", check_policy_stats, 10);
+    check_run("TODO 5.4", "the value loss and its gradient match the library (clipped and not)", check_value_library, 10);
+    check_run("TODO 5.4", "the value loss's gradient agrees with finite differences", check_value_fd, 10);
+    check_run("TODO 5.4", "without clipping it is half the mean squared error", check_value_unclipped, 10);
+    check_run("TODO 5.5", "the entropy bonus and its gradient match the library (2, 4, 6 actions)", check_entropy_library, 10);
+    check_run("TODO 5.5", "the entropy bonus's gradient agrees with finite differences", check_entropy_fd, 10);
+    check_run("TODO 5.5", "the entropy stays finite for logits of +-1000", check_entropy_large, 10);
+    check_run("TODO 5.6", "two updates move the parameters as the library's update does", check_update, 60);
+    check_run("TODO 5.6", "without advantage normalisation, and stopped early by target_kl", check_update_options, 60);
+    check_run("TODO 5.1-5.6", "CartPole's mean return rises above 100 within 15,360 steps", check_learns, 120);
+    return check_end();
+}
