@@ -206,6 +206,10 @@ lesson_objs = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(2),$(wildcard $(1)/*.c)
 GRADE_WRAPPED_01 := conv2d_forward conv2d_backward maxpool2d_forward maxpool2d_backward \
                     softmax_cross_entropy adam_step adam_update cnn_train_epoch cnn_evaluate
 GRADE_LDFLAGS_01 := -rdynamic $(foreach f,$(GRADE_WRAPPED_01),-Wl,--wrap=$(f))
+# Lesson 04's grader likewise (tests/graders/grade04.c).
+GRADE_WRAPPED_04 := text_batchify text_get_batch positional_table_fill layernorm_forward \
+                    layernorm_backward attention_forward attention_backward
+GRADE_LDFLAGS_04 := -rdynamic $(foreach f,$(GRADE_WRAPPED_04),-Wl,--wrap=$(f))
 
 define LESSON_RULES
 $(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.c $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)

@@ -1,0 +1,25 @@
+/* TODO 4.2: the sinusoidal positional encoding (Vaswani et al., 2017; the tutorial's
+ * PositionalEncoding).
+ *
+ * Attention by itself does not know where a token stands: it compares every query with
+ * every key, and shuffling the keys only shuffles the weights. So each position t gets a
+ * fixed vector, added to the token's embedding: pairs of columns (2i, 2i + 1) hold a
+ * sine and a cosine of t at the frequency w_i = 10000^(-2i / D), from one turn per
+ * 2 pi positions (i = 0) down to one per 10000 * 2 pi (the last pair). */
+#include <math.h>
+
+#include "lesson.h"
+
+void lesson_positional_table(Tensor *table) {
+    CHECK_SHAPE(table, -1, -1);
+    const int max_len = table->shape[0], D = table->shape[1];
+    CHECK(D % 2 == 0, "the positional table needs an even width, got %d", D);
+    for (int i = 0; 2 * i < D; i++) {
+        /* w_i = 10000^(-2i/D), as exp of a logarithm (the tutorial's div_term) */
+        const double w = exp(-(double)(2 * i) * log(10000.0) / D);
+        for (int t = 0; t < max_len; t++) {
+            table->data[(size_t)t * D + 2 * i] = (float)sin(t * w);
+            table->data[(size_t)t * D + 2 * i + 1] = (float)cos(t * w);
+        }
+    }
+}

@@ -1,0 +1,286 @@
+/* Lesson 04: the program (given; worth reading: TODOs 4.1-4.8 are called from here).
+ *
+ *   train                                         # the tutorial's model, 3 epochs, the best text found
+ *   train --dataset wikitext2 --epochs 3          # WikiText-2 (make datasets DATASETS=wikitext-2)
+ *   train --model seed --device cuda --compare    # the seed's 77.9M model on a GPU and on the CPU
+ *
+ * Prints the data and the model, the memory the activations take, the tutorial's line
+ * at the end of each epoch (time, valid loss, valid perplexity) with tokens/s (and the
+ * MFU on a GPU), the test loss and perplexity at the end; with --metrics FILE one JSON
+ * object per epoch. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/args.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/timer.h"
+#include "cuda/device.h"
+#include "lesson.h"
+
+/* ---------------------------------------------------------------- options */
+
+typedef struct {
+    const char *dataset, *data, *tokenizer, *model, *optimizer, *device, *ops, *metrics;
+    int d_model, heads, d_hid, layers, bptt, batch_size, eval_batch_size, epochs, max_steps;
+    int seed, threads, compare;
+    float dropout, lr, gamma, clip, weight_decay, peak_tflops;
+} Config;
+
+static Config parse_args(int argc, char **argv) {
+    Config c = {.dataset = "auto", .tokenizer = "words", .model = "tutorial", .optimizer = "sgd",
+                .device = "cpu", .ops = "mine", .bptt = 35, .batch_size = 20,
+                .eval_batch_size = 10, .epochs = 3, .seed = 42, .threads = omp_get_max_threads(),
+                .dropout = -1.0f, .gamma = 0.95f, .clip = 0.5f, .weight_decay = 0.01f};
+    const ArgSpec specs[] = {
+        {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
+        {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
+        {"tokenizer", ARG_CHOICE, &c.tokenizer, "words: word_language_model's (with <eos>); basic_english: the tutorial's torchtext one", "words|basic_english"},
+        {"model", ARG_CHOICE, &c.model, "preset: tutorial (200 wide, 2 heads, 2 layers, dropout 0.2) or seed (1024, 4 heads, 3 layers)", "tutorial|seed"},
+        {"d-model", ARG_INT, &c.d_model, "model width (0: the preset's)", NULL},
+        {"heads", ARG_INT, &c.heads, "attention heads (0: the preset's)", NULL},
+        {"d-hid", ARG_INT, &c.d_hid, "feed-forward width (0: the preset's)", NULL},
+        {"layers", ARG_INT, &c.layers, "encoder layers (0: the preset's)", NULL},
+        {"dropout", ARG_FLOAT, &c.dropout, "dropout probability (-1: the preset's)", NULL},
+        {"bptt", ARG_INT, &c.bptt, "tokens per sequence (get_batch)", NULL},
+        {"batch-size", ARG_INT, &c.batch_size, "sequences per training step (batchify's columns)", NULL},
+        {"eval-batch-size", ARG_INT, &c.eval_batch_size, "columns of the valid and test data", NULL},
+        {"optimizer", ARG_CHOICE, &c.optimizer, "sgd: the tutorial's (lr 5, StepLR 0.95 per epoch); adamw", "sgd|adamw"},
+        {"lr", ARG_FLOAT, &c.lr, "learning rate of epoch 1 (0: 5 for sgd, 0.0005 for adamw)", NULL},
+        {"gamma", ARG_FLOAT, &c.gamma, "StepLR: each epoch's learning rate is gamma times the last", NULL},
+        {"clip", ARG_FLOAT, &c.clip, "largest global gradient norm (0: no clipping)", NULL},
+        {"weight-decay", ARG_FLOAT, &c.weight_decay, "AdamW's decoupled weight decay", NULL},
+        {"epochs", ARG_INT, &c.epochs, "passes over the training text", NULL},
+        {"max-steps", ARG_INT, &c.max_steps, "stop each epoch after this many steps (0: all of it)", NULL},
+        {"seed", ARG_INT, &c.seed, "seed of the weights and the dropout masks", NULL},
+        {"threads", ARG_INT, &c.threads, "OpenMP threads", NULL},
+        {"device", ARG_CHOICE, &c.device, "where to train", "cpu|cuda"},
+        {"compare", ARG_FLAG, &c.compare, "with --device cuda: train on the CPU too, side by side", NULL},
+        {"ops", ARG_CHOICE, &c.ops, "attention and layer norm on the CPU: yours (TODO 4.3-4.6) or the library's", "mine|library"},
+        {"metrics", ARG_STRING, &c.metrics, "write one JSON object per epoch to this file", NULL},
+        {"peak-tflops", ARG_FLOAT, &c.peak_tflops, "the GPU's peak for the MFU, when the runtime does not tell its clock", NULL},
+    };
+    args_parse(argc, argv, specs, ARRAY_LEN(specs),
+               "Lesson 04: train the tutorial's transformer language model on a text (WikiText-2 "
+               "or Debian's fortunes), on the CPU or a GPU.");
+    const struct { const char *name; int value, min, max; } ints[] = {
+        {"--d-model", c.d_model, 0, 1 << 16}, {"--heads", c.heads, 0, 1024},
+        {"--d-hid", c.d_hid, 0, 1 << 18},     {"--layers", c.layers, 0, 1024},
+        {"--bptt", c.bptt, 1, 5000},          {"--batch-size", c.batch_size, 1, 1 << 16},
+        {"--eval-batch-size", c.eval_batch_size, 1, 1 << 16}, {"--epochs", c.epochs, 1, 100000},
+        {"--max-steps", c.max_steps, 0, 1 << 30}, {"--threads", c.threads, 1, 1024},
+    };
+    for (int i = 0; i < ARRAY_LEN(ints); i++)
+        if (ints[i].value < ints[i].min || ints[i].value > ints[i].max)
+            fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, ints[i].max, ints[i].value);
+    if (!(c.dropout == -1.0f || (c.dropout >= 0.0f && c.dropout < 1.0f)))
+        fatal("--dropout must be in [0, 1) (or -1: the preset's), got %g", (double)c.dropout);
+    if (!(c.lr >= 0.0f) || !isfinite(c.lr)) fatal("--lr must be positive (0: the default), got %g", (double)c.lr);
+    if (!(c.gamma > 0.0f && c.gamma <= 1.0f)) fatal("--gamma must be in (0, 1], got %g", (double)c.gamma);
+    if (!(c.clip >= 0.0f) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
+    if (!(c.weight_decay >= 0.0f) || !isfinite(c.weight_decay))
+        fatal("--weight-decay must be 0 or more, got %g", (double)c.weight_decay);
+    if (!(c.peak_tflops >= 0.0f) || !isfinite(c.peak_tflops))
+        fatal("--peak-tflops must be 0 or more, got %g", (double)c.peak_tflops);
+    if (c.lr == 0.0f) c.lr = strcmp(c.optimizer, "adamw") == 0 ? 5e-4f : 5.0f;
+    return c;
+}
+
+static TransformerConfig model_config(const Config *o, int vocab) {
+    TransformerConfig m = strcmp(o->model, "seed") == 0 ? transformer_config_seed(vocab)
+                                                        : transformer_config_tutorial(vocab);
+    if (o->d_model) m.d_model = o->d_model;
+    if (o->heads) m.heads = o->heads;
+    if (o->d_hid) m.d_ff = o->d_hid;
+    if (o->layers) m.layers = o->layers;
+    if (o->dropout >= 0.0f) m.dropout = o->dropout;
+    if (o->bptt > m.max_len) m.max_len = o->bptt;
+    transformer_config_check(&m);
+    return m;
+}
+
+/* ---------------------------------------------------------------- one device */
+
+typedef struct {
+    const char *device;
+    double seconds, tokens_per_s; /* per epoch, averaged */
+    double valid_ppl, test_loss, test_ppl, mfu;
+} Summary;
+
+typedef struct {
+    const Config *opt;
+    TransformerConfig cfg;
+    TextBatches train, valid, test;
+    MetricsFile *metrics;
+    double peak;                  /* the GPU's FP32 peak in FLOP/s (0: unknown) */
+    bool memory_shown;
+} Job;
+
+/* The activations the model keeps for its backward, per token: as allocated, and as
+ * counted from the shapes (lib/models/transformer.h). */
+static void print_memory(Job *job, Transformer *m) {
+    if (job->memory_shown) return;
+    job->memory_shown = true;
+    const double tokens = (double)m->B * m->T_max;
+    const double allocated = (double)transformer_activation_bytes(m) / tokens;
+    const int blocks = transformer_block_count(&job->cfg);
+    const double counted = 4.0 * transformer_activation_floats_per_token(&job->cfg, m->T_max, 0, blocks);
+    const double logits = 4.0 * job->cfg.vocab;
+    print0("memory: activations kept for the backward: %.0f bytes per token as allocated, %.0f "
+           "counted from the shapes (%.1f MB for a batch of %d x %d); the logits are %.0f of "
+           "them (%.0f%%)\n", allocated, counted, allocated * tokens / 1e6, m->B, m->T_max,
+           logits, 100.0 * logits / counted);
+}
+
+/* A model on `device` with the lesson's pieces in place: your positional table (TODO
+ * 4.2) always, your attention and layer norm (4.3-4.6) on the CPU with --ops mine. */
+static void build_model(Transformer *m, const Job *job, int B, Device device) {
+    transformer_init(m, &job->cfg, B, job->opt->bptt, (uint64_t)job->opt->seed);
+    lesson_positional_table(&m->pe); /* on the host, before the model moves */
+    if (device == DEVICE_CPU) {
+        if (strcmp(job->opt->ops, "mine") == 0) lesson_use_my_layers(m);
+    } else {
+        transformer_to_device(m, device); /* the library's CUDA layers */
+    }
+}
+
+static void wait_for(Device device) {
+    if (device != DEVICE_CPU) cuda_sync(); /* before reading a clock: the GPU runs behind */
+}
+
+static Summary run_on(Job *job, Device device) {
+    const Config *o = job->opt;
+    const char *name = device_name(device);
+    Summary sum = {.device = name};
+    Transformer model, eval;
+    build_model(&model, job, o->batch_size, device);
+    print_memory(job, &model);
+    build_model(&eval, job, o->eval_batch_size, device); /* the valid and test columns */
+    Optimizer opt;
+    optimizer_init(&opt, &model.params, strcmp(o->optimizer, "adamw") == 0, o->lr, o->weight_decay);
+    TokenBatch tb, eb;
+    token_batch_init(&tb, o->batch_size, o->bptt, device);
+    token_batch_init(&eb, o->eval_batch_size, o->bptt, device);
+    const TrainSettings s = {.bptt = o->bptt, .clip = o->clip, .gamma = o->gamma,
+                             .max_steps = o->max_steps};
+    const double flops = transformer_train_flops_per_token(&job->cfg, o->bptt);
+    EvalResult valid = {0};
+    for (int epoch = 1; epoch <= o->epochs; epoch++) {
+        wait_for(device);
+        const double t0 = now_seconds();
+        TrainStats tr = lesson_train_epoch(&model, &opt, &job->train, &s, epoch, &tb); /* TODO 4.7 */
+        wait_for(device);
+        const double train_s = now_seconds() - t0;
+        tensor_copy(&eval.params.values, &model.params.values); /* the weights just trained */
+        valid = lesson_evaluate(&eval, &job->valid, o->bptt, &eb);                     /* TODO 4.8 */
+        wait_for(device);
+        const double seconds = now_seconds() - t0, rate = (double)tr.tokens / train_s;
+        const double mfu = job->peak > 0 ? flops * rate / job->peak : 0.0;
+        char extra[96] = "";
+        if (device != DEVICE_CPU && job->peak > 0)
+            snprintf(extra, sizeof extra, " %.2f TFLOP/s, MFU %4.1f%% |", flops * rate / 1e12, 100 * mfu);
+        print0("%s| end of epoch %3d | time: %5.2fs | valid loss %5.2f | valid ppl %8.2f | "
+               "%7.0f tokens/s |%s\n", o->compare ? (device == DEVICE_CPU ? "cpu  " : "cuda ") : "",
+               epoch, seconds, valid.loss, valid.ppl, rate, extra);
+        metrics_begin(job->metrics);
+        if (o->compare) metrics_str(job->metrics, "device", name);
+        metrics_int(job->metrics, "epoch", epoch);
+        metrics_num(job->metrics, "train_loss", tr.loss);
+        metrics_num(job->metrics, "valid_loss", valid.loss);
+        metrics_num(job->metrics, "valid_ppl", valid.ppl);
+        metrics_num(job->metrics, "seconds", seconds);
+        metrics_num(job->metrics, "tokens_per_s", rate);
+        if (device != DEVICE_CPU) metrics_num(job->metrics, "mfu", mfu);
+        metrics_end(job->metrics);
+        sum.seconds += seconds / o->epochs, sum.tokens_per_s += rate / o->epochs;
+        sum.mfu += mfu / o->epochs;
+    }
+    tensor_copy(&eval.params.values, &model.params.values);
+    EvalResult test = lesson_evaluate(&eval, &job->test, o->bptt, &eb);
+    print0("%s| End of training | test loss %5.2f | test ppl %8.2f\n",
+           o->compare ? (device == DEVICE_CPU ? "cpu  " : "cuda ") : "", test.loss, test.ppl);
+    sum.valid_ppl = valid.ppl, sum.test_loss = test.loss, sum.test_ppl = test.ppl;
+    token_batch_free(&tb);
+    token_batch_free(&eb);
+    optimizer_free(&opt);
+    transformer_free(&eval);
+    transformer_free(&model);
+    return sum;
+}
+
+/* ---------------------------------------------------------------- the program */
+
+int lesson_main(int argc, char **argv) {
+    Config o = parse_args(argc, argv);
+    omp_set_num_threads(o.threads);
+    const bool on_gpu = strcmp(o.device, "cuda") == 0;
+    if (on_gpu) cuda_require(); /* fails here, clearly, before any work */
+    if (o.compare && !on_gpu)
+        print0("note: --compare needs --device cuda: training on the CPU only\n");
+
+    const TextOptions topt = {.tokenizer = strcmp(o.tokenizer, "basic_english") == 0
+                                               ? TEXT_TOKENS_BASIC_ENGLISH
+                                               : TEXT_TOKENS_WORDS};
+    TextCorpus corpus;
+    text_load(o.dataset, o.data, &topt, &corpus);
+    Job job = {.opt = &o};
+    lesson_batchify(&corpus.train, o.batch_size, "train", &job.train); /* TODO 4.1 */
+    lesson_batchify(&corpus.valid, o.eval_batch_size, "valid", &job.valid);
+    lesson_batchify(&corpus.test, o.eval_batch_size, "test", &job.test);
+    job.cfg = model_config(&o, corpus.vocab.count);
+    job.metrics = metrics_open(o.metrics);
+
+    print0("data: %s, %s", corpus.name, corpus.source);
+    if (corpus.note[0]) print0(" (%s)", corpus.note);
+    print0("\n      %d words (%s tokenizer); %lld / %lld / %lld train / valid / test tokens\n",
+           corpus.vocab.count, o.tokenizer, (long long)corpus.train.count,
+           (long long)corpus.valid.count, (long long)corpus.test.count);
+    const TransformerConfig *c = &job.cfg;
+    print0("model: %s, %lld parameters (width %d, %d heads, feed-forward %d, %d layers, dropout %g)\n",
+           o.model, (long long)transformer_param_count(c), c->d_model, c->heads, c->d_ff, c->layers,
+           (double)c->dropout);
+    print0("training: %s lr %g (x %g each epoch), clip %g, batch %d x %d tokens, %lld steps an "
+           "epoch, %d threads, %s attention and layer norm\n", o.optimizer, (double)o.lr,
+           (double)o.gamma, (double)o.clip, o.batch_size, o.bptt,
+           (long long)text_batch_count(&job.train, o.bptt), o.threads,
+           strcmp(o.ops, "mine") == 0 ? "your" : "the library's");
+    const double flops = transformer_train_flops_per_token(c, o.bptt);
+    print0("arithmetic: %.1f MFLOP per token trained (%.0f%% of it in the decoder to %d words)\n",
+           flops / 1e6, 100.0 * 6.0 * c->d_model * c->vocab / flops, c->vocab);
+    if (on_gpu) {
+        CudaDeviceInfo g;
+        cuda_device_info(cuda_current_device(), &g);
+        job.peak = o.peak_tflops > 0 ? o.peak_tflops * 1e12
+                                     : gpu_fp32_peak_flops(g.major, g.minor, g.multiprocessors, g.clock_khz);
+        print0("GPU %d: %s, compute capability %d.%d, %d multiprocessors\n", cuda_current_device(),
+               g.name, g.major, g.minor, g.multiprocessors);
+        if (job.peak > 0)
+            print0("      FP32 peak %.1f TFLOP/s (%s): the MFU is the model's FLOP/s against it\n",
+                   job.peak / 1e12, o.peak_tflops > 0 ? "--peak-tflops" : "lanes x 2 x clock");
+        else
+            print0("      FP32 peak unknown (the runtime gives no clock): --peak-tflops X for the MFU\n");
+        if (strcmp(o.ops, "mine") == 0)
+            print0("note: on the GPU the library's CUDA layers run; your TODOs 4.3-4.6 are CPU code\n");
+    }
+
+    Summary rows[2];
+    int nrows = 0;
+    if (!on_gpu || o.compare) rows[nrows++] = run_on(&job, DEVICE_CPU);
+    if (on_gpu) rows[nrows++] = run_on(&job, DEVICE_CUDA);
+    if (nrows == 2) {
+        print0("\n%-6s  %16s  %9s  %9s  %8s  %8s\n", "device", "seconds / epoch", "tokens/s",
+               "valid ppl", "test ppl", "speed-up");
+        for (int i = 0; i < 2; i++)
+            print0("%-6s  %16.2f  %9.0f  %9.2f  %8.2f  %7.1fx\n", rows[i].device, rows[i].seconds,
+                   rows[i].tokens_per_s, rows[i].valid_ppl, rows[i].test_ppl,
+                   rows[0].seconds / rows[i].seconds);
+    }
+    metrics_close(job.metrics);
+    text_batches_free(&job.train);
+    text_batches_free(&job.valid);
+    text_batches_free(&job.test);
+    text_free(&corpus);
+    return 0;
+}

@@ -1,0 +1,897 @@
+/* Grader of lesson 04: one or more checks per TODO, each against the library's twin
+ * (text_batchify, positional_table_fill, attention_forward/backward,
+ * layernorm_forward/backward, a reference loop built from the library's pieces) or
+ * finite differences, never against numbers typed in here; then the lesson's pieces
+ * inside the real model, and a short run whose loss falls.
+ * Run with `make check-lesson 4` (your code) or `make check-lesson 4 SOLUTION=1`. */
+#include <dlfcn.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "framework/check.h"
+#include "framework/gradcheck.h"
+#include "layers/attention.h"
+#include "layers/layernorm.h"
+#include "layers/positional.h"
+#include "lesson.h"
+#include "train/clip.h"
+#include "train/loop.h"
+#include "train/schedule.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+/* Your TODOs must not call the library's versions of themselves. The grader is linked
+ * with --wrap for each (Makefile, GRADE_LDFLAGS_04): a call lands in __wrap_NAME, which
+ * asks who called (dladdr on the return address, -rdynamic names the lesson's
+ * functions) and fails the check when it is the lesson's code. */
+static void refuse_from_lesson(const char *library_fn, void *caller) {
+    Dl_info info;
+    if (!dladdr(caller, &info) || !info.dli_sname) return;
+    if (strncmp(info.dli_sname, "lesson_", 7) == 0) {
+        printf("%s calls the library's %s: write this TODO yourself (the library's version is "
+               "there to compare with once your checks pass)\n", info.dli_sname, library_fn);
+        fflush(stdout);
+        _exit(CHECK_FAIL);
+    }
+}
+#define WRAP_VOID(name, params, args)                                                       \
+    void __real_##name params;                                                              \
+    void __wrap_##name params;                                                              \
+    void __wrap_##name params {                                                             \
+        refuse_from_lesson(#name, __builtin_return_address(0));                             \
+        __real_##name args;                                                                 \
+    }
+WRAP_VOID(text_batchify, (const TokenStream *s, int b, const char *w, TextBatches *o), (s, b, w, o))
+WRAP_VOID(positional_table_fill, (Tensor *t), (t))
+WRAP_VOID(layernorm_forward, (Tensor *o, Tensor *m, Tensor *r, const Tensor *i, const Tensor *g,
+                              const Tensor *b, float e), (o, m, r, i, g, b, e))
+WRAP_VOID(layernorm_backward, (Tensor *di, Tensor *dg, Tensor *db, const Tensor *dout,
+                               const Tensor *i, const Tensor *m, const Tensor *r, const Tensor *g),
+          (di, dg, db, dout, i, m, r, g))
+WRAP_VOID(attention_forward, (Tensor *c, Tensor *p, Tensor *d, const Tensor *q, float dp, bool t,
+                              Rng *r), (c, p, d, q, dp, t, r))
+WRAP_VOID(attention_backward, (Tensor *dq, Tensor *ds, const Tensor *dc, const Tensor *q,
+                               const Tensor *p, const Tensor *d), (dq, ds, dc, q, p, d))
+TextBatch __real_text_get_batch(const TextBatches *b, int64_t i, int bptt);
+TextBatch __wrap_text_get_batch(const TextBatches *b, int64_t i, int bptt);
+TextBatch __wrap_text_get_batch(const TextBatches *b, int64_t i, int bptt) {
+    refuse_from_lesson("text_get_batch", __builtin_return_address(0));
+    return __real_text_get_batch(b, i, bptt);
+}
+
+static Tensor random_tensor(uint64_t seed, int ndim, int a, int b, int c, int d, float scale) {
+    Tensor t = ndim == 4 ? tensor_zeros(4, a, b, c, d) : ndim == 2 ? tensor_zeros(2, a, b)
+                                                                   : tensor_zeros(1, a);
+    fill_uniform(t.data, t.size, seed, -scale, scale);
+    return t;
+}
+
+static Tensor copy_of(const Tensor *t) {
+    Tensor c = tensor_zeros_like(t);
+    tensor_copy(&c, t);
+    return c;
+}
+
+/* Whether got is close to want everywhere (quietly). */
+static bool all_close(const float *got, const float *want, int64_t n, float atol, float rtol) {
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabsf(got[i] - want[i]) <= atol + rtol * fabsf(want[i]))) return false;
+    return true;
+}
+
+static bool all_finite(const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return false;
+    return true;
+}
+
+/* A token stream of count ids below V, from a seed. */
+static TokenStream random_stream(int64_t count, int V, uint64_t seed) {
+    TokenStream s = {.ids = xmalloc((size_t)count * sizeof(int)), .count = count, .lines = 1};
+    Rng rng;
+    rng_seed(&rng, seed, 0);
+    for (int64_t i = 0; i < count; i++) s.ids[i] = (int)rng_below(&rng, (uint32_t)V);
+    return s;
+}
+
+/* Models this small gain nothing from threads, and on a machine shared with other jobs
+ * OpenMP's waiting threads can make them 10 times slower: the checks that train use one. */
+static void quiet_threads(void) { omp_set_num_threads(1); }
+
+/* ---------------------------------------------------------------- TODO 4.1 */
+
+static int check_batchify(void) {
+    Rng rng;
+    rng_seed(&rng, 41, 0);
+    for (int t = 0; t < 12; t++) {
+        const int B = 1 + (int)rng_below(&rng, 9);
+        const int64_t count = 2 * B + (int64_t)rng_below(&rng, 200); /* rarely a multiple of B */
+        TokenStream s = random_stream(count, 1000, 100 + (uint64_t)t);
+        TextBatches mine = {0}, ref = {0};
+        lesson_batchify(&s, B, "train", &mine);
+        text_batchify(&s, B, "train", &ref);
+        if (!expect_true(mine.rows == ref.rows && mine.cols == ref.cols,
+                         "%lld tokens in %d columns: your batchify gives [%lld, %d], expected [%lld, %d]"
+                         "\nhint: rows = count / batch_size (integer division: the tail is dropped), "
+                         "cols = batch_size", (long long)count, B, (long long)mine.rows, mine.cols,
+                         (long long)ref.rows, ref.cols))
+            return CHECK_FAIL;
+        for (int64_t k = 0; k < ref.rows * ref.cols; k++)
+            if (mine.data[k] != ref.data[k]) {
+                const int64_t i = k / B, b = k % B;
+                printf("%lld tokens, batch size %d: data[%lld][%lld] is %d, expected %d (token %lld "
+                       "of the stream)\n", (long long)count, B, (long long)i, (long long)b,
+                       mine.data[k], ref.data[k], (long long)(b * ref.rows + i));
+                bool rowwise = true; /* filled row by row from the stream instead */
+                for (int64_t j = 0; j < ref.rows * B && rowwise; j++) rowwise = mine.data[j] == s.ids[j];
+                printf("hint: %s\n", rowwise
+                           ? "you copied the stream row by row: column b must be the b-th contiguous "
+                             "piece, data[i * B + b] = stream[b * rows + i]"
+                           : "data[i * batch_size + b] = stream[b * rows + i]");
+                return CHECK_FAIL;
+            }
+        text_batches_free(&ref);
+    }
+    return CHECK_PASS;
+}
+
+static int check_get_batch(void) {
+    Rng rng;
+    rng_seed(&rng, 42, 0);
+    for (int t = 0; t < 10; t++) {
+        const int B = 1 + (int)rng_below(&rng, 6), bptt = 1 + (int)rng_below(&rng, 9);
+        TokenStream s = random_stream(2 * B + (int64_t)rng_below(&rng, 150), 500, 200 + (uint64_t)t);
+        TextBatches d;
+        text_batchify(&s, B, "train", &d);
+        for (int64_t i = 0; i < d.rows - 1; i += bptt) {
+            TextBatch mine = lesson_get_batch(&d, i, bptt), ref = text_get_batch(&d, i, bptt);
+            char where[128];
+            snprintf(where, sizeof where, "[%lld, %d] data, bptt %d, i = %lld", (long long)d.rows, B,
+                     bptt, (long long)i);
+            if (!expect_true(mine.seq_len == ref.seq_len && mine.cols == ref.cols,
+                             "%s: seq_len %d and cols %d, expected %d and %d%s", where, mine.seq_len,
+                             mine.cols, ref.seq_len, ref.cols,
+                             mine.seq_len > ref.seq_len
+                                 ? "\nhint: the last batch is shorter: seq_len = min(bptt, rows - 1 - i), "
+                                   "the last row has no row after it for its target"
+                                 : ""))
+                return CHECK_FAIL;
+            if (!mine.input || !mine.target) {
+                printf("%s: input or target is NULL\n", where);
+                return CHECK_FAIL;
+            }
+            for (int k = 0; k < ref.seq_len * ref.cols; k++)
+                if (mine.input[k] != ref.input[k] || mine.target[k] != ref.target[k]) {
+                    printf("%s: element %d (row %d, column %d): input %d and target %d, expected %d "
+                           "and %d\nhint: input = row i (d->data + i * cols), target = row i + 1: "
+                           "the next token of each column\n", where, k, k / ref.cols, k % ref.cols,
+                           mine.input[k], mine.target[k], ref.input[k], ref.target[k]);
+                    return CHECK_FAIL;
+                }
+        }
+        text_batches_free(&d);
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 4.2 */
+
+/* 2e-3: the library rounds t * w to float as PyTorch does (an error up to 3e-4 at
+ * t = 5000); a wrong column, frequency or function is off by O(1). */
+static int check_positional(void) {
+    const int sizes[][2] = {{5000, 200}, {64, 2}, {300, 6}, {50, 1024}};
+    for (int c = 0; c < 4; c++) {
+        const int L = sizes[c][0], D = sizes[c][1];
+        Tensor mine = tensor_zeros(2, L, D), ref = tensor_zeros(2, L, D);
+        tensor_fill(&mine, NAN); /* every entry must be written */
+        lesson_positional_table(&mine);
+        positional_table_fill(&ref);
+        if (all_close(mine.data, ref.data, ref.size, 2e-3f, 0)) continue;
+        printf("table [%d, %d]:\n", L, D);
+        expect_close("table", mine.data, ref.data, ref.size, 2e-3f, 0);
+        /* which mistake: sin and cos swapped, or a frequency per column */
+        bool swapped = true, per_column = true;
+        for (int t = 0; t < (L < 50 ? L : 50); t++)
+            for (int j = 0; j < D; j++) {
+                const double w = exp(-(double)j * log(10000.0) / D);
+                const double want_col = j % 2 ? cos(t * w) : sin(t * w);
+                const float swap = ref.data[(size_t)t * D + (j ^ 1)];
+                swapped &= fabsf(mine.data[(size_t)t * D + j] - swap) < 2e-3f;
+                per_column &= fabs(mine.data[(size_t)t * D + j] - want_col) < 2e-3;
+            }
+        if (swapped) printf("hint: sin and cos are swapped: sin in the even columns 2i, cos in 2i + 1\n");
+        else if (per_column)
+            printf("hint: both columns of a pair share one frequency: w = 10000^(-2i/D) with the "
+                   "pair's first column 2i, not the column j itself\n");
+        else if (!all_finite(mine.data, mine.size))
+            printf("hint: some entries were not written (NaN): every row t < max_len and every column\n");
+        else
+            printf("hint: table[t][2i] = sin(t w), table[t][2i + 1] = cos(t w), w = exp(-2i ln(10000) / D)\n");
+        return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 4.3 */
+
+typedef struct {
+    int B, H, T, dh;
+} AttnCase;
+
+static AttnCase attn_case(Rng *rng) {
+    AttnCase c = {1 + (int)rng_below(rng, 3), 1 + (int)rng_below(rng, 3), 1 + (int)rng_below(rng, 9),
+                  1 + (int)rng_below(rng, 7)};
+    return c;
+}
+
+static void describe_attn(const AttnCase *c) {
+    printf("case: %d sequences, %d heads, %d positions, head width %d (qkv [%d, %d])\n", c->B, c->H,
+           c->T, c->dh, c->B * c->T, 3 * c->H * c->dh);
+}
+
+/* The head (b, h)'s probabilities computed the usual wrong ways, to name the mistake. */
+static const char *attention_mistake(const AttnCase *c, const float *mine, const Tensor *qkv) {
+    const int T = c->T, D = c->H * c->dh, ld = 3 * D;
+    float *alt = xmalloc(sizeof(float) * (size_t)T * T);
+    const char *named = NULL;
+    for (int kind = 0; kind < 4 && !named; kind++) {
+        /* 0: no 1/sqrt(dh); 1: 1/sqrt(D); 2: no causal mask (softmax over all T);
+         * 3: normalised over all T, then the future zeroed */
+        const float scale = kind == 0 ? 1.0f : kind == 1 ? 1.0f / sqrtf((float)D) : 1.0f / sqrtf((float)c->dh);
+        for (int i = 0; i < T; i++) {
+            const int len = kind >= 2 ? T : i + 1;
+            float max = -INFINITY, sum = 0.0f;
+            for (int j = 0; j < len; j++) {
+                float s = 0.0f;
+                for (int d = 0; d < c->dh; d++) s += qkv->data[i * ld + d] * qkv->data[j * ld + D + d];
+                alt[i * T + j] = s * scale;
+                max = fmaxf(max, alt[i * T + j]);
+            }
+            for (int j = 0; j < len; j++) sum += alt[i * T + j] = expf(alt[i * T + j] - max);
+            for (int j = 0; j < len; j++) alt[i * T + j] /= sum;
+            for (int j = len; j < T; j++) alt[i * T + j] = 0.0f;
+            if (kind == 3)
+                for (int j = i + 1; j < T; j++) alt[i * T + j] = 0.0f;
+        }
+        if (T > 1 && all_close(mine, alt, (int64_t)T * T, 1e-5f, 1e-4f))
+            named = kind == 0 ? "the scores are not divided by sqrt(dh)"
+                    : kind == 1 ? "the scores are divided by sqrt(D), the model width: use the head's width dh"
+                    : kind == 2 ? "position i has weight on later positions: the causal mask is missing "
+                                  "(scores for j <= i only, p = 0 above the diagonal)"
+                                : "the softmax sums over all T positions: normalise over j <= i only";
+    }
+    xfree(alt);
+    return named;
+}
+
+static bool compare_attention(const AttnCase *c, uint64_t seed, float dropout, float scale) {
+    const int N = c->B * c->T, D = c->H * c->dh;
+    Tensor qkv = random_tensor(seed, 2, N, 3 * D, 0, 0, scale);
+    Tensor ctx[2], probs[2], dropped[2];
+    for (int k = 0; k < 2; k++) {
+        ctx[k] = tensor_zeros(2, N, D);
+        probs[k] = tensor_zeros(4, c->B, c->H, c->T, c->T);
+        dropped[k] = tensor_zeros(4, c->B, c->H, c->T, c->T);
+        tensor_fill(&probs[k], NAN); /* every entry must be written, 0 above the diagonal too */
+    }
+    Rng r0, r1;
+    rng_seed(&r0, seed, 7);
+    rng_seed(&r1, seed, 7);
+    lesson_attention_forward(&ctx[0], &probs[0], &dropped[0], &qkv, dropout, true, &r0);
+    attention_forward(&ctx[1], &probs[1], &dropped[1], &qkv, dropout, true, &r1);
+    if (all_close(probs[0].data, probs[1].data, probs[1].size, 1e-5f, 1e-4f) &&
+        all_close(ctx[0].data, ctx[1].data, ctx[1].size, 1e-5f, 1e-4f))
+        return true;
+    describe_attn(c);
+    if (dropout > 0) printf("attention dropout %g\n", (double)dropout);
+    if (expect_close("probs", probs[0].data, probs[1].data, probs[1].size, 1e-5f, 1e-4f))
+        expect_close("ctx", ctx[0].data, ctx[1].data, ctx[1].size, 1e-5f, 1e-4f);
+    const char *m = attention_mistake(c, probs[0].data, &qkv);
+    if (m) printf("hint: %s\n", m);
+    else if (!all_finite(probs[0].data, probs[0].size))
+        printf("hint: NaN or inf in p: %s\n", scale > 10 ? "subtract the largest score of the row (j <= i) before "
+               "exp(): exp of a score of 1000 is inf in float" : "every entry of the row must be "
+               "written, 0 above the diagonal");
+    else
+        printf("hint: p[i][j] = exp(s_ij - max_i) / sum_j' exp(s_ij' - max_i) for j <= i, s_ij = q_i . k_j / sqrt(dh)\n");
+    return false;
+}
+
+static int check_attention_forward(void) {
+    Rng rng;
+    rng_seed(&rng, 43, 0);
+    for (int t = 0; t < 10; t++) {
+        AttnCase c = attn_case(&rng);
+        if (!compare_attention(&c, 300 + (uint64_t)t, 0.0f, 1.0f)) return CHECK_FAIL;
+    }
+    AttnCase big = {2, 2, 6, 4};
+    return compare_attention(&big, 310, 0.0f, 1.0f) ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_attention_dropout(void) {
+    Rng rng;
+    rng_seed(&rng, 44, 0);
+    for (int t = 0; t < 6; t++) {
+        AttnCase c = attn_case(&rng);
+        if (!compare_attention(&c, 400 + (uint64_t)t, 0.3f, 1.0f)) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* Scores of a few hundred: exp overflows in float without the max trick. */
+static int check_attention_large(void) {
+    AttnCase c = {1, 2, 5, 4};
+    return compare_attention(&c, 500, 0.0f, 30.0f) ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODO 4.4 */
+
+static bool compare_attention_backward(const AttnCase *c, uint64_t seed, float dropout) {
+    const int N = c->B * c->T, D = c->H * c->dh;
+    Tensor qkv = random_tensor(seed, 2, N, 3 * D, 0, 0, 1.0f), dctx = random_tensor(seed + 1, 2, N, D, 0, 0, 1.0f);
+    Tensor ctx = tensor_zeros(2, N, D), probs = tensor_zeros(4, c->B, c->H, c->T, c->T);
+    Tensor dropped = tensor_zeros_like(&probs);
+    Rng r;
+    rng_seed(&r, seed, 9);
+    attention_forward(&ctx, &probs, &dropped, &qkv, dropout, true, &r); /* the library's p: 4.4 alone */
+    Tensor init = random_tensor(seed + 2, 2, N, 3 * D, 0, 0, 1.0f);
+    Tensor mine = copy_of(&init), ref = copy_of(&init);
+    Tensor ds_mine = tensor_zeros_like(&probs), ds_ref = tensor_zeros_like(&probs);
+    const Tensor *drop = dropout > 0 ? &dropped : NULL;
+    lesson_attention_backward(&mine, &ds_mine, &dctx, &qkv, &probs, drop);
+    attention_backward(&ref, &ds_ref, &dctx, &qkv, &probs, drop);
+    if (all_close(mine.data, ref.data, ref.size, 1e-4f, 1e-4f)) return true;
+    describe_attn(c);
+    if (dropout > 0) printf("attention dropout %g\n", (double)dropout);
+    expect_close("dqkv", mine.data, ref.data, ref.size, 1e-4f, 1e-4f);
+    /* where: the queries' columns, the keys', or the values' (given: only q and k are yours) */
+    bool q_ok = true, k_ok = true, added = true;
+    for (int n = 0; n < N; n++)
+        for (int d = 0; d < D; d++) {
+            const int64_t iq = (int64_t)n * 3 * D + d, ik = iq + D;
+            q_ok &= fabsf(mine.data[iq] - ref.data[iq]) <= 1e-4f + 1e-4f * fabsf(ref.data[iq]);
+            k_ok &= fabsf(mine.data[ik] - ref.data[ik]) <= 1e-4f + 1e-4f * fabsf(ref.data[ik]);
+            /* "=" instead of "+=": mine is ref less the pre-filled value */
+            added &= !(fabsf(mine.data[iq] - (ref.data[iq] - init.data[iq])) < 1e-5f) || init.data[iq] == 0;
+        }
+    if (!added) printf("hint: dq was assigned (=): it starts non-zero here, add (+=) into it\n");
+    else if (!q_ok && k_ok) printf("hint: the keys' gradient is right, the queries' is not: dq_i += g * k_j\n");
+    else if (q_ok && !k_ok)
+        printf("hint: the queries' gradient is right, the keys' is not: dk_j += g * q_i (j is the key's row)\n");
+    else
+        printf("hint: first the softmax's backward, ds = p * (dp - sum_j p dp) per row (the sum before "
+               "you overwrite the row), then both factors of the scores, times 1 / sqrt(dh)\n");
+    return false;
+}
+
+static int check_attention_backward(void) {
+    if (omp_get_max_threads() < 2) omp_set_num_threads(2);
+    Rng rng;
+    rng_seed(&rng, 45, 0);
+    for (int t = 0; t < 10; t++) {
+        AttnCase c = attn_case(&rng);
+        if (!compare_attention_backward(&c, 600 + 10 * (uint64_t)t, t % 2 ? 0.25f : 0.0f))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* L = sum(ctx * R) through the library's forward, the same dropout mask every time. */
+typedef struct {
+    Tensor *qkv, *ctx, *probs, *dropped, *R;
+    float dropout;
+} AttnObjective;
+static double attention_objective(void *arg) {
+    AttnObjective *o = arg;
+    Rng r;
+    rng_seed(&r, 77, 1); /* the same key: the same mask */
+    attention_forward(o->ctx, o->probs, o->dropped, o->qkv, o->dropout, true, &r);
+    return weighted_sum(o->ctx, o->R);
+}
+
+static int check_attention_numeric(void) {
+    const AttnCase c = {2, 2, 4, 3};
+    const int N = c.B * c.T, D = c.H * c.dh;
+    for (int pass = 0; pass < 2; pass++) {
+        const float dropout = pass ? 0.3f : 0.0f;
+        Tensor qkv = random_tensor(700 + (uint64_t)pass, 2, N, 3 * D, 0, 0, 1.0f);
+        Tensor R = random_tensor(710, 2, N, D, 0, 0, 1.0f), ctx = tensor_zeros(2, N, D);
+        Tensor probs = tensor_zeros(4, c.B, c.H, c.T, c.T), dropped = tensor_zeros_like(&probs);
+        AttnObjective o = {&qkv, &ctx, &probs, &dropped, &R, dropout};
+        attention_objective(&o);
+        Tensor dqkv = tensor_zeros_like(&qkv), ds = tensor_zeros_like(&probs);
+        lesson_attention_backward(&dqkv, &ds, &R, &qkv, &probs, pass ? &dropped : NULL);
+        /* eps 1e-2, as lesson 01's: float noise ~1e-5, a wrong term O(0.1) */
+        if (!fd_check(pass ? "dqkv (dropout 0.3)" : "dqkv", qkv.data, dqkv.data, qkv.size,
+                      attention_objective, &o, 1e-2f, 1e-3, 1e-2)) {
+            printf("(columns 0..%d of a row are the queries, %d..%d the keys, %d..%d the values: "
+                   "the values' gradient is the given code's)\n", D - 1, D, 2 * D - 1, 2 * D, 3 * D - 1);
+            return CHECK_FAIL;
+        }
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 4.5 */
+
+static const int LN_SIZES[][2] = {{7, 5}, {1, 16}, {13, 200}, {4, 1}, {33, 3}};
+
+static int check_layernorm_forward(void) {
+    for (int t = 0; t < 5; t++) {
+        const int N = LN_SIZES[t][0], D = LN_SIZES[t][1];
+        Tensor in = random_tensor(800 + (uint64_t)t, 2, N, D, 0, 0, 2.0f);
+        for (int64_t i = 0; i < in.size; i++) in.data[i] += 3.0f; /* a mean far from 0 */
+        Tensor g = random_tensor(810 + (uint64_t)t, 1, D, 0, 0, 0, 1.0f), b = random_tensor(820 + (uint64_t)t, 1, D, 0, 0, 0, 1.0f);
+        Tensor out[2], mean[2], rstd[2];
+        for (int k = 0; k < 2; k++) {
+            out[k] = tensor_zeros(2, N, D), mean[k] = tensor_zeros(1, N), rstd[k] = tensor_zeros(1, N);
+            tensor_fill(&mean[k], NAN), tensor_fill(&rstd[k], NAN);
+        }
+        const float eps = t == 3 ? 0.5f : LAYERNORM_EPS; /* D = 1: var 0, only eps */
+        lesson_layernorm_forward(&out[0], &mean[0], &rstd[0], &in, &g, &b, eps);
+        layernorm_forward(&out[1], &mean[1], &rstd[1], &in, &g, &b, eps);
+        if (all_close(out[0].data, out[1].data, out[1].size, 1e-4f, 1e-4f) &&
+            all_close(mean[0].data, mean[1].data, N, 1e-5f, 1e-5f) &&
+            all_close(rstd[0].data, rstd[1].data, N, 1e-5f, 1e-4f))
+            continue;
+        printf("in [%d, %d], eps %g\n", N, D, (double)eps);
+        if (expect_close("out", out[0].data, out[1].data, out[1].size, 1e-4f, 1e-4f) &&
+            expect_close("mean", mean[0].data, mean[1].data, N, 1e-5f, 1e-5f))
+            expect_close("rstd", rstd[0].data, rstd[1].data, N, 1e-5f, 1e-4f);
+        /* the usual mistakes, on row 0 */
+        double mu = 0, var = 0;
+        for (int j = 0; j < D; j++) mu += in.data[j];
+        mu /= D;
+        for (int j = 0; j < D; j++) var += (in.data[j] - mu) * (in.data[j] - mu);
+        const float r = rstd[0].data[0];
+        if (D > 1 && fabs(r - 1.0 / sqrt(var / (D - 1) + eps)) < 1e-5 * fabs(r))
+            printf("hint: the variance is divided by D - 1: layer norm uses the biased one, / D\n");
+        else if (fabs(r - 1.0 / (sqrt(var / D) + eps)) < 1e-6 * fabs(r) && fabs(1.0 / (sqrt(var / D) + eps) - 1.0 / sqrt(var / D + eps)) > 1e-5 * fabs(r))
+            printf("hint: eps goes inside the square root: 1 / sqrt(var + eps)\n");
+        else if (fabs(r - sqrt(var / D + eps)) < 1e-5 * fabs(r))
+            printf("hint: rstd is the reciprocal: 1 / sqrt(var + eps), not sqrt(var + eps)\n");
+        else if (!all_finite(mean[0].data, N) || !all_finite(rstd[0].data, N))
+            printf("hint: save each row's mean and rstd (mean->data[n], rstd->data[n]): the backward needs them\n");
+        else
+            printf("hint: out = (x - mean) * rstd * gamma[j] + beta[j]\n");
+        return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 4.6 */
+
+static int check_layernorm_backward(void) {
+    if (omp_get_max_threads() < 2) omp_set_num_threads(2);
+    for (int t = 0; t < 5; t++) {
+        const int N = LN_SIZES[t][0], D = LN_SIZES[t][1];
+        const bool with_din = t != 1;
+        Tensor in = random_tensor(900 + (uint64_t)t, 2, N, D, 0, 0, 2.0f);
+        Tensor g = random_tensor(910 + (uint64_t)t, 1, D, 0, 0, 0, 1.0f), b = tensor_zeros(1, D);
+        Tensor out = tensor_zeros(2, N, D), mean = tensor_zeros(1, N), rstd = tensor_zeros(1, N);
+        layernorm_forward(&out, &mean, &rstd, &in, &g, &b, LAYERNORM_EPS); /* the library's: 4.6 alone */
+        Tensor dout = random_tensor(920 + (uint64_t)t, 2, N, D, 0, 0, 1.0f);
+        Tensor din0 = random_tensor(930, 2, N, D, 0, 0, 1.0f), dg0 = random_tensor(931, 1, D, 0, 0, 0, 1.0f);
+        Tensor db0 = random_tensor(932, 1, D, 0, 0, 0, 1.0f);
+        Tensor din[2] = {copy_of(&din0), copy_of(&din0)}, dg[2] = {copy_of(&dg0), copy_of(&dg0)};
+        Tensor db[2] = {copy_of(&db0), copy_of(&db0)};
+        lesson_layernorm_backward(with_din ? &din[0] : NULL, &dg[0], &db[0], &dout, &in, &mean, &rstd, &g);
+        layernorm_backward(with_din ? &din[1] : NULL, &dg[1], &db[1], &dout, &in, &mean, &rstd, &g);
+        const Tensor *mine[3] = {&db[0], &dg[0], &din[0]}, *ref[3] = {&db[1], &dg[1], &din[1]};
+        const Tensor *init[3] = {&db0, &dg0, &din0};
+        const char *names[3] = {"dbeta", "dgamma", "din"};
+        for (int k = 0; k < 3; k++) {
+            if (all_close(mine[k]->data, ref[k]->data, ref[k]->size, 1e-4f, 1e-4f)) continue;
+            printf("in [%d, %d]%s\n", N, D, with_din ? "" : ", din NULL (skip it)");
+            expect_close(names[k], mine[k]->data, ref[k]->data, ref[k]->size, 1e-4f, 1e-4f);
+            Tensor assigned = copy_of(ref[k]);
+            for (int64_t i = 0; i < assigned.size; i++) assigned.data[i] -= init[k]->data[i];
+            if (all_close(mine[k]->data, assigned.data, assigned.size, 1e-4f, 1e-4f))
+                printf("hint: %s was assigned (=): it starts non-zero here, add (+=) into it\n", names[k]);
+            else if (k == 2)
+                printf("hint: din = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * gamma: "
+                       "every x_j also moves its row's mean and variance\n");
+            else
+                printf("hint: dbeta[j] sums dout[n][j] over the rows n, dgamma[j] sums dout[n][j] * xhat[n][j]\n");
+            return CHECK_FAIL;
+        }
+    }
+    return CHECK_PASS;
+}
+
+typedef struct {
+    Tensor *in, *g, *b, *out, *mean, *rstd, *R;
+} LnObjective;
+static double layernorm_objective(void *arg) {
+    LnObjective *o = arg;
+    layernorm_forward(o->out, o->mean, o->rstd, o->in, o->g, o->b, LAYERNORM_EPS);
+    return weighted_sum(o->out, o->R);
+}
+
+static int check_layernorm_numeric(void) {
+    const int N = 5, D = 7;
+    Tensor in = random_tensor(950, 2, N, D, 0, 0, 2.0f), g = random_tensor(951, 1, D, 0, 0, 0, 1.5f);
+    Tensor b = random_tensor(952, 1, D, 0, 0, 0, 1.0f), R = random_tensor(953, 2, N, D, 0, 0, 1.0f);
+    Tensor out = tensor_zeros(2, N, D), mean = tensor_zeros(1, N), rstd = tensor_zeros(1, N);
+    LnObjective o = {&in, &g, &b, &out, &mean, &rstd, &R};
+    layernorm_objective(&o);
+    Tensor din = tensor_zeros_like(&in), dg = tensor_zeros_like(&g), db = tensor_zeros_like(&b);
+    lesson_layernorm_backward(&din, &dg, &db, &R, &in, &mean, &rstd, &g);
+    Tensor *wrt[] = {&in, &g, &b}, *grad[] = {&din, &dg, &db};
+    const char *names[] = {"din", "dgamma", "dbeta"};
+    for (int k = 0; k < 3; k++) {
+        /* the statistics come from the same forward: layernorm_objective reruns it */
+        if (!fd_check(names[k], wrt[k]->data, grad[k]->data, wrt[k]->size, layernorm_objective, &o,
+                      1e-2f, 1e-3, 1e-2))
+            return CHECK_FAIL;
+        layernorm_objective(&o);
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- the model */
+
+static TransformerConfig tiny_config(int vocab, float dropout) {
+    return (TransformerConfig){.vocab = vocab, .d_model = 16, .heads = 2, .d_ff = 24, .layers = 2,
+                               .max_len = 64, .dropout = dropout};
+}
+
+/* One training step of the model with your layers and table against the library's:
+ * the same loss, logits and gradients (dropout on: the same masks, drawn the same way). */
+static int check_layers_in_model(void) {
+    quiet_threads();
+    const TransformerConfig cfg = tiny_config(37, 0.2f);
+    const int B = 3, T = 7;
+    Transformer mine, ref;
+    transformer_init(&mine, &cfg, B, T, 5);
+    transformer_init(&ref, &cfg, B, T, 5);
+    lesson_positional_table(&mine.pe);
+    lesson_use_my_layers(&mine);
+    TokenStream s = random_stream(2 * B * T, cfg.vocab, 17);
+    for (int step = 0; step < 2; step++) {
+        params_zero_grad(&mine.params), params_zero_grad(&ref.params);
+        const float a = transformer_forward_backward(&mine, s.ids, s.ids + B * T);
+        const float b = transformer_forward_backward(&ref, s.ids, s.ids + B * T);
+        if (!expect_close("loss", &a, &b, 1, 1e-5f, 1e-5f)) {
+            printf("hint: the checks above say which of your layers differs\n");
+            return CHECK_FAIL;
+        }
+        for (int i = 0; i < ref.params.count; i++) {
+            const Param *p = mine.params.items[i], *q = ref.params.items[i];
+            if (!expect_close(q->name, p->grad.data, q->grad.data, q->grad.size, 1e-5f, 1e-3f)) {
+                printf("(the gradient of %s after your layers' backward, step %d)\n", q->name, step + 1);
+                return CHECK_FAIL;
+            }
+        }
+        /* a plain SGD step on both, so the second step starts elsewhere */
+        for (int64_t k = 0; k < ref.params.total; k++) {
+            mine.params.values.data[k] -= 0.5f * mine.params.grads.data[k];
+            ref.params.values.data[k] -= 0.5f * ref.params.grads.data[k];
+        }
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 4.7 */
+
+typedef struct {
+    bool no_clip, no_schedule, no_zero_grad, unweighted, skip_last;
+} Variant;
+
+/* A small run: model, optimiser, token buffers and the [23, 4] training data (the last
+ * batch of 5 rows is 2 long). */
+typedef struct {
+    TransformerConfig cfg;
+    Transformer m;
+    Optimizer opt;
+    TokenBatch tb;
+    TextBatches data;
+    TrainSettings s;
+} Run;
+
+static void run_init(Run *r, bool adamw, float lr, float clip, int B, int bptt, int64_t tokens,
+                     uint64_t seed) {
+    memset(r, 0, sizeof *r);
+    r->cfg = tiny_config(29, 0.1f);
+    transformer_init(&r->m, &r->cfg, B, bptt, seed);
+    optimizer_init(&r->opt, &r->m.params, adamw, lr, 0.01f);
+    token_batch_init(&r->tb, B, bptt, DEVICE_CPU);
+    TokenStream s = random_stream(tokens, r->cfg.vocab, seed + 1);
+    text_batchify(&s, B, "train", &r->data);
+    xfree(s.ids);
+    r->s = (TrainSettings){.bptt = bptt, .clip = clip, .gamma = 0.5f, .max_steps = 0};
+}
+
+/* The training loop as the lesson describes it, from the library's pieces. */
+static TrainStats reference_epoch(Run *r, int epoch, Variant v) {
+    TrainStats st = {0};
+    const float lr = v.no_schedule ? r->opt.base_lr : step_lr(r->opt.base_lr, r->s.gamma, 1, epoch - 1);
+    optimizer_set_lr(&r->opt, lr);
+    transformer_train(&r->m);
+    double sum = 0, norms = 0;
+    for (int64_t i = 0; i < r->data.rows - 1; i += r->s.bptt) {
+        if (r->s.max_steps && st.steps >= r->s.max_steps) break;
+        TextBatch b = text_get_batch(&r->data, i, r->s.bptt);
+        if (v.skip_last && b.seq_len < r->s.bptt) break;
+        token_batch_load(&r->tb, &b);
+        transformer_set_seq_len(&r->m, b.seq_len);
+        if (!v.no_zero_grad) params_zero_grad(&r->m.params);
+        const float loss = transformer_forward_backward(&r->m, r->tb.tokens, r->tb.targets);
+        const float norm = r->s.clip > 0 && !v.no_clip ? clip_grad_norm(&r->m.params, r->s.clip)
+                                                       : grad_norm(&r->m.params);
+        optimizer_step(&r->opt, &r->m.params);
+        const int64_t n = (int64_t)b.seq_len * b.cols;
+        sum += v.unweighted ? loss : (double)loss * n;
+        norms += norm;
+        st.tokens += n;
+        st.steps++;
+    }
+    st.loss = v.unweighted ? sum / st.steps : sum / st.tokens;
+    st.grad_norm = norms / st.steps;
+    return st;
+}
+
+static bool same_params(const Run *a, const Run *b) {
+    return all_close(a->m.params.values.data, b->m.params.values.data, b->m.params.total, 1e-5f, 1e-4f);
+}
+
+/* Your epochs against the reference's variants: which mistake gives your numbers. */
+static void diagnose_train(const TrainStats mine[2], Run *yours) {
+    static const struct {
+        Variant v;
+        const char *hint;
+    } variants[] = {
+        {{.no_zero_grad = true}, "the gradients were not zeroed before each backward "
+                                 "(params_zero_grad): the backward adds (+=) into them"},
+        {{.no_clip = true}, "the gradients were not clipped: clip_grad_norm(&m->params, s->clip) "
+                            "between the backward and the optimiser step"},
+        {{.no_schedule = true}, "epoch 2 trained with the learning rate of epoch 1: set "
+                                "step_lr(opt->base_lr, s->gamma, 1, epoch - 1) at the start of each epoch"},
+        {{.skip_last = true}, "the short last batch (2 rows of 5) was skipped: get_batch's "
+                              "seq_len is shorter there, and transformer_set_seq_len takes it"},
+        {{.unweighted = true}, "the loss is the mean of the batches' losses: weight each by its "
+                               "seq_len * cols tokens (the last batch is shorter)"},
+    };
+    for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
+        Run r;
+        run_init(&r, false, 0.5f, 0.3f, 4, 5, 95, 21);
+        TrainStats a = reference_epoch(&r, 1, variants[k].v), b = reference_epoch(&r, 2, variants[k].v);
+        const bool loss_same = fabs(a.loss - mine[0].loss) <= 1e-5 * fabs(a.loss) &&
+                               fabs(b.loss - mine[1].loss) <= 1e-5 * fabs(b.loss);
+        if (loss_same && (variants[k].v.unweighted || same_params(&r, yours))) {
+            printf("hint: %s\n", variants[k].hint);
+            return;
+        }
+    }
+    printf("hint: per batch: get_batch, token_batch_load, transformer_set_seq_len, "
+           "params_zero_grad, transformer_forward_backward, clip_grad_norm, optimizer_step\n");
+}
+
+static int check_train_epoch(void) {
+    quiet_threads();
+    Run mine, ref;
+    run_init(&mine, false, 0.5f, 0.3f, 4, 5, 95, 21);
+    run_init(&ref, false, 0.5f, 0.3f, 4, 5, 95, 21);
+    TrainStats m[2], r[2];
+    for (int e = 1; e <= 2; e++) {
+        m[e - 1] = lesson_train_epoch(&mine.m, &mine.opt, &mine.data, &mine.s, e, &mine.tb);
+        r[e - 1] = reference_epoch(&ref, e, (Variant){0});
+        if (!expect_true(m[e - 1].steps == r[e - 1].steps && m[e - 1].tokens == r[e - 1].tokens,
+                         "epoch %d on [%lld, %d] data, bptt 5: %lld steps and %lld tokens, expected "
+                         "%lld and %lld (the last batch has 2 rows)", e, (long long)ref.data.rows,
+                         ref.data.cols, (long long)m[e - 1].steps, (long long)m[e - 1].tokens,
+                         (long long)r[e - 1].steps, (long long)r[e - 1].tokens))
+            return CHECK_FAIL;
+    }
+    bool ok = true;
+    for (int e = 0; e < 2 && ok; e++) {
+        const float a = (float)m[e].loss, b = (float)r[e].loss;
+        char what[64];
+        snprintf(what, sizeof what, "epoch %d: mean training loss", e + 1);
+        ok = expect_close(what, &a, &b, 1, 1e-5f, 1e-5f);
+    }
+    ok = ok && expect_true(fabsf(optimizer_lr(&mine.opt) - 0.25f) < 1e-6f,
+                           "the learning rate in epoch 2 is %g, expected 0.25 (0.5 x gamma 0.5)",
+                           (double)optimizer_lr(&mine.opt));
+    ok = ok && expect_close("the weights after 2 epochs", mine.m.params.values.data,
+                            ref.m.params.values.data, ref.m.params.total, 1e-5f, 1e-4f);
+    ok = ok && expect_true(fabs(m[1].grad_norm - r[1].grad_norm) <= 1e-4 * r[1].grad_norm,
+                           "mean gradient norm %g, expected %g (before clipping)", m[1].grad_norm,
+                           r[1].grad_norm);
+    if (!ok) diagnose_train(m, &mine);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_max_steps(void) {
+    quiet_threads();
+    Run r;
+    run_init(&r, true, 1e-3f, 0.5f, 4, 5, 95, 22);
+    r.s.max_steps = 3;
+    TrainStats st = lesson_train_epoch(&r.m, &r.opt, &r.data, &r.s, 1, &r.tb);
+    return expect_true(st.steps == 3 && st.tokens == 3 * 5 * 4,
+                       "with max_steps 3: %lld steps, %lld tokens (expected 3 and 60)",
+                       (long long)st.steps, (long long)st.tokens) ? CHECK_PASS : CHECK_FAIL;
+}
+
+static void body_diverge(void *arg) {
+    (void)arg;
+    quiet_threads();
+    Run r;
+    run_init(&r, false, 1e30f, 0.0f, 4, 5, 95, 23); /* no clipping, an absurd rate */
+    lesson_train_epoch(&r.m, &r.opt, &r.data, &r.s, 1, &r.tb);
+    lesson_train_epoch(&r.m, &r.opt, &r.data, &r.s, 2, &r.tb);
+    printf("two epochs went through\n");
+}
+
+static int check_diverge(void) {
+    ChildResult c;
+    run_child(body_diverge, NULL, &c);
+    if (expect_exit("an SGD learning rate of 1e30 without clipping", &c, 1, "diverged", (const char *)NULL))
+        return CHECK_PASS;
+    if (!(WIFEXITED(c.status) && WEXITSTATUS(c.status) == EXIT_TODO))
+        printf("hint: after the forward and backward, train_stop_if_diverged(loss, \"epoch E, step S\", "
+               "lr) (lib/train/loop.h) stops with a message when the loss is NaN or inf\n");
+    return CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODO 4.8 */
+
+static int check_evaluate(void) {
+    quiet_threads();
+    const TransformerConfig cfg = tiny_config(31, 0.3f); /* dropout on: evaluation must turn it off */
+    const int B = 3, bptt = 5;
+    Transformer mine, ref;
+    transformer_init(&mine, &cfg, B, bptt, 8);
+    transformer_init(&ref, &cfg, B, bptt, 8);
+    TokenStream s = random_stream(3 * 17 + 2, cfg.vocab, 9); /* [17, 3]: the last batch 1 row */
+    TextBatches d;
+    text_batchify(&s, B, "valid", &d);
+    TokenBatch tb;
+    token_batch_init(&tb, B, bptt, DEVICE_CPU);
+    EvalResult got = lesson_evaluate(&mine, &d, bptt, &tb);
+    /* the reference: forward only, dropout off, each batch weighted by its tokens */
+    transformer_eval(&ref);
+    double sum = 0, unweighted = 0;
+    int64_t tokens = 0, batches = 0, full = 0;
+    double full_sum = 0;
+    for (int64_t i = 0; i < d.rows - 1; i += bptt) {
+        TextBatch b = text_get_batch(&d, i, bptt);
+        token_batch_load(&tb, &b);
+        transformer_set_seq_len(&ref, b.seq_len);
+        transformer_forward(&ref, 0, transformer_block_count(&cfg), tb.tokens, NULL);
+        const double loss = transformer_loss(&ref, tb.targets);
+        sum += loss * b.seq_len * b.cols, unweighted += loss, batches++;
+        if (b.seq_len == bptt) full_sum += loss * b.seq_len * b.cols, full += (int64_t)b.seq_len * b.cols;
+        tokens += (int64_t)b.seq_len * b.cols;
+    }
+    const float want = (float)(sum / tokens), loss = (float)got.loss;
+    const float ppl = (float)got.ppl, want_ppl = expf(want);
+    bool ok = expect_true(got.tokens == tokens, "%lld tokens evaluated, expected %lld (all of "
+                          "[%lld, %d] data, the last batch of 1 row too)", (long long)got.tokens,
+                          (long long)tokens, (long long)d.rows, d.cols);
+    if (ok && !expect_close("loss", &loss, &want, 1, 1e-5f, 1e-5f)) {
+        ok = false;
+        if (fabs(got.loss - unweighted / batches) < 1e-5 * fabs(want))
+            printf("hint: the mean of the batches' losses: weight each by its seq_len * cols tokens\n");
+        else if (fabs(got.loss - full_sum / full) < 1e-5 * fabs(want))
+            printf("hint: the short last batch was left out\n");
+        else
+            printf("hint: is dropout off (transformer_eval(m) first)? The loss of a batch is "
+                   "transformer_loss(m, tb->targets) after transformer_forward\n");
+    }
+    ok = ok && expect_close("perplexity", &ppl, &want_ppl, 1, 0, 1e-4f);
+    if (!ok && fabsf(ppl - want_ppl) > 1e-4f * want_ppl && fabs(got.ppl - exp(got.loss)) > 1e-4 * got.ppl)
+        printf("hint: the perplexity is exp(mean loss per token)\n");
+    ok = ok && expect_true(mine.training, "the model is still in evaluation mode afterwards: "
+                           "transformer_train(m) at the end");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- all together */
+
+/* A text a small model can learn: each token follows from the one before (x -> 7x + 3
+ * mod V) four times in five, else a random one. Its best possible perplexity is
+ * about 3 (of 24 words). */
+static TokenStream learnable_stream(int64_t count, int V, uint64_t seed) {
+    TokenStream s = {.ids = xmalloc((size_t)count * sizeof(int)), .count = count, .lines = 1};
+    Rng rng;
+    rng_seed(&rng, seed, 0);
+    int x = 0;
+    for (int64_t i = 0; i < count; i++) {
+        x = rng_below(&rng, 5) ? (7 * x + 3) % V : (int)rng_below(&rng, (uint32_t)V);
+        s.ids[i] = x;
+    }
+    return s;
+}
+
+static int check_learns(void) {
+    quiet_threads();
+    const TransformerConfig cfg = {.vocab = 24, .d_model = 32, .heads = 2, .d_ff = 48, .layers = 1,
+                                   .max_len = 64, .dropout = 0.1f};
+    const int B = 8, bptt = 12, eval_B = 4;
+    TokenStream train_s = learnable_stream(6000, cfg.vocab, 1), valid_s = learnable_stream(1200, cfg.vocab, 2);
+    TextBatches train, valid;
+    lesson_batchify(&train_s, B, "train", &train);
+    lesson_batchify(&valid_s, eval_B, "valid", &valid);
+    Transformer m, e;
+    transformer_init(&m, &cfg, B, bptt, 3);
+    transformer_init(&e, &cfg, eval_B, bptt, 3);
+    Transformer *both[2] = {&m, &e};
+    for (int k = 0; k < 2; k++) {
+        lesson_positional_table(&both[k]->pe);
+        lesson_use_my_layers(both[k]);
+    }
+    Optimizer opt;
+    optimizer_init(&opt, &m.params, true, 6e-4f, 0.01f);
+    TokenBatch tb, eb;
+    token_batch_init(&tb, B, bptt, DEVICE_CPU);
+    token_batch_init(&eb, eval_B, bptt, DEVICE_CPU);
+    const TrainSettings s = {.bptt = bptt, .clip = 0.5f, .gamma = 0.95f};
+    EvalResult before = lesson_evaluate(&e, &valid, bptt, &eb);
+    printf("valid ppl before training %.2f\n", before.ppl);
+    double last_train = INFINITY, last_ppl = before.ppl;
+    bool ok = true;
+    for (int epoch = 1; epoch <= 3 && ok; epoch++) {
+        TrainStats tr = lesson_train_epoch(&m, &opt, &train, &s, epoch, &tb);
+        tensor_copy(&e.params.values, &m.params.values);
+        EvalResult v = lesson_evaluate(&e, &valid, bptt, &eb);
+        printf("epoch %d: train loss %.4f, valid loss %.4f, valid ppl %.2f\n", epoch, tr.loss, v.loss, v.ppl);
+        ok = expect_true(tr.loss < last_train, "the training loss did not fall in epoch %d", epoch) &&
+             expect_true(v.ppl < last_ppl, "the valid perplexity did not fall in epoch %d", epoch);
+        last_train = tr.loss, last_ppl = v.ppl;
+    }
+    ok = ok && expect_true(last_ppl < 6.0, "valid perplexity %.2f after 3 epochs: the text allows "
+                           "about 3 (of 24 words), a model that learns gets below 6", last_ppl);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- given: FLOPs */
+
+static int check_flops(void) {
+    /* by hand, per token of the forward, multiply-adds: D=4, F=6, V=10, T=3, 2 layers:
+     *   in_proj 4*12 + out_proj 4*4 + linear1 4*6 + linear2 6*4 = 112, attention
+     *   4 * (3 + 1) = 16: 128 a layer; decoder 40; 2 * 128 + 40 = 296 -> x 6 = 1776 */
+    const TransformerConfig tiny = {.vocab = 10, .d_model = 4, .heads = 2, .d_ff = 6, .layers = 2,
+                                    .max_len = 8, .dropout = 0};
+    const double got = transformer_train_flops_per_token(&tiny, 3);
+    /* the seed's model with WikiText-2's 28,782 words at T = 35:
+     *   per layer 4 * 1024^2 + 2 * 1024^2 + 1024 * 36 = 6,328,320; decoder 29,472,768 */
+    const TransformerConfig seed = transformer_config_seed(28782);
+    const double want_seed = 6.0 * (3 * 6328320.0 + 29472768.0);
+    const double peak = gpu_fp32_peak_flops(9, 0, 132, 1980000), a100 = gpu_fp32_peak_flops(8, 0, 108, 1410000);
+    bool ok = expect_true(got == 1776.0, "tiny model: %g FLOPs per token, counted by hand 1776", got) &&
+              expect_true(fabs(transformer_train_flops_per_token(&seed, 35) - want_seed) < 1.0,
+                          "the seed's model: %g, expected %g", transformer_train_flops_per_token(&seed, 35), want_seed) &&
+              expect_true(fabs(peak / 1e12 - 66.9) < 0.1, "H100 SXM FP32 peak %.1f TFLOP/s, NVIDIA says 67", peak / 1e12) &&
+              expect_true(fabs(a100 / 1e12 - 19.5) < 0.1, "A100 FP32 peak %.1f TFLOP/s, NVIDIA says 19.5", a100 / 1e12) &&
+              expect_true(gpu_fp32_peak_flops(9, 0, 132, 0) == 0, "no clock: the peak must be unknown (0)");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+int main(void) {
+    check_begin("lesson 04: transformer");
+    check_run("TODO 4.1", "batchify matches the library on 12 odd sizes", check_batchify, 30);
+    check_run("TODO 4.1", "get_batch: input, target and seq_len at every i, the last batch shorter", check_get_batch, 30);
+    check_run("TODO 4.2", "positional table matches the library (sin even, cos odd columns)", check_positional, 30);
+    check_run("TODO 4.3", "attention forward matches the library on 11 random shapes", check_attention_forward, 30);
+    check_run("TODO 4.3", "attention forward with dropout: the same weights as the library", check_attention_dropout, 30);
+    check_run("TODO 4.3", "scores of several hundred stay finite (the max trick)", check_attention_large, 30);
+    check_run("TODO 4.4", "attention backward matches the library (dqkv added to, dropout on and off)", check_attention_backward, 30);
+    check_run("TODO 4.4", "attention backward agrees with finite differences", check_attention_numeric, 30);
+    check_run("TODO 4.5", "layer norm forward: out, mean and rstd match the library", check_layernorm_forward, 30);
+    check_run("TODO 4.6", "layer norm backward matches the library (added to; din NULL)", check_layernorm_backward, 30);
+    check_run("TODO 4.6", "layer norm backward agrees with finite differences", check_layernorm_numeric, 30);
+    check_run("TODO 4.2-4.6", "your layers inside the model: the library's loss and gradients", check_layers_in_model, 30);
+    check_run("TODO 4.7", "train_epoch: the reference loop's losses and weights (clip, StepLR, short batch)", check_train_epoch, 60);
+    check_run("TODO 4.7", "max_steps stops the epoch", check_max_steps, 30);
+    check_run("TODO 4.7", "a NaN loss stops the training with a message", check_diverge, 30);
+    check_run("TODO 4.8", "evaluate: loss and perplexity of a split, the short last batch weighted", check_evaluate, 30);
+    check_run("TODO 4.1-4.8", "3 epochs on a learnable text: loss and valid perplexity fall", check_learns, 90);
+    check_run(NULL, "given: model FLOPs per token from the shapes, GPU peaks", check_flops, 30);
+    return check_end();
+}
