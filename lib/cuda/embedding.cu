@@ -90,17 +90,19 @@ static int *g_next;
 static unsigned char *g_head;
 static int g_rows;
 
-static void chain_buffers(int N) {
+// Before a kernel on N > 0 tokens: tokens must be device memory; the flag says no bad
+// row yet; room for the chains of N rows when `chains`.
+static void tokens_begin(const int *tokens, int N, bool chains) {
+    CHECK_DEVICE_POINTER(tokens);
     if (!g_bad_row) g_bad_row = (int *)cuda_malloc(sizeof(int));
-    if (N <= g_rows) return;
+    cuda_copy_to_device(g_bad_row, &N, sizeof(int));
+    if (!chains || N <= g_rows) return;
     cuda_free(g_next);
     cuda_free(g_head);
     g_next = (int *)cuda_malloc((size_t)N * sizeof(int));
     g_head = (unsigned char *)cuda_malloc((size_t)N);
     g_rows = N;
 }
-
-static void reset_bad_row(int N) { cuda_copy_to_device(g_bad_row, &N, sizeof(int)); }
 
 // Stops, as embedding_check_tokens does, when a kernel found a token outside 0..V-1.
 static void stop_on_bad_token(const int *tokens, int N, int V) {
@@ -121,9 +123,7 @@ extern "C" void cuda_embedding_forward(Tensor *out, const int *tokens, const Ten
     const int N = out->shape[0], V = table->shape[0], D = table->shape[1];
     const int64_t n = (int64_t)N * D;
     if (N == 0) return;
-    CHECK_DEVICE_POINTER(tokens);
-    chain_buffers(0);
-    reset_bad_row(N);
+    tokens_begin(tokens, N, false);
     if (n > 0) {
         embedding_forward_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
             out->data, g_bad_row, tokens, table->data, n, D, V, scale);
@@ -139,9 +139,7 @@ extern "C" void cuda_embedding_backward(Tensor *dtable, const Tensor *dout, cons
     CHECK_ON_GPU(dout);
     const int N = dout->shape[0], V = dtable->shape[0], D = dtable->shape[1];
     if (N == 0) return;
-    CHECK_DEVICE_POINTER(tokens);
-    chain_buffers(N);
-    reset_bad_row(N);
+    tokens_begin(tokens, N, true);
     token_chains_kernel<<<(N + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS>>>(
         g_next, g_head, g_bad_row, tokens, N, V);
     CUDA_CHECK_LAUNCH();

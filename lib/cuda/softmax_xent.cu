@@ -118,33 +118,34 @@ static float mean_loss(const int *labels, int N, int K) {
     return (float)(total / N);
 }
 
-extern "C" float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits,
-                                            const int *labels) {
+// The checks of both versions; for N > 0 rows also the labels' memory, the buffers and
+// the bad-row flag reset. False for no rows (no buffers of 0 rows to launch on).
+static bool loss_begin(const Tensor *dlogits, const Tensor *logits, const int *labels) {
     CHECK_SHAPE(logits, -1, -1);
     CHECK_ON_GPU(logits);
     CHECK_ON_GPU(dlogits);
-    const int N = logits->shape[0], K = logits->shape[1];
     if (dlogits) CHECK_SAME_SHAPE(dlogits, logits);
-    if (N == 0) return NAN; // as the CPU's 0 / 0; and no buffers of 0 rows to launch on
+    int N = logits->shape[0];
+    if (N == 0) return false;
     CHECK_DEVICE_POINTER(labels);
     loss_buffers(N);
     cuda_copy_to_device(g_bad_row, &N, sizeof(int)); // no bad row yet
+    return true;
+}
+
+extern "C" float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits,
+                                            const int *labels) {
+    if (!loss_begin(dlogits, logits, labels)) return NAN; // as the CPU's 0 / 0
+    const int N = logits->shape[0], K = logits->shape[1];
     softmax_xent(g_row_loss, g_bad_row, dlogits ? dlogits->data : NULL, logits->data, labels, N, K);
     return mean_loss(labels, N, K);
 }
 
 extern "C" float cuda_softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits,
                                                  const int *labels) {
-    CHECK_SHAPE(logits, -1, -1);
-    CHECK_ON_GPU(logits);
-    CHECK_ON_GPU(dlogits);
+    if (!loss_begin(dlogits, logits, labels)) return 0.0f; // as the CPU's fast version
     const int N = logits->shape[0], K = logits->shape[1];
-    if (dlogits) CHECK_SAME_SHAPE(dlogits, logits);
-    if (N == 0) return 0.0f; // as the CPU's fast version
     CHECK(K > 0, "softmax cross-entropy over 0 classes");
-    CHECK_DEVICE_POINTER(labels);
-    loss_buffers(N);
-    cuda_copy_to_device(g_bad_row, &N, sizeof(int)); // no bad row yet
     softmax_xent_fast_kernel<<<N, XENT_THREADS>>>(g_row_loss, g_bad_row,
                                                  dlogits ? dlogits->data : NULL, logits->data,
                                                  labels, K, 1.0f / (float)N);

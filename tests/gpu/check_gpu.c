@@ -372,18 +372,22 @@ static void bad_label_body(void *arg) {
     else cuda_softmax_cross_entropy(NULL, &z, g);
 }
 
-static int check_bad_label(void) {
-    for (int fast = 0; fast < 2; fast++) {
+/* body(&variant) in a child for variants false and true: each must stop (exit status
+ * 2) with `message` */
+static int both_stop(void (*body)(void *), const char *what[2], const char *message) {
+    for (int v = 0; v < 2; v++) {
         ChildResult r;
-        const bool f = fast;
-        run_child(bad_label_body, (void *)&f, &r);
+        const bool variant = v;
+        run_child(body, (void *)&variant, &r);
         if (skipped_child(&r)) return CHECK_SKIP;
-        if (!expect_exit(fast ? "a label outside the classes (fast version)"
-                              : "a label outside the classes", &r, 2, "label 3 of row 2",
-                         (const char *)NULL))
-            return CHECK_FAIL;
+        if (!expect_exit(what[v], &r, 2, message, (const char *)NULL)) return CHECK_FAIL;
     }
     return CHECK_PASS;
+}
+
+static int check_bad_label(void) {
+    const char *what[2] = {"a label outside the classes", "a label outside the classes (fast version)"};
+    return both_stop(bad_label_body, what, "label 3 of row 2");
 }
 
 static void host_labels_body(void *arg) {
@@ -578,16 +582,8 @@ static void bad_token_body(void *arg) {
 }
 
 static int check_bad_token(void) {
-    for (int backward = 0; backward < 2; backward++) {
-        ChildResult r;
-        const bool b = backward;
-        run_child(bad_token_body, (void *)&b, &r);
-        if (skipped_child(&r)) return CHECK_SKIP;
-        if (!expect_exit(backward ? "a bad token, backward" : "a bad token, forward", &r, 2,
-                         "token 5 at position 2 is outside the vocabulary 0..4", (const char *)NULL))
-            return CHECK_FAIL;
-    }
-    return CHECK_PASS;
+    const char *what[2] = {"a bad token, forward", "a bad token, backward"};
+    return both_stop(bad_token_body, what, "token 5 at position 2 is outside the vocabulary 0..4");
 }
 
 static int check_positional(void) {
