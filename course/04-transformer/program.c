@@ -217,8 +217,10 @@ int lesson_main(int argc, char **argv) {
     omp_set_num_threads(o.threads);
     const bool on_gpu = strcmp(o.device, "cuda") == 0;
     if (on_gpu) cuda_require(); /* fails here, clearly, before any work */
-    if (o.compare && !on_gpu)
+    if (o.compare && !on_gpu) { /* a job script's --compare on a site without GPUs */
         print0("note: --compare needs --device cuda: training on the CPU only\n");
+        o.compare = 0;
+    }
 
     const TextOptions topt = {.tokenizer = strcmp(o.tokenizer, "basic_english") == 0
                                                ? TEXT_TOKENS_BASIC_ENGLISH

@@ -24,6 +24,8 @@ expect "lrz-ai: CPU lesson on lrz-cpu, GPU lesson on lrz-v100x2 with --gres" \
 expect "lrz-ai: GPU lesson on lrz-v100x2 with --gres=gpu:1" "$(dry 0 --site lrz-ai)" '--gres=gpu:1 --partition=lrz-v100x2'
 expect "jsc: develbooster" "$(dry 1 --site jsc)" '--partition=develbooster'
 expect "gwdg-grete: -G 1 on grete:shared" "$(dry 2 --site gwdg-grete)" '-G 1 --partition=grete:shared'
+expect "generic: lesson 04 asks one GPU, with its own job script" \
+    "$(dry 4 --site generic)" '^sbatch .*--gres=gpu:1 .*lessons/04-transformer/transformer\.sbatch *$'
 expect "local: no GPU request even for a GPU lesson" "$(dry 2 --site local)" '--partition=local' 'gpu:|-G '
 expect "account and reservation from the environment are passed" \
     "$(COURSE_ACCOUNT=training2410 COURSE_RESERVATION=dl-course dry 1 --site jsc)" \
