@@ -256,13 +256,19 @@ $(BUILD)/bench/bench_gpu: $(BUILD)/obj/bench/bench_gpu.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 
+# Lesson 05's pieces that its program does not time alone (make bench-ppo)
+BENCH_PPO_BIN := $(BUILD)/bench/bench_ppo
+$(BENCH_PPO_BIN): $(BUILD)/obj/bench/bench_ppo.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
 # ---------------------------------------------------------------- targets
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp check-gpu bench-gpu clean slides
+        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-ppo check-gpu bench-gpu clean slides
 
-all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) ## build the library, tests, lessons, solutions and benchmark
+all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile mk/*.mk | sed -E 's/:.*## /\t/' | \
@@ -340,6 +346,9 @@ bench-comm: $(BENCH_COMM_BIN) $(BUILD)/solutions/06-ddp/train ## all-reduce band
 
 bench-ddp: $(BUILD)/solutions/06-ddp/train ## lesson 06 scaling: images/s on 1 and RANKS (2) ranks, efficiency, exposed communication
 	@bench/run-bench-ddp.sh $(BUILD) $(or $(RANKS),2)
+
+bench-ppo: $(BENCH_PPO_BIN) $(BUILD)/solutions/05-ppo/train ## lesson 05: seconds to a CartPole return of 475 (median of 5 seeds), C against PyTorch; steps/s, where the time goes
+	@bench/run-bench-ppo.sh $(BUILD) $(THREADS) $(or $(SEEDS),5)
 
 bench-gpu: $(BENCH_GPU_BIN) ## on a GPU node: CNN training images/s vs PyTorch on the same GPU, GEMM vs cuBLAS
 	@bench/run-bench-gpu.sh $(BENCH_GPU_BIN)

@@ -134,6 +134,9 @@ static void print_header(const Ppo *p, const Config *c) {
            (long long)p->policy.params.total, (double)c->ppo.lr, c->ppo.anneal_lr ? " annealed to 0" : "",
            (double)c->ppo.adam_eps, c->ppo.update_epochs, c->ppo.num_minibatches, ppo_minibatch_size(p), c->threads,
            c->threads > 1 ? "s" : "");
+}
+
+static void print_columns(void) {
     print0("%7s %9s %8s %7s %9s %9s %8s %9s %8s %8s %8s\n", "update", "step", "return", "length", "pg_loss",
            "v_loss", "entropy", "approx_kl", "clipfrac", "expl_var", "steps/s");
 }
@@ -195,6 +198,7 @@ int lesson_main(int argc, char **argv) {
     p.losses = LESSON_LOSSES; /* your TODOs 5.3 to 5.5 */
     print_header(&p, &c);
     if (c.gif) draw_episode(&p, c.gif, "-before", (uint64_t)c.seed + 1000);
+    print_columns();
 
     const int updates = ppo_num_updates(&p);
     const double start = now_seconds();
