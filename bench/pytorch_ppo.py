@@ -11,7 +11,7 @@ as a failure (docs/rl.md, "Truncation").
 Prints one JSON object: the seed, whether and when (environment steps, seconds since the
 start of training) the mean return of the last 20 episodes first reached the target
 (checked after each update), and where the time went. Usage:
-    python3 pytorch_ppo.py --seed 1 --threads 2 [--target-return 475] [--steps 500000]
+    python3 pytorch_ppo.py --seed 1 [--threads 1] [--target-return 475] [--steps 500000]
     python3 pytorch_ppo.py --env-only 2        # environment steps/s alone
 """
 import argparse
@@ -138,7 +138,7 @@ def env_steps_per_s(n, seconds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=500000)
     ap.add_argument("--target-return", type=float, default=475.0)
     ap.add_argument("--num-envs", type=int, default=4)

@@ -10,7 +10,7 @@ void lesson_update(Ppo *p, PpoUpdateStats *stats) {
 #ifdef SOLUTION
     const PpoConfig *c = &p->cfg;
     const int batch = ppo_batch_size(p), size = ppo_minibatch_size(p);
-    PpoUpdateStats sum = {0};
+    *stats = (PpoUpdateStats){0};
     for (int epoch = 0; epoch < c->update_epochs; epoch++) {
         rng_permutation(&p->shuffle_rng, p->perm, batch); /* a new order every epoch */
         double kl = 0;
@@ -29,28 +29,13 @@ void lesson_update(Ppo *p, PpoUpdateStats *stats) {
             const PpoMinibatchStats s = ppo_minibatch_gradients(p, size);
             clip_grad_norm(&p->policy.params, c->max_grad_norm);
             adam_step(&p->opt, &p->policy.params);
-            sum.policy_loss += s.policy_loss;
-            sum.value_loss += s.value_loss;
-            sum.entropy += s.entropy;
-            sum.approx_kl += s.pg.approx_kl;
-            sum.old_approx_kl += s.pg.old_approx_kl;
-            sum.clip_fraction += s.pg.clip_fraction;
-            sum.minibatches++;
+            ppo_stats_add(stats, &s);
             kl = s.pg.approx_kl;
         }
-        sum.epochs++;
+        stats->epochs++;
         if (c->target_kl > 0 && kl > c->target_kl) break; /* the policy moved far enough */
     }
-    const double m = sum.minibatches;
-    stats->policy_loss = sum.policy_loss / m;
-    stats->value_loss = sum.value_loss / m;
-    stats->entropy = sum.entropy / m;
-    stats->approx_kl = sum.approx_kl / m;
-    stats->old_approx_kl = sum.old_approx_kl / m;
-    stats->clip_fraction = sum.clip_fraction / m;
-    stats->explained_variance = ppo_explained_variance(p->buf.values, p->buf.returns, batch);
-    stats->epochs = sum.epochs;
-    stats->minibatches = sum.minibatches;
+    ppo_stats_finish(stats, p); /* sums -> means; the explained variance */
 #else
     /* TODO 5.6: with c = &p->cfg, batch = ppo_batch_size(p), size = ppo_minibatch_size(p):
      * for each of c->update_epochs epochs:
@@ -64,10 +49,11 @@ void lesson_update(Ppo *p, PpoUpdateStats *stats) {
      *        ppo_minibatch_gradients(p, size): forward, your losses, backward;
      *     4. clip_grad_norm(&p->policy.params, c->max_grad_norm), then
      *        adam_step(&p->opt, &p->policy.params);
-     *     5. add the mini-batch's losses and statistics to running sums.
-     *   If c->target_kl > 0 and the last mini-batch's approx_kl exceeds it, stop the epochs.
-     * Fill *stats: the means over all mini-batches taken, the epochs and mini-batches run,
-     * and explained_variance = ppo_explained_variance(p->buf.values, p->buf.returns, batch). */
+     *     5. ppo_stats_add(stats, &s): the mini-batch's losses into the running sums
+     *        (start from *stats = (PpoUpdateStats){0}).
+     *   After each epoch: stats->epochs++; if c->target_kl > 0 and the last mini-batch's
+     *   approx_kl exceeds it, stop the epochs.
+     * At the end, ppo_stats_finish(stats, p) turns the sums into means. */
     TODO_STOP("5.6");
 #endif
 }

@@ -126,8 +126,9 @@ static void print_header(const Ppo *p, const Config *c) {
     char actions[64];
     if (s->action_kind == ACTION_DISCRETE) snprintf(actions, sizeof actions, "%d actions", s->num_actions);
     else snprintf(actions, sizeof actions, "%d continuous action%s", s->action_dim, s->action_dim > 1 ? "s" : "");
-    print0("env: %s (%d observations, %s), %d copies x %d steps = %d per update, %d updates (%d steps)\n", s->id,
-           s->obs_dim, actions, c->ppo.num_envs, c->ppo.num_steps, batch, updates, batch * updates);
+    print0("env: %s (%d observations, %s), %d cop%s x %d steps = %d per update, %d updates (%d steps)\n", s->id,
+           s->obs_dim, actions, c->ppo.num_envs, c->ppo.num_envs > 1 ? "ies" : "y", c->ppo.num_steps, batch, updates,
+           batch * updates);
     print0("model: actor %d-%d-%d-%d and critic %d-%d-%d-1, tanh, %lld parameters; Adam lr %g%s, eps %g; "
            "%d epochs x %d mini-batches of %d; %d thread%s\n",
            s->obs_dim, c->ppo.hidden, c->ppo.hidden, p->policy.actor_out, s->obs_dim, c->ppo.hidden, c->ppo.hidden,

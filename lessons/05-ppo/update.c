@@ -19,9 +19,10 @@ void lesson_update(Ppo *p, PpoUpdateStats *stats) {
      *        ppo_minibatch_gradients(p, size): forward, your losses, backward;
      *     4. clip_grad_norm(&p->policy.params, c->max_grad_norm), then
      *        adam_step(&p->opt, &p->policy.params);
-     *     5. add the mini-batch's losses and statistics to running sums.
-     *   If c->target_kl > 0 and the last mini-batch's approx_kl exceeds it, stop the epochs.
-     * Fill *stats: the means over all mini-batches taken, the epochs and mini-batches run,
-     * and explained_variance = ppo_explained_variance(p->buf.values, p->buf.returns, batch). */
+     *     5. ppo_stats_add(stats, &s): the mini-batch's losses into the running sums
+     *        (start from *stats = (PpoUpdateStats){0}).
+     *   After each epoch: stats->epochs++; if c->target_kl > 0 and the last mini-batch's
+     *   approx_kl exceeds it, stop the epochs.
+     * At the end, ppo_stats_finish(stats, p) turns the sums into means. */
     TODO_STOP("5.6");
 }

@@ -149,6 +149,11 @@ void ppo_set_lr(Ppo *p);
 PpoMinibatchStats ppo_minibatch_gradients(Ppo *p, int n);
 /* The library's update: update_epochs over the rollout in shuffled mini-batches. */
 void ppo_update(Ppo *p, PpoUpdateStats *stats);
+/* An update's statistics: ppo_stats_add sums a mini-batch's into *sum (and counts it);
+ * ppo_stats_finish turns the sums into means over the mini-batches and adds the
+ * explained variance of p's rollout. sum->epochs is the caller's to count. */
+void ppo_stats_add(PpoUpdateStats *sum, const PpoMinibatchStats *s);
+void ppo_stats_finish(PpoUpdateStats *sum, const Ppo *p);
 /* (x - mean) / (std + 1e-8) in place, std with n - 1 (torch.std); n >= 2. */
 void ppo_normalize_advantages(float *adv, int n);
 /* 1 - Var(returns - values) / Var(returns) (population variances, as np.var); NAN when

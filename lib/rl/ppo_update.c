@@ -96,10 +96,28 @@ PpoMinibatchStats ppo_minibatch_gradients(Ppo *p, int n) {
     return s;
 }
 
+void ppo_stats_add(PpoUpdateStats *sum, const PpoMinibatchStats *s) {
+    sum->policy_loss += s->policy_loss;
+    sum->value_loss += s->value_loss;
+    sum->entropy += s->entropy;
+    sum->approx_kl += s->pg.approx_kl;
+    sum->old_approx_kl += s->pg.old_approx_kl;
+    sum->clip_fraction += s->pg.clip_fraction;
+    sum->minibatches++;
+}
+
+void ppo_stats_finish(PpoUpdateStats *sum, const Ppo *p) {
+    const double k = sum->minibatches > 0 ? sum->minibatches : 1;
+    double *means[] = {&sum->policy_loss, &sum->value_loss, &sum->entropy,
+                       &sum->approx_kl,   &sum->old_approx_kl, &sum->clip_fraction};
+    for (size_t i = 0; i < sizeof means / sizeof means[0]; i++) *means[i] /= k;
+    sum->explained_variance = ppo_explained_variance(p->buf.values, p->buf.returns, ppo_batch_size(p));
+}
+
 void ppo_update(Ppo *p, PpoUpdateStats *stats) {
     const PpoConfig *c = &p->cfg;
     const int batch = ppo_batch_size(p), size = ppo_minibatch_size(p);
-    PpoUpdateStats sum = {0};
+    *stats = (PpoUpdateStats){0};
     for (int epoch = 0; epoch < c->update_epochs; epoch++) {
         rng_permutation(&p->shuffle_rng, p->perm, batch);
         double last_kl = 0;
@@ -110,22 +128,11 @@ void ppo_update(Ppo *p, PpoUpdateStats *stats) {
             const PpoMinibatchStats s = ppo_minibatch_gradients(p, size);
             clip_grad_norm(&p->policy.params, c->max_grad_norm);
             adam_step(&p->opt, &p->policy.params);
-            sum.policy_loss += s.policy_loss;
-            sum.value_loss += s.value_loss;
-            sum.entropy += s.entropy;
-            sum.approx_kl += s.pg.approx_kl;
-            sum.old_approx_kl += s.pg.old_approx_kl;
-            sum.clip_fraction += s.pg.clip_fraction;
-            sum.minibatches++;
+            ppo_stats_add(stats, &s);
             last_kl = s.pg.approx_kl;
         }
-        sum.epochs++;
+        stats->epochs++;
         if (c->target_kl > 0 && last_kl > c->target_kl) break; /* CleanRL's early stop */
     }
-    const double k = sum.minibatches;
-    *stats = (PpoUpdateStats){.policy_loss = sum.policy_loss / k, .value_loss = sum.value_loss / k,
-                              .entropy = sum.entropy / k, .approx_kl = sum.approx_kl / k,
-                              .old_approx_kl = sum.old_approx_kl / k, .clip_fraction = sum.clip_fraction / k,
-                              .explained_variance = ppo_explained_variance(p->buf.values, p->buf.returns, batch),
-                              .epochs = sum.epochs, .minibatches = sum.minibatches};
+    ppo_stats_finish(stats, p);
 }

@@ -18,26 +18,19 @@ ppo_continuous_action.py compute them:
   PyTorch script does it: a truncated step's reward gets gamma * V(its last observation)
   added, then every ended step cuts the chain (CleanRL's loop with dones = ended).
 """
+import os
 import sys
 
 import torch
 from torch.distributions import Categorical, Normal
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_clip_reference import c_float, c_floats  # noqa: E402  (C literals of floats)
+
 N, A, D = 12, 3, 2
 CLIP, ENT, VF = 0.2, 0.01, 0.5
 T, E = 6, 3
 GAMMA, LAMBDA = 0.99, 0.95
-
-
-def c_float(v):
-    text = "%.9g" % v
-    if "." not in text and "e" not in text and "inf" not in text and "nan" not in text:
-        text += ".0"
-    return text + "f"
-
-
-def c_floats(values):
-    return "{" + ", ".join(c_float(v) for v in values) + "}"
 
 
 def emit(name, t):
