@@ -266,7 +266,7 @@ $(BENCH_PPO_BIN): $(BUILD)/obj/bench/bench_ppo.o $(LIB)
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-ppo check-gpu bench-gpu clean slides
+        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-ppo check-gpu check-gpu-emulated bench-gpu clean slides
 
 all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) ## build the library, tests, lessons, solutions and benchmark
 
@@ -340,6 +340,9 @@ bench-transformer: $(BENCH_TF_BIN) ## lesson 04's transformer only: tokens/s of 
 
 check-gpu: $(CHECK_GPU_BIN) ## every CUDA op against the CPU, then CNN training on both (skips without a GPU)
 	@$(CHECK_GPU_BIN)
+
+check-gpu-emulated: ## check-gpu's checks on a CPU emulator of lib/cuda/*.cu: the kernels' logic, not a GPU run
+	@tests/gpu/emulator/run.sh $(BUILD)/emulator
 
 bench-comm: $(BENCH_COMM_BIN) $(BUILD)/solutions/06-ddp/train ## all-reduce bandwidth 8 B-256 MB on RANKS (2) ranks; lesson 06's ring against MPI_Allreduce
 	@bench/run-bench-comm.sh $(BUILD) $(or $(RANKS),2) $(or $(COMM_DEVICE),cpu)
