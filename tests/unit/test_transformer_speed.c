@@ -4,6 +4,7 @@
  *  - gemm_tiled (ops/gemm.h): every way it cuts a product (M, N, K, one tile), every
  *    transpose, alpha and beta, wide leading dimensions: against a double-precision
  *    loop, and the same bits on 1, 2 and 3 threads;
+ *  - softmax_exp8 (8 lanes): the bits of softmax_exp on every float it is used on;
  *  - softmax_cross_entropy_fast_store: the same bits as softmax_cross_entropy_fast into
  *    zeros, also in place (the gradient over the logits), and the loss;
  *  - linear forward and backward on a decoder's shapes: the same bits on 1, 2, 3
@@ -21,6 +22,7 @@
 #include "core/tensor.h"
 #include "framework/check.h"
 #include "layers/linear.h"
+#include "layers/softmax_exp.h"
 #include "layers/softmax_xent.h"
 #include "models/transformer.h"
 #include "ops/gemm.h"
@@ -122,6 +124,42 @@ static int check_gemm_tiled_in_region(void) {
 #pragma omp parallel num_threads(2) reduction(+ : fails)
     fails += !tiled_case(&c, false, true, 1.0f, 1.0f, 77 + (uint64_t)omp_get_thread_num());
     return fails == 0 ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ------------------------------------------------------------ softmax_exp8 */
+
+/* Every float of [-87.33, 0], 8 lanes at a time, and the ends (below the cut, -inf,
+ * NaN): each lane has softmax_exp's bits. */
+static int check_softmax_exp8(void) {
+    float x = 0.0f;
+    int64_t checked = 0, differ = 0;
+    float first = 0.0f;
+    while (x >= -87.33f) {
+        float in[8], out[8];
+        for (int k = 0; k < 8; k++) {
+            in[k] = x;
+            x = nextafterf(x, -INFINITY);
+        }
+        store8(out, softmax_exp8(load8(in)));
+        for (int k = 0; k < 8; k++) {
+            const float want = softmax_exp(in[k]);
+            if (memcmp(&out[k], &want, sizeof want) != 0 && differ++ == 0) first = in[k];
+        }
+        checked += 8;
+    }
+    bool ok = expect_true(differ == 0, "softmax_exp8 differs from softmax_exp on %lld of %lld "
+                          "floats (first at %.9g)", (long long)differ, (long long)checked,
+                          (double)first);
+    const float ends[8] = {-87.34f, -88.0f, -1e30f, -INFINITY, NAN, 0.0f, -0.0f, -87.33f};
+    float out[8];
+    store8(out, softmax_exp8(load8(ends)));
+    for (int k = 0; k < 8; k++) {
+        const float want = softmax_exp(ends[k]);
+        ok = expect_true(isnan(want) ? isnan(out[k]) : memcmp(&out[k], &want, sizeof want) == 0,
+                         "softmax_exp8(%g) = %g, softmax_exp %g", (double)ends[k],
+                         (double)out[k], (double)want) && ok;
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
 /* ------------------------------------------------------------ cross-entropy stored */
@@ -242,6 +280,7 @@ int main(void) {
     check_begin("the transformer's fast CPU kernels against their plain paths");
     check_run(NULL, "gemm_tiled: cut M, N, K, one tile; vs double, same bits on 1, 2, 3 threads", check_gemm_tiled, 120);
     check_run(NULL, "gemm_tiled inside a parallel region", check_gemm_tiled_in_region, 60);
+    check_run(NULL, "softmax_exp8: the bits of softmax_exp on every float of [-87.33, 0] and the ends", check_softmax_exp8, 60);
     check_run(NULL, "cross-entropy stored = added to zeros, also in place over the logits", check_xent_store, 30);
     check_run(NULL, "linear on a decoder's shapes: same bits on 1, 2, 3 threads; vs double", check_linear_threads, 60);
     check_run(NULL, "a training step of a tiled model: same bits on 1, 2, 3 threads", check_model_threads, 120);
