@@ -1,5 +1,6 @@
 #include "tensor.h"
 
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -143,10 +144,24 @@ void tensor_fill(Tensor *t, float value) {
         device_ops(t->device)->fill(t->data, t->size, value);
         return;
     }
+    /* A model's gradients (zero_grad: 300 MB for the seed's transformer): one contiguous
+     * piece a thread; zeros by memset, whose streaming stores on large pieces do not read
+     * the lines first (half the traffic of a loop of stores). */
     float *x = t->data;
-    /* a model's gradients (zero_grad): 300 MB for the seed's transformer */
-#pragma omp parallel for simd schedule(static) if (t->size > (1 << 18))
-    for (int64_t i = 0; i < t->size; i++) x[i] = value;
+    const int64_t size = t->size;
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+#pragma omp parallel if (size > (1 << 18))
+    {
+        const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+        const int64_t start = size * id / nt, end = size * (id + 1) / nt;
+        if (bits == 0) {
+            memset(x + start, 0, sizeof(float) * (size_t)(end - start));
+        } else {
+#pragma omp simd
+            for (int64_t i = start; i < end; i++) x[i] = value;
+        }
+    }
 }
 
 void device_copy(void *dst, Device dst_device, const void *src, Device src_device, size_t bytes) {

@@ -387,21 +387,9 @@ const Tensor *transformer_forward(Transformer *m, int first, int last, const int
 
 /* ---------------------------------------------------------------- backward */
 
-/* A workspace set to zero before a layer adds (+=) into it; on all threads when large
- * (the seed's model clears about 40 MB of them a layer). Buffers on the GPU: its fill. */
-static void zero(Tensor *t) {
-    if (t->device != DEVICE_CPU) {
-        tensor_fill(t, 0.0f);
-        return;
-    }
-    enum { CHUNK = 1 << 16 }; /* floats a task */
-    const int64_t chunks = (t->size + CHUNK - 1) / CHUNK;
-#pragma omp parallel for schedule(static) if (chunks > 4)
-    for (int64_t c = 0; c < chunks; c++) {
-        const int64_t start = c * CHUNK, n = t->size - start < CHUNK ? t->size - start : CHUNK;
-        memset(t->data + start, 0, sizeof(float) * (size_t)n);
-    }
-}
+/* A workspace set to zero before a layer adds (+=) into it (tensor_fill: on all threads
+ * when large; the seed's model clears about 40 MB of them a layer). */
+static void zero(Tensor *t) { tensor_fill(t, 0.0f); }
 
 /* din += dL/dx of encoder layer l, given dout = dL/d(its output); its parameters'
  * gradients are added to, then announced (data-parallel buckets). */
