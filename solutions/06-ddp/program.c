@@ -201,7 +201,7 @@ static void train(Run *run) {
         if (run->cfg.max_steps && run->steps >= run->cfg.max_steps) break;
     }
     if (!strcmp(run->cfg.grad_sync, "buckets") && run->ddp.steps)
-        print0("buckets: %d of up to %g MB, %s; communication not hidden: %.1f ms per step\n",
+        print0("buckets: %d of up to %g MB, %s; communication not hidden: %.2f ms per step\n",
                run->ddp.nbuckets, (double)run->cfg.bucket_mb,
                run->cfg.no_overlap ? "after the backward" : "overlapped with the backward",
                1e3 * run->ddp.exposed_s / run->ddp.steps);
