@@ -65,6 +65,7 @@ static void add_scalar(Checkpoint *c, const char *name, CkptType type, void *v) 
     e->min = INT64_MIN;
     e->max = INT64_MAX;
     e->odd = e->allow_inf = false;
+    e->not_above = -1;
 }
 
 static CkptScalar *scalar_named(Checkpoint *c, const char *name, CkptType type) {
@@ -86,6 +87,10 @@ void ckpt_expect_range(Checkpoint *c, const char *name, int64_t min, int64_t max
 void ckpt_expect_odd(Checkpoint *c, const char *name) { scalar_named(c, name, CKPT_U64)->odd = true; }
 void ckpt_expect_inf_allowed(Checkpoint *c, const char *name) {
     scalar_named(c, name, CKPT_F64)->allow_inf = true;
+}
+void ckpt_expect_at_most(Checkpoint *c, const char *name, const char *bound) {
+    const CkptScalar *b = scalar_named(c, bound, CKPT_I64);
+    scalar_named(c, name, CKPT_I64)->not_above = (int)(b - c->scalars);
 }
 
 /* Whether a loaded value meets its scalar's limits; else a message in err. */
@@ -499,6 +504,16 @@ int ckpt_decode(const Checkpoint *c, const uint8_t *buf, size_t len, const char 
         if (!pl->scalar_seen[i])
             rc = ckpt_error(err, "checkpoint %s lacks '%s', which this program needs (written by "
                                  "another program?). " FIX_FOREIGN ".", src, c->scalars[i].name);
+    for (int i = 0; rc == 0 && i < c->nscalars; i++) { /* limits between two values */
+        const CkptScalar *s = &c->scalars[i];
+        if (s->not_above < 0) continue;
+        const int64_t v = (int64_t)load_le(buf + pl->scalar_at[i], 8);
+        const int64_t bound = (int64_t)load_le(buf + pl->scalar_at[s->not_above], 8);
+        if (v > bound)
+            rc = ckpt_error(err, "checkpoint %s: '%s' is %lld, above '%s' (%lld): the file passed "
+                                 "its checksum but its writer stored a wrong value. " FIX_DAMAGED ".",
+                            src, s->name, (long long)v, c->scalars[s->not_above].name, (long long)bound);
+    }
     if (rc == 0) { /* all good: only now change the program's variables */
         for (int i = 0; i < c->ntensors; i++)
             device_copy(c->tensors[i].tensor.data, c->tensors[i].tensor.device,

@@ -61,9 +61,11 @@ typedef struct {
     /* What a loaded value must be (ckpt_expect_*): a value behind a valid checksum can
      * still be wrong (a bug of the writer, a hand-edited file), and a run must not go on
      * from a sampler position of -1. CKPT_I64: min..max; CKPT_U64: odd when `odd`;
-     * CKPT_F64: never NaN, and finite unless `allow_inf`. */
+     * CKPT_F64: never NaN, and finite unless `allow_inf`; and, where `not_above` is an
+     * index into the scalars (else -1), not above that scalar's loaded value. */
     int64_t min, max;
     bool odd, allow_inf;
+    int not_above;
 } CkptScalar;
 
 typedef struct {
@@ -97,6 +99,9 @@ void ckpt_add_f64(Checkpoint *c, const char *name, double *v);
 void ckpt_expect_range(Checkpoint *c, const char *name, int64_t min, int64_t max);
 void ckpt_expect_odd(Checkpoint *c, const char *name);
 void ckpt_expect_inf_allowed(Checkpoint *c, const char *name);
+/* The int64 `name` may not be above the int64 `bound` of the same file (a sampler's
+ * position past its count). */
+void ckpt_expect_at_most(Checkpoint *c, const char *name, const char *bound);
 
 /* prefix.NAME for every parameter's value (not its gradient: recomputed every step). */
 void ckpt_add_params(Checkpoint *c, const char *prefix, ParamList *params);

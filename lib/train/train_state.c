@@ -32,6 +32,7 @@ void ckpt_add_train_state(Checkpoint *c, TrainState *s) {
     ckpt_expect_range(c, "sampler.epoch", 0, INT32_MAX);
     ckpt_expect_range(c, "sampler.position", 0, INT32_MAX);
     ckpt_expect_range(c, "sampler.count", 0, INT32_MAX);
+    ckpt_expect_at_most(c, "sampler.position", "sampler.count");
     ckpt_expect_range(c, "train.examples", 0, INT64_MAX);
     ckpt_expect_inf_allowed(c, "best.metric"); /* -infinity: no evaluation yet */
     ckpt_expect_range(c, "best.epoch", 0, INT32_MAX);

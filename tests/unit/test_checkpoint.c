@@ -182,15 +182,17 @@ static int check_impossible_values(void) {
     const struct {
         const char *name, *want;
     } cases[] = {{"train.epoch", "outside 1.."}, {"sampler.position", "outside 0.."},
-                 {"rng.inc", "must be odd"}, {"train.loss_sum", "not a finite number"}};
+                 {"rng.inc", "must be odd"}, {"train.loss_sum", "not a finite number"},
+                 {"sampler.position", "is 500, above 'sampler.count' (200)"}};
     bool ok = true;
-    for (int k = 0; k < 4 && ok; k++) {
+    for (int k = 0; k < 5 && ok; k++) {
         State s;
         state_init(&s, 11, 4);
         if (k == 0) s.ts.epoch = -3;
         if (k == 1) s.ts.sampler_position = -1;
         if (k == 2) s.ts.rng_inc = 0;
         if (k == 3) s.ts.loss_sum = NAN;
+        if (k == 4) s.ts.sampler_position = 500, s.ts.sampler_count = 200;
         uint8_t *buf;
         size_t len;
         ckpt_encode(&s.c, &buf, &len);
@@ -831,7 +833,7 @@ int main(void) {
     check_run(NULL, "any flipped byte is rejected (checksum, header)", check_flipped_bytes, 30);
     check_run(NULL, "other shapes, missing and extra entries, other types: rejected with the names", check_mismatched, 20);
     check_run(NULL, "garbage behind a valid header and checksum: rejected, no crash", check_garbage, 60);
-    check_run(NULL, "impossible values behind a valid checksum (epoch -3, position -1, even increment, NaN, type 0): rejected by name", check_impossible_values, 20);
+    check_run(NULL, "impossible values behind a valid checksum (epoch -3, position -1 or past the count, even increment, NaN, type 0): rejected by name", check_impossible_values, 20);
     check_run(NULL, "a failed load leaves the file on disk as it was", check_file_untouched, 20);
     check_run(NULL, "store: keep-K rotation, best.ckpt kept, leftover .tmp removed, mkdir -p", check_rotation, 20);
     check_run(NULL, "store: a save below a damaged newer checkpoint keeps itself (keep 1)", check_rotation_after_fallback, 20);
