@@ -351,6 +351,45 @@ static int check_minibatch_gather(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* ------------------------------------------------------------ CleanRL's defaults */
+
+/* Every field of ppo_config_defaults() against CleanRL's ppo.py (the values issue 12
+ * lists): a changed default changes what lesson 05 measures, so it must show here. */
+static int check_cleanrl_defaults(void) {
+    const PpoConfig c = ppo_config_defaults();
+    bool ok = true;
+#define SAME_INT(field, want)                                                                          \
+    ok = expect_true(c.field == (want), #field ": %d, CleanRL's is %d", (int)c.field, (int)(want)) && ok
+#define SAME_FLOAT(field, want)                                                                        \
+    ok = expect_true(c.field == (want), #field ": %.9g, CleanRL's is %.9g", (double)c.field, (double)(want)) && ok
+    SAME_FLOAT(lr, 2.5e-4f);
+    SAME_INT(anneal_lr, 1);
+    SAME_FLOAT(adam_eps, 1e-5f);
+    SAME_INT(num_envs, 4);
+    SAME_INT(num_steps, 128);
+    SAME_FLOAT(gamma, 0.99f);
+    SAME_FLOAT(gae_lambda, 0.95f);
+    SAME_INT(update_epochs, 4);
+    SAME_INT(num_minibatches, 4);
+    SAME_FLOAT(clip_coef, 0.2f);
+    SAME_INT(clip_vloss, 1);
+    SAME_FLOAT(vf_coef, 0.5f);
+    SAME_FLOAT(ent_coef, 0.01f);
+    SAME_FLOAT(max_grad_norm, 0.5f);
+    SAME_INT(total_steps, 500000);
+    SAME_INT(hidden, 64);
+    SAME_INT(norm_adv, 1);
+    /* Not CleanRL options but part of the struct: off and neutral by default. */
+    SAME_FLOAT(target_kl, 0.0f);
+    SAME_FLOAT(reward_scale, 1.0f);
+#undef SAME_INT
+#undef SAME_FLOAT
+    /* The struct has exactly these 19 fields (a new one must be added here). */
+    ok = expect_true(sizeof(PpoConfig) == 19 * 4, "sizeof(PpoConfig) %zu: a field was added or removed; pin its "
+                     "default in this check", sizeof(PpoConfig)) && ok;
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* ------------------------------------------------------------ bad settings */
 
 static void body_config(void *arg) {
@@ -392,6 +431,7 @@ int main(void) {
     check_run(NULL, "three updates: the same bits twice and on 2 threads; another seed differs", check_deterministic, 60);
     check_run(NULL, "CartPole: the mean return rises above 100 in 60 small updates", check_cartpole_learns, 60);
     check_run(NULL, "Pendulum: the Gaussian policy's log std learns; target_kl stops the epochs", check_pendulum_and_target_kl, 20);
+    check_run(NULL, "defaults are CleanRL's: lr 2.5e-4 annealed, eps 1e-5, 4 x 128, 0.99/0.95, 4 x 4, clip 0.2, ...", check_cleanrl_defaults, 10);
     check_run(NULL, "bad settings stop with the option's name (exit 1)", check_bad_config, 10);
     return check_end();
 }
