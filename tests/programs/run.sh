@@ -9,7 +9,12 @@
 #   - lesson 00: --device cuda without a GPU exits 1 (skipped where there is a GPU);
 #     --repeats outside 1..1000 is refused;
 #   - make demo's program shows its progress with images/s on a terminal (a pty from
-#     script(1)), and no progress at all into a pipe (a batch log).
+#     script(1)), and no progress at all into a pipe (a batch log);
+#   - fault 7: --resume --metrics FILE appends: lesson 03 run for epoch 1, then resumed
+#     to epoch 2 with the same file, leaves epochs 1 and 2 in it;
+#   - lesson 05 (issue 12): one CartPole update with --target-return -1e9 stops with its
+#     "reached" line; --metrics has exactly the issue's keys; --gif draws the GIFs and PNG
+#     strips before and after; --target-return abc exits 1 with a message.
 # Last line: "N passed, M failed[, K skipped]".
 #   tests/programs/run.sh BUILD_DIR
 set -u
@@ -24,8 +29,8 @@ show() { sed 's/^/        /' "$1" | tail -"${2:-8}"; }
 tmp=$(mktemp -d /tmp/faults_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 l00=$build/solutions/00-hello-gpu/train l01=$build/solutions/01-cpu-cnn/train
-l03=$build/solutions/03-checkpointing/train
-for bin in "$l00" "$l01" "$l03"; do
+l03=$build/solutions/03-checkpointing/train l05=$build/solutions/05-ppo/train
+for bin in "$l00" "$l01" "$l03" "$l05"; do
     [ -x "$bin" ] || { fail "$bin is not built (make BUILD=$build all)"; echo "$passed passed, $failed failed"; exit 1; }
 done
 small=(--dataset synthetic --train-limit 300 --test-limit 100 --threads 1)
@@ -135,6 +140,65 @@ else
             show "$tmp/f6-d"
         fi
     fi
+fi
+
+# ---------------------------------------------------------------- fault 7: --resume --metrics
+f7=(--dataset synthetic --train-limit 200 --test-limit 100 --threads 1 --checkpoint-dir "$tmp/f7-ckpt"
+    --checkpoint-every 0 --metrics "$tmp/f7.jsonl")
+run "$tmp/f7-a" "$l03" "${f7[@]}" --epochs 1
+rc1=$rc
+run "$tmp/f7-b" "$l03" "${f7[@]}" --epochs 2 --resume
+epochs=$(python3 -c 'import json, sys; print(" ".join(str(json.loads(l)["epoch"]) for l in open(sys.argv[1]) if l.strip()))' \
+         "$tmp/f7.jsonl" 2>&1)
+if [ $rc1 -eq 0 ] && [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/f7.jsonl")" -eq 2 ] && [ "$epochs" = "1 2" ]; then
+    pass "lesson 03, --epochs 1 then --epochs 2 --resume with the same --metrics: 2 lines, epochs 1 and 2"
+else
+    fail "lesson 03, --resume --metrics: exits $rc1 and $rc, epochs in the file \"$epochs\" (expected 0, 0 and \"1 2\")"
+    show "$tmp/f7-b"
+    show "$tmp/f7.jsonl"
+fi
+
+# ---------------------------------------------------------------- lesson 05's program
+# One update of 4 x 128 steps; a target of -1e9 is reached at once.
+run "$tmp/l05" "$l05" --env cartpole --steps 2048 --target-return -1e9 --threads 1 \
+    --metrics "$tmp/l05.jsonl" --gif "$tmp/l05.gif"
+if [ $rc -eq 0 ] && grep -q '^reached a mean return of .* at step 512' "$tmp/l05"; then
+    pass "lesson 05, --target-return -1e9: stops after one update with its \"reached\" line"
+else
+    fail "lesson 05, --target-return -1e9: exit $rc (expected 0 and \"reached a mean return of ... at step 512\")"
+    show "$tmp/l05"
+fi
+keys=$(python3 - "$tmp/l05.jsonl" <<'EOF' 2>&1
+import json, sys
+want = {"step", "mean_return", "episode_length", "policy_loss", "value_loss", "entropy", "approx_kl",
+        "clip_fraction", "explained_variance", "steps_per_s", "wall_s"}
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+bad = [f"line {i + 1}: missing {sorted(want - set(r))}, extra {sorted(set(r) - want)}"
+       for i, r in enumerate(rows) if set(r) != want]
+print("; ".join(bad) if bad else f"ok {len(rows)}" if rows else "no lines")
+EOF
+)
+if [ "$keys" = "ok 1" ]; then
+    pass "lesson 05, --metrics: one line per update with exactly the keys issue 12 names"
+else
+    fail "lesson 05, --metrics: $keys"
+    show "$tmp/l05.jsonl"
+fi
+ok=1
+for f in l05-before.gif l05.gif l05-before.png l05.png; do
+    case $f in *.gif) magic=474946383961 ;; *) magic=89504e470d0a1a0a ;; esac
+    if [ ! -s "$tmp/$f" ] || [ "$(head -c $((${#magic} / 2)) "$tmp/$f" | od -An -tx1 | tr -d ' \n')" != "$magic" ]; then
+        ok=
+        fail "lesson 05, --gif: $f is missing, empty or does not start with the bytes $magic"
+    fi
+done
+[ -n "$ok" ] && pass "lesson 05, --gif: the episode before and after training as GIF89a and PNG files"
+run "$tmp/l05-bad" "$l05" --target-return abc
+if [ $rc -eq 1 ] && grep -q -- "--target-return expects a number, got 'abc'" "$tmp/l05-bad"; then
+    pass "lesson 05, --target-return abc: exit 1 with a message"
+else
+    fail "lesson 05, --target-return abc: exit $rc (expected 1 and \"--target-return expects a number, got 'abc'\")"
+    show "$tmp/l05-bad"
 fi
 
 # ---------------------------------------------------------------- lesson 00's options
