@@ -5,6 +5,8 @@
 #   2. make slides, then every deck in headless Chromium with the network off:
 #      tests/slides/browser-test.mjs. Skipped, and counted as skipped, where
 #      Chromium, pandoc, Node.js or slides/node_modules (make slides-deps) is missing.
+#   3. make slides-pdf, then each deck's PDF has at least as many pages as the deck has
+#      '##' slides: tests/slides/check_pdfs.py. Skipped where 2 is.
 # The last line is "N passed, M failed[, K skipped]"; exit status 0 only if none failed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -51,6 +53,16 @@ else
               --slides "$build/slides" --shots "$build/slides-test" 2>&1)
         printf '%s\n' "$out"
         count "$out" "tests/slides/browser-test.mjs"
+        # The PDFs, printed afresh (an old PDF must not pass for a new one).
+        rm -rf "$build/slides/pdf"
+        if ! pdfout=$("${offline[@]}" make --no-print-directory -s BUILD="$build" slides-pdf 2>&1); then
+            printf '%s\n' "$pdfout"
+            echo "FAIL  make slides-pdf failed"
+            failed=$((failed + 1))
+        fi
+        out=$("$python" tests/slides/check_pdfs.py "$build/slides/pdf" 2>&1)
+        printf '%s\n' "$out"
+        count "$out" "tests/slides/check_pdfs.py"
     else
         printf '%s\n' "$out"
         echo "FAIL  make slides failed: no deck could be opened in the browser"

@@ -6,8 +6,14 @@
 //
 // --notes puts each slide's speaker notes on a page of its own after it (handouts for
 // instructors). The network stays off: a deck that needs it fails here too.
+//
+// reveal.js lays the deck out for print after it says it is ready (Reveal.isReady()):
+// each slide moves into a .pdf-page of its own and 'pdf-ready' is sent at the end. A PDF
+// printed before that is one blank page, so this waits for 'pdf-ready' and for as many
+// .pdf-page elements as the deck has slides, and afterwards counts the PDF's pages: fewer
+// pages than slides fails, naming the deck, and the PDF is removed.
 import { createRequire } from 'node:module';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -32,6 +38,13 @@ if (!args.decks.length) {
 mkdirSync(args.out, { recursive: true });
 const profile = mkdtempSync(join(tmpdir(), 'slides-pdf-'));
 let failed = 0;
+
+// The pages of a PDF: its /Type /Page objects (the page tree's /Pages nodes are not pages).
+function pdfPageCount(file) {
+  const text = readFileSync(file).toString('latin1');
+  return (text.match(/\/Type\s*\/Page(?![A-Za-z])/g) || []).length;
+}
+
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: args.chromium, headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
@@ -43,6 +56,11 @@ try {
     const errors = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.route('**/*', (r) => (r.request().url().startsWith('file:') ? r.continue() : r.abort()));
+    // Listen before reveal.js starts: 'pdf-ready' bubbles from the .reveal element.
+    await page.addInitScript(() => {
+      window.__pdfReady = false;
+      document.addEventListener('pdf-ready', () => { window.__pdfReady = true; }, true);
+    });
     const query = args.notes ? '?print-pdf&showNotes=separate-page' : '?print-pdf';
     await page.goto(pathToFileURL(deck).href + query, { waitUntil: 'load' });
     const ready = await page.waitForFunction(() => typeof Reveal !== 'undefined' && Reveal.isReady(),
@@ -53,10 +71,33 @@ try {
       await page.close();
       continue;
     }
-    await page.evaluate(() => document.fonts.ready.then(() => true));
+    // The deck's slides, as reveal.js counts them (stacks of vertical slides are not slides).
+    const slides = await page.evaluate(() => Reveal.getTotalSlides());
+    const laidOut = await page.waitForFunction((n) => window.__pdfReady &&
+      document.querySelectorAll('.pdf-page').length >= n, slides, { timeout: 30000 }).then(() => true, () => false);
+    if (!laidOut) {
+      const pages = await page.evaluate(() => document.querySelectorAll('.pdf-page').length);
+      console.error(`print-pdf: ${basename(deck)}: reveal.js's print layout did not finish in 30 s ` +
+        `(${pages} .pdf-page elements for ${slides} slides${errors.length ? '; ' + errors.join('; ') : ''})`);
+      failed++;
+      await page.close();
+      continue;
+    }
+    await page.evaluate(() => Promise.all([document.fonts.ready,
+      ...Array.from(document.images).filter((i) => !i.complete)
+        .map((i) => new Promise((done) => { i.addEventListener('load', done); i.addEventListener('error', done); }))]));
     const pdf = join(args.out, basename(deck, '.html') + (args.notes ? '-notes' : '') + '.pdf');
     await page.pdf({ path: pdf, preferCSSPageSize: true, printBackground: true });
-    console.log(`wrote ${pdf.replace(root + '/', '')}`);
+    const pages = pdfPageCount(pdf);
+    if (pages < slides) {
+      console.error(`print-pdf: ${basename(deck)}: the PDF has ${pages} page${pages === 1 ? '' : 's'} for ` +
+        `${slides} slides (printed before reveal.js's layout?); removed ${pdf.replace(root + '/', '')}`);
+      rmSync(pdf, { force: true });
+      failed++;
+      await page.close();
+      continue;
+    }
+    console.log(`wrote ${pdf.replace(root + '/', '')} (${pages} pages, ${slides} slides)`);
     await page.close();
   }
 } finally {
