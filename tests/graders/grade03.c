@@ -614,10 +614,10 @@ static int run_main(const char *dir, const char *log, int epochs, const char *co
     pid_t pid = spawn(dir, log, NULL, epochs, extra);
     int status;
     if (!wait_pid(pid, RUN_LIMIT_S, &status)) {
-        printf("a run hung: stopped after %d s (the solution's runs take under 1 s). A resumed "
-               "run that never ends often lacks the Rng in its checkpoint (TODO 3.1): left as "
-               "zeros, it draws 0 forever and rng_below's rejection loop never ends\n",
-               RUN_LIMIT_S);
+        printf("a run hung: stopped after %d s (the solution's runs take under 1 s). Look for "
+               "a loop that cannot end: a resumed sampler whose position never reaches its "
+               "count (TODO 3.3), or a wait on a flag that the signal handler never sets "
+               "(TODO 3.4-3.5)\n", RUN_LIMIT_S);
         return -1;
     }
     if (WIFSIGNALED(status)) {
@@ -707,11 +707,13 @@ static int body_signal(const char *dir) {
     }
     kill(pid, SIGUSR1);
     int status;
-    bool ended = wait_pid(pid, 60, &status);
+    bool ended = wait_pid(pid, RUN_LIMIT_S, &status);
+    char hung[64];
+    snprintf(hung, sizeof hung, "hung: it did not end within %d s", RUN_LIMIT_S);
     if (!expect_true(ended && WIFEXITED(status) && WEXITSTATUS(status) == EXIT_REQUEUE,
                      "after SIGUSR1 the program %s, expected exit status %d (requeue)",
-                     !ended ? "did not end" : WIFSIGNALED(status) ? "was killed by the signal"
-                                                                 : "exited with another status",
+                     !ended ? hung : WIFSIGNALED(status) ? "was killed by the signal"
+                                                         : "exited with another status",
                      EXIT_REQUEUE)) {
         if (ended && WIFEXITED(status)) printf("exit status %d\n", WEXITSTATUS(status));
         show_log(dir, "log");
