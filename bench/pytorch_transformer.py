@@ -22,6 +22,9 @@ Two modes:
       and ppl, then the test loss and ppl. --json prints JSON lines instead.
         python3 pytorch_transformer.py --train --epochs 3 --threads 2
 
+--device cuda runs either mode on the GPU (the model, the batches and the mask there;
+the timing waits for the GPU), for tokens/s against lesson 04's --device cuda.
+
 The text: --dataset fortunes (the default; Debian's fortunes package, its files put
 together and cut 80/10/10 at line ends as lib/data/text_fortunes.c does) or --dataset
 text --data FILE|DIR, read as text_load("text", ...) reads it.
@@ -205,31 +208,39 @@ def speed(args):
     ntokens = min(args.vocab or ntokens_corpus, ntokens_corpus)
     train = torch.clamp(train, max=ntokens - 1)
     bsz, bptt = args.batch_size, args.bptt
-    data = batchify(train, bsz)
+    data = batchify(train, bsz).to(args.device)
     starts = (data.size(0) - 1) // bptt
     steps = args.steps or (6 if args.model == "seed" else 40)
-    model = make_model(args.model, ntokens)
+    model = make_model(args.model, ntokens).to(args.device)
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=5.0)
-    mask = causal_mask(bptt)
+    mask = causal_mask(bptt).to(args.device)
     model.train()
     best = float("inf")
     for step in range(args.warmup + steps):
         if step == args.warmup:
+            sync(args.device)
             start = time.perf_counter()
         x, y = get_batch(data, (step % starts) * bptt, bptt)
         t0 = time.perf_counter()
         loss = train_step(model, optimizer, criterion, x, y, mask, ntokens)
-        loss_value = loss.item()
+        loss_value = loss.item()  # waits for the step, on a GPU too
         if step >= args.warmup:
             best = min(best, time.perf_counter() - t0)
     seconds = time.perf_counter() - start
     print(json.dumps({
         "impl": "pytorch", "version": torch.__version__, "model": args.model,
+        "device": args.device,
         "threads": torch.get_num_threads(), "batch": bsz, "bptt": bptt, "vocab": ntokens,
         "corpus_vocab": ntokens_corpus, "params": sum(p.numel() for p in model.parameters()),
         "steps": steps, "tokens_per_s": steps * bsz * bptt / seconds,
         "best_step_ms": 1e3 * best, "loss": loss_value}))
+
+
+def sync(device):
+    """Waits for the GPU's queued work, so that a clock read after it is fair."""
+    if device == "cuda":
+        torch.cuda.synchronize()
 
 
 def evaluate(model, criterion, source, bptt, ntokens):
@@ -239,7 +250,7 @@ def evaluate(model, criterion, source, bptt, ntokens):
     with torch.no_grad():
         for i in range(0, source.size(0) - 1, bptt):
             x, y = get_batch(source, i, bptt)
-            output = model(x, causal_mask(x.size(0)))
+            output = model(x, causal_mask(x.size(0)).to(x.device))
             total += x.size(0) * criterion(output.view(-1, ntokens), y).item()
     return total / (len(source) - 1)
 
@@ -249,11 +260,11 @@ def train(args):
     if args.vocab:
         sys.exit("--train uses the corpus's whole vocabulary (no --vocab)")
     bptt = args.bptt
-    train_data = batchify(train_ids, args.batch_size)
-    valid_data = batchify(valid_ids, args.eval_batch_size)
-    test_data = batchify(test_ids, args.eval_batch_size)
+    train_data = batchify(train_ids, args.batch_size).to(args.device)
+    valid_data = batchify(valid_ids, args.eval_batch_size).to(args.device)
+    test_data = batchify(test_ids, args.eval_batch_size).to(args.device)
     torch.manual_seed(args.seed)
-    model = make_model(args.model, ntokens, args.dropout)
+    model = make_model(args.model, ntokens, args.dropout).to(args.device)
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1.0, gamma=0.95)
@@ -261,16 +272,18 @@ def train(args):
         print(f"PyTorch {torch.__version__}, {args.model} model, {ntokens} words "
               f"(train {len(train_ids)}, valid {len(valid_ids)}, test {len(test_ids)} tokens), "
               f"batch {args.batch_size} (eval {args.eval_batch_size}), bptt {bptt}, "
-              f"lr {args.lr}, {torch.get_num_threads()} threads, seed {args.seed}")
+              f"lr {args.lr}, {torch.get_num_threads()} threads, {args.device}, seed {args.seed}")
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
         model.train()
         total, count = 0.0, 0
         for i in range(0, train_data.size(0) - 1, bptt):
             x, y = get_batch(train_data, i, bptt)
-            loss = train_step(model, optimizer, criterion, x, y, causal_mask(x.size(0)), ntokens)
+            loss = train_step(model, optimizer, criterion, x, y,
+                              causal_mask(x.size(0)).to(args.device), ntokens)
             total += loss.item() * y.numel()
             count += y.numel()
+        sync(args.device)
         seconds = time.perf_counter() - t0
         val_loss = evaluate(model, criterion, valid_data, bptt, ntokens)
         row = {"epoch": epoch, "train_loss": total / count, "valid_loss": val_loss,
@@ -312,8 +325,11 @@ def main():
     p.add_argument("--lr", type=float, default=5.0)
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("--device cuda: PyTorch sees no GPU here (torch.cuda.is_available() is False)")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     (train if args.train else speed)(args)
