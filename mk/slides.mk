@@ -68,8 +68,8 @@ check-slides: ## the decks against their lessons, then every slide in headless C
 figures: ## redraw docs/figures/*.svg and *.png from the measured runs in docs/figures/data/ (gnuplot)
 	@$(PYTHON) tools/figures/figures.py render $(FIGURES_LIST)
 
-plot: ## plot your own run: make plot METRICS=run.jsonl [PLOT="kind=xy x=step y=return"] (build/plots/)
+plot: ## plot your own runs: make plot METRICS="a.jsonl [b.jsonl ...]" [PLOT="kind=xy x=step y=mean_return"] (build/plots/)
 	@test -n "$(METRICS)" || { echo "error: give the metrics file: make plot METRICS=run.jsonl (a program's --metrics FILE)" >&2; exit 1; }
-	@$(PYTHON) tools/figures/figures.py plot "$(METRICS)" $(PLOT) --out $(PLOT_OUT)
+	@$(PYTHON) tools/figures/figures.py plot $(METRICS) $(PLOT) --out $(PLOT_OUT)
 
 .PHONY: slides slides-deps slides-pdf check-slides figures plot

@@ -2,6 +2,8 @@
 # The slides' tests (make check-slides; a line of make test):
 #   1. every deck against its lesson (TODOs, speaker notes, figures) and every figure
 #      against its data: tests/slides/check_decks.py, needs only python3
+#   1b. make plot on participants' metrics (lesson 05's per update, per epoch, several
+#      files): tests/slides/check_plot.sh, needs gnuplot (skipped without it)
 #   2. make slides, then every deck in headless Chromium with the network off:
 #      tests/slides/browser-test.mjs. Skipped, and counted as skipped, where
 #      Chromium, pandoc, Node.js or slides/node_modules (make slides-deps) is missing.
@@ -29,6 +31,11 @@ count() { # adds the counts of the last result line of $1
 out=$("$python" tests/slides/check_decks.py 2>&1)
 printf '%s\n' "$out"
 count "$out" "tests/slides/check_decks.py"
+
+out=$(tests/slides/check_plot.sh "$build" 2>&1)
+printf '%s\n' "$out"
+count "$out" "tests/slides/check_plot.sh"
+grep -qE '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' <<<"$out" && skipped=$((skipped + 1))
 
 chromium=${CHROMIUM:-$(command -v chromium chromium-browser 2>/dev/null | head -1)}
 missing=()

@@ -4,9 +4,11 @@
   figures.py render docs/figures/figures.list [--out DIR] [--only NAME ...]
       every figure of the list (NAME KIND DATA [key=value ...] a line) as
       DIR/NAME.svg and DIR/NAME.png; DATA is read from data/ beside the list
-  figures.py plot FILE.jsonl [--out DIR] [key=value ...]
-      one run of your own: loss and accuracy or perplexity per epoch (kind=epochs,
-      the default), or kind=xy x=KEY y=KEY, kind=bars label=KEY value=KEY
+  figures.py plot FILE.jsonl [FILE.jsonl ...] [--out DIR] [key=value ...]
+      runs of your own: loss and accuracy or perplexity per epoch (kind=epochs, the
+      default), or kind=xy x=KEY y=KEY, kind=bars label=KEY value=KEY; metrics with a
+      'step' and no 'epoch' (lesson 05's) default to kind=xy x=step y=mean_return.
+      Several files make one figure with a line per file (the seeds of a job array).
 
 docs/figures/README.md describes the list, the kinds and their options."""
 
@@ -43,23 +45,60 @@ def render_list(list_path, out_dir, only):
         print(f"figure {spec['name']}: {' '.join(written)}")
 
 
-def plot_file(path, out_dir, words):
+def default_kind(rows):
+    """kind=epochs for per-epoch metrics; lesson 05's per-update metrics (a step, no
+    epoch) are return against steps."""
+    keys = {k for r in rows for k in r}
+    if "epoch" in keys or "step" not in keys:
+        return "epochs", {}
+    if "mean_return" not in keys:
+        raise FigureError(f"no 'epoch' key, and no 'mean_return' to plot against 'step' "
+                          f"(keys: {', '.join(sorted(keys))}); give kind=xy x=step y=KEY")
+    return "xy", {"x": "step", "y": "mean_return"}
+
+
+def plot_file(paths, out_dir, words):
+    """One figure of one metrics file or, for several (the seeds of a job array), one
+    figure with a line per file: out_dir/NAME.svg and .png, NAME the first file's."""
     opts = {}
     for word in words:
         key, sep, value = word.partition("=")
         opts[key] = value if sep else "yes"
-    kind = opts.pop("kind", "epochs")
-    if kind not in KINDS:
+    kind = opts.pop("kind", None)
+    if kind is not None and kind not in KINDS:
         raise FigureError(f"kind={kind}: use one of {', '.join(KINDS)}")
-    rows = read_jsonl(path)
-    source = read_source(path, required=False)
-    name = os.path.splitext(os.path.basename(path))[0]
-    title = opts.pop("title", os.path.basename(path))
+    rows, names = [], []
+    for path in paths:
+        name = os.path.splitext(os.path.basename(path))[0]
+        if name in names:
+            raise FigureError(f"{path}: two files named {name}: give each run its own name")
+        names.append(name)
+        for row in read_jsonl(path):
+            if len(paths) > 1:
+                row = dict(row, run=name)
+            rows.append(row)
+    if len(paths) > 1:
+        opts.setdefault("group", "run")
+    where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+    if kind is None:
+        try:
+            kind, defaults = default_kind(rows)
+        except FigureError as e:
+            raise FigureError(f"{where}: {e}") from None
+        opts = {**defaults, **opts}
+    source = read_source(paths[0], required=False)
+    if len(paths) > 1:
+        first = source.get("text") or (f"Measured on {source['machine']}, {source['date']}; "
+                                       f"command: {source['command']}")
+        source = {"text": f"{len(paths)} runs ({', '.join(names)}). The first: {first}"}
+    title = opts.pop("title", os.path.basename(paths[0]) if len(paths) == 1
+                     else f"{len(paths)} runs: {names[0]} .. {names[-1]}")
+    out_name = names[0] if len(paths) == 1 else f"{names[0]}-and-{len(paths) - 1}-more"
     os.makedirs(out_dir, exist_ok=True)
     try:
-        written = render(kind, rows, opts, source, title, os.path.join(out_dir, name))
+        written = render(kind, rows, opts, source, title, os.path.join(out_dir, out_name))
     except FigureError as e:
-        raise FigureError(f"{path}: {e}") from None
+        raise FigureError(f"{where}: {e}") from None
     for w in written:
         print(f"wrote {w}")
 
@@ -71,16 +110,20 @@ def main():
     r.add_argument("list")
     r.add_argument("--out", help="output directory (default: the list's directory)")
     r.add_argument("--only", nargs="+", default=[], metavar="NAME")
-    p = sub.add_parser("plot", help="one metrics file of your own")
-    p.add_argument("metrics")
+    p = sub.add_parser("plot", help="metrics files of your own (several: one line each)")
+    p.add_argument("words", nargs="+", metavar="FILE.jsonl ... [key=value ...]")
     p.add_argument("--out", default="build/plots")
-    p.add_argument("options", nargs="*", metavar="key=value")
     args = parser.parse_args()
     try:
         if args.command == "render":
             render_list(args.list, args.out or os.path.dirname(args.list) or ".", args.only)
         else:
-            plot_file(args.metrics, args.out, args.options)
+            # key=value words are options; the rest (and any file that exists) are files
+            files = [w for w in args.words if "=" not in w or os.path.exists(w)]
+            words = [w for w in args.words if w not in files]
+            if not files:
+                raise FigureError("no metrics file given (make plot METRICS=run.jsonl)")
+            plot_file(files, args.out, words)
     except FigureError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)

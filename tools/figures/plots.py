@@ -107,12 +107,13 @@ def series(rows, x_key, y_key, group, scale=1.0):
 
 
 def x_axis(rows, x_key, log=False):
-    """Whole-number x values (epochs, ranks) get a tic each; a little room at both ends."""
+    """Whole-number x values close together (epochs, ranks) get a tic each, not steps
+    512 apart; a little room at both ends."""
     xs = sorted({r[x_key] for r in rows if numeric(r.get(x_key))})
     if not xs or log:
         return []
     lines = []
-    if len(xs) <= 20 and all(float(x).is_integer() for x in xs):
+    if len(xs) <= 20 and all(float(x).is_integer() for x in xs) and xs[-1] - xs[0] <= 20:
         lines.append("set xtics 1")
     pad = 0.5 if len(xs) <= 1 else 0.02 * (xs[-1] - xs[0])
     lines.append(f"set xrange [{xs[0] - pad}:{xs[-1] + pad}]")
