@@ -19,32 +19,26 @@
 #include "core/timer.h"
 #include "cuda/device.h"
 #include "lesson.h"
+#include "train/lm_options.h"
 
 /* ---------------------------------------------------------------- options */
 
 typedef struct {
-    const char *dataset, *data, *tokenizer, *model, *optimizer, *device, *ops, *metrics;
-    int d_model, heads, d_hid, layers, bptt, batch_size, eval_batch_size, epochs, max_steps;
-    int seed, threads, compare;
-    float dropout, lr, gamma, clip, weight_decay, peak_tflops;
+    LmOptions lm; /* --tokenizer, --d-model, --heads, --d-hid, --layers, --dropout, --bptt */
+    const char *dataset, *data, *model, *optimizer, *device, *ops, *metrics;
+    int batch_size, eval_batch_size, epochs, max_steps, seed, threads, compare;
+    float lr, gamma, clip, weight_decay, peak_tflops;
 } Config;
 
 static Config parse_args(int argc, char **argv) {
-    Config c = {.dataset = "auto", .tokenizer = "words", .model = "tutorial", .optimizer = "sgd",
-                .device = "cpu", .ops = "mine", .bptt = 35, .batch_size = 20,
+    Config c = {.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
+                .optimizer = "sgd", .device = "cpu", .ops = "mine", .batch_size = 20,
                 .eval_batch_size = 10, .epochs = 3, .seed = 42, .threads = omp_get_max_threads(),
-                .dropout = -1.0f, .gamma = 0.95f, .clip = 0.5f, .weight_decay = 0.01f};
-    const ArgSpec specs[] = {
+                .gamma = 0.95f, .clip = 0.5f, .weight_decay = 0.01f};
+    ArgSpec specs[LM_OPTION_SPECS + 19] = {
         {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
         {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
-        {"tokenizer", ARG_CHOICE, &c.tokenizer, "words: word_language_model's (with <eos>); basic_english: the tutorial's torchtext one", "words|basic_english"},
         {"model", ARG_CHOICE, &c.model, "preset: tutorial (200 wide, 2 heads, 2 layers, dropout 0.2) or seed (1024, 4 heads, 3 layers)", "tutorial|seed"},
-        {"d-model", ARG_INT, &c.d_model, "model width (0: the preset's)", NULL},
-        {"heads", ARG_INT, &c.heads, "attention heads (0: the preset's)", NULL},
-        {"d-hid", ARG_INT, &c.d_hid, "feed-forward width (0: the preset's)", NULL},
-        {"layers", ARG_INT, &c.layers, "encoder layers (0: the preset's)", NULL},
-        {"dropout", ARG_FLOAT, &c.dropout, "dropout probability (-1: the preset's)", NULL},
-        {"bptt", ARG_INT, &c.bptt, "tokens per sequence (get_batch)", NULL},
         {"batch-size", ARG_INT, &c.batch_size, "sequences per training step (batchify's columns)", NULL},
         {"eval-batch-size", ARG_INT, &c.eval_batch_size, "columns of the valid and test data", NULL},
         {"optimizer", ARG_CHOICE, &c.optimizer, "sgd: the tutorial's (lr 5, StepLR 0.95 per epoch); adamw", "sgd|adamw"},
@@ -62,21 +56,19 @@ static Config parse_args(int argc, char **argv) {
         {"metrics", ARG_STRING, &c.metrics, "write one JSON object per epoch to this file", NULL},
         {"peak-tflops", ARG_FLOAT, &c.peak_tflops, "the GPU's peak for the MFU, when the runtime does not tell its clock", NULL},
     };
-    args_parse(argc, argv, specs, ARRAY_LEN(specs),
+    const int n = 19 + lm_options_specs(&c.lm, specs + 19); /* shared with lesson 06 */
+    args_parse(argc, argv, specs, n,
                "Lesson 04: train the tutorial's transformer language model on a text (WikiText-2 "
                "or Debian's fortunes), on the CPU or a GPU.");
+    lm_options_check(&c.lm);
     const struct { const char *name; int value, min, max; } ints[] = {
-        {"--d-model", c.d_model, 0, 1 << 16}, {"--heads", c.heads, 0, 1024},
-        {"--d-hid", c.d_hid, 0, 1 << 18},     {"--layers", c.layers, 0, 1024},
-        {"--bptt", c.bptt, 1, 5000},          {"--batch-size", c.batch_size, 1, 1 << 16},
+        {"--batch-size", c.batch_size, 1, 1 << 16},
         {"--eval-batch-size", c.eval_batch_size, 1, 1 << 16}, {"--epochs", c.epochs, 1, 100000},
         {"--max-steps", c.max_steps, 0, 1 << 30}, {"--threads", c.threads, 1, 1024},
     };
     for (int i = 0; i < ARRAY_LEN(ints); i++)
         if (ints[i].value < ints[i].min || ints[i].value > ints[i].max)
             fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, ints[i].max, ints[i].value);
-    if (!(c.dropout == -1.0f || (c.dropout >= 0.0f && c.dropout < 1.0f)))
-        fatal("--dropout must be in [0, 1) (or -1: the preset's), got %g", (double)c.dropout);
     if (!(c.lr >= 0.0f) || !isfinite(c.lr)) fatal("--lr must be positive (0: the default), got %g", (double)c.lr);
     if (!(c.gamma > 0.0f && c.gamma <= 1.0f)) fatal("--gamma must be in (0, 1], got %g", (double)c.gamma);
     if (!(c.clip >= 0.0f) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
@@ -86,19 +78,6 @@ static Config parse_args(int argc, char **argv) {
         fatal("--peak-tflops must be 0 or more, got %g", (double)c.peak_tflops);
     if (c.lr == 0.0f) c.lr = strcmp(c.optimizer, "adamw") == 0 ? 5e-4f : 5.0f;
     return c;
-}
-
-static TransformerConfig model_config(const Config *o, int vocab) {
-    TransformerConfig m = strcmp(o->model, "seed") == 0 ? transformer_config_seed(vocab)
-                                                        : transformer_config_tutorial(vocab);
-    if (o->d_model) m.d_model = o->d_model;
-    if (o->heads) m.heads = o->heads;
-    if (o->d_hid) m.d_ff = o->d_hid;
-    if (o->layers) m.layers = o->layers;
-    if (o->dropout >= 0.0f) m.dropout = o->dropout;
-    if (o->bptt > m.max_len) m.max_len = o->bptt;
-    transformer_config_check(&m);
-    return m;
 }
 
 /* ---------------------------------------------------------------- one device */
@@ -137,7 +116,7 @@ static void print_memory(Job *job, Transformer *m) {
 /* A model on `device` with the lesson's pieces in place: your positional table (TODO
  * 4.2) always, your attention and layer norm (4.3-4.6) on the CPU with --ops mine. */
 static void build_model(Transformer *m, const Job *job, int B, Device device) {
-    transformer_init(m, &job->cfg, B, job->opt->bptt, (uint64_t)job->opt->seed);
+    transformer_init(m, &job->cfg, B, job->opt->lm.bptt, (uint64_t)job->opt->seed);
     lesson_positional_table(&m->pe); /* on the host, before the model moves */
     if (device == DEVICE_CPU) {
         if (strcmp(job->opt->ops, "mine") == 0) lesson_use_my_layers(m);
@@ -161,11 +140,11 @@ static Summary run_on(Job *job, Device device) {
     Optimizer opt;
     optimizer_init(&opt, &model.params, strcmp(o->optimizer, "adamw") == 0, o->lr, o->weight_decay);
     TokenBatch tb, eb;
-    token_batch_init(&tb, o->batch_size, o->bptt, device);
-    token_batch_init(&eb, o->eval_batch_size, o->bptt, device);
-    const TrainSettings s = {.bptt = o->bptt, .clip = o->clip, .gamma = o->gamma,
+    token_batch_init(&tb, o->batch_size, o->lm.bptt, device);
+    token_batch_init(&eb, o->eval_batch_size, o->lm.bptt, device);
+    const TrainSettings s = {.bptt = o->lm.bptt, .clip = o->clip, .gamma = o->gamma,
                              .max_steps = o->max_steps};
-    const double flops = transformer_train_flops_per_token(&job->cfg, o->bptt);
+    const double flops = transformer_train_flops_per_token(&job->cfg, o->lm.bptt);
     EvalResult valid = {0};
     for (int epoch = 1; epoch <= o->epochs; epoch++) {
         wait_for(device);
@@ -174,7 +153,7 @@ static Summary run_on(Job *job, Device device) {
         wait_for(device);
         const double train_s = now_seconds() - t0;
         tensor_copy(&eval.params.values, &model.params.values); /* the weights just trained */
-        valid = lesson_evaluate(&eval, &job->valid, o->bptt, &eb);                     /* TODO 4.8 */
+        valid = lesson_evaluate(&eval, &job->valid, o->lm.bptt, &eb);                     /* TODO 4.8 */
         wait_for(device);
         const double seconds = now_seconds() - t0, rate = (double)tr.tokens / train_s;
         const double mfu = job->peak > 0 ? flops * rate / job->peak : 0.0;
@@ -198,7 +177,7 @@ static Summary run_on(Job *job, Device device) {
         sum.mfu += mfu / o->epochs;
     }
     tensor_copy(&eval.params.values, &model.params.values);
-    EvalResult test = lesson_evaluate(&eval, &job->test, o->bptt, &eb);
+    EvalResult test = lesson_evaluate(&eval, &job->test, o->lm.bptt, &eb);
     print0("%s| End of training | test loss %5.2f | test ppl %8.2f\n",
            o->compare ? (device == DEVICE_CPU ? "cpu  " : "cuda ") : "", test.loss, test.ppl);
     sum.valid_ppl = valid.ppl, sum.test_loss = test.loss, sum.test_ppl = test.ppl;
@@ -222,22 +201,20 @@ int lesson_main(int argc, char **argv) {
         o.compare = 0;
     }
 
-    const TextOptions topt = {.tokenizer = strcmp(o.tokenizer, "basic_english") == 0
-                                               ? TEXT_TOKENS_BASIC_ENGLISH
-                                               : TEXT_TOKENS_WORDS};
+    const TextOptions topt = lm_text_options(&o.lm);
     TextCorpus corpus;
     text_load(o.dataset, o.data, &topt, &corpus);
     Job job = {.opt = &o};
     lesson_batchify(&corpus.train, o.batch_size, "train", &job.train); /* TODO 4.1 */
     lesson_batchify(&corpus.valid, o.eval_batch_size, "valid", &job.valid);
     lesson_batchify(&corpus.test, o.eval_batch_size, "test", &job.test);
-    job.cfg = model_config(&o, corpus.vocab.count);
+    job.cfg = lm_model_config(&o.lm, o.model, corpus.vocab.count);
     job.metrics = metrics_open(o.metrics);
 
     print0("data: %s, %s", corpus.name, corpus.source);
     if (corpus.note[0]) print0(" (%s)", corpus.note);
     print0("\n      %d words (%s tokenizer); %lld / %lld / %lld train / valid / test tokens\n",
-           corpus.vocab.count, o.tokenizer, (long long)corpus.train.count,
+           corpus.vocab.count, o.lm.tokenizer, (long long)corpus.train.count,
            (long long)corpus.valid.count, (long long)corpus.test.count);
     const TransformerConfig *c = &job.cfg;
     print0("model: %s, %lld parameters (width %d, %d heads, feed-forward %d, %d layers, dropout %g)\n",
@@ -245,10 +222,10 @@ int lesson_main(int argc, char **argv) {
            (double)c->dropout);
     print0("training: %s lr %g (x %g each epoch), clip %g, batch %d x %d tokens, %lld steps an "
            "epoch, %d threads, %s attention and layer norm\n", o.optimizer, (double)o.lr,
-           (double)o.gamma, (double)o.clip, o.batch_size, o.bptt,
-           (long long)text_batch_count(&job.train, o.bptt), o.threads,
+           (double)o.gamma, (double)o.clip, o.batch_size, o.lm.bptt,
+           (long long)text_batch_count(&job.train, o.lm.bptt), o.threads,
            strcmp(o.ops, "mine") == 0 ? "your" : "the library's");
-    const double flops = transformer_train_flops_per_token(c, o.bptt);
+    const double flops = transformer_train_flops_per_token(c, o.lm.bptt);
     print0("arithmetic: %.1f MFLOP per token trained (%.0f%% of it in the decoder to %d words)\n",
            flops / 1e6, 100.0 * 6.0 * c->d_model * c->vocab / flops, c->vocab);
     if (on_gpu) {
