@@ -13,6 +13,9 @@ struct MetricsFile {
     FILE *f;
     const char *path;
     int fields; /* in the current object */
+    int also;   /* keys metrics_also_num queued for the next metrics_end */
+    const char *also_key[METRICS_ALSO_MAX];
+    double also_value[METRICS_ALSO_MAX];
 };
 
 static MetricsFile *open_mode(const char *path, const char *mode) {
@@ -94,8 +97,18 @@ void metrics_str(MetricsFile *m, const char *k, const char *value) {
     fputc('"', m->f);
 }
 
+void metrics_also_num(MetricsFile *m, const char *k, double value) {
+    if (!m) return;
+    CHECK(m->also < METRICS_ALSO_MAX, "more than %d keys queued for one metrics line",
+          METRICS_ALSO_MAX);
+    m->also_key[m->also] = k;
+    m->also_value[m->also++] = value;
+}
+
 void metrics_end(MetricsFile *m) {
     if (!m) return;
+    for (int i = 0; i < m->also; i++) metrics_num(m, m->also_key[i], m->also_value[i]);
+    m->also = 0;
     fputs("}\n", m->f);
     if (fflush(m->f) != 0)
         fatal("cannot write metrics file '%s': %s", m->path, strerror(errno));
