@@ -337,6 +337,7 @@ static int check_device_tensors(void) {
     ok = ok && expect_true(g_allocs == 2 && g_frees == 2 && g_copies == 3,
                            "backend calls: %d allocs, %d frees, %d copies (expected 2, 2, 3)",
                            g_allocs, g_frees, g_copies);
+    tensor_free(&h), tensor_free(&back);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 

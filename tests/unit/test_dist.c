@@ -210,6 +210,7 @@ static int check_single(void) {
     dist_describe(d, text, sizeof text);
     ok = ok && expect_true(strstr(text, "single backend, 1 rank on 1 node") != NULL, "%s", text);
     dist_finalize(d);
+    tensor_free(&t), tensor_free(&g), tensor_free(&s), tensor_free(&before);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
