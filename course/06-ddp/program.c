@@ -4,10 +4,12 @@
  *   srun train --device cuda --ranks $SLURM_NTASKS ...           # in a Slurm job
  *   make run-lesson 6 RANKS=2 ARGS="--epochs 1"                  # the same, locally
  *   train --collectives                                          # part 2: the ring
+ *   mpirun -n 2 train --model transformer --batch-size 10        # lesson 04's model (lm.c)
  *
- * Every rank trains the lesson 01 CNN on its share of each batch; rank 0 prints one
- * line per epoch (the job's mean training loss, test loss and accuracy, seconds, the
- * job's images per second) and, with --metrics FILE, writes the same as JSON lines.
+ * Every rank trains the lesson 01 CNN (or lesson 04's transformer) on its share of each
+ * batch; rank 0 prints one line per epoch (the job's mean training loss, test loss and
+ * accuracy, seconds, the job's images (tokens) per second) and, with --metrics FILE,
+ * writes the same as JSON lines.
  * Every rank ends with "rank R parameter digest: <16 hex digits>": the same on all
  * ranks, or the ranks did not take the same steps. */
 #include <math.h>
@@ -26,9 +28,15 @@
 
 static Config parse_args(int argc, char **argv) {
     Config c = {.train = train_options_defaults(), .device = "cpu", .dist = "auto",
-                .grad_sync = "mine", .bucket_mb = 25.0f, .timeout_s = 300.0f};
+                .grad_sync = "mine", .bucket_mb = 25.0f, .timeout_s = 300.0f,
+                .model = "cnn", .lm = lm_options_defaults(), .text = "auto", .clip = 0.5f};
     c.train.threads = 1; /* one core per rank: ranks, not threads, share the machine */
-    ArgSpec specs[TRAIN_OPTION_SPECS + 11] = {
+    enum { OWN = 14 };
+    ArgSpec specs[OWN + TRAIN_OPTION_SPECS + LM_OPTION_SPECS] = {
+        {"model", ARG_CHOICE, &c.model, "lesson 01's CNN (images) or lesson 04's transformer (text)", "cnn|transformer"},
+        {"text", ARG_CHOICE, &c.text, "transformer: the text (auto: WikiText-2 where found, else Debian's fortunes; text: --data FILE)",
+         "auto|wikitext2|fortunes|text"},
+        {"clip", ARG_FLOAT, &c.clip, "transformer: largest global gradient norm (0: no clipping)", NULL},
         {"device", ARG_CHOICE, &c.device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
         {"dist", ARG_CHOICE, &c.dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)",
          "auto|mpi|nccl|single"},
@@ -43,10 +51,14 @@ static Config parse_args(int argc, char **argv) {
         {"resume", ARG_FLAG, &c.resume, "continue from the newest checkpoint there (any rank count)", NULL},
         {"collectives", ARG_FLAG, &c.collectives, "part 2: check the ring all-reduce, measure bandwidths", NULL},
     };
-    int n = 11 + train_options_specs(&c.train, specs + 11);
+    int n = OWN + train_options_specs(&c.train, specs + OWN);
+    n += lm_options_specs(&c.lm, specs + n); /* lesson 04's --d-model, --bptt, ... */
     args_parse(argc, argv, specs, n,
-               "Lesson 06: data-parallel training of the simple CNN over ranks (mpirun, srun).");
+               "Lesson 06: data-parallel training of the simple CNN (or lesson 04's transformer) "
+               "over ranks (mpirun, srun).");
     train_options_check(&c.train);
+    lm_options_check(&c.lm);
+    if (!(c.clip >= 0.0f) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
     if (c.ranks < 0) fatal("--ranks must be 0 or more, got %d", c.ranks);
     if (c.max_steps < 0) fatal("--max-steps must be 0 or more, got %d", c.max_steps);
     if (!(c.bucket_mb > 0) || !isfinite(c.bucket_mb)) fatal("--bucket-mb must be positive, got %g", (double)c.bucket_mb);
@@ -57,7 +69,13 @@ static Config parse_args(int argc, char **argv) {
 
 /* ---------------------------------------------------------------- training */
 
+static bool is_lm(const Run *run) { return strcmp(run->cfg.model, "transformer") == 0; }
+
 static void setup_training(Run *run) {
+    if (is_lm(run)) {
+        lm_setup(run);
+        return;
+    }
     const Config *c = &run->cfg;
     const TrainOptions *t = &c->train;
     train_options_load_data(t, &run->train, &run->test);
@@ -78,6 +96,7 @@ static void setup_training(Run *run) {
 }
 
 EpochStats train_epoch(Run *run, int epoch) {
+    if (is_lm(run)) return lm_train_epoch(run, epoch);
     EpochStats s = {0};
     const bool buckets = strcmp(run->cfg.grad_sync, "buckets") == 0;
     int n;
@@ -112,6 +131,7 @@ EpochStats train_epoch(Run *run, int epoch) {
 
 EpochStats evaluate_share(Run *run) {
     /* rank r evaluates test examples r, r + W, ...: each exactly once in the job */
+    if (is_lm(run)) return lm_evaluate_share(run);
     EpochStats s = {0};
     const Dataset *d = &run->test;
     const int W = run->dist->world_size, B = run->batch.size;
@@ -180,14 +200,30 @@ static void train(Run *run) {
         run->metrics = run->cfg.resume ? metrics_open_resumed(t->metrics, first_epoch)
                                        : metrics_open(t->metrics);
     const int W = run->dist->world_size;
-    print0("data: %s, %d training and %d test images; each of %d ranks takes %d per epoch\n",
-           run->train.name, run->train.count, run->test.count, W, run->sampler.num_samples);
-    print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d per rank (%d in all), "
-           "gradients averaged by %s\n", (long long)params_count(&run->model.params),
-           (double)t->lr, t->batch_size, t->batch_size * W,
-           strcmp(run->cfg.grad_sync, "mine") == 0 ? "your all-reduce (TODO 6.4)" : "the library's buckets");
+    const char *sync = strcmp(run->cfg.grad_sync, "mine") == 0 ? "your all-reduce (TODO 6.4)"
+                                                                : "the library's buckets";
+    if (is_lm(run)) {
+        const TransformerConfig *m = &run->lm.cfg;
+        print0("data: %s, %d words; %d training and %d test sequences of %d tokens; each of "
+               "%d ranks takes %d per epoch\n", run->corpus.name, run->corpus.vocab.count,
+               run->train.count, run->test.count, run->cfg.lm.bptt, W, run->sampler.num_samples);
+        print0("model: transformer, %lld parameters (width %d, %d heads, feed-forward %d, %d "
+               "layers, dropout %g); Adam lr %g, clip %g, batch %d sequences per rank (%d in "
+               "all), gradients averaged by %s\n", (long long)params_count(&run->lm.params),
+               m->d_model, m->heads, m->d_ff, m->layers, (double)m->dropout, (double)t->lr,
+               (double)run->cfg.clip, t->batch_size, t->batch_size * W, sync);
+        if (run->sampler.num_samples < t->batch_size)
+            fatal("each rank has %d sequences an epoch, fewer than one batch of %d: a smaller "
+                  "--batch-size or --bptt, or more text", run->sampler.num_samples, t->batch_size);
+    } else {
+        print0("data: %s, %d training and %d test images; each of %d ranks takes %d per epoch\n",
+               run->train.name, run->train.count, run->test.count, W, run->sampler.num_samples);
+        print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d per rank (%d in all), "
+               "gradients averaged by %s\n", (long long)params_count(&run->model.params),
+               (double)t->lr, t->batch_size, t->batch_size * W, sync);
+    }
     print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss",
-           "test accuracy", "seconds", "images/s");
+           is_lm(run) ? "next-token ok" : "test accuracy", "seconds", is_lm(run) ? "tokens/s" : "images/s");
     for (int epoch = first_epoch; epoch <= t->epochs; epoch++) {
         dist_barrier(run->dist); /* the epoch's clock starts together on all ranks */
         double t0 = now_seconds();
@@ -196,6 +232,10 @@ static void train(Run *run) {
         double seconds = now_seconds() - t0;
         EpochStats ev = evaluate_share(run);
         lesson_sum_stats(run, &ev);
+        if (is_lm(run) && tr.examples > 0) { /* rank 0's file only (NULL elsewhere) */
+            metrics_also_num(run->metrics, "tokens_per_s", tr.examples / seconds);
+            metrics_also_num(run->metrics, "test_ppl", exp(ev.loss_sum / ev.examples));
+        }
         if (tr.examples > 0) lesson_report_epoch(run, epoch, &tr, &ev, seconds);
         lesson_save_checkpoint(run, epoch);
         if (run->cfg.max_steps && run->steps >= run->cfg.max_steps) break;
@@ -211,10 +251,14 @@ static void train(Run *run) {
     if (!strcmp(run->cfg.grad_sync, "buckets")) ddp_free(&run->ddp);
     adam_free(&run->opt);
     sampler_free(&run->sampler);
-    batch_free(&run->batch);
-    cnn_free(&run->model);
-    dataset_free(&run->train);
-    dataset_free(&run->test);
+    if (is_lm(run)) {
+        lm_free(run);
+    } else {
+        batch_free(&run->batch);
+        cnn_free(&run->model);
+        dataset_free(&run->train);
+        dataset_free(&run->test);
+    }
 }
 
 /* ---------------------------------------------------------------- part 2 */

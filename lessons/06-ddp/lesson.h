@@ -14,13 +14,16 @@
 #include "core/metrics.h"
 #include "core/todo.h"
 #include "data/dataset.h"
+#include "data/text.h"
 #include "dist/dist.h"
 #include "models/cnn.h"
+#include "models/transformer.h"
 #include "parallel/ddp.h"
 #include "train/loop.h"
 #include "train/optim.h"
 #include "train/options.h"
 #include "train/checkpoint_store.h"
+#include "train/lm_options.h"
 #include "train/sampler.h"
 
 #define LESSON_DIR "lessons/06-ddp"
@@ -28,6 +31,10 @@
 
 typedef struct {
     TrainOptions train;   /* lesson 01's options (lib/train/options.h) */
+    const char *model;    /* cnn (lesson 01's) or transformer (lesson 04's) */
+    LmOptions lm;         /* the transformer's sizes, bptt, tokenizer (lib/train/lm_options.h) */
+    const char *text;     /* the transformer's text: auto, wikitext2, fortunes, text */
+    float clip;           /* the transformer: largest global gradient norm (0: no clipping) */
     const char *device;   /* cpu or cuda */
     const char *dist;     /* the communication backend: auto, mpi, nccl, single */
     const char *grad_sync; /* mine (TODO 6.4) or buckets (lib/parallel/ddp.h) */
@@ -44,8 +51,17 @@ typedef struct {
 typedef struct {
     Config cfg;
     Dist *dist;           /* who am I, how many are we, and how to talk (TODO 6.1) */
-    Dataset train, test;
-    Cnn model;            /* the whole model, on every rank */
+    Dataset train, test;  /* the transformer: no images, count = its sequences (below) */
+    Cnn model;            /* the whole model, on every rank. With --model transformer only
+                           * model.params is set: a copy of lm.params's header, the same
+                           * buffers, so the TODOs and the checkpoint work on either model */
+    Transformer lm;       /* --model transformer: lesson 04's model */
+    TextCorpus corpus;    /* --model transformer: the text, cut into sequences of bptt + 1
+                           * tokens (input and the target one token on); run->train.count
+                           * and run->test.count of them are what the sampler deals out */
+    int *seq;             /* [batch_size] the sequences of one step (transformer) */
+    int *tokens, *targets; /* [batch_size * bptt] their tokens, batch-major, on the host */
+    int *dev_tokens, *dev_targets; /* the same in the model's device memory */
     Adam opt;
     Sampler sampler;      /* this rank's share of each epoch (TODO 6.3) */
     uint64_t data_fingerprint; /* of the training set: checkpoints record it */
@@ -105,5 +121,13 @@ int lesson_main(int argc, char **argv);
 EpochStats train_epoch(Run *run, int epoch);
 /* Given (program.c): loss and accuracy over this rank's share of the test set. */
 EpochStats evaluate_share(Run *run);
+
+/* Given (lm.c): the same for --model transformer: the text, the model and its buffers;
+ * an epoch over this rank's sequences (examples count tokens); the test loss and the
+ * next-token accuracy over its share of the test sequences; everything freed. */
+void lm_setup(Run *run);
+EpochStats lm_train_epoch(Run *run, int epoch);
+EpochStats lm_evaluate_share(Run *run);
+void lm_free(Run *run);
 
 #endif

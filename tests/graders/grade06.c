@@ -417,20 +417,16 @@ static bool run_program(int ranks, int batch, const char *dir, CommandResult *r)
     return false;
 }
 
-/* The parameters of the newest checkpoint in dir (the program's CNN on the synthetic
- * set's 28x28 images), into a flat array (malloc'ed); NULL when none loads. */
-static float *program_params(const char *dir, int64_t *n) {
-    Rng rng;
-    rng_seed(&rng, 1, 0);
-    Cnn m;
-    cnn_init(&m, 1, 28, 28, 10, 1, &rng);
+/* The values of params from the newest checkpoint in dir (the program's model, built
+ * here with the same shapes), into a flat array (malloc'ed); NULL when none loads. */
+static float *checkpoint_params(const char *dir, ParamList *params, int64_t *n) {
     Adam opt;
-    adam_init(&opt, &m.params, 1e-3f);
+    adam_init(&opt, params, 1e-3f);
     TrainState ts;
     uint64_t fingerprint;
     Checkpoint c = {0};
-    ckpt_add_params(&c, "model", &m.params);
-    ckpt_add_adam(&c, &opt, &m.params);
+    ckpt_add_params(&c, "model", params);
+    ckpt_add_adam(&c, &opt, params);
     ckpt_add_train_state(&c, &ts);
     ckpt_add_u64(&c, "data.fingerprint", &fingerprint); /* as the lesson's save adds it */
     CkptStore s;
@@ -439,14 +435,24 @@ static float *program_params(const char *dir, int64_t *n) {
     char path[CKPT_PATH_MAX];
     float *out = NULL;
     if (ckpt_store_load_latest(&s, &c, path, sizeof path, &err) == 1) {
-        *n = m.params.total;
+        *n = params->total;
         out = xmalloc((size_t)*n * sizeof *out);
-        memcpy(out, m.params.values.data, (size_t)*n * sizeof *out);
+        memcpy(out, params->values.data, (size_t)*n * sizeof *out);
     } else {
         printf("no checkpoint of the run loads from %s (TODO 6.6 writes one)\n", dir);
     }
     ckpt_free(&c);
     adam_free(&opt);
+    return out;
+}
+
+/* The CNN's parameters from the newest checkpoint in dir (the synthetic set's 28x28). */
+static float *program_params(const char *dir, int64_t *n) {
+    Rng rng;
+    rng_seed(&rng, 1, 0);
+    Cnn m;
+    cnn_init(&m, 1, 28, 28, 10, 1, &rng);
+    float *out = checkpoint_params(dir, &m.params, n);
     cnn_free(&m);
     return out;
 }
@@ -468,6 +474,17 @@ static bool digests_agree(const CommandResult *r, int ranks) {
     return true;
 }
 
+/* The largest and the mean absolute difference of two parameter arrays. */
+static void params_difference(const float *a, const float *b, int64_t n, double *worst,
+                              double *mean) {
+    *worst = 0, *mean = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double diff = fabs((double)a[i] - b[i]);
+        *worst = diff > *worst ? diff : *worst;
+        *mean += diff / (double)n;
+    }
+}
+
 /* N steps on W ranks with batch B each against N steps on 1 rank with batch W x B, from
  * the same seed. The same mathematics (the mean gradient over the same W x B images);
  * only the order of float sums differs, and Adam can turn a rounding difference into
@@ -487,12 +504,8 @@ static int body_program(const char *dir) {
         int64_t n1 = 0, nw = 0;
         float *one = program_params(d1, &n1), *many = program_params(dw, &nw);
         if (!one || !many) return CHECK_FAIL;
-        double worst = 0, mean = 0;
-        for (int64_t i = 0; i < n1; i++) {
-            double diff = fabs((double)one[i] - many[i]);
-            worst = diff > worst ? diff : worst;
-            mean += diff / (double)n1;
-        }
+        double worst, mean;
+        params_difference(one, many, n1, &worst, &mean);
         printf("%d ranks x batch 16 against 1 rank x batch %d, 6 Adam steps: parameters differ "
                "by %.2g at most, %.2g on average\n", ranks, 16 * ranks, worst, mean);
         if (!expect_true(worst <= 2 * 6 * 1e-3 && mean <= 1e-5, "the data-parallel run does not "
@@ -505,6 +518,100 @@ static int body_program(const char *dir) {
     return CHECK_PASS;
 }
 static int check_program(void) { return with_tmpdir("grade06", body_program); }
+
+/* The same for lesson 04's transformer (--model transformer, lm.c): a made-up text of
+ * 40 words (so the vocabulary, and the run, stay small), sequences of 8 tokens, a model
+ * 16 wide with one layer and no dropout (deterministic), 6 Adam steps of 4 sequences on
+ * each of 2 ranks against 6 steps of 8 on one rank. The sampler hands both runs the same
+ * 8 sequences a step, so the mean gradient is the same but for the order of float sums;
+ * the global-norm clipping (0.5) scales both alike. The bound is the CNN's: Adam may turn
+ * a rounding difference into a step of up to lr where a gradient is near 0, so at most
+ * 2 lr a parameter per step (0.012), and 1e-5 on average (the embedding rows of words
+ * no step saw have no gradient and do not move at all). Measured here: 3e-5 at most,
+ * 6e-8 on average; ranks that each take every sequence (the sampler's num_replicas
+ * and rank left at 1 and 0) give 1e-3 on average. */
+static bool write_made_up_text(const char *path) {
+    static const char *const words[] = {
+        "the", "a", "cat", "dog", "sat", "on", "mat", "ran", "to", "house", "and", "then",
+        "saw", "bird", "tree", "in", "garden", "big", "small", "red", "blue", "old", "new",
+        "man", "woman", "child", "ate", "bread", "drank", "milk", "under", "over", "hill",
+        "river", "walked", "slowly", "quickly", "happy", "sad", "day"};
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    uint64_t x = 12345;
+    for (int line = 0; line < 700; line++) {
+        for (int w = 0; w < 7; w++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            fprintf(f, "%s%s", w ? " " : "", words[(x >> 33) % (sizeof words / sizeof words[0])]);
+        }
+        fputc('\n', f);
+    }
+    return fclose(f) == 0;
+}
+
+static LmOptions lm_test_options(void) {
+    LmOptions o = lm_options_defaults();
+    o.d_model = 16, o.heads = 2, o.d_hid = 16, o.layers = 1, o.dropout = 0.0f, o.bptt = 8;
+    return o;
+}
+
+static bool run_lm_program(int ranks, int batch, const char *text, const char *dir,
+                           CommandResult *r) {
+    char b[16];
+    snprintf(b, sizeof b, "%d", batch);
+    const char *args[] = {"main", "--model", "transformer", "--text", "text", "--data", text,
+                          "--d-model", "16", "--heads", "2", "--d-hid", "16", "--layers", "1",
+                          "--dropout", "0", "--bptt", "8", "--batch-size", b, "--epochs", "1",
+                          "--seed", "5", "--max-steps", "6", "--test-limit", "16",
+                          "--checkpoint-dir", dir, NULL};
+    run_ranks(ranks, args, 120, r);
+    char end[96];
+    if (!r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
+    printf("the transformer on %d ranks ended: %s. It said:\n", ranks,
+           describe_end(r, end, sizeof end));
+    print_ranks_output(r->out);
+    return false;
+}
+
+static float *lm_program_params(const char *dir, const char *text, int64_t *n) {
+    const LmOptions o = lm_test_options();
+    const TextOptions topt = lm_text_options(&o);
+    TextCorpus corpus;
+    text_load("text", text, &topt, &corpus);
+    const TransformerConfig cfg = lm_model_config(&o, "tutorial", corpus.vocab.count);
+    text_free(&corpus);
+    Transformer m;
+    transformer_init(&m, &cfg, 1, o.bptt, 1);
+    float *out = checkpoint_params(dir, &m.params, n);
+    transformer_free(&m);
+    return out;
+}
+
+static int body_lm_program(const char *dir) {
+    REQUIRE_RANKS();
+    char text[600], d1[600], d2[600];
+    snprintf(text, sizeof text, "%s/words.txt", dir);
+    snprintf(d1, sizeof d1, "%s/one", dir);
+    snprintf(d2, sizeof d2, "%s/two", dir);
+    if (!expect_true(write_made_up_text(text), "cannot write %s", text)) return CHECK_FAIL;
+    CommandResult r;
+    if (!run_lm_program(1, 8, text, d1, &r)) return CHECK_FAIL;
+    if (!run_lm_program(2, 4, text, d2, &r) || !digests_agree(&r, 2)) return CHECK_FAIL;
+    int64_t n1 = 0, n2 = 0;
+    float *one = lm_program_params(d1, text, &n1), *two = lm_program_params(d2, text, &n2);
+    if (!one || !two) return CHECK_FAIL;
+    double worst, mean;
+    params_difference(one, two, n1, &worst, &mean);
+    printf("transformer, 2 ranks x 4 sequences against 1 rank x 8, 6 Adam steps: parameters "
+           "differ by %.2g at most, %.2g on average\n", worst, mean);
+    xfree(one), xfree(two);
+    return expect_true(worst <= 2 * 6 * 1e-3 && mean <= 1e-5, "the data-parallel transformer "
+                       "does not take the steps of one big batch (at most %.3g and 1e-5 on "
+                       "average allowed): the broadcast (6.2), the sampler (6.3) or the average "
+                       "(6.4)?", 2 * 6 * 1e-3)
+               ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_lm_program(void) { return with_tmpdir("grade06", body_lm_program); }
 
 /* Three epochs on 2 ranks: the job's training loss falls from epoch to epoch. */
 static int body_learns(const char *dir) {
@@ -688,6 +795,7 @@ int main(int argc, char **argv) {
     check_run("TODO 6.5", "metrics: the sums over all ranks", check_stats, 120);
     check_run("TODO 6.6", "print0 and save0: the epoch line once, only rank 0 writes", check_report, 120);
     check_run("TODO 6.1-6.6", "N steps on 2 (3) ranks x batch B = N steps on 1 rank x batch 2B (3B); ranks bit-identical", check_program, 300);
+    check_run("TODO 6.1-6.6", "the transformer: N steps on 2 ranks x B = 1 rank x 2B; ranks bit-identical", check_lm_program, 180);
     check_run("TODO 6.1-6.6", "3 epochs on 2 ranks: the training loss falls", check_learns, 240);
     check_run("TODO 6.7", "ring all-reduce = the library's, any size, 2 and 3 ranks", check_ring, 120);
     check_run("TODO 6.8", "bus bandwidth as nccl-tests define it", check_bus_bandwidth, 10);
