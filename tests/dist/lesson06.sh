@@ -5,6 +5,9 @@
 #     rank inside the second namespace (its "ssh" is `ip netns exec`); the ranks must
 #     end with the parameters of the same run on one host. Needs root and iproute2
 #     (network namespaces), else skipped.
+#   - lesson 03's checkpoints across rank counts: one epoch on 2 ranks, then the second
+#     resumed from its checkpoint on 3 ranks; it must end normally with an epoch-2 line
+#     and the same digest on all 3 ranks.
 #   - a rank killed with SIGKILL mid-epoch: the job must end within its --timeout
 #     plus a margin, non-zero, with a message naming the rank.
 # Last line: "N passed, M failed[, K skipped]".
@@ -70,6 +73,28 @@ AGENT
     else
         pass "lesson 06 on two hosts (namespaces, Open MPI over TCP): the same parameters as on one host ($(head -1 <<<"$d2" | cut -d' ' -f2))"
     fi
+fi
+
+# ---- checkpoints across rank counts: 2 ranks write, 3 ranks resume
+ck=$scratch/ck
+small=(--threads 1 --dataset synthetic --train-limit 600 --test-limit 100 --batch-size 50 --timeout 20
+    --checkpoint-dir "$ck")
+first=$(timeout 120 mpirun -n 2 --oversubscribe --mca btl self,vader,tcp "$bin" "${small[@]}" --epochs 1 2>&1)
+first_status=$?
+second=$(timeout 120 mpirun -n 3 --oversubscribe --mca btl self,vader,tcp "$bin" "${small[@]}" --epochs 2 --resume 2>&1)
+second_status=$?
+d3=$(digests "$second")
+if [ $first_status -ne 0 ] || ! ls "$ck"/*.ckpt >/dev/null 2>&1; then
+    fail "resume on another rank count: the 2-rank epoch ended with $first_status and left no checkpoint in $ck"
+    tail -15 <<<"$first" | sed 's/^/        /'
+elif [ $second_status -ne 0 ] || ! grep -q "now on 3 ranks" <<<"$second" || ! grep -qE '^ +2 +[0-9]' <<<"$second"; then
+    fail "resume on another rank count: 3 ranks resuming 2 ranks' checkpoint ended with $second_status, without a resumed epoch 2"
+    tail -15 <<<"$second" | sed 's/^/        /'
+elif [ "$(wc -l <<<"$d3")" -ne 3 ] || [ "$(cut -d' ' -f2 <<<"$d3" | sort -u | wc -l)" -ne 1 ]; then
+    fail "resume on another rank count: the 3 ranks end with different parameters ($(echo $d3))"
+    tail -15 <<<"$second" | sed 's/^/        /'
+else
+    pass "checkpoint of 2 ranks resumed on 3: epoch 2 trained, all 3 ranks at $(head -1 <<<"$d3" | cut -d' ' -f2)"
 fi
 
 # ---- a rank killed mid-epoch
