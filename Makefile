@@ -149,8 +149,10 @@ $(BUILD)/obj/%.o: %.cu $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
-# lib/dist's MPI backend needs MPI's headers; nothing else does.
+# lib/dist's MPI backend needs MPI's headers, and so does make bench-comm's plain
+# MPI_Allreduce beside it; nothing else does.
 $(BUILD)/obj/lib/dist/dist_mpi.o: CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/obj/bench/bench_comm.o: CFLAGS += $(MPI_CFLAGS)
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@

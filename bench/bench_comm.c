@@ -4,8 +4,10 @@
  *   busbw = algbw * 2 (n - 1) / n               (what each link carries in a ring:
  *                                                comparable across rank counts)
  * Started as several ranks (mpirun -n 2 bench_comm, or srun in a job). CPU ranks
- * measure the MPI backend (Open MPI's MPI_Allreduce); --device cuda the NCCL backend
- * on one GPU per rank. Each size: warm-up calls, then the best of --rounds rounds
+ * measure the MPI backend (lib/dist: Open MPI's non-blocking MPI_Iallreduce, its
+ * request polled to completion, which is what lets a rank time out) and, beside it, a
+ * plain blocking MPI_Allreduce on MPI_COMM_WORLD with the same buffer (in a build with
+ * MPI: HAVE_MPI); --device cuda the NCCL backend on one GPU per rank. Each size: warm-up calls, then the best of --rounds rounds
  * of --iters calls, each round's time the ranks' mean (they start together after a
  * barrier and a collective ends nearly together on all). Prints a table; --metrics
  * writes one JSON line per size. */
@@ -23,6 +25,10 @@
 #include "cuda/device.h"
 #include "dist/dist.h"
 
+#ifdef HAVE_MPI
+#include <mpi.h>
+#endif
+
 typedef struct {
     const char *device, *metrics, *max_bytes;
     int iters, rounds, ranks;
@@ -39,11 +45,23 @@ static int64_t parse_bytes(const char *s) {
     return (int64_t)v * unit;
 }
 
-/* The ranks' mean seconds for `iters` all-reduces of t. */
-static double time_all_reduce(Dist *d, Tensor *t, int iters) {
+/* The ranks' mean seconds for `iters` all-reduces of t: the library's (blocking 0), or
+ * a plain MPI_Allreduce (blocking 1). */
+static double time_all_reduce(Dist *d, Tensor *t, int iters, int blocking) {
+#ifndef HAVE_MPI
+    (void)blocking; /* never set without MPI */
+#endif
     dist_barrier(d);
     double t0 = now_seconds();
-    for (int i = 0; i < iters; i++) dist_all_reduce(d, t, DIST_SUM);
+    for (int i = 0; i < iters; i++) {
+#ifdef HAVE_MPI
+        if (blocking) {
+            MPI_Allreduce(MPI_IN_PLACE, t->data, (int)t->size, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            continue;
+        }
+#endif
+        dist_all_reduce(d, t, DIST_SUM);
+    }
     if (t->device == DEVICE_CUDA) cuda_sync();
     return dist_sum_double(d, now_seconds() - t0) / d->world_size;
 }
@@ -68,8 +86,17 @@ int main(int argc, char **argv) {
     const int W = d->world_size;
     char about[256];
     dist_describe(d, about, sizeof about);
-    print0("%s\nall-reduce (sum, float32), best of %d rounds, the ranks' mean time\n", about, c.rounds);
-    print0("%12s %12s %10s %12s %12s\n", "bytes", "floats", "time (us)", "algbw GB/s", "busbw GB/s");
+    /* the plain MPI_Allreduce beside the library's: MPI ranks on host buffers only */
+    const int blocking = d->device == DEVICE_CPU && strcmp(d->backend, "mpi") == 0;
+#ifndef HAVE_MPI
+    if (blocking) fatal("the mpi backend without HAVE_MPI: rebuild (make bench-comm)");
+#endif
+    print0("%s\nall-reduce (sum, float32), best of %d rounds, the ranks' mean time; %s\n", about,
+           c.rounds, blocking ? "lib/dist is MPI_Iallreduce, polled; beside it a plain blocking "
+                                "MPI_Allreduce, the two taking turns" : "lib/dist");
+    print0("%12s %12s %10s %12s %12s", "bytes", "floats", "time (us)", "algbw GB/s", "busbw GB/s");
+    if (blocking) print0(" %12s %14s", "MPI_Allreduce", "busbw GB/s");
+    print0("\n");
     MetricsFile *mf = d->rank == 0 ? metrics_open(c.metrics) : NULL;
     for (int64_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
         const int64_t n = bytes / 4;
@@ -77,24 +104,33 @@ int main(int argc, char **argv) {
         /* the same amount of data per round for every size, within limits */
         int iters = c.iters;
         if (bytes > ((int64_t)1 << 20)) iters = (int)(c.iters * ((int64_t)1 << 20) / bytes) + 1;
-        time_all_reduce(d, &t, 2); /* warm-up: connections, buffers, first touch */
-        double best = 1e30;
-        for (int r = 0; r < c.rounds; r++) {
-            double s = time_all_reduce(d, &t, iters) / iters;
-            if (s < best) best = s;
-        }
-        const double algbw = (double)bytes / best / 1e9;
+        double best[2] = {1e30, 1e30}; /* the library's, MPI_Allreduce's */
+        for (int which = 0; which <= blocking; which++) /* warm-up: connections, buffers */
+            time_all_reduce(d, &t, 2, which);
+        for (int r = 0; r < c.rounds; r++)
+            for (int which = 0; which <= blocking; which++) {
+                double s = time_all_reduce(d, &t, iters, which) / iters;
+                if (s < best[which]) best[which] = s;
+            }
+        const double algbw = (double)bytes / best[0] / 1e9;
         const double busbw = algbw * 2.0 * (W - 1) / W;
-        print0("%12lld %12lld %10.1f %12.3f %12.3f\n", (long long)bytes, (long long)n, best * 1e6,
+        const double mpi_busbw = (double)bytes / best[1] / 1e9 * 2.0 * (W - 1) / W;
+        print0("%12lld %12lld %10.1f %12.3f %12.3f", (long long)bytes, (long long)n, best[0] * 1e6,
                algbw, busbw);
+        if (blocking) print0(" %10.1f us %14.3f", best[1] * 1e6, mpi_busbw);
+        print0("\n");
         metrics_begin(mf);
         metrics_str(mf, "backend", d->backend);
         metrics_int(mf, "ranks", W);
         metrics_int(mf, "nodes", d->nodes);
         metrics_int(mf, "bytes", bytes);
-        metrics_num(mf, "time_us", best * 1e6);
+        metrics_num(mf, "time_us", best[0] * 1e6);
         metrics_num(mf, "algbw_GBps", algbw);
         metrics_num(mf, "busbw_GBps", busbw);
+        if (blocking) {
+            metrics_num(mf, "mpi_allreduce_time_us", best[1] * 1e6);
+            metrics_num(mf, "mpi_allreduce_busbw_GBps", mpi_busbw);
+        }
         metrics_end(mf);
         tensor_free(&t);
     }
