@@ -20,12 +20,12 @@ echo "(JSON lines: $metrics)"
 if [ "$device" = cpu ]; then
     echo
     echo "== lesson 06's ring all-reduce (solution) against the library's (MPI_Iallreduce, polled)"
-    ring=$(mpirun -n "$ranks" --oversubscribe --bind-to none "$build/solutions/06-ddp/train" \
-        --threads 1 --collectives)
-    echo "$ring"
+    ring=$build/bench/comm-ring-$ranks.txt
+    mpirun -n "$ranks" --oversubscribe --bind-to none "$build/solutions/06-ddp/train" \
+        --threads 1 --collectives | tee "$ring"
     echo
     echo "== the ring (above) against Open MPI's blocking MPI_Allreduce (first table), bus bandwidth"
-    python3 - "$metrics" <<<"$ring" <<'PY'
+    python3 - "$metrics" "$ring" <<'PY'
 import json, re, sys
 mpi = {}
 for line in open(sys.argv[1]):
@@ -34,7 +34,7 @@ for line in open(sys.argv[1]):
         mpi[r["bytes"]] = (r["mpi_allreduce_busbw_GBps"], r["busbw_GBps"])
 print("%12s  %12s  %14s  %14s  %14s" % ("bytes", "ring busbw", "MPI_Iallreduce", "MPI_Allreduce",
                                          "ring/Allreduce"))
-for line in sys.stdin:
+for line in open(sys.argv[2]):
     m = re.match(r"\s*(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x\s*$", line)
     if m and int(m.group(1)) in mpi:
         b, ring = int(m.group(1)), float(m.group(3))
