@@ -14,8 +14,11 @@ OPT     ?= -O3
 WERROR  ?=
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes $(WERROR)
 # -ffp-contract=fast: C11 mode would otherwise forbid fusing a*b+c into one FMA.
+# -fno-math-errno: no code reads errno after sqrtf, and a call that may set it is a
+# branch that keeps a loop scalar (Adam's update ran at 11 cycles an element); the
+# results are the same bits.
 CFLAGS  := -std=c11 -D_GNU_SOURCE -DCOURSE_ROOT='"$(CURDIR)"' $(OPT) -march=$(ARCH) \
-           -ffp-contract=fast -fopenmp $(WARN) -Ilib -Itests
+           -ffp-contract=fast -fno-math-errno -fopenmp $(WARN) -Ilib -Itests
 LDLIBS  := -fopenmp -lm $(LDEXTRA)   # LDEXTRA: e.g. the sanitizers' runtime
 BUILD   := build
 PYTHON  ?= /usr/bin/python3

@@ -24,7 +24,7 @@ void add_forward(Tensor *out, const Tensor *a, const Tensor *b) {
     const int64_t n = a->size;
     const float *x = a->data, *y = b->data;
     float *z = out->data;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
     for (int64_t i = 0; i < n; i++) z[i] = x[i] + y[i];
 }
 
@@ -32,7 +32,7 @@ static void accumulate(Tensor *d, const Tensor *dout) {
     const int64_t n = dout->size;
     const float *g = dout->data;
     float *x = d->data;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
     for (int64_t i = 0; i < n; i++) x[i] += g[i];
 }
 

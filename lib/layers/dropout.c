@@ -52,7 +52,7 @@ void dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, bool 
     const uint64_t key = dropout_draw_key(rng), threshold = dropout_threshold(p);
     const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     float *m = mask->data;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
     for (int64_t i = 0; i < n; i++) {
         m[i] = dropout_keeps(key, (uint64_t)i, threshold) ? keep_scale : 0.0f;
         y[i] = x[i] * m[i];
@@ -68,11 +68,11 @@ void dropout_backward(Tensor *din, const Tensor *dout, const Tensor *mask) {
     float *dx = din->data;
     const float *dy = dout->data;
     if (!mask) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
         for (int64_t i = 0; i < n; i++) dx[i] += dy[i];
         return;
     }
     const float *m = mask->data;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
     for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * m[i];
 }

@@ -17,7 +17,7 @@ void relu_forward(Tensor *out, const Tensor *in) {
     CHECK_DEVICE(in, DEVICE_CPU);
     CHECK_DEVICE(out, DEVICE_CPU);
     const int64_t n = in->size;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
     for (int64_t i = 0; i < n; i++) out->data[i] = in->data[i] > 0.0f ? in->data[i] : 0.0f;
 }
 
@@ -26,7 +26,7 @@ void relu_backward(Tensor *din, const Tensor *dout, const Tensor *out) {
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);
     const int64_t n = dout->size;
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
     for (int64_t i = 0; i < n; i++)
         din->data[i] += out->data[i] > 0.0f ? dout->data[i] : 0.0f;
 }

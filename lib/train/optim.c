@@ -37,7 +37,7 @@ void sgd_step(Sgd *opt, ParamList *params) {
     const float lr = opt->lr, wd = opt->weight_decay, momentum = opt->momentum;
     const bool first = opt->step == 1;
     /* element-wise: any split over threads gives the same bits */
-#pragma omp parallel for simd schedule(static) if (params->total > OPTIM_PARALLEL_MIN)
+#pragma omp parallel for simd schedule(static) if (parallel : params->total > OPTIM_PARALLEL_MIN)
     for (int64_t k = 0; k < params->total; k++) {
         float d = g[k] + wd * p[k];
         if (momentum != 0.0f) {
@@ -68,21 +68,22 @@ void adamw_init(Adam *opt, const ParamList *params, float lr, float weight_decay
 
 void adam_update(float *p, const float *g, float *m, float *v, int64_t n, const Adam *opt,
                  int64_t t) {
-    const float b1 = opt->beta1, b2 = opt->beta2;
+    /* Every setting in a local: read through opt inside the loop, each would be loaded
+     * again per element (a store to p, m or v might change it). */
+    const float b1 = opt->beta1, b2 = opt->beta2, lr = opt->lr, eps = opt->eps;
     const float bias1 = 1.0f - powf(b1, (float)t);
     const float bias2_sqrt = sqrtf(1.0f - powf(b2, (float)t));
-    const float step_size = opt->lr / bias1;
-    const float wd = opt->weight_decay;
-#pragma omp parallel for simd schedule(static) if (n > OPTIM_PARALLEL_MIN)
+    const float step_size = lr / bias1;
+    const float decay = opt->decoupled ? opt->weight_decay : 0.0f; /* AdamW: p shrinks first */
+    const float l2 = opt->decoupled ? 0.0f : opt->weight_decay;    /* Adam: joins the gradient */
+#pragma omp parallel for simd schedule(static) if (parallel : n > OPTIM_PARALLEL_MIN)
     for (int64_t k = 0; k < n; k++) {
         float grad = g[k];
-        if (wd != 0.0f) {
-            if (opt->decoupled) p[k] *= 1.0f - opt->lr * wd;
-            else grad += wd * p[k];
-        }
+        if (decay != 0.0f) p[k] *= 1.0f - lr * decay;
+        if (l2 != 0.0f) grad += l2 * p[k];
         m[k] = b1 * m[k] + (1.0f - b1) * grad;
         v[k] = b2 * v[k] + (1.0f - b2) * grad * grad;
-        p[k] -= step_size * m[k] / (sqrtf(v[k]) / bias2_sqrt + opt->eps);
+        p[k] -= step_size * m[k] / (sqrtf(v[k]) / bias2_sqrt + eps);
     }
 }
 
