@@ -215,6 +215,11 @@ GRADE_LDFLAGS_01 := -rdynamic $(foreach f,$(GRADE_WRAPPED_01),-Wl,--wrap=$(f))
 GRADE_WRAPPED_04 := text_batchify text_get_batch positional_table_fill layernorm_forward \
                     layernorm_backward attention_forward attention_backward
 GRADE_LDFLAGS_04 := -rdynamic $(foreach f,$(GRADE_WRAPPED_04),-Wl,--wrap=$(f))
+# Lesson 05's grader likewise (tests/graders/grade05.c): the library's twins of TODOs
+# 5.1-5.6, not the helpers the TODOs call (ppo_act, ppo_env_step, adam_step, ...).
+GRADE_WRAPPED_05 := ppo_collect gae ppo_policy_loss ppo_value_loss ppo_entropy_bonus \
+                    categorical_entropy categorical_entropy_backward ppo_normalize_advantages ppo_update
+GRADE_LDFLAGS_05 := -rdynamic $(foreach f,$(GRADE_WRAPPED_05),-Wl,--wrap=$(f))
 
 define LESSON_RULES
 $(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.c $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)

@@ -15,8 +15,37 @@
 #include "lesson.h"
 #include "rl/distributions.h"
 #include "rl/gae.h"
+#include "train/clip.h"
 
 /* ---------------------------------------------------------------- helpers */
+
+/* Your TODOs must not call the library's versions of themselves (refuse_library.h); the
+ * helpers they are meant to call (ppo_act, ppo_env_step, ppo_minibatch_gradients,
+ * adam_step, ...) are not wrapped. */
+static bool lesson_function(const char *name) { return strncmp(name, "lesson_", 7) == 0; }
+#include "graders/refuse_library.h"
+WRAP_VOID(ppo_collect, (Ppo *p), (p))
+WRAP_VOID(gae, (float *adv, float *ret, const float *r, const float *v, const float *nv, const uint8_t *term,
+                const uint8_t *trunc, int T, int N, float g, float l), (adv, ret, r, v, nv, term, trunc, T, N, g, l))
+WRAP_VALUE(float, ppo_policy_loss, (float *d, PpoPolicyStats *st, const float *lp, const float *olp, const float *a,
+                                    int n, float c), (d, st, lp, olp, a, n, c))
+WRAP_VALUE(float, ppo_value_loss, (float *d, const float *v, const float *ov, const float *r, int n, float c,
+                                   float vf), (d, v, ov, r, n, c, vf))
+WRAP_VALUE(float, ppo_entropy_bonus, (float *d, const float *z, int n, int A, float e), (d, z, n, A, e))
+WRAP_VOID(categorical_entropy, (float *h, const float *z, int b, int A), (h, z, b, A))
+WRAP_VOID(categorical_entropy_backward, (float *d, const float *dh, const float *z, int b, int A), (d, dh, z, b, A))
+WRAP_VOID(ppo_normalize_advantages, (float *adv, int n), (adv, n))
+WRAP_VOID(ppo_update, (Ppo *p, PpoUpdateStats *st), (p, st))
+
+/* A finite-difference check measures the lesson's own loss: where that loss's value is
+ * already wrong, say so instead of blaming the gradient. */
+static bool loss_value_right(const char *what, float got, float want, const char *hint) {
+    if (fabsf(got - want) <= 1e-6f + 1e-5f * fabsf(want)) return true;
+    printf("the %s itself is wrong: %.7g, the library's %.7g%s. The finite differences measure your loss, so "
+           "they are off too: make its value right first (this TODO's first check)\n",
+           what, (double)got, (double)want, hint ? hint : "");
+    return false;
+}
 
 /* A run of env with T steps of N copies per rollout, one thread. */
 static Ppo *new_ppo(const char *env, int T, int N, uint64_t seed) {
@@ -257,10 +286,11 @@ static int check_policy_library(void) {
     PpoPolicyStats sm, sr;
     const float lm = lesson_policy_loss(mine, &sm, d.logp, d.old_logp, d.adv, NB, 0.2f);
     const float lr = ppo_policy_loss(ref, &sr, d.logp, d.old_logp, d.adv, NB, 0.2f);
-    bool ok = expect_close("policy loss", &lm, &lr, 1, 1e-6f, 1e-5f);
-    ok = ok && expect_close("dlogp (after adding into non-zero values)", mine, ref, NB, 1e-7f, 1e-5f);
-    if (!ok) printf("(the gradient of a mean: divide by n; add with +=)\n");
-    return ok ? CHECK_PASS : CHECK_FAIL;
+    const bool loss_ok = expect_close("policy loss", &lm, &lr, 1, 1e-6f, 1e-5f);
+    if (!loss_ok) printf("(the mean over the n samples of the larger of -A ratio and -A clip(ratio))\n");
+    const bool grad_ok = expect_close("dlogp (after adding into non-zero values)", mine, ref, NB, 1e-7f, 1e-5f);
+    if (!grad_ok) printf("(the gradient of a mean: divide by n; add with +=)\n");
+    return loss_ok && grad_ok ? CHECK_PASS : CHECK_FAIL;
 }
 
 typedef struct {
@@ -277,9 +307,11 @@ static double policy_objective(void *ctx) {
 
 static int check_policy_fd(void) {
     PolicyFd s = {loss_data(63), 0.2f};
-    float g[NB] = {0};
+    float g[NB] = {0}, g_ref[NB] = {0};
     PpoPolicyStats st;
-    lesson_policy_loss(g, &st, s.d.logp, s.d.old_logp, s.d.adv, NB, 0.2f);
+    const float lm = lesson_policy_loss(g, &st, s.d.logp, s.d.old_logp, s.d.adv, NB, 0.2f);
+    const float lr = ppo_policy_loss(g_ref, &st, s.d.logp, s.d.old_logp, s.d.adv, NB, 0.2f);
+    if (!loss_value_right("policy loss", lm, lr, NULL)) return CHECK_FAIL;
     /* eps 1e-3 moves a log-ratio by 1e-3: it stays on its side of every clip edge */
     return fd_check("d loss / d logp", s.d.logp, g, NB, policy_objective, &s, 1e-3f, 3e-5, 2e-3) ? CHECK_PASS
                                                                                                  : CHECK_FAIL;
@@ -331,8 +363,14 @@ static int check_value_library(void) {
         const float lm = lesson_value_loss(mine, d.value, d.old_value, d.returns, NB, clips[c], 0.5f);
         const float lr = ppo_value_loss(ref, d.value, d.old_value, d.returns, NB, clips[c], 0.5f);
         printf("clip_coef %g:\n", (double)clips[c]);
-        ok = expect_close("value loss", &lm, &lr, 1, 1e-6f, 1e-5f) &&
-             expect_close("dvalue (vf_coef 0.5, added into non-zero values)", mine, ref, NB, 1e-7f, 1e-5f);
+        const bool loss_ok = expect_close("value loss", &lm, &lr, 1, 1e-6f, 1e-5f);
+        if (!loss_ok)
+            printf("(1/2 the mean over the n samples of the %s)\n",
+                   clips[c] > 0 ? "larger of the two squared errors" : "squared error");
+        const bool grad_ok = expect_close("dvalue (vf_coef 0.5, added into non-zero values)", mine, ref, NB, 1e-7f,
+                                          1e-5f);
+        if (!grad_ok) printf("(vf_coef times the gradient of a mean: divide by n; add with +=)\n");
+        ok = loss_ok && grad_ok;
     }
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
@@ -352,9 +390,16 @@ static int check_value_fd(void) {
     bool ok = true;
     for (int c = 0; c < 2; c++) {
         ValueFd s = {loss_data(73), c ? 0.2f : 0.0f};
-        float g[NB] = {0};
-        lesson_value_loss(g, s.d.value, s.d.old_value, s.d.returns, NB, s.clip, 0.5f); /* vf_coef 0.5 */
+        float g[NB] = {0}, g_ref[NB] = {0};
+        const float lm = lesson_value_loss(g, s.d.value, s.d.old_value, s.d.returns, NB, s.clip, 0.5f); /* vf_coef 0.5 */
+        const float lr = ppo_value_loss(g_ref, s.d.value, s.d.old_value, s.d.returns, NB, s.clip, 0.5f);
         printf("clip_coef %g:\n", (double)s.clip);
+        if (!loss_value_right("value loss", lm, lr,
+                              fabsf(lm - 2 * lr) <= 1e-5f * fabsf(lr) ? " (twice the library's: is the 1/2 missing?)"
+                                                                      : NULL)) {
+            ok = false;
+            continue;
+        }
         /* eps 1e-2: the loss is quadratic (no truncation error) and returned as a float of
          * about 3 (rounding 2.4e-7, over 2 eps: 1.2e-5) */
         ok = fd_check("vf_coef * d loss / d value", s.d.value, g, NB, value_objective, &s, 1e-2f, 3e-5, 2e-3) && ok;
@@ -428,21 +473,146 @@ static int check_entropy_large(void) {
 
 /* ---------------------------------------------------------------- TODO 5.6 */
 
+/* The usual mistakes of TODO 5.6: replay_update makes each of them in the library's
+ * update, so that diagnose_update can tell which one reproduces a participant's numbers. */
+typedef enum {
+    UPD_RIGHT, /* the library's update */
+    UPD_ADV_WHOLE_BATCH,
+    UPD_NO_SHUFFLE,
+    UPD_PERM_NEVER_FILLED,
+    UPD_SHUFFLE_ONCE,
+    UPD_ZERO_ONCE,
+    UPD_CLIP_AFTER_ADAM,
+    UPD_STD_N,
+    UPD_MISTAKES
+} UpdateMistake;
+
+static const char *const UPDATE_MISTAKE[UPD_MISTAKES] = {
+    NULL,
+    "the advantages are normalised over the whole rollout; normalise each mini-batch's instead "
+    "(p->mb.advantages, after minibatch_gather)",
+    "the rows are taken in the rollout's order: draw a new order each epoch with "
+    "rng_permutation(&p->shuffle_rng, p->perm, batch) and gather p->perm + start",
+    "p->perm is never filled (all zeros: every mini-batch is row 0 over and over): "
+    "rng_permutation(&p->shuffle_rng, p->perm, batch) at the start of each epoch",
+    "one rng_permutation per update: each epoch draws its own order (the call goes inside the epoch loop)",
+    "the gradients are zeroed once per update (or never): params_zero_grad before every mini-batch, "
+    "since the backward passes add into them",
+    "clip_grad_norm comes after adam_step, where it changes nothing (the next mini-batch zeroes the "
+    "gradients): clip first, then step",
+    "the standard deviation divides by n: torch.std, and the library, divide by n - 1",
+};
+
+/* (x - mean) / (std + 1e-8) in place as ppo_normalize_advantages computes it, std with
+ * divisor n - 1 (right) or n (a mistake). */
+static void normalize_with(float *adv, int n, int divisor) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++) mean += adv[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) var += (adv[i] - mean) * (adv[i] - mean);
+    const double scale = 1.0 / (sqrt(var / divisor) + 1e-8);
+    for (int i = 0; i < n; i++) adv[i] = (float)((adv[i] - mean) * scale);
+}
+
+/* The library's update (ppo_update, without its statistics), with mistake m made. */
+static void replay_update(Ppo *p, UpdateMistake m) {
+    const PpoConfig *c = &p->cfg;
+    const int batch = ppo_batch_size(p), size = ppo_minibatch_size(p);
+    if (m == UPD_ADV_WHOLE_BATCH && c->norm_adv) normalize_with(p->buf.advantages, batch, batch - 1);
+    if (m == UPD_NO_SHUFFLE)
+        for (int i = 0; i < batch; i++) p->perm[i] = i;
+    if (m == UPD_SHUFFLE_ONCE) rng_permutation(&p->shuffle_rng, p->perm, batch);
+    if (m == UPD_ZERO_ONCE) params_zero_grad(&p->policy.params);
+    for (int epoch = 0; epoch < c->update_epochs; epoch++) {
+        if (m != UPD_NO_SHUFFLE && m != UPD_PERM_NEVER_FILLED && m != UPD_SHUFFLE_ONCE)
+            rng_permutation(&p->shuffle_rng, p->perm, batch);
+        double last_kl = 0;
+        for (int start = 0; start < batch; start += size) {
+            minibatch_gather(&p->mb, &p->buf, p->perm + start, size);
+            if (c->norm_adv && m != UPD_ADV_WHOLE_BATCH)
+                normalize_with(p->mb.advantages, size, m == UPD_STD_N ? size : size - 1);
+            if (m != UPD_ZERO_ONCE) params_zero_grad(&p->policy.params);
+            const PpoMinibatchStats s = ppo_minibatch_gradients(p, size);
+            if (m != UPD_CLIP_AFTER_ADAM) clip_grad_norm(&p->policy.params, c->max_grad_norm);
+            adam_step(&p->opt, &p->policy.params);
+            if (m == UPD_CLIP_AFTER_ADAM) clip_grad_norm(&p->policy.params, c->max_grad_norm);
+            last_kl = s.pg.approx_kl;
+        }
+        if (c->target_kl > 0 && last_kl > c->target_kl) break;
+    }
+}
+
+static Ppo *new_update_run(float target_kl, int norm_adv) {
+    Ppo *p = new_ppo("cartpole", 64, 4, 31);
+    p->cfg.target_kl = target_kl;
+    p->cfg.norm_adv = norm_adv;
+    return p;
+}
+
+/* One update's input, as compare_update makes it: the rollout, its values, GAE. */
+static void prepare_update(Ppo *p) {
+    ppo_set_lr(p);
+    ppo_collect(p);
+    ppo_compute_values(p);
+    ppo_advantages(p);
+}
+
+/* Your parameters differ from the library's after `updates` updates: replays them from
+ * the same seed with each usual mistake and names the one that gives your parameters
+ * (as grade01's diagnose_train_epoch does); the general hints where none does. */
+static void diagnose_update(const Ppo *mine, int updates, float target_kl, int norm_adv) {
+    const Tensor *got = &mine->policy.params.values;
+    for (int m = UPD_RIGHT + 1; m < UPD_MISTAKES; m++) {
+        Ppo *r = new_update_run(target_kl, norm_adv);
+        for (int u = 0; u < updates; u++) {
+            prepare_update(r);
+            replay_update(r, (UpdateMistake)m);
+            r->updates++;
+        }
+        const Tensor *want = &r->policy.params.values;
+        bool same = true;
+        for (int64_t i = 0; same && i < want->size; i++)
+            same = fabsf(got->data[i] - want->data[i]) <= 1e-6f + 1e-4f * fabsf(want->data[i]);
+        free_ppo(r);
+        if (same) {
+            printf("hint: the library's update with this mistake gives your parameters: %s\n", UPDATE_MISTAKE[m]);
+            return;
+        }
+    }
+    printf("hints: one rng_permutation per epoch; minibatch_gather(&p->mb, &p->buf, p->perm + start, size); "
+           "normalise each mini-batch's advantages (std with n - 1); zero the grads before "
+           "ppo_minibatch_gradients; clip_grad_norm, then adam_step\n");
+}
+
+/* Whether mine's parameters are ref's (the check's tolerance); else names the first
+ * parameter that differs, and where. */
+static bool same_parameters(const Ppo *mine, const Ppo *ref) {
+    const ParamList *a = &mine->policy.params, *b = &ref->policy.params;
+    for (int k = 0; k < b->count; k++) {
+        const Tensor *x = &a->items[k]->value, *y = &b->items[k]->value;
+        char what[128];
+        snprintf(what, sizeof what, "parameters after the update, %s", b->items[k]->name);
+        if (expect_close(what, x->data, y->data, y->size, 1e-6f, 1e-4f)) continue;
+        for (int64_t i = 0; i < y->size; i++)
+            if (!(fabsf(x->data[i] - y->data[i]) <= 1e-6f + 1e-4f * fabsf(y->data[i]))) {
+                if (y->ndim == 2)
+                    printf("(%s [%d, %d]: index %lld is row %lld, column %lld)\n", b->items[k]->name, y->shape[0],
+                           y->shape[1], (long long)i, (long long)(i / y->shape[1]), (long long)(i % y->shape[1]));
+                break;
+            }
+        return false;
+    }
+    return true;
+}
+
 /* Both runs take the same rollout; yours runs lesson_update, the reference ppo_update,
  * both with the library's losses. */
 static bool compare_update(float target_kl, int norm_adv) {
-    Ppo *mine = new_ppo("cartpole", 64, 4, 31), *ref = new_ppo("cartpole", 64, 4, 31);
-    mine->cfg.target_kl = ref->cfg.target_kl = target_kl;
-    mine->cfg.norm_adv = ref->cfg.norm_adv = norm_adv;
+    Ppo *mine = new_update_run(target_kl, norm_adv), *ref = new_update_run(target_kl, norm_adv);
     bool ok = true;
     for (int u = 0; ok && u < 2; u++) {
-        Ppo *ps[2] = {mine, ref};
-        for (int k = 0; k < 2; k++) {
-            ppo_set_lr(ps[k]);
-            ppo_collect(ps[k]);
-            ppo_compute_values(ps[k]);
-            ppo_advantages(ps[k]);
-        }
+        prepare_update(mine);
+        prepare_update(ref);
         PpoUpdateStats sm = {0}, sr;
         lesson_update(mine, &sm);
         ppo_update(ref, &sr);
@@ -453,12 +623,9 @@ static bool compare_update(float target_kl, int norm_adv) {
                          (long long)mine->opt.step, (long long)ref->opt.step, ref->cfg.update_epochs,
                          ref->cfg.num_minibatches);
         if (!ok) break;
-        const Tensor *pm = &mine->policy.params.values, *pr = &ref->policy.params.values;
-        ok = expect_close("parameters after the update", pm->data, pr->data, pm->size, 1e-6f, 1e-4f);
+        ok = same_parameters(mine, ref);
         if (!ok) {
-            printf("hints: one rng_permutation per epoch; minibatch_gather(&p->mb, &p->buf, p->perm + start, size); "
-                   "normalise the advantages (std with n - 1); zero the grads before ppo_minibatch_gradients; "
-                   "clip_grad_norm, then adam_step\n");
+            diagnose_update(mine, u + 1, target_kl, norm_adv);
             break;
         }
         const float got[6] = {(float)sm.policy_loss, (float)sm.value_loss, (float)sm.entropy, (float)sm.approx_kl,
