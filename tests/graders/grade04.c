@@ -269,7 +269,17 @@ static bool compare_attention(const AttnCase *c, uint64_t seed, float dropout, f
     if (expect_close("probs", probs[0].data, probs[1].data, probs[1].size, 1e-5f, 1e-4f))
         expect_close("ctx", ctx[0].data, ctx[1].data, ctx[1].size, 1e-5f, 1e-4f);
     const char *m = attention_mistake(c, probs[0].data, &qkv);
+    int64_t above = -1; /* the first p[i][j], j > i, that holds a weight */
+    for (int64_t e = 0; e < probs[0].size && above < 0; e++) {
+        const int i = (int)(e / c->T % c->T), j = (int)(e % c->T);
+        if (j > i && isfinite(probs[0].data[e]) && probs[0].data[e] != 0.0f) above = e;
+    }
     if (m) printf("hint: %s\n", m);
+    else if (above >= 0)
+        printf("p[%d][%d] of head %d, sequence %d is %g\nhint: p[i][j] for j > i must be 0: query i may "
+               "only see keys 0..i (the causal mask)\n", (int)(above / c->T % c->T), (int)(above % c->T),
+               (int)(above / ((int64_t)c->T * c->T) % c->H), (int)(above / ((int64_t)c->T * c->T * c->H)),
+               (double)probs[0].data[above]);
     else if (!all_finite(probs[0].data, probs[0].size))
         printf("hint: NaN or inf in p: %s\n", scale > 10 ? "subtract the largest score of the row (j <= i) before "
                "exp(): exp of a score of 1000 is inf in float" : "every entry of the row must be "
@@ -308,6 +318,64 @@ static int check_attention_large(void) {
 
 /* ---------------------------------------------------------------- TODO 4.4 */
 
+/* The queries' and keys' gradients (init plus) computed the usual wrong ways, from the
+ * same dL/dp as the given code hands TODO 4.4: kind 0 without the 1/sqrt(dh) scale, 1 with
+ * it twice, 2 with the row's dot product summed while the row is overwritten, 3 with the
+ * dot product taken after the row was overwritten with p * dp. */
+static void attention_backward_variant(const AttnCase *c, int kind, const Tensor *qkv,
+                                       const Tensor *dctx, const Tensor *probs,
+                                       const Tensor *dropped, Tensor *out) {
+    const int T = c->T, dh = c->dh, D = c->H * dh, ld = 3 * D;
+    const float scale = kind == 0 ? 1.0f : kind == 1 ? 1.0f / (float)dh : 1.0f / sqrtf((float)dh);
+    float *ds = xmalloc(sizeof(float) * (size_t)T * T);
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->H; h++) {
+            const size_t off = (size_t)b * T * ld + (size_t)h * dh;
+            const size_t first = ((size_t)b * c->H + h) * T * T;
+            const float *q = qkv->data + off, *k = q + D, *v = q + 2 * D;
+            const float *p = probs->data + first, *w = dropped ? dropped->data + first : p;
+            const float *dc = dctx->data + (size_t)b * T * D + (size_t)h * dh;
+            float *dq = out->data + off, *dk = dq + D;
+            for (int i = 0; i < T; i++) {
+                float *di = ds + (size_t)i * T;
+                const float *pi = p + (size_t)i * T;
+                for (int j = 0; j <= i; j++) { /* dL/dp, as the given code computes it */
+                    float g = 0.0f;
+                    for (int d = 0; d < dh; d++) g += dc[(size_t)i * D + d] * v[(size_t)j * ld + d];
+                    const float pij = pi[j], wij = w[(size_t)i * T + j];
+                    di[j] = w != p ? (pij != 0.0f ? g * (wij / pij) : 0.0f) : g;
+                }
+                float dot = 0.0f;
+                if (kind == 2) {
+                    for (int j = 0; j <= i; j++) {
+                        dot += pi[j] * di[j];
+                        di[j] = pi[j] * (di[j] - dot);
+                    }
+                } else if (kind == 3) {
+                    for (int j = 0; j <= i; j++) di[j] *= pi[j];
+                    for (int j = 0; j <= i; j++) dot += pi[j] * di[j];
+                    for (int j = 0; j <= i; j++) di[j] -= pi[j] * dot;
+                } else {
+                    for (int j = 0; j <= i; j++) dot += pi[j] * di[j];
+                    for (int j = 0; j <= i; j++) di[j] = pi[j] * (di[j] - dot);
+                }
+                for (int j = 0; j <= i; j++)
+                    for (int d = 0; d < dh; d++) {
+                        dq[(size_t)i * ld + d] += scale * di[j] * k[(size_t)j * ld + d];
+                        dk[(size_t)j * ld + d] += scale * di[j] * q[(size_t)i * ld + d];
+                    }
+            }
+        }
+    xfree(ds);
+}
+
+/* Whether the queries' and keys' columns of a and b agree. */
+static bool qk_close(const float *a, const float *b, int N, int D) {
+    for (int n = 0; n < N; n++)
+        if (!all_close(a + (int64_t)n * 3 * D, b + (int64_t)n * 3 * D, 2 * D, 1e-4f, 1e-4f)) return false;
+    return true;
+}
+
 static bool compare_attention_backward(const AttnCase *c, uint64_t seed, float dropout) {
     const int N = c->B * c->T, D = c->H * c->dh;
     Tensor qkv = random_tensor(seed, 2, N, 3 * D, 0, 0, 1.0f), dctx = random_tensor(seed + 1, 2, N, D, 0, 0, 1.0f);
@@ -336,7 +404,26 @@ static bool compare_attention_backward(const AttnCase *c, uint64_t seed, float d
             /* "=" instead of "+=": mine is ref less the pre-filled value */
             added &= !(fabsf(mine.data[iq] - (ref.data[iq] - init.data[iq])) < 1e-5f) || init.data[iq] == 0;
         }
+    int variant = -1; /* which usual mistake gives your numbers */
+    for (int kind = 0; kind < 4 && variant < 0 && added; kind++) {
+        if (kind < 2 && c->dh == 1) continue; /* sqrt(1) = 1: no difference */
+        Tensor alt = copy_of(&init);
+        attention_backward_variant(c, kind, &qkv, &dctx, &probs, drop, &alt);
+        if (qk_close(mine.data, alt.data, N, D)) variant = kind;
+        tensor_free(&alt);
+    }
     if (!added) printf("hint: dq was assigned (=): it starts non-zero here, add (+=) into it\n");
+    else if (variant == 0)
+        printf("hint: your dq and dk are sqrt(dh) = %.3g times too large: the 1/sqrt(dh) scale of the "
+               "scores is missing (g = ds[i][j] * scale)\n", sqrt((double)c->dh));
+    else if (variant == 1)
+        printf("hint: your dq and dk are sqrt(dh) = %.3g times too small: the 1/sqrt(dh) scale was "
+               "applied twice\n", sqrt((double)c->dh));
+    else if (variant >= 2)
+        printf("hint: the row's dot product sum_j p[i][j] * ds[i][j] was taken %s: compute it over the "
+               "whole row first, then overwrite ds[i][j] = p[i][j] * (ds[i][j] - dot)\n",
+               variant == 2 ? "while the row was being overwritten (a running sum)"
+                            : "after the row was overwritten with p * dp");
     else if (!q_ok && k_ok) printf("hint: the keys' gradient is right, the queries' is not: dq_i += g * k_j\n");
     else if (q_ok && !k_ok)
         printf("hint: the queries' gradient is right, the keys' is not: dk_j += g * q_i (j is the key's row)\n");
@@ -469,8 +556,19 @@ static int check_layernorm_backward(void) {
             expect_close(names[k], mine[k]->data, ref[k]->data, ref[k]->size, 1e-4f, 1e-4f);
             Tensor assigned = copy_of(ref[k]);
             for (int64_t i = 0; i < assigned.size; i++) assigned.data[i] -= init[k]->data[i];
+            /* dbeta, dgamma assigned inside the loop over rows: the last row's share alone */
+            Tensor last = tensor_zeros(1, D);
+            for (int j = 0; j < D && k < 2; j++) {
+                const float g_ = dout.data[(size_t)(N - 1) * D + j];
+                const float xhat = (in.data[(size_t)(N - 1) * D + j] - mean.data[N - 1]) * rstd.data[N - 1];
+                last.data[j] = k == 0 ? g_ : g_ * xhat;
+            }
             if (all_close(mine[k]->data, assigned.data, assigned.size, 1e-4f, 1e-4f))
                 printf("hint: %s was assigned (=): it starts non-zero here, add (+=) into it\n", names[k]);
+            else if (k < 2 && N > 1 && all_close(mine[k]->data, last.data, D, 1e-4f, 1e-4f))
+                printf("hint: %s holds the last row's share only: it was assigned (=) inside the loop over "
+                       "the rows, so each row overwrote the one before; add (+=) every row's share into "
+                       "it (it starts non-zero here too)\n", names[k]);
             else if (k == 2)
                 printf("hint: din = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * gamma: "
                        "every x_j also moves its row's mean and variance\n");
@@ -558,8 +656,15 @@ static int check_layers_in_model(void) {
 
 /* ---------------------------------------------------------------- TODO 4.7 */
 
+/* The schedule's usual mistakes: StepLR counted from epoch instead of epoch - 1, or
+ * stepped after every batch (PyTorch's scheduler.step() in the batch loop): from the base
+ * rate over all epochs, from each epoch's rate, or from the base rate each epoch. */
+typedef enum { LR_RIGHT, LR_EPOCH, LR_PER_BATCH, LR_PER_BATCH_EPOCH, LR_PER_BATCH_RESTART } LrMistake;
+
 typedef struct {
     bool no_clip, no_schedule, no_zero_grad, unweighted, skip_last;
+    bool clip_per_tensor, no_set_seq_len, bptt_weighted;
+    LrMistake lr;
 } Variant;
 
 /* A small run: model, optimiser, token buffers and the [23, 4] training data (the last
@@ -586,10 +691,27 @@ static void run_init(Run *r, bool adamw, float lr, float clip, int B, int bptt, 
     r->s = (TrainSettings){.bptt = bptt, .clip = clip, .gamma = 0.5f, .max_steps = 0};
 }
 
+/* Each parameter's gradient clipped alone to max_norm (the mistake: one global norm is
+ * right), with clip_grad_norm's arithmetic; returns the global norm before. */
+static float clip_each_tensor(ParamList *params, float max_norm) {
+    const float total = grad_norm(params);
+    for (int k = 0; k < params->count; k++) {
+        Tensor *g = &params->items[k]->grad;
+        double sq = 0;
+        for (int64_t e = 0; e < g->size; e++) sq += (double)g->data[e] * g->data[e];
+        const float coef = max_norm / ((float)sqrt(sq) + 1e-6f);
+        if (coef < 1.0f)
+            for (int64_t e = 0; e < g->size; e++) g->data[e] *= coef;
+    }
+    return total;
+}
+
 /* The training loop as the lesson describes it, from the library's pieces. */
 static TrainStats reference_epoch(Run *r, int epoch, Variant v) {
     TrainStats st = {0};
-    const float lr = v.no_schedule ? r->opt.base_lr : step_lr(r->opt.base_lr, r->s.gamma, 1, epoch - 1);
+    const float base = r->opt.base_lr, gamma = r->s.gamma;
+    const int64_t batches = text_batch_count(&r->data, r->s.bptt);
+    float lr = v.no_schedule ? base : step_lr(base, gamma, 1, v.lr == LR_EPOCH ? epoch : epoch - 1);
     optimizer_set_lr(&r->opt, lr);
     transformer_train(&r->m);
     double sum = 0, norms = 0;
@@ -598,14 +720,20 @@ static TrainStats reference_epoch(Run *r, int epoch, Variant v) {
         TextBatch b = text_get_batch(&r->data, i, r->s.bptt);
         if (v.skip_last && b.seq_len < r->s.bptt) break;
         token_batch_load(&r->tb, &b);
-        transformer_set_seq_len(&r->m, b.seq_len);
+        if (!v.no_set_seq_len) transformer_set_seq_len(&r->m, b.seq_len);
         if (!v.no_zero_grad) params_zero_grad(&r->m.params);
+        if (v.lr == LR_PER_BATCH) lr = step_lr(base, gamma, 1, (epoch - 1) * batches + st.steps);
+        if (v.lr == LR_PER_BATCH_EPOCH) lr = step_lr(base, gamma, 1, epoch - 1) * powf(gamma, (float)st.steps);
+        if (v.lr == LR_PER_BATCH_RESTART) lr = step_lr(base, gamma, 1, st.steps);
+        optimizer_set_lr(&r->opt, lr);
         const float loss = transformer_forward_backward(&r->m, r->tb.tokens, r->tb.targets);
-        const float norm = r->s.clip > 0 && !v.no_clip ? clip_grad_norm(&r->m.params, r->s.clip)
-                                                       : grad_norm(&r->m.params);
+        const float norm = r->s.clip > 0 && !v.no_clip
+                               ? (v.clip_per_tensor ? clip_each_tensor(&r->m.params, r->s.clip)
+                                                    : clip_grad_norm(&r->m.params, r->s.clip))
+                               : grad_norm(&r->m.params);
         optimizer_step(&r->opt, &r->m.params);
         const int64_t n = (int64_t)b.seq_len * b.cols;
-        sum += v.unweighted ? loss : (double)loss * n;
+        sum += v.unweighted ? loss : (double)loss * (v.bptt_weighted ? (int64_t)r->s.bptt * b.cols : n);
         norms += norm;
         st.tokens += n;
         st.steps++;
@@ -618,6 +746,10 @@ static TrainStats reference_epoch(Run *r, int epoch, Variant v) {
 static bool same_params(const Run *a, const Run *b) {
     return all_close(a->m.params.values.data, b->m.params.values.data, b->m.params.total, 1e-5f, 1e-4f);
 }
+
+#define LR_PER_BATCH_HINT                                                                          \
+    "the learning rate changed from batch to batch: StepLR steps once per epoch, "                    \
+    "lr = step_lr(opt->base_lr, s->gamma, 1, epoch - 1) set once before the loop over the batches"
 
 /* Your epochs against the reference's variants: which mistake gives your numbers. */
 static void diagnose_train(const TrainStats mine[2], Run *yours) {
@@ -635,6 +767,18 @@ static void diagnose_train(const TrainStats mine[2], Run *yours) {
                               "seq_len is shorter there, and transformer_set_seq_len takes it"},
         {{.unweighted = true}, "the loss is the mean of the batches' losses: weight each by its "
                                "seq_len * cols tokens (the last batch is shorter)"},
+        {{.lr = LR_EPOCH}, "the learning rate is one epoch ahead: epoch 1 must train with the base rate, "
+                           "step_lr(opt->base_lr, s->gamma, 1, epoch - 1) (StepLR counts from 0)"},
+        {{.lr = LR_PER_BATCH}, LR_PER_BATCH_HINT},
+        {{.lr = LR_PER_BATCH_EPOCH}, LR_PER_BATCH_HINT},
+        {{.lr = LR_PER_BATCH_RESTART}, LR_PER_BATCH_HINT},
+        {{.clip_per_tensor = true}, "each parameter's gradient was clipped alone: clip_grad_norm(&m->params, "
+                                    "s->clip) scales all of them together, by one global norm over every "
+                                    "gradient, so that the direction of the step stays"},
+        {{.no_set_seq_len = true}, "the short last batch (2 rows of 5) ran with the model's full length: "
+                                   "transformer_set_seq_len(m, b.seq_len) before every forward"},
+        {{.bptt_weighted = true}, "each batch's loss was weighted by bptt * cols: weight it by its real "
+                                  "b.seq_len * b.cols tokens (the last batch has 2 rows of 5)"},
     };
     for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
         Run r;
@@ -642,7 +786,7 @@ static void diagnose_train(const TrainStats mine[2], Run *yours) {
         TrainStats a = reference_epoch(&r, 1, variants[k].v), b = reference_epoch(&r, 2, variants[k].v);
         const bool loss_same = fabs(a.loss - mine[0].loss) <= 1e-5 * fabs(a.loss) &&
                                fabs(b.loss - mine[1].loss) <= 1e-5 * fabs(b.loss);
-        if (loss_same && (variants[k].v.unweighted || same_params(&r, yours))) {
+        if (loss_same && (variants[k].v.unweighted || variants[k].v.bptt_weighted || same_params(&r, yours))) {
             printf("hint: %s\n", variants[k].hint);
             return;
         }
@@ -662,9 +806,15 @@ static int check_train_epoch(void) {
         r[e - 1] = reference_epoch(&ref, e, (Variant){0});
         if (!expect_true(m[e - 1].steps == r[e - 1].steps && m[e - 1].tokens == r[e - 1].tokens,
                          "epoch %d on [%lld, %d] data, bptt 5: %lld steps and %lld tokens, expected "
-                         "%lld and %lld (the last batch has 2 rows)", e, (long long)ref.data.rows,
+                         "%lld and %lld (the last batch has 2 rows)%s", e, (long long)ref.data.rows,
                          ref.data.cols, (long long)m[e - 1].steps, (long long)m[e - 1].tokens,
-                         (long long)r[e - 1].steps, (long long)r[e - 1].tokens))
+                         (long long)r[e - 1].steps, (long long)r[e - 1].tokens,
+                         m[e - 1].steps == r[e - 1].steps &&
+                                 m[e - 1].tokens == m[e - 1].steps * ref.s.bptt * ref.data.cols
+                             ? "\nhint: each batch was counted as bptt * cols tokens: count its real "
+                               "b.seq_len * b.cols (the last batch has 2 rows of 5), and weight its loss "
+                               "by the same"
+                             : ""))
             return CHECK_FAIL;
     }
     bool ok = true;
