@@ -72,12 +72,17 @@ TrainStats lesson_train_epoch(Transformer *m, Optimizer *opt, const TextBatches 
      *   2. params_zero_grad(&m->params), then
      *      loss = transformer_forward_backward(m, tb->tokens, tb->targets);
      *   3. a loss that is NaN or inf stops with a message: train_stop_if_diverged(loss,
-     *      "epoch E, step S", lr) (lib/train/loop.h);
+     *      where, lr) (lib/train/loop.h), where "where" names the step for the message:
+     *          char where[64];
+     *          snprintf(where, sizeof where, "epoch %d, step %lld", epoch, (long long)st.steps + 1);
      *   4. norm = clip_grad_norm(&m->params, s->clip) when s->clip > 0 (else
      *      grad_norm(&m->params)), then optimizer_step(opt, &m->params);
      *   5. n = b.seq_len * b.cols tokens: add loss * n to a double sum, n to st.tokens,
      *      norm to another sum; st.steps++; show_progress(epoch, st.steps,
-     *      text_batch_count(train, s->bptt), lr, sum / st.tokens, seconds so far).
+     *      text_batch_count(train, s->bptt), lr, sum / st.tokens, seconds so far), with
+     *      text_batch_count from data/text.h (the number of batches of the epoch) and the
+     *      seconds from now_seconds() (core/timer.h): t0 = now_seconds() before the loop,
+     *      now_seconds() - t0 at each step.
      * After the loop: progress_clear(); st.loss = the sum / st.tokens, st.grad_norm =
      * the mean norm per step. */
     TODO_STOP("4.7");
