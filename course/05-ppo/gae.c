@@ -26,7 +26,8 @@ void lesson_gae(float *advantages, float *returns, const float *rewards, const f
      *             the episode ended at step t (terminated[k] or truncated[k]); A_later is
      *             the advantage just computed for step t + 1 (0 for t = T - 1)
      *   returns[k] = advantages[k] + values[k]
-     * (floats are enough; the library's gae() in lib/rl/gae.c is the reference.) */
+     * (floats are enough; lib/rl/gae.h has the formulas. Once your checks pass, compare
+     * with the library's gae() in lib/rl/gae.c.) */
     TODO_STOP("5.2");
 #endif
 }

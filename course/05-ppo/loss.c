@@ -114,7 +114,8 @@ float lesson_entropy_bonus(float *dlogits, const float *logits, int n, int num_a
      *   H = -sum_j p_j log p_j
      *   dH/dz_j = -p_j (log p_j + H)
      *   dlogits[i][j] += -ent_coef / n * dH/dz_j
-     * Return the mean of H over the n rows. */
+     * Return the mean of H over the n rows. (Write it out: the grader refuses the
+     * library's categorical_entropy and categorical_entropy_backward here.) */
     TODO_STOP("5.5");
 #endif
 }

@@ -4,14 +4,19 @@
  * The library (lib/rl/ppo.h) holds the whole training state in a Ppo: the vectorised
  * environments (p->env), the actor and critic (p->policy), Adam (p->opt), the rollout
  * buffer (p->buf), one mini-batch (p->mb) and the random streams. Each of your functions
- * has a twin in the library that the grader compares it with:
+ * has a twin in the library that the grader compares it with (declared, with what it
+ * computes, in the header named here):
  *
- *   TODO 5.1 lesson_collect_rollout   ppo_collect           (lib/rl/ppo_collect.c)
- *   TODO 5.2 lesson_gae               gae                   (lib/rl/gae.c)
- *   TODO 5.3 lesson_policy_loss       ppo_policy_loss       (lib/rl/ppo_loss.c)
- *   TODO 5.4 lesson_value_loss        ppo_value_loss
- *   TODO 5.5 lesson_entropy_bonus     ppo_entropy_bonus
- *   TODO 5.6 lesson_update            ppo_update            (lib/rl/ppo_update.c)
+ *   TODO 5.1 lesson_collect_rollout   ppo_collect           (lib/rl/ppo.h)
+ *   TODO 5.2 lesson_gae               gae                   (lib/rl/gae.h)
+ *   TODO 5.3 lesson_policy_loss       ppo_policy_loss       (lib/rl/ppo_loss.h)
+ *   TODO 5.4 lesson_value_loss        ppo_value_loss        (lib/rl/ppo_loss.h)
+ *   TODO 5.5 lesson_entropy_bonus     ppo_entropy_bonus     (lib/rl/ppo_loss.h)
+ *   TODO 5.6 lesson_update            ppo_update            (lib/rl/ppo.h)
+ *
+ * Write them yourself: the grader fails a TODO that calls its twin. Once your checks
+ * pass, compare with the library's code: lib/rl/ppo_collect.c, gae.c, ppo_loss.c,
+ * distributions.c (the entropy's gradient) and ppo_update.c.
  *
  * Arrays of a rollout are [T, N]: step t of environment i at t * N + i (T = num_steps,
  * N = num_envs). Gradients are added (+=), never assigned, as everywhere in the course. */
