@@ -238,12 +238,18 @@ def xy_script(rows, opts, source, title):
         lines += ["set logscale x 2", 'set format x "%.0b%B"']
     if "logy" in opts:
         lines.append("set logscale y")
+    if opts.get("key"):  # where the legend goes, in gnuplot's words ("top left")
+        lines.append(f"set key {opts['key']} box opaque")
+    if opts.get("ymax"):  # room above the data for the legend
+        lines.append(f"set yrange [0:{float(opts['ymax'])}]")
+    names = dict(item.split("=", 1) for item in opts.get("names", "").split(";") if "=" in item)
     blocks, plots, n = [], [], 0
     for k_index, key in enumerate(y_keys):
         for g_index, (g, points) in enumerate(series(rows, x_key, key, group)):
             n += 1
             blocks.append(datablock(f"s{n}", points))
-            name = (key if len(y_keys) > 1 or g is None else "") + (f" {g}" if g is not None else "")
+            shown = names.get(key, key)
+            name = (shown if len(y_keys) > 1 or g is None else "") + (f" {g}" if g is not None else "")
             # Later groups get open, larger markers: where two runs agree, both show.
             marker = "pt 7 ps 0.6" if g_index == 0 else f"pt {(6, 4, 8, 10)[(g_index - 1) % 4]} ps 2.5"
             plots.append(f"$s{n} using 1:2 with linespoints lt {k_index + 1} dt {g_index + 1} "
