@@ -99,6 +99,11 @@ void metrics_str(MetricsFile *m, const char *k, const char *value) {
 
 void metrics_also_num(MetricsFile *m, const char *k, double value) {
     if (!m) return;
+    for (int i = 0; i < m->also; i++)
+        if (strcmp(m->also_key[i], k) == 0) { /* queued again before a line was written */
+            m->also_value[i] = value;
+            return;
+        }
     CHECK(m->also < METRICS_ALSO_MAX, "more than %d keys queued for one metrics line",
           METRICS_ALSO_MAX);
     m->also_key[m->also] = k;

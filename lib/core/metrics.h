@@ -25,7 +25,9 @@ void metrics_str(MetricsFile *m, const char *key, const char *value);
 void metrics_end(MetricsFile *m);
 /* A number the next metrics_end adds to its object, then forgets: a program's own key
  * on a line that another function writes (lesson 06's tokens_per_s). key must stay
- * valid until then (a string literal); up to METRICS_ALSO_MAX of them. */
+ * valid until then (a string literal); up to METRICS_ALSO_MAX of them. A key queued
+ * again before that line replaces its value (a line that was never written, say by a
+ * participant's report that skips it, leaves no pile behind). */
 enum { METRICS_ALSO_MAX = 4 };
 void metrics_also_num(MetricsFile *m, const char *key, double value);
 void metrics_close(MetricsFile *m);

@@ -26,7 +26,7 @@ enum { CHILD_PASSED = 42 }; /* exit status of a check's process that passed */
 /* Under AddressSanitizer, what the check leaked: LeakSanitizer prints each leak with
  * the stack that allocated it and ends the process with its own status (a failed
  * check). Elsewhere nothing. */
-#ifdef __SANITIZE_ADDRESS__
+#if CHECK_ASAN
 #include <sanitizer/lsan_interface.h>
 static void leak_check(void) { __lsan_do_leak_check(); }
 #else

@@ -19,6 +19,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* CHECK_ASAN: 1 in a build with AddressSanitizer (GCC says so with __SANITIZE_ADDRESS__,
+ * clang through __has_feature), else 0. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHECK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHECK_ASAN 1
+#endif
+#endif
+#ifndef CHECK_ASAN
+#define CHECK_ASAN 0
+#endif
+
 enum { CHECK_PASS = 0, CHECK_FAIL = 1, CHECK_SKIP = 77 };
 
 typedef int (*CheckFn)(void);

@@ -498,8 +498,8 @@ static const char *const UPDATE_MISTAKE[UPD_MISTAKES] = {
     "one rng_permutation per update: each epoch draws its own order (the call goes inside the epoch loop)",
     "the gradients are zeroed once per update (or never): params_zero_grad before every mini-batch, "
     "since the backward passes add into them",
-    "clip_grad_norm comes after adam_step, where it changes nothing (the next mini-batch zeroes the "
-    "gradients): clip first, then step",
+    "the gradients reach adam_step unclipped: clip_grad_norm is missing, or comes after adam_step "
+    "where it changes nothing (the next mini-batch zeroes the gradients): clip first, then step",
     "the standard deviation divides by n: torch.std, and the library, divide by n - 1",
 };
 

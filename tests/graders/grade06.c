@@ -409,7 +409,7 @@ static bool run_program(int ranks, int batch, const char *dir, CommandResult *r)
     const char *args[] = {"main", "--dataset", "synthetic", "--train-limit", limit,
                           "--test-limit", "64", "--batch-size", b, "--epochs", "1", "--seed", "5",
                           "--max-steps", "6", "--checkpoint-dir", dir, NULL};
-    run_ranks(ranks, args, 120, r);
+    run_ranks(ranks, args, 60, r); /* 4 runs within the check's 300 s */
     char end[96];
     if (!r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
     printf("the program on %d ranks ended: %s. It said:\n", ranks, describe_end(r, end, sizeof end));
@@ -564,7 +564,7 @@ static bool run_lm_program(int ranks, int batch, const char *text, const char *d
                           "--dropout", "0", "--bptt", "8", "--batch-size", b, "--epochs", "1",
                           "--seed", "5", "--max-steps", "6", "--test-limit", "16",
                           "--checkpoint-dir", dir, NULL};
-    run_ranks(ranks, args, 120, r);
+    run_ranks(ranks, args, 60, r); /* 2 runs within the check's 180 s */
     char end[96];
     if (!r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
     printf("the transformer on %d ranks ended: %s. It said:\n", ranks,

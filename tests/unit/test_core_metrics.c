@@ -237,10 +237,40 @@ static int check_metrics_resumed(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* metrics_also_num: queued keys join the next line, once; queued again before it, a key
+ * keeps the last value (no pile-up when a line is skipped), and the queue is empty after. */
+static int check_metrics_also(void) {
+    char path[] = "/tmp/test_metrics_also_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return CHECK_FAIL;
+    close(fd);
+    MetricsFile *m = metrics_open(path);
+    for (int e = 1; e <= 2 * METRICS_ALSO_MAX; e++) /* epochs whose lines were never written */
+        metrics_also_num(m, "tokens_per_s", 100.0 * e), metrics_also_num(m, "test_ppl", e);
+    metrics_begin(m);
+    metrics_int(m, "epoch", 9);
+    metrics_end(m);
+    metrics_begin(m);
+    metrics_int(m, "epoch", 10);
+    metrics_end(m);
+    metrics_close(m);
+    char text[512] = "";
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    unlink(path);
+    const char *want = "{\"epoch\": 9, \"tokens_per_s\": 800, \"test_ppl\": 8}\n{\"epoch\": 10}\n";
+    return expect_true(strcmp(text, want) == 0, "the file holds:\n%sexpected:\n%s", text, want)
+               ? CHECK_PASS
+               : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("core: metrics");
     check_run(NULL, "metrics: valid JSON lines, NaN as null, read back", check_metrics, 10);
     check_run(NULL, "metrics: unwritable file is a clear error", check_metrics_unwritable, 10);
     check_run(NULL, "metrics: a resumed run keeps earlier epochs' lines, drops later ones, appends", check_metrics_resumed, 10);
+    check_run(NULL, "metrics: keys queued for the next line join it once, a key queued again keeps its last value", check_metrics_also, 10);
     return check_end();
 }

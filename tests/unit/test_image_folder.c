@@ -821,7 +821,7 @@ static int check_memory_limit(void) { return with_tmpdir("test_image_folder", bo
 
 /* An allocation that fails (address space limited in the child) names the images it was
  * for. AddressSanitizer reserves terabytes of address space: skipped under it. */
-#if !defined(__SANITIZE_ADDRESS__)
+#if !CHECK_ASAN
 static void load_limited(void *arg) {
     long vm_pages = 0;
     FILE *f = fopen("/proc/self/statm", "r");
@@ -836,7 +836,7 @@ static void load_limited(void *arg) {
 #endif
 
 static int body_out_of_memory(const char *dir) {
-#if defined(__SANITIZE_ADDRESS__)
+#if CHECK_ASAN
     (void)dir;
     printf("under AddressSanitizer: an address-space limit would stop the sanitizer itself\n");
     return CHECK_SKIP;

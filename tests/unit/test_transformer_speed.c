@@ -131,7 +131,7 @@ static int check_gemm_tiled_in_region(void) {
 /* Every float of [-87.33, 0], 8 lanes at a time, and the ends (below the cut, -inf,
  * NaN): each lane has softmax_exp's bits. The sanitizers' -O1 build would take minutes
  * over all 1.1 billion floats: there every 61st group of 8 (still 18 million floats). */
-#ifdef __SANITIZE_ADDRESS__
+#if CHECK_ASAN
 enum { EXP8_STRIDE = 61 };
 #else
 enum { EXP8_STRIDE = 1 };

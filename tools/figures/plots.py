@@ -240,8 +240,8 @@ def xy_script(rows, opts, source, title):
         lines.append("set logscale y")
     if opts.get("key"):  # where the legend goes, in gnuplot's words ("top left")
         lines.append(f"set key {opts['key']} box opaque")
-    if opts.get("ymax"):  # room above the data for the legend
-        lines.append(f"set yrange [0:{float(opts['ymax'])}]")
+    if opts.get("ymax"):  # room above the data for the legend (the bottom as gnuplot picks it)
+        lines.append(f"set yrange [*:{float(opts['ymax'])}]")
     names = dict(item.split("=", 1) for item in opts.get("names", "").split(";") if "=" in item)
     blocks, plots, n = [], [], 0
     for k_index, key in enumerate(y_keys):
