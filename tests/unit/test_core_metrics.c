@@ -202,6 +202,15 @@ static int check_metrics_unwritable(void) {
                : CHECK_FAIL;
 }
 
+/* The file's text (up to size - 1 bytes) in text; the file is removed. */
+static void read_and_remove(const char *path, char *text, size_t size) {
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, size - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    unlink(path);
+}
+
 /* A resumed run keeps the lines of the epochs before it and drops the rest (written by
  * the run it continues after its last checkpoint), then appends. */
 static int check_metrics_resumed(void) {
@@ -223,12 +232,8 @@ static int check_metrics_resumed(void) {
     metrics_num(m, "train_loss", 0.25);
     metrics_end(m);
     metrics_close(m);
-    char text[512] = "";
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    if (f) fclose(f);
-    text[n] = '\0';
-    unlink(path);
+    char text[512];
+    read_and_remove(path, text, sizeof text);
     const char *want = "{\"epoch\": 1, \"train_loss\": 1}\n{\"epoch\": 2, \"train_loss\": 0.5}\n"
                        "{\"epoch\": 3, \"train_loss\": 0.25}\n";
     bool ok = expect_true(strcmp(text, want) == 0, "after a resume at epoch 3 the file holds:\n%s"
@@ -254,12 +259,8 @@ static int check_metrics_also(void) {
     metrics_int(m, "epoch", 10);
     metrics_end(m);
     metrics_close(m);
-    char text[512] = "";
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    if (f) fclose(f);
-    text[n] = '\0';
-    unlink(path);
+    char text[512];
+    read_and_remove(path, text, sizeof text);
     const char *want = "{\"epoch\": 9, \"tokens_per_s\": 800, \"test_ppl\": 8}\n{\"epoch\": 10}\n";
     return expect_true(strcmp(text, want) == 0, "the file holds:\n%sexpected:\n%s", text, want)
                ? CHECK_PASS
