@@ -236,6 +236,11 @@ static void train(Run *run) {
             metrics_also_num(run->metrics, "tokens_per_s", tr.examples / seconds);
             metrics_also_num(run->metrics, "test_ppl", exp(ev.loss_sum / ev.examples));
         }
+        const bool stopped = run->cfg.max_steps && run->steps >= run->cfg.max_steps;
+        if (tr.examples == 0 && !stopped) /* the same sums on every rank: all stop */
+            fatal("epoch %d took no steps: the sampler was at its end before the epoch began "
+                  "(TODO 6.3: lesson_start_epoch calls sampler_set_epoch, which also rewinds it)",
+                  epoch);
         if (tr.examples > 0) lesson_report_epoch(run, epoch, &tr, &ev, seconds);
         lesson_save_checkpoint(run, epoch);
         if (run->cfg.max_steps && run->steps >= run->cfg.max_steps) break;

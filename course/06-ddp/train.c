@@ -39,8 +39,9 @@ void lesson_start_epoch(Run *run, int epoch) {
     sampler_set_epoch(&run->sampler, epoch); /* a new permutation, the same on all ranks */
 #else
     /* TODO 6.3: a new shuffle for this epoch, the same on every rank: set the
-     * sampler's epoch (PyTorch's set_epoch). Forget it, and every epoch repeats the
-     * order of epoch 0. */
+     * sampler's epoch (PyTorch's set_epoch), which also rewinds it to the start of
+     * its share. Forget it, and the sampler stays at the end of epoch 0: the next
+     * epoch gets no batches (the program stops and says so). */
     (void)epoch;
     TODO_STOP("6.3");
 #endif
@@ -49,6 +50,10 @@ void lesson_start_epoch(Run *run, int epoch) {
 void lesson_average_gradients(Run *run) {
 #ifdef SOLUTION
     Tensor *g = &run->model.params.grads; /* every gradient: one buffer */
+    if (g->device != DEVICE_CPU) { /* in GPU memory: no host loop over it, NCCL averages */
+        dist_all_reduce(run->dist, g, DIST_AVG);
+        return;
+    }
     dist_all_reduce(run->dist, g, DIST_SUM);
     const float inv = 1.0f / (float)run->dist->world_size;
     for (int64_t i = 0; i < g->size; i++) g->data[i] *= inv;
@@ -58,7 +63,9 @@ void lesson_average_gradients(Run *run) {
      * run->model.params.grads, then divide every element by the world size: the
      * gradient of the mean loss over the whole batch (each rank's loss is already
      * the mean over its own share). (DIST_AVG does both in one call; do it by hand
-     * here once.) */
+     * here once.) With --device cuda the buffer is in GPU memory, which a loop on the
+     * CPU cannot touch (it would crash): there, check grads.device != DEVICE_CPU and
+     * use DIST_AVG, which NCCL does on the GPU. */
     TODO_STOP("6.4");
 #endif
 }

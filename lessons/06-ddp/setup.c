@@ -22,7 +22,8 @@ void lesson_setup(Run *run) {
      *      .device = device, .timeout_s = c->timeout_s, .expect_world = c->ranks;
      *   3. every rank prints one line (printf, then fflush(stdout)):
      *        rank R of W: local rank L of N on its node, cpu   (or GPU g)
-     *      from run->dist->rank, world_size, local_rank, local_size;
+     *      from run->dist->rank, world_size, local_rank, local_size; g is the GPU
+     *      cuda_require() chose, cuda_current_device() (lib/cuda/device.h);
      *   4. rank 0 alone prints dist_describe()'s line: print0 (lib/core/log.h). */
     (void)device;
     TODO_STOP("6.1");

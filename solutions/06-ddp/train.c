@@ -23,6 +23,10 @@ void lesson_start_epoch(Run *run, int epoch) {
 
 void lesson_average_gradients(Run *run) {
     Tensor *g = &run->model.params.grads; /* every gradient: one buffer */
+    if (g->device != DEVICE_CPU) { /* in GPU memory: no host loop over it, NCCL averages */
+        dist_all_reduce(run->dist, g, DIST_AVG);
+        return;
+    }
     dist_all_reduce(run->dist, g, DIST_SUM);
     const float inv = 1.0f / (float)run->dist->world_size;
     for (int64_t i = 0; i < g->size; i++) g->data[i] *= inv;
