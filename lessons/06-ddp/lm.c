@@ -108,9 +108,11 @@ EpochStats lm_train_epoch(Run *run, int epoch) {
         load_sequences(run, &run->corpus.train);
         params_zero_grad(&run->lm.params);
         const float loss = transformer_forward_backward(&run->lm, run->dev_tokens, run->dev_targets);
-        char where[64];
-        snprintf(where, sizeof where, "step %lld on rank %d", (long long)run->steps + 1, run->dist->rank);
-        train_stop_if_diverged(loss, where, run->cfg.train.lr);
+        if (!isfinite(loss)) { /* this rank's share; the job ends with it (as the CNN's) */
+            char where[64];
+            snprintf(where, sizeof where, "step %lld on rank %d", (long long)run->steps + 1, run->dist->rank);
+            train_stop_if_diverged(loss, where, run->cfg.train.lr);
+        }
         if (buckets) ddp_finish_gradients(&run->ddp); /* started during the backward */
         else lesson_average_gradients(run);
         if (run->cfg.clip > 0) clip_grad_norm(&run->lm.params, run->cfg.clip); /* the same on all ranks */
