@@ -139,6 +139,17 @@ Tensor tensor_range(const Tensor *t, int64_t start, int64_t n) {
     return v;
 }
 
+void tensor_scale(Tensor *t, float factor) {
+    if (t->device != DEVICE_CPU) {
+        device_ops(t->device)->scale(t->data, t->size, factor);
+        return;
+    }
+    float *x = t->data;
+    const int64_t n = t->size;
+#pragma omp parallel for simd if (parallel : n > (1 << 16)) schedule(static)
+    for (int64_t i = 0; i < n; i++) x[i] *= factor;
+}
+
 void tensor_fill(Tensor *t, float value) {
     if (t->device != DEVICE_CPU) {
         device_ops(t->device)->fill(t->data, t->size, value);

@@ -45,6 +45,7 @@ typedef struct {
     void *(*alloc_zeroed)(size_t bytes);
     void (*release)(void *p);
     void (*fill)(float *p, int64_t n, float value);
+    void (*scale)(float *p, int64_t n, float factor);
     /* dst on dst_dev, src on src_dev; one of them is this device */
     void (*copy)(void *dst, Device dst_dev, const void *src, Device src_dev, size_t bytes);
 } TensorDeviceOps;
@@ -74,6 +75,7 @@ Tensor tensor_range(const Tensor *t, int64_t start, int64_t n);
 /* Both work on either device; tensor_copy copies between devices when dst and src
  * are on different ones (sizes must match). */
 void tensor_fill(Tensor *t, float value);
+void tensor_scale(Tensor *t, float factor); /* t *= factor */
 void tensor_copy(Tensor *dst, const Tensor *src);
 bool tensor_same_shape(const Tensor *a, const Tensor *b);
 

@@ -32,6 +32,8 @@ cublasHandle_t cuda_cublas(void);
 
 /* x[0..n) = value, device memory (lib/cuda/tensor.cu: DEVICE_CUDA tensors' fill). */
 void cuda_fill(float *x, int64_t n, float value);
+/* x[0..n) *= factor, device memory (DEVICE_CUDA tensors' tensor_scale). */
+void cuda_scale(float *x, int64_t n, float factor);
 
 #ifdef __cplusplus
 }

@@ -182,6 +182,10 @@ double dist_sum_double(Dist *d, double v) {
     return v;
 }
 
+void dist_all_gather_double(Dist *d, double v, double *all) {
+    d->ops->wait(d, d->ops->all_gather(d, all, &v, 1, DIST_F64));
+}
+
 void dist_check_same(Dist *d, int64_t value, const char *what) {
     int64_t *all = xcalloc((size_t)d->world_size, sizeof *all);
     d->ops->wait(d, d->ops->all_gather(d, all, &value, 1, DIST_I64));

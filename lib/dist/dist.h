@@ -91,6 +91,8 @@ bool dist_test(Dist *d, DistRequest *r);
 
 /* Host scalars, for metrics and launch checks (any backend). */
 double dist_sum_double(Dist *d, double v);
+/* all[r] = rank r's v, on every rank: all has world_size values. */
+void dist_all_gather_double(Dist *d, double v, double *all);
 /* Stops every rank with a message when the ranks' values differ: "model size 155685 on
  * rank 0 but 155686 on rank 2". */
 void dist_check_same(Dist *d, int64_t value, const char *what);

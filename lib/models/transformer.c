@@ -274,6 +274,7 @@ static const char *missing_layer(const LayerOps *o) {
 
 void transformer_to_device(Transformer *m, Device device) {
     if (m->device == device) return;
+    CHECK(m->slots == 0, "move the model before it uses activation slots");
     const LayerOps *ops = layer_ops(device);
     const char *missing = missing_layer(ops);
     if (missing)
@@ -297,7 +298,63 @@ void transformer_to_device(Transformer *m, Device device) {
     m->layers = *ops;
 }
 
+/* The activations the forward keeps for the backward (the saved buffers). */
+static int saved_buffers(Transformer *m, Tensor **out) {
+    int n, k = 0;
+    Buf *bufs = buffer_list(m, &n);
+    for (int i = 0; i < n; i++)
+        if (bufs[i].saved) out[k++] = bufs[i].t;
+    xfree(bufs);
+    return k;
+}
+
+void transformer_use_slot(Transformer *m, int slot) {
+    CHECK(slot >= 0 && slot < 4096, "activation slot %d out of range", slot);
+    if (slot == m->slot && m->slots > 0) return;
+    Tensor **live = xcalloc((size_t)(MAX_BUFS_FIXED + BUFS_PER_LAYER * m->cfg.layers), sizeof *live);
+    const int n = saved_buffers(m, live);
+    if (m->slots == 0) { /* slot 0: the buffers the model was built with */
+        m->slots = 1, m->slot = 0;
+        m->slot_acts = xcalloc((size_t)n, sizeof *m->slot_acts);
+        m->slot_tokens = xcalloc(1, sizeof *m->slot_tokens);
+        for (int i = 0; i < n; i++) m->slot_acts[i] = *live[i];
+    }
+    for (int i = 0; i < n; i++) m->slot_acts[(size_t)m->slot * n + i].data = live[i]->data;
+    m->slot_tokens[m->slot] = m->tokens;
+    if (slot >= m->slots) { /* new slots, each as large as slot 0's buffers for T_max */
+        const int T = m->T;
+        transformer_set_seq_len(m, m->T_max);
+        Tensor *acts = xcalloc((size_t)(slot + 1) * n, sizeof *acts);
+        const int **tokens = xcalloc((size_t)slot + 1, sizeof *tokens);
+        memcpy(acts, m->slot_acts, (size_t)m->slots * n * sizeof *acts);
+        memcpy(tokens, m->slot_tokens, (size_t)m->slots * sizeof *tokens);
+        for (size_t i = (size_t)m->slots * n; i < (size_t)(slot + 1) * n; i++)
+            acts[i] = tensor_zeros_on(m->device, 1, (int)live[i % n]->size);
+        xfree(m->slot_acts), xfree(m->slot_tokens);
+        m->slot_acts = acts, m->slot_tokens = tokens;
+        m->slots = slot + 1;
+        transformer_set_seq_len(m, T);
+    }
+    for (int i = 0; i < n; i++) live[i]->data = m->slot_acts[(size_t)slot * n + i].data;
+    m->tokens = m->slot_tokens[slot];
+    m->slot = slot;
+    xfree(live);
+}
+
+/* Slots 1 and up are freed here; the model's own buffers go back to slot 0's memory. */
+static void free_slots(Transformer *m) {
+    if (m->slots == 0) return;
+    Tensor **live = xcalloc((size_t)(MAX_BUFS_FIXED + BUFS_PER_LAYER * m->cfg.layers), sizeof *live);
+    const int n = saved_buffers(m, live);
+    for (int i = 0; i < n; i++) live[i]->data = m->slot_acts[i].data;
+    for (size_t i = (size_t)n; i < (size_t)m->slots * n; i++) tensor_free(&m->slot_acts[i]);
+    xfree(live);
+    xfree(m->slot_acts), xfree(m->slot_tokens);
+    m->slots = 0, m->slot = 0;
+}
+
 void transformer_free(Transformer *m) {
+    free_slots(m);
     if (m->acts) {
         int n;
         Buf *bufs = buffer_list(m, &n);

@@ -91,6 +91,11 @@ typedef struct {
     /* workspaces of the backward, allocated once: [N, D] unless said */
     Tensor dx, d_in, d_out, d_a, d_r, d_y, d_f, d_ctx;
     Tensor d_h, d_h2, d_qkv, d_scores; /* [N, F], [N, F], [N, 3D], [B, H, T, T] */
+    /* micro-batches in flight (a pipeline stage, transformer_use_slot): slot k's copy of
+     * every activation kept for the backward, and its block 0 input */
+    int slots, slot;       /* slots allocated (0: only the buffers above), the one in use */
+    Tensor *slot_acts;     /* [slots][saved activations] */
+    const int **slot_tokens; /* [slots] */
 } Transformer;
 
 /* The whole model, blocks 0 .. L+1, for batches of B sequences of T tokens. */
@@ -114,6 +119,15 @@ int64_t transformer_activation_bytes(Transformer *m);
 double transformer_activation_floats_per_token(const TransformerConfig *c, int T, int first,
                                                int last);
 static inline int transformer_block_count(const TransformerConfig *c) { return c->layers + 2; }
+
+/* Several micro-batches in flight, as a pipeline stage has them: slot k holds one
+ * micro-batch's activations, from its forward until its backward. After
+ * transformer_use_slot(m, k), the forward writes and the backward reads slot k's; a
+ * slot is allocated when first used, so transformer_slot_count is the most micro-batches
+ * a run ever had in flight at once, and that times transformer_activation_bytes the
+ * activation memory it took. Set the sequence length before the first slot is used. */
+void transformer_use_slot(Transformer *m, int slot);
+static inline int transformer_slot_count(const Transformer *m) { return m->slots > 0 ? m->slots : 1; }
 
 void transformer_train(Transformer *m); /* dropout on (the default after init) */
 void transformer_eval(Transformer *m);  /* dropout off: the identity */

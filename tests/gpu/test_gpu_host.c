@@ -312,12 +312,13 @@ static int g_allocs, g_frees, g_fills, g_copies;
 static void *fake_alloc(size_t bytes) { g_allocs++; return calloc(1, bytes); }
 static void fake_free(void *p) { g_frees++; free(p); }
 static void fake_fill(float *p, int64_t n, float v) { g_fills++; for (int64_t i = 0; i < n; i++) p[i] = v; }
+static void fake_scale(float *p, int64_t n, float f) { for (int64_t i = 0; i < n; i++) p[i] *= f; }
 static void fake_copy(void *dst, Device dd, const void *src, Device sd, size_t bytes) {
     (void)dd, (void)sd;
     g_copies++;
     memcpy(dst, src, bytes);
 }
-static const TensorDeviceOps FAKE = {"fake", fake_alloc, fake_free, fake_fill, fake_copy};
+static const TensorDeviceOps FAKE = {"fake", fake_alloc, fake_free, fake_fill, fake_scale, fake_copy};
 
 static int check_device_tensors(void) {
     tensor_register_device(DEVICE_CUDA, &FAKE);
