@@ -33,6 +33,11 @@ void transformer_config_check(const TransformerConfig *c) {
         fatal("dropout must be in [0, 1), got %g", (double)c->dropout);
 }
 
+TransformerConfig transformer_config_pipeline_seed(int vocab) {
+    return (TransformerConfig){.vocab = vocab, .d_model = 4096, .heads = 16, .d_ff = 4096,
+                               .layers = 12, .max_len = 5000, .dropout = 0.2f};
+}
+
 int64_t transformer_param_count(const TransformerConfig *c) {
     const int64_t V = c->vocab, D = c->d_model, F = c->d_ff;
     const int64_t layer = 3 * D * D + 3 * D + D * D + D + F * D + F + D * F + D + 4 * D;

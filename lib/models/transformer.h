@@ -55,6 +55,9 @@ typedef struct {
  * parameters with 28,782 words), for a vocabulary of `vocab` words. */
 TransformerConfig transformer_config_tutorial(int vocab);
 TransformerConfig transformer_config_seed(int vocab);
+/* The pipeline exercise's model (lesson 07): 4096 wide, 16 heads, 12 layers,
+ * feed-forward 4096, dropout 0.2: 1,444,261,998 parameters with 28,782 words. */
+TransformerConfig transformer_config_pipeline_seed(int vocab);
 /* A wrong size is a user error (exit 1) that names it. */
 void transformer_config_check(const TransformerConfig *c);
 /* The number of parameters, without building the model. */

@@ -197,6 +197,14 @@ static void progress_sends(Pipeline *p) {
     }
 }
 
+/* Every send still in flight has been received. */
+static void wait_sends(Pipeline *p) {
+    for (int k = 0; k < p->max_slots; k++) {
+        if (p->send_act[k]) dist_wait(p->dist, p->send_act[k]), p->send_act[k] = NULL;
+        if (p->send_grad[k]) dist_wait(p->dist, p->send_grad[k]), p->send_grad[k] = NULL;
+    }
+}
+
 /* ---------------------------------------------------------------- forward, backward */
 
 static bool is_last(const Pipeline *p) { return p->stage == p->stages - 1; }
@@ -319,10 +327,7 @@ float pipeline_step(Pipeline *p, const int *const *tokens, const int *const *tar
         fatal("stage %d: the %s step ran %d forwards and %d backwards; each of the %d "
               "micro-batches goes forward once and back once", p->stage,
               pipeline_schedule_name(p->schedule), forwards, backwards, p->micro);
-    for (int k = 0; k < p->max_slots; k++) { /* the last sends are received */
-        if (p->send_act[k]) dist_wait(p->dist, p->send_act[k]), p->send_act[k] = NULL;
-        if (p->send_grad[k]) dist_wait(p->dist, p->send_grad[k]), p->send_grad[k] = NULL;
-    }
+    wait_sends(p);
     const double mine = now_seconds() - p->t0;
     double *ends = xcalloc((size_t)p->stages, sizeof *ends);
     dist_all_gather_double(p->dist, p->busy, p->rank_busy);
@@ -331,6 +336,23 @@ float pipeline_step(Pipeline *p, const int *const *tokens, const int *const *tar
     for (int s = 0; s < p->stages; s++) p->seconds = fmax(p->seconds, ends[s]);
     xfree(ends);
     return (float)dist_sum_double(p->dist, is_last(p) ? p->loss_sum : 0.0);
+}
+
+float pipeline_evaluate(Pipeline *p, const int *const *tokens, const int *const *targets) {
+    Transformer *m = p->model;
+    p->tokens = tokens, p->targets = targets;
+    double sum = 0;
+    for (int i = 0; i < p->micro; i++) { /* forwards only: a slot is free again at once */
+        const int k = take_slot(p, i);
+        const Tensor *x = NULL;
+        if (p->stage > 0) p->ops.recv_activation(p, &p->in[k]), x = &p->in[k];
+        const Tensor *out = transformer_forward(m, m->first, m->last, p->stage == 0 ? tokens[i] : NULL, x);
+        if (!is_last(p)) p->send_act[k] = p->ops.send_activation(p, out);
+        else sum += transformer_loss(m, targets[i]);
+        p->slot_busy[k] = false, p->slot_of[i] = -1;
+    }
+    wait_sends(p);
+    return (float)dist_sum_double(p->dist, is_last(p) ? sum / p->micro : 0.0);
 }
 
 int64_t pipeline_activation_bytes(Pipeline *p) {

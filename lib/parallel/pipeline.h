@@ -118,6 +118,10 @@ void pipeline_free(Pipeline *p);
  * sends. Returns the batch's mean loss on every rank (the last stage's, shared). */
 float pipeline_step(Pipeline *p, const int *const *tokens, const int *const *targets);
 
+/* The batch's mean loss, forwards only (evaluation: call transformer_eval first for
+ * no dropout); the same arguments as pipeline_step. */
+float pipeline_evaluate(Pipeline *p, const int *const *tokens, const int *const *targets);
+
 /* The forward and the backward of micro-batch i on this stage, with their receives
  * and sends: what a schedule calls, in its order. */
 void pipeline_forward(Pipeline *p, int micro);

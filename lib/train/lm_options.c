@@ -42,8 +42,9 @@ TextOptions lm_text_options(const LmOptions *o) {
 }
 
 TransformerConfig lm_model_config(const LmOptions *o, const char *preset, int vocab) {
-    TransformerConfig m = strcmp(preset, "seed") == 0 ? transformer_config_seed(vocab)
-                                                      : transformer_config_tutorial(vocab);
+    TransformerConfig m = strcmp(preset, "seed") == 0            ? transformer_config_seed(vocab)
+                          : strcmp(preset, "pipeline-seed") == 0 ? transformer_config_pipeline_seed(vocab)
+                                                                 : transformer_config_tutorial(vocab);
     if (o->d_model) m.d_model = o->d_model;
     if (o->heads) m.heads = o->heads;
     if (o->d_hid) m.d_ff = o->d_hid;

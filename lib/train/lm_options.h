@@ -38,7 +38,7 @@ int lm_options_specs(LmOptions *o, ArgSpec *specs);
 void lm_options_check(const LmOptions *o);
 /* text_load's options for the chosen tokenizer. */
 TextOptions lm_text_options(const LmOptions *o);
-/* The preset ("tutorial" or "seed") for a vocabulary of `vocab` words with the
+/* The preset ("tutorial", "seed" or lesson 07's "pipeline-seed") for a vocabulary of `vocab` words with the
  * options' sizes in place of the preset's where given; max_len at least bptt;
  * checked (transformer_config_check). */
 TransformerConfig lm_model_config(const LmOptions *o, const char *preset, int vocab);

@@ -1,0 +1,390 @@
+/* Lesson 07: the program (given; worth reading: TODOs 7.1-7.6 are called from here).
+ *
+ *   make run-lesson 7 RANKS=2                                  # 2 stages, the tutorial's model
+ *   mpirun -n 3 train --schedule 1f1b --micro-batches 8        # 3 stages, 1F1B
+ *   mpirun -n 4 train --dp 2                                   # 2 pipelines of 2 stages
+ *   srun train --device cuda --model seed --ranks 2            # the seed's 1.44B model, 2 GPUs
+ *
+ * Every rank builds its stage of lesson 04's model (the blocks TODO 7.1 gives it), and
+ * each step runs the schedule (TODOs 7.3, 7.4) over the batch's micro-batches with your
+ * messages (7.2) and loss shares (7.5); each stage then takes its own SGD step. Rank 0
+ * prints the partition, the memory of each stage, a line per epoch (the tutorial's: time,
+ * valid loss and perplexity, with tokens/s and the bubble measured (7.6) against the
+ * formula) and the test loss; --metrics FILE writes a JSON line per step and per epoch,
+ * --timeline FILE the forwards, backwards, sends and waits of the first steps. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/args.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "cuda/device.h"
+#include "lesson.h"
+#include "train/clip.h"
+#include "train/loop.h"
+
+/* ---------------------------------------------------------------- options */
+
+typedef struct {
+    LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
+    const char *dataset, *data, *model, *schedule, *split, *device, *dist, *metrics, *timeline;
+    int micro, batch_size, epochs, max_steps, seed, threads, ranks, dp, timeline_steps;
+    float lr, gamma, clip, timeout_s;
+} Config;
+
+static Config parse_args(int argc, char **argv) {
+    Config c = {.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
+                .schedule = "gpipe", .device = "cpu", .dist = "auto", .micro = 8,
+                .batch_size = 32, .epochs = 3, .seed = 42, .threads = 1, .dp = 1,
+                .timeline_steps = 3, .lr = 5.0f, .gamma = 0.95f, .clip = 0.5f, .timeout_s = 300};
+    enum { OWN = 22 };
+    ArgSpec specs[OWN + LM_OPTION_SPECS] = {
+        {"model", ARG_CHOICE, &c.model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's 1.44B (4096 wide, 16 heads, 12 layers), for GPUs", "tutorial|seed"},
+        {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
+        {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
+        {"schedule", ARG_CHOICE, &c.schedule, "gpipe: all forwards, then all backwards; 1f1b: one forward, one backward", "gpipe|1f1b"},
+        {"micro-batches", ARG_INT, &c.micro, "micro-batches per step (the seed's chunks); divides --batch-size", NULL},
+        {"split", ARG_STRING, &c.split, "the first block of stages 1 .. p-1, e.g. 2,3 (default: balanced by FLOPs, TODO 7.1)", NULL},
+        {"batch-size", ARG_INT, &c.batch_size, "sequences per step, all micro-batches (and pipelines) together", NULL},
+        {"epochs", ARG_INT, &c.epochs, "passes over the training text", NULL},
+        {"max-steps", ARG_INT, &c.max_steps, "stop each epoch after this many steps (0: all of it)", NULL},
+        {"lr", ARG_FLOAT, &c.lr, "SGD's learning rate of epoch 1 (the tutorial's 5)", NULL},
+        {"gamma", ARG_FLOAT, &c.gamma, "StepLR: each epoch's learning rate is gamma times the last", NULL},
+        {"clip", ARG_FLOAT, &c.clip, "largest global gradient norm, over all stages (0: no clipping)", NULL},
+        {"seed", ARG_INT, &c.seed, "seed of the weights and the dropout masks", NULL},
+        {"threads", ARG_INT, &c.threads, "OpenMP threads per rank", NULL},
+        {"device", ARG_CHOICE, &c.device, "where each stage runs (cuda: one GPU per rank)", "cpu|cuda"},
+        {"dist", ARG_CHOICE, &c.dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
+        {"ranks", ARG_INT, &c.ranks, "stop unless the job has this many ranks (0: any)", NULL},
+        {"dp", ARG_INT, &c.dp, "data-parallel pipelines: ranks = dp x stages; each takes its share of the batch", NULL},
+        {"timeout", ARG_FLOAT, &c.timeout_s, "seconds a rank waits for another before the job ends", NULL},
+        {"metrics", ARG_STRING, &c.metrics, "JSON lines: one per step (loss, tokens_per_s, bubble_fraction) and one per epoch", NULL},
+        {"timeline", ARG_STRING, &c.timeline, "JSON lines: every rank's forwards, backwards, sends and waits of the first steps", NULL},
+        {"timeline-steps", ARG_INT, &c.timeline_steps, "how many steps --timeline records", NULL},
+    };
+    const int n = OWN + lm_options_specs(&c.lm, specs + OWN);
+    args_parse(argc, argv, specs, n,
+               "Lesson 07: lesson 04's transformer split into stages over ranks (mpirun, srun), "
+               "micro-batches through a GPipe or 1F1B schedule.");
+    lm_options_check(&c.lm);
+    const struct { const char *name; int value, min; } ints[] = {
+        {"--micro-batches", c.micro, 1}, {"--batch-size", c.batch_size, 1}, {"--epochs", c.epochs, 1},
+        {"--max-steps", c.max_steps, 0}, {"--threads", c.threads, 1}, {"--ranks", c.ranks, 0},
+        {"--dp", c.dp, 1}, {"--timeline-steps", c.timeline_steps, 1}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (ints[i].value < ints[i].min || ints[i].value > (1 << 20))
+            fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, 1 << 20, ints[i].value);
+    if (c.batch_size % (c.micro * c.dp) != 0)
+        fatal("--batch-size %d does not split into %d micro-batches%s of equal size: make it a "
+              "multiple of %d", c.batch_size, c.micro, c.dp > 1 ? " on each of --dp pipelines" : "",
+              c.micro * c.dp);
+    if (!(c.lr > 0) || !isfinite(c.lr)) fatal("--lr must be positive, got %g", (double)c.lr);
+    if (!(c.gamma > 0) || !isfinite(c.gamma)) fatal("--gamma must be positive, got %g", (double)c.gamma);
+    if (!(c.clip >= 0) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
+    if (!(c.timeout_s > 0) || !isfinite(c.timeout_s)) fatal("--timeout must be positive, got %g", (double)c.timeout_s);
+    return c;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+typedef struct {
+    Config cfg;
+    Dist *world, *pipe_dist, *dp_dist; /* all ranks; this pipeline's stages; this stage's replicas */
+    TextCorpus corpus;
+    TextBatches train, valid, test; /* batchify: batch_size columns */
+    TransformerConfig model_cfg;
+    Transformer stage;              /* this rank's blocks */
+    Pipeline pipe;
+    Sgd opt;
+    int Bm, T;                      /* sequences per micro-batch, tokens per sequence */
+    int *host_tokens, *host_targets; /* [micro][Bm * T] batch-major */
+    int *dev_tokens, *dev_targets;  /* the same in the stage's device memory */
+    const int **tok, **tgt;         /* [micro] pointers into them */
+    MetricsFile *metrics;
+    long long steps;
+} Run;
+
+void lesson_install(Pipeline *p) {
+    p->ops = (PipelineOps){lesson_send_activation, lesson_recv_activation, lesson_send_gradient,
+                           lesson_recv_gradient,   lesson_micro_loss_grad, lesson_run_gpipe,
+                           lesson_run_1f1b};
+}
+
+static void join(Run *run) {
+    const Config *c = &run->cfg;
+    const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
+    run->world = dist_init(&(DistOptions){.backend = c->dist, .device = device,
+                                          .timeout_s = c->timeout_s, .expect_world = c->ranks});
+    const int W = run->world->world_size;
+    if (W % c->dp != 0)
+        fatal("%d ranks cannot form --dp %d pipelines of equal length", W, c->dp);
+    /* ranks 0 .. P-1 are pipeline 0, P .. 2P-1 pipeline 1, ...; rank r is stage r % P */
+    const int P = W / c->dp, r = run->world->rank;
+    run->pipe_dist = c->dp > 1 ? dist_split(run->world, r / P, r) : run->world;
+    run->dp_dist = c->dp > 1 ? dist_split(run->world, r % P, r) : NULL;
+    char line[256];
+    dist_describe(run->world, line, sizeof line);
+    print0("%s\n", line);
+}
+
+static void load_text(Run *run) {
+    const Config *c = &run->cfg;
+    const TextOptions topt = lm_text_options(&c->lm);
+    text_load(c->dataset, c->data, &topt, &run->corpus); /* every rank reads it */
+    text_batchify(&run->corpus.train, c->batch_size, "train", &run->train);
+    text_batchify(&run->corpus.valid, c->batch_size, "valid", &run->valid);
+    text_batchify(&run->corpus.test, c->batch_size, "test", &run->test);
+    if (text_batch_count(&run->train, c->lm.bptt) < 1 || run->train.rows <= c->lm.bptt)
+        fatal("%s's training text has %lld rows of %d columns: fewer than --bptt %d + 1; a "
+              "smaller --bptt or --batch-size", run->corpus.name, (long long)run->train.rows,
+              c->batch_size, c->lm.bptt);
+}
+
+static const char *block_name(const TransformerConfig *m, int k, char *buf, size_t cap) {
+    if (k == 0) snprintf(buf, cap, "embedding");
+    else if (k <= m->layers) snprintf(buf, cap, "layer %d", k - 1);
+    else snprintf(buf, cap, "decoder");
+    return buf;
+}
+
+static void build_stage(Run *run) {
+    const Config *c = &run->cfg;
+    const int P = run->pipe_dist->world_size, s = run->pipe_dist->rank;
+    run->model_cfg = lm_model_config(&c->lm, strcmp(c->model, "seed") == 0 ? "pipeline-seed" : "tutorial",
+                                     run->corpus.vocab.count);
+    const TransformerConfig *m = &run->model_cfg;
+    const int blocks = transformer_block_count(m);
+    if (P > blocks)
+        fatal("%d stages for a model of %d blocks (embedding, %d layers, decoder): at most %d "
+              "ranks per pipeline, or more --layers", P, blocks, m->layers, blocks);
+    run->T = c->lm.bptt;
+    run->Bm = c->batch_size / (c->micro * c->dp);
+    double *costs = xcalloc((size_t)blocks, sizeof *costs);
+    int *first = xcalloc((size_t)P + 1, sizeof *first);
+    pipeline_block_costs(m, run->T, costs);
+    if (c->split) pipeline_parse_split(c->split, blocks, P, first);
+    else lesson_partition(costs, blocks, P, first); /* TODO 7.1 */
+    print0("model: %s, %d blocks (embedding, %d encoder layers, decoder), %lld parameters; "
+           "%d stages x %d micro-batches of %d x %d tokens, schedule %s\n", c->model, blocks,
+           m->layers, (long long)transformer_param_count(m), P, c->micro, run->Bm, run->T,
+           c->schedule);
+    if (c->dp > 1) print0("data parallel: %d pipelines, each with %d of the batch's %d sequences\n",
+                          c->dp, c->batch_size / c->dp, c->batch_size);
+    double total = 0;
+    for (int k = 0; k < blocks; k++) total += costs[k];
+    for (int t = 0; t < P; t++) {
+        double cost = 0;
+        for (int k = first[t]; k < first[t + 1]; k++) cost += costs[k];
+        char a[32], b[32], range[112];
+        block_name(m, first[t], a, sizeof a), block_name(m, first[t + 1] - 1, b, sizeof b);
+        if (first[t + 1] - first[t] == 1) snprintf(range, sizeof range, "block %d (%s)", first[t], a);
+        else snprintf(range, sizeof range, "blocks %d-%d (%s .. %s)", first[t], first[t + 1] - 1, a, b);
+        print0("  stage %d: %s, %.0f%% of the forward FLOPs\n", t, range, 100 * cost / total);
+    }
+    transformer_init_blocks(&run->stage, m, run->Bm, run->T, (uint64_t)c->seed, first[s], first[s + 1]);
+    const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
+    if (device != DEVICE_CPU) transformer_to_device(&run->stage, device);
+    pipeline_init(&run->pipe, run->pipe_dist, &run->stage, c->micro,
+                  strcmp(c->schedule, "1f1b") == 0 ? PIPE_1F1B : PIPE_GPIPE);
+    lesson_install(&run->pipe);
+    sgd_init(&run->opt, &run->stage.params, c->lr, 0.0f, 0.0f);
+    xfree(costs), xfree(first);
+
+    const size_t per = (size_t)run->Bm * run->T, bytes = (size_t)c->micro * per * sizeof(int);
+    run->host_tokens = xmalloc(bytes), run->host_targets = xmalloc(bytes);
+    run->dev_tokens = run->host_tokens, run->dev_targets = run->host_targets;
+    if (device != DEVICE_CPU) {
+        run->dev_tokens = device_alloc(device, bytes);
+        run->dev_targets = device_alloc(device, bytes);
+    }
+    run->tok = xcalloc((size_t)c->micro, sizeof *run->tok);
+    run->tgt = xcalloc((size_t)c->micro, sizeof *run->tgt);
+    for (int i = 0; i < c->micro; i++) run->tok[i] = run->dev_tokens + i * per, run->tgt[i] = run->dev_targets + i * per;
+}
+
+/* Batch i of a split (get_batch, [T, columns]) into micro-batches of this pipeline's
+ * columns, batch-major (sequence b, position t at row b*T + t), in the stage's memory. */
+static void load_batch(Run *run, const TextBatches *split, int64_t i) {
+    const TextBatch b = text_get_batch(split, i, run->T);
+    const int M = run->cfg.micro, Bm = run->Bm, T = run->T;
+    const int col0 = run->dp_dist ? run->dp_dist->rank * M * Bm : 0; /* this pipeline's columns */
+    for (int k = 0; k < M; k++)
+        for (int s = 0; s < Bm; s++)
+            for (int t = 0; t < T; t++) {
+                const int col = col0 + k * Bm + s, row = (k * Bm + s) * T + t;
+                run->host_tokens[row] = b.input[t * b.cols + col];
+                run->host_targets[row] = b.target[t * b.cols + col];
+            }
+    if (run->dev_tokens != run->host_tokens) {
+        const size_t bytes = (size_t)M * Bm * T * sizeof(int);
+        device_copy(run->dev_tokens, run->stage.device, run->host_tokens, DEVICE_CPU, bytes);
+        device_copy(run->dev_targets, run->stage.device, run->host_targets, DEVICE_CPU, bytes);
+    }
+}
+
+/* Full batches only: the stages are built for sequences of --bptt tokens. */
+static int64_t full_batches(const Run *run, const TextBatches *split) {
+    return (split->rows - 1) / run->T;
+}
+
+/* torch.nn.utils.clip_grad_norm_ over the whole model: every stage's share of the
+ * squared norm, summed over the stages. Returns the norm. */
+static double clip_global(Run *run) {
+    const double local = grad_norm(&run->stage.params);
+    const double norm = sqrt(dist_sum_double(run->pipe_dist, local * local));
+    const double coef = run->cfg.clip / (norm + 1e-6);
+    if (coef < 1) tensor_scale(&run->stage.params.grads, (float)coef);
+    return norm;
+}
+
+/* The mean loss of a split, forwards only (dropout off), over the pipelines. */
+static double evaluate(Run *run, const TextBatches *split) {
+    transformer_eval(&run->stage);
+    double sum = 0;
+    const int64_t n = full_batches(run, split);
+    for (int64_t i = 0; i < n; i++) {
+        load_batch(run, split, i * run->T);
+        sum += pipeline_evaluate(&run->pipe, run->tok, run->tgt);
+    }
+    transformer_train(&run->stage);
+    double loss = n ? sum / (double)n : NAN;
+    if (run->dp_dist) loss = dist_sum_double(run->dp_dist, loss) / run->dp_dist->world_size;
+    return loss;
+}
+
+typedef struct {
+    double loss, tokens, seconds, busy_share, bubble;
+    int steps;
+} EpochStats;
+
+static EpochStats train_epoch(Run *run, int epoch, float lr) {
+    const Config *c = &run->cfg;
+    EpochStats e = {0};
+    const int P = run->pipe_dist->world_size;
+    const int64_t n = full_batches(run, &run->train);
+    run->opt.lr = lr;
+    double bubble_sum = 0;
+    const double t0 = now_seconds();
+    for (int64_t i = 0; i < n && !(c->max_steps && e.steps >= c->max_steps); i++) {
+        const double start = now_seconds();
+        load_batch(run, &run->train, i * run->T);
+        float loss = pipeline_step(&run->pipe, run->tok, run->tgt);
+        if (run->dp_dist) { /* the pipelines' gradients: the average, as lesson 06 */
+            dist_all_reduce(run->dp_dist, &run->stage.params.grads, DIST_AVG);
+            loss = (float)(dist_sum_double(run->dp_dist, loss) / run->dp_dist->world_size);
+        }
+        if (!isfinite(loss)) {
+            char where[64];
+            snprintf(where, sizeof where, "step %lld", run->steps + 1);
+            train_stop_if_diverged(loss, where, lr);
+        }
+        if (c->clip > 0) clip_global(run);
+        sgd_step(&run->opt, &run->stage.params);
+        run->steps++, e.steps++;
+        const double bubble = lesson_bubble_fraction(run->pipe.rank_busy, P, run->pipe.seconds); /* TODO 7.6 */
+        bubble_sum += bubble;
+        const double tokens = (double)c->batch_size * run->T, took = now_seconds() - start;
+        e.loss += loss, e.tokens += tokens;
+        if (c->timeline && run->steps <= c->timeline_steps)
+            pipeline_write_timeline(&run->pipe, c->timeline, (int)run->steps);
+        if (run->metrics) {
+            metrics_begin(run->metrics);
+            metrics_int(run->metrics, "step", run->steps);
+            metrics_int(run->metrics, "epoch", epoch);
+            metrics_num(run->metrics, "loss", loss);
+            metrics_num(run->metrics, "tokens_per_s", tokens / took);
+            metrics_num(run->metrics, "bubble_fraction", bubble);
+            metrics_num(run->metrics, "step_seconds", run->pipe.seconds);
+            metrics_end(run->metrics);
+        }
+        progress("  epoch %d: step %d/%lld, loss %.3f, %.0f tokens/s, bubble %.2f", epoch, e.steps,
+                 (long long)n, (double)loss, e.tokens / (now_seconds() - t0), bubble);
+    }
+    progress_clear();
+    e.seconds = now_seconds() - t0;
+    e.loss /= e.steps ? e.steps : 1;
+    e.bubble = e.steps ? bubble_sum / e.steps : 0;
+    return e;
+}
+
+/* Rank 0 prints what every stage holds: parameters, and activations at the peak. */
+static void print_memory(Run *run) {
+    const int P = run->pipe_dist->world_size;
+    double *params = xcalloc((size_t)P, sizeof *params), *acts = xcalloc((size_t)P, sizeof *acts);
+    double *slots = xcalloc((size_t)P, sizeof *slots);
+    dist_all_gather_double(run->pipe_dist, (double)run->stage.params.total * 4, params);
+    dist_all_gather_double(run->pipe_dist, (double)pipeline_activation_bytes(&run->pipe), acts);
+    dist_all_gather_double(run->pipe_dist, run->pipe.max_slots, slots);
+    for (int s = 0; s < P; s++)
+        print0("  stage %d memory: parameters %.1f MB (+ gradients as much), activations %.1f MB "
+               "(%.0f micro-batches in flight at most, %s)\n", s, params[s] / 1e6, acts[s] / 1e6,
+               slots[s], run->cfg.schedule);
+    xfree(params), xfree(acts), xfree(slots);
+}
+
+static void train(Run *run) {
+    const Config *c = &run->cfg;
+    const int P = run->pipe_dist->world_size;
+    print0("training: SGD lr %g (x %g each epoch), clip %g, %lld steps an epoch, %d thread%s per rank\n",
+           (double)c->lr, (double)c->gamma, (double)c->clip,
+           (long long)full_batches(run, &run->train), c->threads, c->threads == 1 ? "" : "s");
+    if (run->world->rank == 0) run->metrics = metrics_open(c->metrics);
+    float lr = c->lr;
+    for (int epoch = 1; epoch <= c->epochs; epoch++) {
+        const EpochStats e = train_epoch(run, epoch, lr);
+        if (epoch == 1) print_memory(run);
+        const double valid = evaluate(run, &run->valid);
+        const double formula = lesson_bubble_formula(P, c->micro); /* TODO 7.6 */
+        print0("| end of epoch %3d | time: %6.2fs | train loss %5.2f | valid loss %5.2f | valid ppl "
+               "%8.2f | %.0f tokens/s | bubble %.3f (formula %.3f)\n", epoch, e.seconds, e.loss,
+               valid, exp(valid), e.tokens / e.seconds, e.bubble, formula);
+        if (run->metrics) {
+            metrics_begin(run->metrics);
+            metrics_int(run->metrics, "epoch", epoch);
+            metrics_num(run->metrics, "train_loss", e.loss);
+            metrics_num(run->metrics, "valid_loss", valid);
+            metrics_num(run->metrics, "valid_ppl", exp(valid));
+            metrics_num(run->metrics, "tokens_per_s", e.tokens / e.seconds);
+            metrics_num(run->metrics, "bubble_fraction", e.bubble);
+            metrics_num(run->metrics, "bubble_formula", formula);
+            metrics_num(run->metrics, "seconds", e.seconds);
+            metrics_end(run->metrics);
+        }
+        lr *= c->gamma;
+    }
+    const double test = evaluate(run, &run->test);
+    print0("| end of training | test loss %5.2f | test ppl %8.2f\n", test, exp(test));
+    metrics_close(run->metrics);
+}
+
+static void finish(Run *run) {
+    if (run->dev_tokens != run->host_tokens) {
+        device_free(run->stage.device, run->dev_tokens);
+        device_free(run->stage.device, run->dev_targets);
+    }
+    xfree(run->host_tokens), xfree(run->host_targets), xfree(run->tok), xfree(run->tgt);
+    pipeline_free(&run->pipe);
+    sgd_free(&run->opt);
+    transformer_free(&run->stage);
+    text_batches_free(&run->train), text_batches_free(&run->valid), text_batches_free(&run->test);
+    text_free(&run->corpus);
+    if (run->dp_dist) dist_finalize(run->dp_dist);
+    if (run->pipe_dist != run->world) dist_finalize(run->pipe_dist);
+    dist_finalize(run->world);
+}
+
+int lesson_main(int argc, char **argv) {
+    Run run = {.cfg = parse_args(argc, argv)};
+    omp_set_num_threads(run.cfg.threads);
+    join(&run);
+    load_text(&run);
+    print0("data: %s, %d words; %lld train, %lld valid, %lld test tokens\n", run.corpus.name,
+           run.corpus.vocab.count, (long long)run.corpus.train.count,
+           (long long)run.corpus.valid.count, (long long)run.corpus.test.count);
+    build_stage(&run);
+    train(&run);
+    finish(&run);
+    return 0;
+}
