@@ -70,6 +70,7 @@
 #include "layers/softmax_xent.h"
 #include "models/cnn.h"
 #include "models/transformer.h"
+#include "parallel/pipeline.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
 #include "train/clip.h"
@@ -129,6 +130,9 @@ static int check_copies(void) {
     tensor_fill(&d2, 2.5f);
     tensor_fill(&h, 2.5f);
     ok = ok && same("tensor_fill on the GPU", &d2, &h, EXACT, EXACT);
+    Tensor hs = random_tensor(2, 77, 1000, 0, 0), ds = on_gpu(&hs); /* one rounding per element */
+    tensor_scale(&hs, 0.3f), tensor_scale(&ds, 0.3f);
+    ok = ok && same("tensor_scale on the GPU", &ds, &hs, EXACT, EXACT);
     Tensor z = tensor_zeros_on(DEVICE_CUDA, 2, 300, 301), hz = tensor_zeros(2, 300, 301);
     ok = ok && same("tensor_zeros_on(DEVICE_CUDA)", &z, &hz, EXACT, EXACT);
     return ok ? CHECK_PASS : CHECK_FAIL;
@@ -939,6 +943,42 @@ static int check_transformer(void) {
     return compare_transformer(0.2f, 22);
 }
 
+/* Lesson 07's step on one stage (the single backend: no messages): 4 micro-batches in
+ * flight in 4 activation slots on the GPU, each loss share scaled on the device,
+ * against the same on the CPU; the tolerances of compare_transformer. */
+static int check_pipeline_stage(void) {
+    REQUIRE_GPU();
+    const TransformerConfig c = {.vocab = 41, .d_model = 24, .heads = 3, .d_ff = 40, .layers = 2,
+                                 .max_len = 64, .dropout = 0.2f};
+    const int M = 4, Bm = 2, T = 11, N = M * Bm * T;
+    int *tokens = random_tokens(N, c.vocab, 31), *targets = random_tokens(N, c.vocab, 32);
+    int *gtokens = ints_on_gpu(tokens, N), *gtargets = ints_on_gpu(targets, N);
+    const int *tc[4], *gc[4], *yc[4], *yg[4];
+    for (int i = 0; i < M; i++)
+        tc[i] = tokens + i * Bm * T, yc[i] = targets + i * Bm * T,
+        gc[i] = gtokens + i * Bm * T, yg[i] = gtargets + i * Bm * T;
+    Dist *d = dist_init(&(DistOptions){.backend = "single"});
+    Transformer cpu, gpu;
+    transformer_init(&cpu, &c, Bm, T, 9);
+    transformer_init(&gpu, &c, Bm, T, 9);
+    transformer_to_device(&gpu, DEVICE_CUDA);
+    Pipeline pc, pg;
+    pipeline_init(&pc, d, &cpu, M, PIPE_GPIPE);
+    pipeline_init(&pg, d, &gpu, M, PIPE_GPIPE);
+    const float lc = pipeline_step(&pc, tc, yc), lg = pipeline_step(&pg, gc, yg);
+    printf("one stage, %d micro-batches: loss %.6f on the CPU, %.6f on the GPU; %d slots\n", M,
+           (double)lc, (double)lg, pg.max_slots);
+    bool ok = expect_close("loss", &lg, &lc, 1, 0.0f, 1e-5f) && same_grads(&gpu, &cpu) &&
+              expect_true(pg.max_slots == M, "GPipe on one stage keeps %d micro-batches, not %d", M,
+                          pg.max_slots);
+    pipeline_free(&pc), pipeline_free(&pg);
+    transformer_free(&cpu), transformer_free(&gpu);
+    dist_finalize(d);
+    cuda_free(gtokens), cuda_free(gtargets);
+    xfree(tokens), xfree(targets);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* ---------------------------------------------------------------- device choice */
 
 /* CUDA does not survive fork: checks that start children must not start CUDA
@@ -1013,6 +1053,7 @@ int main(void) {
     check_run(NULL, "softmax cross-entropy over a vocabulary (fast version): loss and gradient", GPU_CHECK(check_softmax_xent_fast), 60);
     check_run(NULL, "gradient clipping by global norm: the norm, clipped and untouched gradients", GPU_CHECK(check_clip), 60);
     check_run(NULL, "transformer: loss and every gradient (dropout off and on, a shorter batch), 4 SGD steps, evaluation", GPU_CHECK(check_transformer), 180);
+    check_run(NULL, "a one-stage pipeline: 4 micro-batches in activation slots, loss shares scaled on the GPU", GPU_CHECK(check_pipeline_stage), 120);
     check_run(NULL, "the local rank picks the device", GPU_CHECK(check_local_rank), 60);
     return check_end();
 }

@@ -15,6 +15,7 @@ extern "C" {
 #include "cuda/device.h"
 #include "cuda/gemm_map.h"
 void cuda_fill(float *x, int64_t n, float value); // lib/cuda/tensor.cu
+void cuda_scale(float *x, int64_t n, float factor);
 }
 
 /* ---------------------------------------------------------------- fibers */
@@ -208,7 +209,7 @@ static void tensor_copy_bytes(void *dst, Device dd, const void *src, Device sd, 
     memmove(dst, src, bytes);
 }
 
-static const TensorDeviceOps EMULATED = {"CUDA (emulated)", tensor_alloc, cuda_free, cuda_fill,
+static const TensorDeviceOps EMULATED = {"CUDA (emulated)", tensor_alloc, cuda_free, cuda_fill, cuda_scale,
                                          tensor_copy_bytes};
 
 extern "C" {
