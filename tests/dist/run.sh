@@ -39,6 +39,40 @@ for run in "$bin 2" "$bin 3" "$pipe_bin 2" "$pipe_bin 3" "$pipe_bin 4"; do
     fi
 done
 
+# Lesson 07's program: the per-step losses of the unsplit model (1 rank) are those of
+# 2 stages (GPipe), 3 stages (1F1B) and 2 pipelines of 2 stages (--dp 2), dropout off:
+# the same batch's gradient each step, summed in another order (1e-5 relative allowed).
+pipe_prog=$build/solutions/07-pipeline/train
+losses() { grep -o '"loss": [-0-9.e]*' "$1" | cut -d' ' -f2 | tr '\n' ' '; }
+if [ -x "$pipe_prog" ]; then
+    tmp=$(mktemp -d)
+    args=(--dataset text --data /usr/share/common-licenses/GPL-3 --d-model 32 --heads 2 --d-hid 32
+          --layers 4 --bptt 8 --batch-size 16 --micro-batches 4 --max-steps 5 --epochs 1 --dropout 0)
+    ok=1 report=
+    for run in "1" "2 --schedule gpipe" "3 --schedule 1f1b" "4 --dp 2 --schedule 1f1b"; do
+        n=${run%% *} extra=${run#"$n"}
+        # shellcheck disable=SC2086  # extra: the run's own options
+        if ! timeout 120 "${mpi[@]}" -n "$n" "$pipe_prog" "${args[@]}" $extra --metrics "$tmp/$n.jsonl" \
+            >"$tmp/$n.out" 2>&1; then
+            ok=0 report="$report; $n ranks failed: $(tail -3 "$tmp/$n.out" | tr '\n' ' ')"
+            continue
+        fi
+        [ "$n" = 1 ] && continue
+        if ! python3 - "$(losses "$tmp/1.jsonl")" "$(losses "$tmp/$n.jsonl")" <<'PY'; then
+import sys
+a, b = [list(map(float, x.split())) for x in sys.argv[1:3]]
+sys.exit(0 if len(a) == len(b) == 5 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)) else 1)
+PY
+            ok=0 report="$report; $n ranks ($extra): $(losses "$tmp/$n.jsonl")against $(losses "$tmp/1.jsonl")"
+        fi
+    done
+    if [ $ok = 1 ]; then pass "lesson 07's program: 2 stages, 3 stages (1F1B) and 2x2 (--dp 2) take the unsplit model's 5 steps"
+    else fail "lesson 07's program against the unsplit model${report}"; fi
+    rm -rf "$tmp"
+else
+    echo "SKIP  lesson 07's program: $pipe_prog is not built"; skipped=$((skipped + 1))
+fi
+
 # fault KIND WANT...: the job must fail within 60 s and its output contain every WANT
 fault() {
     local kind=$1 t0 out status took
