@@ -157,8 +157,13 @@ static void build_stage(Run *run) {
     const TransformerConfig *m = &run->model_cfg;
     const int blocks = transformer_block_count(m);
     if (P > blocks)
-        fatal("%d stages for a model of %d blocks (embedding, %d layers, decoder): at most %d "
-              "ranks per pipeline, or more --layers", P, blocks, m->layers, blocks);
+        fatal("%d stages for a model of %d blocks (embedding, %d encoder layer%s, decoder): at most "
+              "%d ranks per pipeline, or more --layers", P, blocks, m->layers,
+              m->layers == 1 ? "" : "s", blocks);
+    if (c->split && P == 1)
+        fatal("--split %s: one rank per pipeline is one stage, which holds all %d blocks: leave "
+              "--split out, or start more ranks (mpirun -n 2, make run-lesson 7 RANKS=2)",
+              c->split, blocks);
     run->T = c->lm.bptt;
     run->Bm = c->batch_size / (c->micro * c->dp);
     double *costs = xcalloc((size_t)blocks, sizeof *costs);
@@ -319,8 +324,8 @@ static void print_memory(Run *run) {
     dist_all_gather_double(run->pipe_dist, run->pipe.max_slots, slots);
     for (int s = 0; s < P; s++)
         print0("  stage %d memory: parameters %.1f MB (+ gradients as much), activations %.1f MB "
-               "(%.0f micro-batches in flight at most, %s)\n", s, params[s] / 1e6, acts[s] / 1e6,
-               slots[s], run->cfg.schedule);
+               "(%.0f micro-batch%s in flight at most, %s)\n", s, params[s] / 1e6, acts[s] / 1e6,
+               slots[s], slots[s] == 1 ? "" : "es", run->cfg.schedule);
     xfree(params), xfree(acts), xfree(slots);
 }
 

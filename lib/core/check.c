@@ -19,9 +19,15 @@ void fatal(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fflush(stdout);
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    /* one write of the whole line: the ranks of a job share stderr, and a line written
+     * in pieces can interleave with another rank's ("error: error: ...") */
+    char line[2048];
+    int n = snprintf(line, sizeof line, "error: ");
+    n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    line[n] = '\0';
+    fputs(line, stderr);
     va_end(ap);
     exit(EXIT_USER_ERROR);
 }

@@ -89,9 +89,14 @@ void pipeline_parse_split(const char *text, int blocks, int stages, int *first) 
     for (int s = 1; s < stages; s++) {
         char *end;
         const long v = strtol(p, &end, 10);
-        if (end == p || (*end != ',' && *end != '\0') || (*end == '\0' && s < stages - 1))
-            fatal("--split %s: %d stages need %d increasing block numbers, comma-separated (the "
-                  "first block of stages 1 .. %d)", text, stages, stages - 1, stages - 1);
+        if (end == p || (*end != ',' && *end != '\0') || (*end == '\0' && s < stages - 1) ||
+            (*end == ',' && s == stages - 1))
+        {
+            if (stages == 2)
+                fatal("--split %s: 2 stages take one block number: where stage 1 begins", text);
+            fatal("--split %s: %d stages take %d increasing block numbers, comma-separated: "
+                  "where stages 1 .. %d begin", text, stages, stages - 1, stages - 1);
+        }
         if (v <= first[s - 1] || v >= blocks)
             fatal("--split %s: stage %d cannot begin at block %ld: the numbers must increase, "
                   "from 1 to %d (the model has %d blocks: 0 the embedding, 1 .. %d the encoder "
@@ -99,8 +104,8 @@ void pipeline_parse_split(const char *text, int blocks, int stages, int *first) 
         first[s] = (int)v;
         p = *end ? end + 1 : end;
     }
-    if (*p != '\0' || (stages == 1 && *text != '\0'))
-        fatal("--split %s: %d stages need exactly %d block numbers", text, stages, stages - 1);
+    if (stages == 1 && *text != '\0')
+        fatal("--split %s: one stage holds every block: no block numbers", text);
 }
 
 /* ---------------------------------------------------------------- the record */

@@ -14,7 +14,13 @@
 #     to epoch 2 with the same file, leaves epochs 1 and 2 in it;
 #   - lesson 05 (issue 12): one CartPole update with --target-return -1e9 stops with its
 #     "reached" line; --metrics has exactly the issue's keys; --gif draws the GIFs and PNG
-#     strips before and after; --target-return abc exits 1 with a message.
+#     strips before and after; --target-return abc exits 1 with a message;
+#   - lesson 07: bad options (--batch-size not a multiple of the micro-batches,
+#     --micro-batches 0, --schedule bogus, --split on one rank, --ranks 4 on 1 rank) and,
+#     under mpirun (skipped without it), what only ranks reveal (--split of the wrong
+#     count, not increasing or out of range, more stages than blocks, --dp that does not
+#     divide the ranks, --ranks 4 on 2): each exits 1 within the time limit with its
+#     message, never a crash or a hang.
 # Last line: "N passed, M failed[, K skipped]".
 #   tests/programs/run.sh BUILD_DIR
 set -u
@@ -30,7 +36,8 @@ tmp=$(mktemp -d /tmp/faults_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 l00=$build/solutions/00-hello-gpu/train l01=$build/solutions/01-cpu-cnn/train
 l03=$build/solutions/03-checkpointing/train l05=$build/solutions/05-ppo/train
-for bin in "$l00" "$l01" "$l03" "$l05"; do
+l07=$build/solutions/07-pipeline/train
+for bin in "$l00" "$l01" "$l03" "$l05" "$l07"; do
     [ -x "$bin" ] || { fail "$bin is not built (make BUILD=$build all)"; echo "$passed passed, $failed failed"; exit 1; }
 done
 small=(--dataset synthetic --train-limit 300 --test-limit 100 --threads 1)
@@ -230,6 +237,62 @@ if [ $rc -ne 0 ]; then
     show "$tmp/l00-rep"
 fi
 [ -n "$ok" ] && pass "lesson 00, --repeats: 0, 1001 and 2e9 refused with exit 1; 1000 runs"
+
+# ---------------------------------------------------------------- lesson 07's options
+# A small text of its own (a few hundred words) and a tiny model: a run that got past
+# the checks would take a second, and --timeout 20 ends ranks that wait on each other.
+awk 'BEGIN { srand(7); for (l = 0; l < 1500; l++) { s = ""; n = 5 + int(rand() * 10)
+     for (i = 0; i < n; i++) s = s " w" int(rand() * rand() * 300); print s " ." } }' >"$tmp/l07.txt"
+l07_small=(--dataset text --data "$tmp/l07.txt" --d-model 16 --heads 2 --d-hid 16 --epochs 1
+           --max-steps 1 --threads 1 --timeout 20)
+# l07_expect WHAT MESSAGE-REGEX [mpirun ... -n N] -- PROGRAM OPTIONS: exit 1 with the
+# message (every rank may print it: they all see the same options), no check failure, no
+# hang (run's timeout).
+l07_expect() {
+    local what=$1 want=$2 launch=()
+    shift 2
+    while [ "$1" != -- ]; do launch+=("$1"); shift; done
+    shift
+    run "$tmp/l07" "${launch[@]}" "$l07" "${l07_small[@]}" "$@"
+    if [ $rc -eq 1 ] && grep -qE -- "^error: $want" "$tmp/l07" && ! grep -q 'check failed' "$tmp/l07"; then
+        pass "lesson 07, $what: exit 1, \"$(grep -m1 -oE -- "$want" "$tmp/l07" | cut -c1-64)...\""
+    else
+        fail "lesson 07, $what: exit $rc (expected 1 and \"error: $want\"$([ $rc -eq 124 ] && echo '; it hung'))"
+        show "$tmp/l07"
+    fi
+}
+l07_expect "--batch-size 30 with 8 micro-batches" \
+    '--batch-size 30 does not split into 8 micro-batches of equal size: make it a multiple of 8' \
+    -- --batch-size 30
+l07_expect "--batch-size 32 with 8 micro-batches on --dp 3 pipelines" \
+    '--batch-size 32 does not split into 8 micro-batches on each of --dp pipelines .*multiple of 24' \
+    -- --batch-size 32 --dp 3
+l07_expect "--micro-batches 0" '--micro-batches must be 1 to [0-9]+, got 0' -- --micro-batches 0
+l07_expect "--schedule bogus" "--schedule must be one of gpipe\|1f1b, got 'bogus'" -- --schedule bogus
+l07_expect "--split 1,2 on one rank (one stage)" '--split 1,2: one rank per pipeline is one stage' -- --split 1,2
+l07_expect "--ranks 4 on one rank" 'this job has 1 rank but 4 were asked for' -- --ranks 4
+if ! command -v mpirun >/dev/null; then
+    skip "lesson 07 with several ranks: needs Open MPI's mpirun (sudo make deps)"
+else
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # as root (CI, containers)
+    mpi=(mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp -n)
+    # the tiny model has 4 blocks: 0 the embedding, 1 and 2 the layers, 3 the decoder
+    l07_expect "2 ranks, --split 1,2 (2 stages take 1 number)" '--split 1,2: 2 stages take one block number: where stage 1 begins' \
+        "${mpi[@]}" 2 -- --split 1,2
+    l07_expect "3 ranks, --split 2,2 (not increasing)" '--split 2,2: stage 2 cannot begin at block 2: the numbers must increase' \
+        "${mpi[@]}" 3 -- --split 2,2
+    l07_expect "2 ranks, --split 4 (past the last block)" '--split 4: stage 1 cannot begin at block 4: .*from 1 to 3' \
+        "${mpi[@]}" 2 -- --split 4
+    l07_expect "2 ranks, --split 0 (stage 0 would be empty)" '--split 0: stage 1 cannot begin at block 0' \
+        "${mpi[@]}" 2 -- --split 0
+    l07_expect "5 ranks for a model of 4 blocks" '5 stages for a model of 4 blocks .*at most 4 ranks per pipeline' \
+        "${mpi[@]}" 5 --
+    l07_expect "4 ranks for a model of 3 blocks (--layers 1)" \
+        '4 stages for a model of 3 blocks \(embedding, 1 encoder layer, decoder\)' "${mpi[@]}" 4 -- --layers 1
+    l07_expect "3 ranks, --dp 2 (does not divide them)" '3 ranks cannot form --dp 2 pipelines of equal length' \
+        "${mpi[@]}" 3 -- --dp 2 --batch-size 16
+    l07_expect "2 ranks launched, --ranks 4" 'this job has 2 ranks but 4 were asked for' "${mpi[@]}" 2 -- --ranks 4
+fi
 
 # ---------------------------------------------------------------- the progress line
 demo=("$l01" "${small[@]}" --train-limit 600 --epochs 1)

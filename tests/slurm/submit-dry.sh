@@ -57,6 +57,21 @@ for bad in 0 x ''; do
     expect "NODES='$bad' is refused with a message" "$(dry 6 --nodes $bad)" "NODES .*got '$bad'" '^sbatch'
 done
 
+# Lesson 07: 2 GPUs of one node, one stage per GPU; its own job script (no TODOs in it),
+# the participant's copy or the solution's.
+script=solutions/07-pipeline/pipeline.sbatch
+if grep -qx '#SBATCH --nodes=1' "$script" && grep -qx '#SBATCH --ntasks-per-node=2' "$script" &&
+    grep -qx '#COURSE gpus=2' "$script" && cmp -s "$script" lessons/07-pipeline/pipeline.sbatch; then
+    pass "lesson 07's job script: 1 node, 2 tasks and 2 GPUs, the same for participants and solution"
+else
+    fail "lesson 07's job script $script does not ask for 1 node of 2 tasks and 2 GPUs, or differs from lessons/07-pipeline's"
+fi
+expect "lesson 07: 2 GPUs on one node, with its own job script" \
+    "$(dry 7 --site generic --solution)" '^sbatch .*--gres=gpu:2 .*solutions/07-pipeline/pipeline\.sbatch *$' '--nodes'
+expect "lesson 07 through make, with the participant's script and ARGS" \
+    "$(make -s --no-print-directory submit 7 DRY=1 SITE=gwdg-grete ARGS='--schedule 1f1b' 2>&1)" \
+    '^sbatch .*-G 2 --partition=grete:shared .*lessons/07-pipeline/pipeline\.sbatch --schedule 1f1b$'
+
 # The printed line is the exact command: read back by the shell, it gives the same
 # words, odd program arguments included.
 odd=(--epochs "5 x" "it's" '' 'a"b' '$HOME')

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU lessons' sbatch scripts (00, 02) under the local Slurm. The local profile
 # has no GPUs and sets COURSE_DEVICE=cpu, so this proves the scripts, the site
-# plumbing and the programs' CPU paths; the GPU paths need a GPU node.
+# plumbing and the programs' CPU paths; the GPU paths need a GPU node. The other GPU
+# lessons' scripts have tests of their own: test-04-transformer.sh, test-06-ddp.sh and
+# test-07-pipeline.sh (2 ranks, their script's GPU-less CPU-rank path).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/slurm/lib.sh
