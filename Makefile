@@ -220,6 +220,14 @@ GRADE_LDFLAGS_04 := -rdynamic $(foreach f,$(GRADE_WRAPPED_04),-Wl,--wrap=$(f))
 GRADE_WRAPPED_05 := ppo_collect gae ppo_policy_loss ppo_value_loss ppo_entropy_bonus \
                     categorical_entropy categorical_entropy_backward ppo_normalize_advantages ppo_update
 GRADE_LDFLAGS_05 := -rdynamic $(foreach f,$(GRADE_WRAPPED_05),-Wl,--wrap=$(f))
+# Lesson 07's grader likewise (tests/graders/grade07.c): the twins of TODOs 7.1-7.6, not
+# pipeline_forward/backward/step, which the TODOs call. It also watches the messages of
+# TODO 7.2 (dist_send, dist_send_start, dist_recv, dist_wait: the peer, and no waiting).
+GRADE_WRAPPED_07 := pipeline_partition pipeline_send_activation pipeline_recv_activation \
+                    pipeline_send_gradient pipeline_recv_gradient pipeline_micro_loss_grad \
+                    pipeline_run_gpipe pipeline_run_1f1b pipeline_bubble_fraction pipeline_bubble_formula \
+                    dist_send dist_send_start dist_recv dist_wait
+GRADE_LDFLAGS_07 := -rdynamic $(foreach f,$(GRADE_WRAPPED_07),-Wl,--wrap=$(f))
 
 define LESSON_RULES
 $(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.c $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)
@@ -276,7 +284,7 @@ $(BENCH_PPO_BIN): $(BUILD)/obj/bench/bench_ppo.o $(LIB)
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-ppo check-gpu check-gpu-emulated bench-gpu clean slides
+        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-ppo check-gpu check-gpu-emulated bench-gpu clean slides
 
 all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) ## build the library, tests, lessons, solutions and benchmark
 
@@ -359,6 +367,9 @@ bench-comm: $(BENCH_COMM_BIN) $(BUILD)/solutions/06-ddp/train ## all-reduce band
 
 bench-ddp: $(BUILD)/solutions/06-ddp/train ## lesson 06 scaling: images/s on 1 and RANKS (2) ranks, efficiency, exposed communication
 	@bench/run-bench-ddp.sh $(BUILD) $(or $(RANKS),2)
+
+bench-pipeline: $(BUILD)/solutions/07-pipeline/train ## lesson 07: bubble measured against (p-1)/(m+p-1), p = 2-4, m = 1-32, GPipe and 1F1B; activation memory; 2 ranks against 1
+	@bench/run-bench-pipeline.sh $(BUILD) $(or $(ROUNDS),3)
 
 bench-ppo: $(BENCH_PPO_BIN) $(BUILD)/solutions/05-ppo/train ## lesson 05: seconds to a CartPole return of 475 (median of 5 seeds), C against PyTorch; steps/s, where the time goes
 	@bench/run-bench-ppo.sh $(BUILD) $(THREADS) $(or $(SEEDS),5)

@@ -17,6 +17,10 @@ FIGURE_FILES  := $(wildcard docs/figures/*.svg docs/figures/*.png)
 SLIDES_FIGS   := $(patsubst docs/figures/%,$(SLIDES_DIR)/figures/%,$(FIGURE_FILES))
 CHROMIUM      ?= $(firstword $(shell command -v chromium chromium-browser 2>/dev/null))
 METRICS       ?=
+TIMELINE      ?=
+STEP          ?=
+# lesson 07's --timeline files, drawn by tools/figures/timeline.py (SVG only, no gnuplot)
+FIGURE_TIMELINES := $(wildcard docs/figures/data/[0-9][0-9]-timeline-*.jsonl)
 PLOT          ?=
 PLOT_OUT      ?= $(BUILD)/plots
 NOTES         ?=
@@ -65,11 +69,18 @@ slides-pdf: slides ## every deck as a PDF in build/slides/pdf/ (headless Chromiu
 check-slides: ## the decks against their lessons, then every slide in headless Chromium, offline
 	@tests/slides/run.sh
 
-figures: ## redraw docs/figures/*.svg and *.png from the measured runs in docs/figures/data/ (gnuplot)
+figures: ## redraw docs/figures/*.svg and *.png from the measured runs in docs/figures/data/ (gnuplot; timelines: SVG)
 	@$(PYTHON) tools/figures/figures.py render $(FIGURES_LIST)
+	@for t in $(FIGURE_TIMELINES); do \
+	  $(PYTHON) tools/figures/timeline.py "$$t" --out docs/figures/$$(basename "$$t" .jsonl).svg || exit 1; done
+
+timeline: ## draw a pipeline step: make timeline TIMELINE=file.jsonl [STEP=N] (lesson 07's --timeline; build/plots/NAME.svg)
+	@test -n "$(TIMELINE)" || { echo "error: give the timeline: make timeline TIMELINE=timeline.jsonl (lesson 07's --timeline FILE)" >&2; exit 1; }
+	@$(PYTHON) tools/figures/timeline.py $(TIMELINE) $(if $(STEP),--step $(STEP)) \
+	  --out $(PLOT_OUT)/$(basename $(notdir $(TIMELINE))).svg
 
 plot: ## plot your own runs: make plot METRICS="a.jsonl [b.jsonl ...]" [PLOT="kind=xy x=step y=mean_return"] (build/plots/)
 	@test -n "$(METRICS)" || { echo "error: give the metrics file: make plot METRICS=run.jsonl (a program's --metrics FILE)" >&2; exit 1; }
 	@$(PYTHON) tools/figures/figures.py plot $(METRICS) $(PLOT) --out $(PLOT_OUT)
 
-.PHONY: slides slides-deps slides-pdf check-slides figures plot
+.PHONY: slides slides-deps slides-pdf check-slides figures plot timeline

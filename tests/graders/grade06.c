@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "framework/check.h"
+#include "graders/ranks.h"
 #include "lesson.h"
 #include "train/checkpoint_file.h"
 #include "train/train_state.h"
@@ -26,25 +27,6 @@
 #endif
 
 /* ================================================================ the ranks' side */
-
-static Dist *g_dist;
-
-/* One line per rank: "WORKER rank R ok ..." or "WORKER rank R FAIL: ..." */
-static void say(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(bool ok, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    printf("WORKER rank %d %s%s\n", g_dist ? g_dist->rank : -1, ok ? "ok" : "FAIL: ", msg);
-    fflush(stdout);
-}
-
-static Dist *library_dist(void) {
-    g_dist = dist_init(&(DistOptions){.backend = "auto", .timeout_s = 30});
-    return g_dist;
-}
 
 /* A run with a small CNN (16x16 images) whose weights come from the rank's own seed. */
 static Run *small_run(Dist *d) {
@@ -228,92 +210,6 @@ static int worker(int argc, char **argv) {
 }
 
 /* ================================================================ the grader's side */
-
-static char g_self[1024]; /* this program, for mpirun */
-
-static bool have_mpirun(void) {
-    const char *path = getenv("PATH");
-    char buf[4096], try[1200];
-    snprintf(buf, sizeof buf, "%s", path ? path : "/usr/bin");
-    for (char *dir = strtok(buf, ":"); dir; dir = strtok(NULL, ":")) {
-        snprintf(try, sizeof try, "%s/mpirun", dir);
-        if (access(try, X_OK) == 0) return true;
-    }
-    return false;
-}
-
-#define REQUIRE_RANKS()                                                                  \
-    do {                                                                                 \
-        if (!have_mpirun()) {                                                            \
-            printf("needs ranks: Open MPI's mpirun is not installed (sudo make deps)\n"); \
-            return CHECK_SKIP;                                                           \
-        }                                                                                \
-    } while (0)
-
-/* mpirun -n ranks <grader> --worker ARGS...; its output and end in *r. */
-static void run_ranks(int ranks, const char *const *args, double timeout, CommandResult *r) {
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1); /* CI and containers run as root */
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    char n[16];
-    snprintf(n, sizeof n, "%d", ranks);
-    const char *argv[48] = {"mpirun", "--oversubscribe", "--mca", "btl", "self,vader,tcp",
-                            "-n", n, g_self, "--worker"};
-    int k = 9;
-    for (int i = 0; args[i] && k < 46; i++) argv[k++] = args[i];
-    argv[k] = NULL;
-    run_command(argv, timeout, r);
-}
-
-/* What the ranks printed, without mpirun's boxes and without repeats: each rank
- * stopping at the same TODO says so once. */
-static void print_ranks_output(const char *out) {
-    static const char *noise[] = {"---", "Primary job", "a non-zero exit code", "mpirun ",
-                                  "the job to be terminated", "  Process name", "  Exit code",
-                                  "MPI_ABORT", "with errorcode", "NOTE: invoking", "You may or may not",
-                                  "exactly when", "[", "Set MCA parameter", NULL};
-    char seen[64][200];
-    int nseen = 0, shown = 0;
-    for (const char *line = out; *line && shown < 40;) {
-        const char *end = strchr(line, '\n');
-        int len = end ? (int)(end - line) : (int)strlen(line);
-        bool skip = len == 0;
-        for (int i = 0; noise[i] && !skip; i++) skip = strncmp(line, noise[i], strlen(noise[i])) == 0;
-        for (int i = 0; i < nseen && !skip; i++) skip = strncmp(seen[i], line, (size_t)len) == 0 && seen[i][len] == '\0';
-        if (!skip) {
-            printf("%.*s\n", len, line);
-            shown++;
-            if (nseen < 64 && len < 200) snprintf(seen[nseen++], 200, "%.*s", len, line);
-        }
-        line = end ? end + 1 : line + len;
-    }
-}
-
-/* Every rank's worker line says ok: else prints what failed (and the output). */
-static bool all_ok(int ranks, const CommandResult *r, const char *what) {
-    char end[96];
-    int ok = 0;
-    for (int k = 0; k < ranks; k++) {
-        char want[64];
-        snprintf(want, sizeof want, "WORKER rank %d ok", k);
-        ok += strstr(r->out, want) != NULL;
-    }
-    if (ok == ranks && !r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
-    printf("%s with %d ranks: %d of %d ranks ok; the job ended: %s. The ranks said:\n", what,
-           ranks, ok, ranks, describe_end(r, end, sizeof end));
-    print_ranks_output(r->out);
-    return false;
-}
-
-static int on_2_and_3(const char *worker, const char *what, double timeout) {
-    REQUIRE_RANKS();
-    for (int ranks = 2; ranks <= 3; ranks++) {
-        CommandResult r;
-        const char *args[] = {worker, NULL};
-        run_ranks(ranks, args, timeout, &r);
-        if (!all_ok(ranks, &r, what)) return CHECK_FAIL;
-    }
-    return CHECK_PASS;
-}
 
 /* ---------------------------------------------------------------- TODO 6.1 */
 

@@ -22,6 +22,23 @@ from metrics import KINDS, FigureError, read_jsonl, read_source, read_specs  # n
 from plots import render  # noqa: E402
 
 
+def select(rows, opts):
+    """where=KEY=VALUE (an option of every kind): only the rows whose KEY is VALUE, e.g.
+    where=stages=4 of a measurement that holds several setups."""
+    where = opts.pop("where", None)
+    if not where:
+        return rows
+    key, sep, value = where.partition("=")
+    if not sep:
+        raise FigureError(f"where={where}: use where=KEY=VALUE")
+    kept = [r for r in rows if key in r and str(r[key]) == value]
+    if not kept:
+        values = sorted({str(r[key]) for r in rows if key in r})
+        raise FigureError(f"where={where}: no row has {key} = {value} "
+                          f"({key}: {', '.join(values) or 'in no row'})")
+    return kept
+
+
 def render_list(list_path, out_dir, only):
     specs = read_specs(list_path)
     if only:
@@ -34,9 +51,9 @@ def render_list(list_path, out_dir, only):
     for spec in specs:
         data = os.path.join(data_dir, spec["data"])
         try:
-            rows = read_jsonl(data)
-            source = read_source(data)
             opts = dict(spec["options"])
+            rows = select(read_jsonl(data), opts)
+            source = read_source(data)
             title = opts.pop("title", spec["name"])
             written = render(spec["kind"], rows, opts, source, title,
                              os.path.join(out_dir, spec["name"]))
@@ -79,6 +96,7 @@ def plot_file(paths, out_dir, words):
             rows.append(row)
     if len(paths) > 1:
         opts.setdefault("group", "run")
+    rows = select(rows, opts)
     where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
     if kind is None:
         try:

@@ -1,0 +1,895 @@
+/* Grader of lesson 07. The checks of TODOs 7.2-7.4 and of the program need several
+ * ranks: each starts
+ *   mpirun -n 2 (and 3) <this grader> --worker NAME ...
+ * whose ranks are the stages of a small transformer and run your functions with the
+ * library's versions of the others (so that a check tests one TODO); each rank prints
+ * what it saw, the check reads that (tests/graders/ranks.h). Such a check SKIPs where
+ * there is no mpirun, never PASSes. A rank that waits too long says where it waited
+ * ("hung in ..."), and every check has a time limit, so a deadlock fails that check and
+ * the rest go on. TODOs 7.1, 7.5 and 7.6 are checked in one process.
+ * Run with `make check-lesson 7` (your code) or `make check-lesson 7 SOLUTION=1`. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/rng.h"
+#include "framework/check.h"
+#include "graders/ranks.h"
+#include "lesson.h"
+
+static bool lesson_function(const char *name) { return strncmp(name, "lesson_", 7) == 0; }
+#include "graders/refuse_library.h"
+
+/* The library's twins of TODOs 7.1-7.6: a TODO that calls one fails its check. */
+WRAP_VOID(pipeline_partition, (const double *c, int b, int s, int *f), (c, b, s, f))
+WRAP_VALUE(DistRequest *, pipeline_send_activation, (Pipeline *p, const Tensor *x), (p, x))
+WRAP_VOID(pipeline_recv_activation, (Pipeline *p, Tensor *x), (p, x))
+WRAP_VALUE(DistRequest *, pipeline_send_gradient, (Pipeline *p, const Tensor *x), (p, x))
+WRAP_VOID(pipeline_recv_gradient, (Pipeline *p, Tensor *x), (p, x))
+WRAP_VALUE(float, pipeline_micro_loss_grad, (Pipeline *p, int micro), (p, micro))
+WRAP_VOID(pipeline_run_gpipe, (Pipeline *p), (p))
+WRAP_VOID(pipeline_run_1f1b, (Pipeline *p), (p))
+WRAP_VALUE(double, pipeline_bubble_fraction, (const double *b, int r, double s), (b, r, s))
+WRAP_VALUE(double, pipeline_bubble_formula, (int s, int m), (s, m))
+
+#ifndef LESSON_PATH /* the lesson's directory, from the Makefile: lessons/... or solutions/... */
+#define LESSON_PATH "lessons/07-pipeline"
+#endif
+
+/* ================================================================ the ranks' side */
+
+/* ---------------------------------------------------------------- watching TODO 7.2
+ * The lesson's messages go through dist_send_start / dist_recv (linked with --wrap):
+ * while g_watch is set, a call from lesson_send_* / lesson_recv_* is checked before it
+ * happens (the peer, and that a send does not wait), so that a wrong peer gets its hint
+ * instead of a hang. Stage = this rank (the pipelines here are the whole world). */
+static bool g_watch;
+
+static const char *lesson_caller(void *address) {
+    Dl_info info;
+    if (!dladdr(address, &info) || !info.dli_sname) return NULL;
+    const char *n = info.dli_sname;
+    return strncmp(n, "lesson_send_", 12) == 0 || strncmp(n, "lesson_recv_", 12) == 0 ? n : NULL;
+}
+
+static void watch_call(const char *dist_fn, void *caller, int peer) {
+    const char *fn = g_watch && g_dist ? lesson_caller(caller) : NULL;
+    if (!fn) return;
+    const int s = g_dist->rank, p = g_dist->world_size;
+    const bool send = strncmp(fn, "lesson_send_", 12) == 0;
+    const bool forward = strstr(fn, "activation") != NULL;
+    if (send && strcmp(dist_fn, "dist_send") == 0) {
+        say(false, "%s calls dist_send: a blocking send. In 1F1B stage s sends an activation to "
+            "s + 1 while s + 1 sends a gradient to s: two blocking sends of a large tensor face "
+            "each other and neither returns. Start the send with dist_send_start and return its "
+            "request (the library waits for it later)", fn);
+        _exit(1);
+    }
+    if (send && strcmp(dist_fn, "dist_wait") == 0) {
+        say(false, "%s waits for its send (dist_wait): return the request of dist_send_start "
+            "without waiting; a send that waits for its receive deadlocks when both neighbours "
+            "send at once (the library waits for it later)", fn);
+        _exit(1);
+    }
+    if (strcmp(dist_fn, "dist_wait") == 0) return;
+    if (send != (strcmp(dist_fn, "dist_recv") != 0)) {
+        say(false, "%s calls %s: a %s must %s", fn, dist_fn, send ? "send" : "receive",
+            send ? "start a send (dist_send_start)" : "receive (dist_recv)");
+        _exit(1);
+    }
+    /* activations go forward (from s - 1, to s + 1), gradients back (from s + 1, to s - 1) */
+    const int want = forward == send ? s + 1 : s - 1;
+    if (peer != want) {
+        char why[160] = "";
+        if (peer == s) snprintf(why, sizeof why, " (itself: p->stage is this stage, the peer is a neighbour)");
+        else if (peer == 2 * s - want) snprintf(why, sizeof why, " (the wrong neighbour: %s)",
+                                                forward ? "activations go forward, stage - 1 to stage + 1"
+                                                        : "gradients go back, stage + 1 to stage - 1");
+        say(false, "%s on stage %d of %d %s rank %d%s; expected rank %d (p->stage %s 1)", fn, s, p,
+            send ? "sends to" : "receives from", peer, why, want, want > s ? "+" : "-");
+        _exit(1);
+    }
+}
+
+void __real_dist_send(Dist *d, const Tensor *t, int peer);
+void __wrap_dist_send(Dist *d, const Tensor *t, int peer);
+void __wrap_dist_send(Dist *d, const Tensor *t, int peer) {
+    watch_call("dist_send", __builtin_return_address(0), peer);
+    __real_dist_send(d, t, peer);
+}
+DistRequest *__real_dist_send_start(Dist *d, const Tensor *t, int peer);
+DistRequest *__wrap_dist_send_start(Dist *d, const Tensor *t, int peer);
+DistRequest *__wrap_dist_send_start(Dist *d, const Tensor *t, int peer) {
+    watch_call("dist_send_start", __builtin_return_address(0), peer);
+    return __real_dist_send_start(d, t, peer);
+}
+void __real_dist_recv(Dist *d, Tensor *t, int peer);
+void __wrap_dist_recv(Dist *d, Tensor *t, int peer);
+void __wrap_dist_recv(Dist *d, Tensor *t, int peer) {
+    watch_call("dist_recv", __builtin_return_address(0), peer);
+    __real_dist_recv(d, t, peer);
+}
+void __real_dist_wait(Dist *d, DistRequest *r);
+void __wrap_dist_wait(Dist *d, DistRequest *r);
+void __wrap_dist_wait(Dist *d, DistRequest *r) {
+    watch_call("dist_wait", __builtin_return_address(0), -1);
+    __real_dist_wait(d, r);
+}
+
+/* ---------------------------------------------------------------- a rank that hangs
+ * says where: g_doing is what it was doing, g_pipe (when set) the operations it ran. */
+static char g_doing[300];
+static Pipeline *g_pipe;
+
+static void ops_text(const PipeOp *ops, int n, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && len + 8 < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%c%d", i ? " " : "",
+                                ops[i].kind == PIPE_FORWARD ? 'F' : 'B', ops[i].micro);
+    if (n == 0) snprintf(out, cap, "nothing");
+}
+
+static void on_alarm(int sig) {
+    (void)sig;
+    char ran[800] = "";
+    if (g_pipe) { /* what it ran so far, and the schedule's order */
+        char ops[360], wants[360];
+        PipeOp want[64];
+        ops_text(g_pipe->log, g_pipe->log_count, ops, sizeof ops);
+        ops_text(want, pipeline_schedule(g_pipe->schedule, g_pipe->stages, g_pipe->stage, g_pipe->micro, want),
+                 wants, sizeof wants);
+        snprintf(ran, sizeof ran, " after running %s (the schedule: %s)", ops, wants);
+    }
+    say(false, "hung in %s%s: waited 20 s for a neighbour that never sent (or never received)",
+        g_doing, ran);
+    _exit(1);
+}
+
+static void watchdog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void watchdog(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_doing, sizeof g_doing, fmt, ap);
+    va_end(ap);
+    signal(SIGALRM, on_alarm);
+    alarm(20);
+}
+
+/* ---------------------------------------------------------------- TODO 7.2
+ * A rank that finds a mistake says so and ends (_exit(1)): mpirun then stops the
+ * others at once, instead of their waiting for it until the timeout. */
+
+static float value_of(int stage, int64_t i, float sign) { return sign * (float)(1000 * stage + i % 977); }
+
+static Tensor filled(int rows, int cols, int stage, float sign) {
+    Tensor t = tensor_zeros(2, rows, cols);
+    for (int64_t i = 0; i < t.size; i++) t.data[i] = value_of(stage, i, sign);
+    return t;
+}
+
+/* Received tensor t from `from` (sign: +1 activations, -1 gradients)? Else says why. */
+static bool received(const Tensor *t, int from, float sign, const char *fn, const char *what) {
+    const int s = g_dist->rank;
+    for (int64_t i = 0; i < t->size; i++)
+        if (t->data[i] != value_of(from, i, sign)) {
+            const char *why = t->data[i] == 0 && t->data[t->size - 1] == 0
+                                  ? ": the tensor was left as it was (receive into the tensor given)"
+                              : t->data[i] == value_of(from, i, -sign) ? ": that is the other direction's message"
+                                                                       : "";
+            say(false, "%s on stage %d: %s, element %lld is %g, stage %d sent %g%s", fn, s, what,
+                (long long)i, (double)t->data[i], from, (double)value_of(from, i, sign), why);
+            return false;
+        }
+    return true;
+}
+
+static bool request_ok(DistRequest *r, const char *fn) {
+    if (r) return true;
+    say(false, "%s returned NULL: return the request of dist_send_start (the library waits for it "
+        "before the tensor is used again)", fn);
+    return false;
+}
+
+static void worker_comm(void) {
+    Dist *d = library_dist();
+    const int s = d->rank, P = d->world_size;
+    Pipeline p = {.dist = d, .stage = s, .stages = P, .micro = 1};
+    g_watch = true;
+    /* 1. an activation forward, a gradient back: small tensors */
+    Tensor out = filled(4, 8, s, 1), in = tensor_zeros(2, 4, 8);
+    DistRequest *r = NULL;
+    if (s < P - 1) {
+        watchdog("lesson_send_activation on stage %d of %d", s, P);
+        r = lesson_send_activation(&p, &out);
+        if (!request_ok(r, "lesson_send_activation")) _exit(1);
+    }
+    if (s > 0) {
+        watchdog("lesson_recv_activation on stage %d of %d (stage %d sent one)", s, P, s - 1);
+        lesson_recv_activation(&p, &in);
+        if (!received(&in, s - 1, 1, "lesson_recv_activation", "the activation received")) _exit(1);
+    }
+    if (r) dist_wait(d, r), r = NULL;
+    Tensor gout = filled(4, 8, s, -1), gin = tensor_zeros(2, 4, 8);
+    if (s > 0) {
+        watchdog("lesson_send_gradient on stage %d of %d", s, P);
+        r = lesson_send_gradient(&p, &gout);
+        if (!request_ok(r, "lesson_send_gradient")) _exit(1);
+    }
+    if (s < P - 1) {
+        watchdog("lesson_recv_gradient on stage %d of %d (stage %d sent one)", s, P, s + 1);
+        lesson_recv_gradient(&p, &gin);
+        if (!received(&gin, s + 1, -1, "lesson_recv_gradient", "the gradient received")) _exit(1);
+    }
+    if (r) dist_wait(d, r), r = NULL;
+    /* 2. 1F1B's steady state: every stage sends its activation forward and its gradient
+     * back at the same moment, 4 MB each (far above what MPI buffers), then receives */
+    const int rows = 1024, cols = 1024;
+    Tensor big_out = filled(rows, cols, s, 1), big_gout = filled(rows, cols, s, -1);
+    Tensor big_in = tensor_zeros(2, rows, cols), big_gin = tensor_zeros(2, rows, cols);
+    DistRequest *ra = NULL, *rg = NULL;
+    if (s < P - 1) {
+        watchdog("lesson_send_activation on stage %d of %d, while stage %d sends it a gradient "
+                 "(a send must return before its receive: dist_send_start)", s, P, s + 1);
+        ra = lesson_send_activation(&p, &big_out);
+        if (!request_ok(ra, "lesson_send_activation")) _exit(1);
+    }
+    if (s > 0) {
+        watchdog("lesson_send_gradient on stage %d of %d, while stage %d sends it an activation "
+                 "(a send must return before its receive: dist_send_start)", s, P, s - 1);
+        rg = lesson_send_gradient(&p, &big_gout);
+        if (!request_ok(rg, "lesson_send_gradient")) _exit(1);
+    }
+    if (s > 0) {
+        watchdog("lesson_recv_activation on stage %d of %d (4 MB)", s, P);
+        lesson_recv_activation(&p, &big_in);
+        if (!received(&big_in, s - 1, 1, "lesson_recv_activation", "4 MB while both neighbours sent")) _exit(1);
+    }
+    if (s < P - 1) {
+        watchdog("lesson_recv_gradient on stage %d of %d (4 MB)", s, P);
+        lesson_recv_gradient(&p, &big_gin);
+        if (!received(&big_gin, s + 1, -1, "lesson_recv_gradient", "4 MB while both neighbours sent")) _exit(1);
+    }
+    watchdog("waiting for the sends on stage %d of %d", s, P);
+    if (ra) dist_wait(d, ra);
+    if (rg) dist_wait(d, rg);
+    alarm(0);
+    g_watch = false;
+    say(true, "%s", "");
+}
+
+/* ---------------------------------------------------------------- TODOs 7.3-7.5 */
+
+enum { VOCAB = 37, BATCH = 24, SEQ = 6 };
+
+static TransformerConfig small_config(void) {
+    return (TransformerConfig){.vocab = VOCAB, .d_model = 16, .heads = 2, .d_ff = 24,
+                               .layers = 4, .max_len = 64, .dropout = 0.0f};
+}
+
+static void make_batch(int *tokens, int *targets, int n) {
+    Rng rng;
+    rng_seed(&rng, 77, 0);
+    for (int i = 0; i < n; i++) tokens[i] = (int)rng_below(&rng, VOCAB);
+    for (int i = 0; i < n; i++) targets[i] = (int)rng_below(&rng, VOCAB);
+}
+
+/* The largest difference between a stage's gradients and the unsplit model's (by
+ * name), relative to the largest unsplit gradient of the stage's parameters. */
+static double grad_difference(const Transformer *stage, const Transformer *whole, const char **worst_name) {
+    double worst = 0, scale = 0;
+    *worst_name = "";
+    for (int i = 0; i < stage->params.count; i++) {
+        const Param *q = stage->params.items[i], *w = NULL;
+        for (int j = 0; j < whole->params.count && !w; j++)
+            if (strcmp(whole->params.items[j]->name, q->name) == 0) w = whole->params.items[j];
+        if (!w) return INFINITY;
+        for (int64_t k = 0; k < q->grad.size; k++) {
+            const double diff = fabs((double)q->grad.data[k] - w->grad.data[k]);
+            if (!(diff <= worst)) worst = diff, *worst_name = q->name;
+            scale = fmax(scale, fabs((double)w->grad.data[k]));
+        }
+    }
+    return worst / (scale > 0 ? scale : 1);
+}
+
+static const char *schedule_title(PipeSchedule s) { return s == PIPE_GPIPE ? "GPipe" : "1F1B"; }
+
+/* The order this stage ran (p->log) against pipeline_schedule's; false (and says how
+ * they differ) when not the same. */
+static bool same_order(const Pipeline *p, PipeSchedule schedule) {
+    PipeOp want[64];
+    const int n = pipeline_schedule(schedule, p->stages, p->stage, p->micro, want);
+    int k = 0;
+    while (k < n && k < p->log_count && want[k].kind == p->log[k].kind && want[k].micro == p->log[k].micro) k++;
+    if (k == n && p->log_count == n) return true;
+    char got_s[400], want_s[400], why[300] = "";
+    ops_text(p->log, p->log_count, got_s, sizeof got_s);
+    ops_text(want, n, want_s, sizeof want_s);
+    const char *name = schedule_title(schedule);
+    if (schedule == PIPE_1F1B) {
+        int w = 0, wg = 0; /* forwards before the first backward: wanted, run */
+        while (w < n && want[w].kind == PIPE_FORWARD) w++;
+        while (wg < p->log_count && p->log[wg].kind == PIPE_FORWARD) wg++;
+        const int left = p->stages - 1 - p->stage, warm = left < p->micro ? left : p->micro;
+        if (wg != w)
+            snprintf(why, sizeof why, "it ran %d forward%s before the first backward, expected %d (a "
+                     "warm-up of min(p - 1 - stage, m) = min(%d, %d) = %d%s)", wg, wg == 1 ? "" : "s",
+                     w, left, p->micro, warm, warm < p->micro ? ", then the steady state's first forward" : "");
+        else if (k < p->log_count && k < n)
+            snprintf(why, sizeof why, "after the warm-up of %d, operation %d is %c%d, expected %c%d (%s)",
+                     warm, k + 1, p->log[k].kind == PIPE_FORWARD ? 'F' : 'B', p->log[k].micro,
+                     want[k].kind == PIPE_FORWARD ? 'F' : 'B', want[k].micro,
+                     k < 2 * p->micro - warm ? "steady state: the forward of i + w, then the backward of i"
+                                             : "cool-down: the backwards of m - w .. m - 1, in order");
+    } else if (k < p->log_count && k < n) {
+        snprintf(why, sizeof why, "operation %d is %c%d, expected %c%d (all m forwards from micro-batch "
+                 "0, then all m backwards from micro-batch 0)", k + 1,
+                 p->log[k].kind == PIPE_FORWARD ? 'F' : 'B', p->log[k].micro,
+                 want[k].kind == PIPE_FORWARD ? 'F' : 'B', want[k].micro);
+    }
+    say(false, "%s on stage %d of %d, m = %d: %s%sran %s; expected %s", name, p->stage, p->stages,
+        p->micro, why, *why ? "; all: it " : "it ", got_s, want_s);
+    return false;
+}
+
+/* One step of the pipeline with the lesson's `ops` (which: gpipe, 1f1b or all)
+ * against forward_backward of the unsplit model, every m of micros. */
+static bool step_as_unsplit(Dist *d, PipeSchedule schedule, int micro, const char *which) {
+    const TransformerConfig c = small_config();
+    int tokens[BATCH * SEQ], targets[BATCH * SEQ];
+    make_batch(tokens, targets, BATCH * SEQ);
+    Transformer whole, stage;
+    transformer_init(&whole, &c, BATCH, SEQ, 5);
+    params_zero_grad(&whole.params);
+    const float want = transformer_forward_backward(&whole, tokens, targets);
+    const int blocks = transformer_block_count(&c), P = d->world_size, s = d->rank;
+    double costs[64];
+    int first[16];
+    pipeline_block_costs(&c, SEQ, costs);
+    __real_pipeline_partition(costs, blocks, P, first);
+    transformer_init_blocks(&stage, &c, BATCH / micro, SEQ, 5, first[s], first[s + 1]);
+    Pipeline pipe;
+    pipeline_init(&pipe, d, &stage, micro, schedule);
+    if (strcmp(which, "gpipe") == 0) pipe.ops.run_gpipe = lesson_run_gpipe;
+    else if (strcmp(which, "1f1b") == 0) pipe.ops.run_1f1b = lesson_run_1f1b;
+    else lesson_install(&pipe);
+    const int *tok[16], *tgt[16];
+    for (int i = 0; i < micro; i++) {
+        tok[i] = tokens + i * (BATCH / micro) * SEQ;
+        tgt[i] = targets + i * (BATCH / micro) * SEQ;
+    }
+    g_pipe = &pipe;
+    watchdog("the %s step on stage %d of %d, m = %d", schedule_title(schedule), s, P, micro);
+    const float loss = pipeline_step(&pipe, tok, tgt);
+    alarm(0);
+    g_pipe = NULL;
+    bool ok = same_order(&pipe, schedule);
+    const char *where;
+    const double diff = grad_difference(&stage, &whole, &where);
+    /* the stage's gradients as a multiple of the unsplit model's (least squares): a lost
+     * or doubled 1/m shows as m or 1/m */
+    double dot = 0, ww = 0;
+    for (int i = 0; i < stage.params.count; i++) {
+        const Param *q = stage.params.items[i];
+        for (int j = 0; j < whole.params.count; j++)
+            if (strcmp(whole.params.items[j]->name, q->name) == 0)
+                for (int64_t k = 0; k < q->grad.size; k++)
+                    dot += (double)q->grad.data[k] * whole.params.items[j]->grad.data[k],
+                    ww += (double)whole.params.items[j]->grad.data[k] * whole.params.items[j]->grad.data[k];
+    }
+    const double times = ww > 0 ? dot / ww : 0;
+    /* The pipeline adds m micro-batch gradients of 1/m each where the unsplit model
+     * sums all rows at once: the same sums in another order, a few float ulps (1.2e-7)
+     * apart per operation, a few hundred operations deep: 1e-5 of the largest gradient
+     * and of the loss leaves 10x room over what is measured (below 1e-6), while a
+     * missing or doubled micro-batch, a lost 1/m or an activation of the wrong
+     * micro-batch is off by 1e-2 or more. */
+    const double tol = 1e-5;
+    if (ok && !(fabsf(loss - want) <= tol * fabsf(want))) {
+        say(false, "%s, m = %d, stage %d of %d: the step's loss is %.7g, the unsplit model's %.7g%s",
+            schedule_title(schedule), micro, s, P, (double)loss, (double)want,
+            fabsf(loss - want * (float)micro) <= 1e-4f * fabsf(want * micro)
+                ? ": m times too large: each micro-batch's loss counts 1/m (TODO 7.5)"
+                : fabsf(loss - want / (float)micro) <= 1e-4f * fabsf(want / micro)
+                      ? ": m times too small: 1/m is applied twice? (TODO 7.5)"
+                      : ": each micro-batch's loss of its own targets, p->targets[micro] (TODO 7.5)?");
+        ok = false;
+    }
+    if (ok && !(diff <= tol)) {
+        char why[200] = "";
+        if (micro > 1 && fabs(times - micro) <= 1e-3 * micro)
+            snprintf(why, sizeof why, ": they are m = %d times the unsplit model's: each micro-batch's "
+                     "gradient counts 1/m (TODO 7.5)", micro);
+        else if (fabs(times - 1) > 1e-3 && fabs(times) > 1e-9)
+            snprintf(why, sizeof why, ": they are about %.4g times the unsplit model's: the scale of "
+                     "dlogits (TODO 7.5: 1/m)?", times);
+        say(false, "%s, m = %d, stage %d of %d: the gradients differ from the unsplit model's by %.3g "
+            "of the largest (allowed %g), most in %s%s", schedule_title(schedule), micro, s, P, diff,
+            tol, where, why);
+        ok = false;
+    }
+    pipeline_free(&pipe);
+    transformer_free(&stage), transformer_free(&whole);
+    return ok;
+}
+
+static void worker_step(const char *which) {
+    Dist *d = library_dist();
+    g_watch = true; /* a wrong peer of TODO 7.2 gets its hint here too */
+    static const int micros[] = {1, 2, 3, 4, 8};
+    for (int k = 0; k < 2; k++) {
+        const PipeSchedule schedule = k ? PIPE_1F1B : PIPE_GPIPE;
+        if ((strcmp(which, "gpipe") == 0 && k == 1) || (strcmp(which, "1f1b") == 0 && k == 0)) continue;
+        for (int i = 0; i < 5; i++)
+            if (!step_as_unsplit(d, schedule, micros[i], which)) _exit(1); /* the others stop too */
+    }
+    say(true, "%s", "");
+}
+
+static int worker(int argc, char **argv) {
+    const char *name = argv[2];
+    if (strcmp(name, "comm") == 0) worker_comm();
+    else if (strcmp(name, "step") == 0 && argc > 3) worker_step(argv[3]);
+    else if (strcmp(name, "main") == 0) {
+        argv[2] = argv[0]; /* the program's own options follow */
+        return lesson_main(argc - 2, argv + 2);
+    } else fatal("unknown worker %s", name);
+    if (g_dist) dist_finalize(g_dist);
+    return 0;
+}
+
+/* ================================================================ the grader's side */
+
+/* ---------------------------------------------------------------- TODO 7.1 */
+
+/* The largest stage cost of a partition. */
+static double largest_stage(const double *costs, int stages, const int *first) {
+    double worst = 0;
+    for (int s = 0; s < stages; s++) {
+        double c = 0;
+        for (int k = first[s]; k < first[s + 1]; k++) c += costs[k];
+        worst = fmax(worst, c);
+    }
+    return worst;
+}
+
+/* Every way of choosing stages - 1 cuts among blocks - 1 places: the least largest stage. */
+static double brute_force(const double *costs, int blocks, int stages) {
+    double best = INFINITY;
+    for (int mask = 0; mask < 1 << (blocks - 1); mask++) {
+        if (__builtin_popcount((unsigned)mask) != stages - 1) continue;
+        double worst = 0, c = 0;
+        for (int k = 0; k < blocks; k++) {
+            c += costs[k];
+            if (k == blocks - 1 || (mask >> k & 1)) worst = fmax(worst, c), c = 0;
+        }
+        best = fmin(best, worst);
+    }
+    return best;
+}
+
+static void list_text(const int *v, int n, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && len + 12 < cap; i++) len += (size_t)snprintf(out + len, cap - len, "%s%d", i ? ", " : "", v[i]);
+}
+
+/* The lesson's partition of one case against the optimum; `name` names the case. */
+static bool partition_ok(const char *name, const double *costs, int blocks, int stages, double best) {
+    int first[66];
+    for (int i = 0; i < 66; i++) first[i] = -7;
+    lesson_partition(costs, blocks, stages, first);
+    char got[600], costs_s[400] = "";
+    list_text(first, stages + 1, got, sizeof got);
+    size_t len = 0;
+    for (int k = 0; k < blocks && k < 16 && len + 16 < sizeof costs_s; k++)
+        len += (size_t)snprintf(costs_s + len, sizeof costs_s - len, "%s%g", k ? ", " : "", costs[k]);
+    if (blocks > 16) snprintf(costs_s + len, sizeof costs_s - len, ", ... (%d blocks)", blocks);
+    if (first[stages + 1] != -7)
+        return expect_true(false, "%s: %d blocks in %d stages: first[%d] was written: first has "
+                           "stages + 1 entries, first[0 .. %d]", name, blocks, stages, stages + 1, stages);
+    if (!expect_true(first[0] == 0 && first[stages] == blocks, "%s: costs [%s] in %d stages: first = "
+                     "[%s]; first[0] must be 0 and first[%d] = %d (the number of blocks)", name,
+                     costs_s, stages, got, stages, blocks))
+        return false;
+    for (int s = 0; s < stages; s++)
+        if (!expect_true(first[s] < first[s + 1], "%s: costs [%s] in %d stages: first = [%s]: stage %d "
+                         "holds no blocks (blocks [%d, %d)); every stage needs at least one, the cuts "
+                         "increase", name, costs_s, stages, got, s, first[s], first[s + 1]))
+            return false;
+    const double mine = largest_stage(costs, stages, first);
+    if (mine <= best * (1 + 1e-12)) return true;
+    /* what it did instead */
+    int even[66];
+    for (int s = 0; s <= stages; s++) even[s] = (int)((long long)s * blocks / stages);
+    int even_up[66];
+    for (int s = 0; s <= stages; s++) even_up[s] = (int)(((long long)s * blocks + stages - 1) / stages);
+    const bool by_count = memcmp(first, even, sizeof(int) * (size_t)(stages + 1)) == 0 ||
+                          memcmp(first, even_up, sizeof(int) * (size_t)(stages + 1)) == 0;
+    return expect_true(false, "%s: costs [%s] in %d stages: first = [%s], whose largest stage costs "
+                       "%g; the best cut's largest stage costs %g%s", name, costs_s, stages, got, mine, best,
+                       by_count ? ": the blocks are split evenly by count; split them by cost (the "
+                                  "decoder alone may cost more than all the layers)"
+                                : ": not the least possible (a greedy cut at the average is not "
+                                  "always the best: try every cut j for the last stage, best[s][k] = "
+                                  "min over j of max(best[s - 1][j], P[k] - P[j]))");
+}
+
+static int check_partition_random(void) {
+    Rng rng;
+    rng_seed(&rng, 2026, 0);
+    for (int trial = 0; trial < 400; trial++) {
+        const int blocks = 1 + (int)rng_below(&rng, 12);
+        const int stages = 1 + (int)rng_below(&rng, (uint32_t)(blocks < 6 ? blocks : 6));
+        double costs[16];
+        for (int k = 0; k < blocks; k++)
+            costs[k] = trial % 2 ? 1 + (double)rng_below(&rng, 20) : 0.01 + rng_uniform(&rng) * 10;
+        if (!partition_ok("random case", costs, blocks, stages, brute_force(costs, blocks, stages)))
+            return CHECK_FAIL;
+    }
+    /* larger ones, against the library's partition (brute force would take too long) */
+    for (int trial = 0; trial < 40; trial++) {
+        const int blocks = 20 + (int)rng_below(&rng, 180), stages = 2 + (int)rng_below(&rng, 15);
+        double costs[200];
+        int first[66];
+        for (int k = 0; k < blocks; k++) costs[k] = 1 + (double)rng_below(&rng, 1000);
+        pipeline_partition(costs, blocks, stages, first);
+        if (!partition_ok("large case", costs, blocks, stages, largest_stage(costs, stages, first)))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* The tutorial's model (lesson 04: 200 wide, 2 layers, 28,782 words): its decoder costs
+ * more than both layers together. */
+static int check_partition_tutorial(void) {
+    const TransformerConfig c = {.vocab = 28782, .d_model = 200, .heads = 2, .d_ff = 200,
+                                 .layers = 2, .max_len = 64, .dropout = 0.2f};
+    const int blocks = transformer_block_count(&c);
+    double costs[8];
+    pipeline_block_costs(&c, 35, costs);
+    for (int stages = 2; stages <= 4; stages++) {
+        char name[96];
+        snprintf(name, sizeof name, "the tutorial's model (embedding, 2 layers, decoder), %d stages", stages);
+        if (!partition_ok(name, costs, blocks, stages, brute_force(costs, blocks, stages))) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- TODO 7.2-7.4 (ranks) */
+
+static int check_comm(void) { return on_2_and_3("comm", "the sends and receives", 60); }
+
+static int on_2_and_3_step(const char *which, const char *what) {
+    REQUIRE_RANKS();
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        CommandResult r;
+        const char *args[] = {"step", which, NULL};
+        run_ranks(ranks, args, 60, &r);
+        if (!all_ok(ranks, &r, what)) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+static int check_gpipe(void) { return on_2_and_3_step("gpipe", "GPipe"); }
+static int check_1f1b(void) { return on_2_and_3_step("1f1b", "1F1B"); }
+static int check_all(void) { return on_2_and_3_step("all", "your functions together"); }
+
+/* ---------------------------------------------------------------- TODO 7.5 (one rank) */
+
+/* lesson_micro_loss_grad against the library's on a one-stage pipeline (dist "single"):
+ * after the forward of micro-batch i, each writes micro-batch i's loss share and its
+ * gradient in dlogits. m = 4 micro-batches of 3 sequences of 5 tokens: every wrong
+ * scale (1, m, 1/m^2, 1/B, 1/tokens) gives another ratio. */
+static bool loss_case(int micro, int Bm, int T) {
+    const TransformerConfig c = {.vocab = VOCAB, .d_model = 16, .heads = 2, .d_ff = 24,
+                                 .layers = 1, .max_len = 64, .dropout = 0.0f};
+    const int B = micro * Bm, n = B * T;
+    int *tokens = xcalloc((size_t)n, sizeof *tokens), *targets = xcalloc((size_t)n, sizeof *targets);
+    make_batch(tokens, targets, n);
+    Dist *d = dist_init(&(DistOptions){.backend = "single", .timeout_s = 30});
+    Transformer m;
+    transformer_init_blocks(&m, &c, Bm, T, 5, 0, transformer_block_count(&c));
+    Pipeline p;
+    pipeline_init(&p, d, &m, micro, PIPE_GPIPE);
+    const int *tok[16], *tgt[16];
+    for (int i = 0; i < micro; i++) tok[i] = tokens + i * Bm * T, tgt[i] = targets + i * Bm * T;
+    p.tokens = tok, p.targets = tgt;
+    bool ok = true;
+    for (int i = micro - 1; i >= 0 && ok; i--) { /* the last first: micro-batch 0's targets are wrong there */
+        transformer_forward(&m, m.first, m.last, tok[i], NULL);
+        const float got = lesson_micro_loss_grad(&p, i);
+        Tensor mine = tensor_to(&m.dlogits, DEVICE_CPU);
+        transformer_forward(&m, m.first, m.last, tok[i], NULL);
+        const float want = pipeline_micro_loss_grad(&p, i);
+        Tensor ref = tensor_to(&m.dlogits, DEVICE_CPU);
+        /* the gradient's scale: got / want over the whole dlogits (least squares) */
+        double dot = 0, rr = 0, worst = 0, big = 0;
+        for (int64_t k = 0; k < ref.size; k++) dot += (double)mine.data[k] * ref.data[k], rr += (double)ref.data[k] * ref.data[k];
+        const double ratio = rr > 0 ? dot / rr : 0;
+        for (int64_t k = 0; k < ref.size; k++) {
+            worst = fmax(worst, fabs((double)mine.data[k] - ratio * ref.data[k]));
+            big = fmax(big, fabs((double)ref.data[k]));
+        }
+        const bool proportional = worst <= 1e-4 * big;
+        const double lratio = (double)got / (double)want;
+        /* named scales, as multiples of the right one (1/m) */
+        const struct { double scale; const char *hint; } scales[] = {
+            {1.0, ""},
+            {micro, "m times the right one: the micro-batch's share is 1/m of it (scale by 1.0f / p->micro)"},
+            {1.0 / micro, "1/m of the right one: 1/m applied twice (transformer_loss_grad already takes the micro-batch's mean)"},
+            {(double)micro / Bm, "scaled by 1/B of the micro-batch (sequences): each micro-batch counts 1/m (p->micro), the mean over its tokens is already taken"},
+            {(double)micro / B, "scaled by 1/B of the whole batch: the mean over the tokens is already taken; each micro-batch counts 1/m"},
+            {(double)micro / (Bm * T), "scaled by 1/(tokens of the micro-batch): the mean is already taken; each micro-batch counts 1/m"},
+            {(double)micro / (B * T), "scaled by 1/(tokens of the batch): the mean is already taken; each micro-batch counts 1/m"},
+            {-1.0, "the wrong sign"}};
+        const char *ghint = NULL, *lhint = NULL;
+        for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+            if (!ghint && proportional && fabs(ratio - scales[k].scale) <= 1e-4 * fabs(scales[k].scale)) ghint = scales[k].hint;
+            if (!lhint && fabs(lratio - scales[k].scale) <= 1e-4 * fabs(scales[k].scale)) lhint = scales[k].hint;
+        }
+        char head[96];
+        snprintf(head, sizeof head, "m = %d micro-batches of %d x %d tokens, micro-batch %d", micro, Bm, T, i);
+        if (!ghint || *ghint) {
+            ok = expect_true(false, "%s: the gradient in dlogits is %s%s%s", head,
+                             ghint ? "" : proportional ? "a multiple of the right one, by " : "not the micro-batch's: ",
+                             ghint ? ghint : "", ghint ? "" : proportional ? "a factor with no name here" :
+                             "the loss of another micro-batch (its targets: p->targets[micro])?");
+            if (!ghint && proportional) printf("        (%.6g times the library's)\n", ratio);
+        } else if (!lhint || *lhint) {
+            ok = expect_true(false, "%s: the returned loss is %.7g, its share of the batch's loss is %.7g: %s", head,
+                             (double)got, (double)want, lhint ? lhint : "return the micro-batch's loss (transformer_loss_grad's) times 1/m");
+        }
+        tensor_free(&mine), tensor_free(&ref);
+    }
+    pipeline_free(&p);
+    transformer_free(&m);
+    dist_finalize(d);
+    xfree(tokens), xfree(targets);
+    return ok;
+}
+
+static int check_micro_loss(void) {
+    return loss_case(4, 3, 5) && loss_case(2, 5, 3) && loss_case(1, 4, 4) ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ---------------------------------------------------------------- TODO 7.6 */
+
+static int check_bubble_fraction(void) {
+    static const struct { double busy[3]; int ranks; double seconds, want; } cases[] = {
+        {{3, 1}, 2, 4, 0.5},            /* idle 1/4 and 3/4 */
+        {{2, 2, 2}, 3, 2, 0.0},         /* no idle time */
+        {{1, 2, 3}, 3, 4, 0.5},         /* 3/4, 2/4, 1/4 */
+        {{0.6, 0.9}, 2, 1.2, 0.375},    /* 0.5 and 0.25 */
+        {{1, 1}, 2, 0, 0.0},            /* no step: 0 */
+        {{1}, 1, -1, 0.0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int R = cases[i].ranks;
+        const double S = cases[i].seconds, want = cases[i].want;
+        const double got = lesson_bubble_fraction(cases[i].busy, R, S);
+        if (fabs(got - want) <= 1e-12) continue;
+        double idle_sum = 0;
+        for (int r = 0; r < R; r++) idle_sum += S - cases[i].busy[r];
+        const char *hint = !(S > 0) ? "a step of no length has no bubble: return 0 when seconds <= 0"
+                           : fabs(got - (1 - want)) <= 1e-12 ? "that is the busy share: the bubble is the idle share, (seconds - busy) / seconds"
+                           : fabs(got - want * R) <= 1e-12 ? "that is the sum over the ranks: average it (divide by ranks)"
+                           : fabs(got - idle_sum / R) <= 1e-12 ? "that is the idle seconds, not their share of the step: divide by seconds"
+                           : "the mean over the ranks of (seconds - busy[r]) / seconds";
+        printf("%d ranks busy [%g, %g, %g] of a %g s step: %g, expected %g: %s\n", R, cases[i].busy[0],
+               R > 1 ? cases[i].busy[1] : 0, R > 2 ? cases[i].busy[2] : 0, S, got, want, hint);
+        return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+static int check_bubble_formula(void) {
+    static const int cases[][2] = {{4, 8}, {2, 1}, {1, 4}, {3, 2}, {2, 4}, {8, 32}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int p = cases[i][0], m = cases[i][1];
+        const double want = (double)(p - 1) / (m + p - 1), got = lesson_bubble_formula(p, m);
+        if (fabs(got - want) <= 1e-12) continue;
+        const char *hint = got == (double)((p - 1) / (m + p - 1)) ? "integer division: make it double before dividing"
+                           : fabs(got - (double)(p - 1) / m) <= 1e-12 ? "(p - 1) / m is the bubble over the compute time; the share of the step is (p - 1) / (m + p - 1)"
+                           : fabs(got - (double)(p - 1) / (m + p)) <= 1e-12 ? "the step lasts m + p - 1 slots, not m + p"
+                           : fabs(got - 1 + want) <= 1e-12 ? "that is the busy share, m / (m + p - 1): the bubble is the rest"
+                           : "(p - 1) / (m + p - 1)";
+        printf("p = %d stages, m = %d micro-batches: %g, expected %g: %s\n", p, m, got, want, hint);
+        return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* ---------------------------------------------------------------- the program */
+
+/* A made-up text of 40 words: a vocabulary (and so a decoder) small enough for a
+ * check, the same file for every run. */
+static bool write_made_up_text(const char *path, int lines) {
+    static const char *const words[] = {
+        "the", "a", "cat", "dog", "sat", "on", "mat", "ran", "to", "house", "and", "then",
+        "saw", "bird", "tree", "in", "garden", "big", "small", "red", "blue", "old", "new",
+        "man", "woman", "child", "ate", "bread", "drank", "milk", "under", "over", "hill",
+        "river", "walked", "slowly", "quickly", "happy", "sad", "day"};
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    uint64_t x = 12345;
+    for (int line = 0; line < lines; line++) {
+        for (int w = 0; w < 7; w++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            fprintf(f, "%s%s", w ? " " : "", words[(x >> 33) % (sizeof words / sizeof words[0])]);
+        }
+        fputc('\n', f);
+    }
+    return fclose(f) == 0;
+}
+
+/* The program on `ranks` ranks with its options after "main"; its metrics in `metrics`. */
+static bool run_program(int ranks, const char *const *opts, const char *what, CommandResult *r) {
+    const char *args[40] = {"main"};
+    int k = 1;
+    for (int i = 0; opts[i] && k < 39; i++) args[k++] = opts[i];
+    args[k] = NULL;
+    run_ranks(ranks, args, 60, r);
+    char end[96];
+    if (!r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
+    printf("%s on %d rank%s ended: %s. It said:\n", what, ranks, ranks == 1 ? "" : "s", describe_end(r, end, sizeof end));
+    print_ranks_output(r->out);
+    return false;
+}
+
+/* The per-step values of `key` in a metrics file (the lines with "step"). */
+static int step_values(const char *path, const char *key, double *out, int cap) {
+    FILE *f = fopen(path, "r");
+    char line[2048], pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    int n = 0;
+    while (f && n < cap && fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, pat);
+        if (strstr(line, "\"step\": ") && at) out[n++] = atof(at + strlen(pat));
+    }
+    if (f) fclose(f);
+    return n;
+}
+
+/* 4 SGD steps of a 2-layer model 16 wide on the made-up text, batch 8, one epoch: the
+ * pipeline on 2 and 3 ranks, GPipe and 1F1B, m = 1, 2, 4, against the same program on
+ * one rank (one stage: the unsplit model) with one micro-batch. No clipping (it would
+ * hide a gradient m times too large) and lr 1 (the loss falls). The same mathematics;
+ * the float sums differ in order only (per micro-batch, then the m shares), a few ulps
+ * of each gradient, which 4 steps carry into the loss at about 1e-7 relative
+ * (measured: 7e-8 at most). 1e-4 relative leaves room for that; a lost 1/m, a wrong
+ * peer or a skipped micro-batch moves the loss by 1e-2 or more by the second step. */
+static int body_program_loss(const char *dir) {
+    REQUIRE_RANKS();
+    char text[600], metrics[600];
+    snprintf(text, sizeof text, "%s/words.txt", dir);
+    if (!expect_true(write_made_up_text(text, 200), "cannot write %s", text)) return CHECK_FAIL;
+    double want[8], got[8];
+    int nwant = 0;
+    for (int run = 0; run < 13; run++) {
+        const int ranks = run == 0 ? 1 : 2 + (run - 1) / 6;
+        const char *sched = run == 0 || (run - 1) % 6 < 3 ? "gpipe" : "1f1b";
+        static const char *const ms[] = {"1", "2", "4"};
+        const char *m = run == 0 ? "1" : ms[(run - 1) % 3];
+        snprintf(metrics, sizeof metrics, "%s/m%d.jsonl", dir, run);
+        const char *opts[] = {"--dataset", "text", "--data", text, "--d-model", "16", "--heads", "2",
+                              "--d-hid", "16", "--layers", "2", "--dropout", "0", "--bptt", "8",
+                              "--batch-size", "8", "--epochs", "1", "--max-steps", "4", "--seed", "5",
+                              "--schedule", sched, "--micro-batches", m, "--timeout", "30", "--clip", "0", "--lr", "1",
+                              "--metrics", metrics, NULL};
+        char what[96];
+        snprintf(what, sizeof what, "the program (%s, %s micro-batches)", sched, m);
+        CommandResult r;
+        if (!run_program(ranks, opts, what, &r)) return CHECK_FAIL;
+        double *into = run == 0 ? want : got;
+        const int n = step_values(metrics, "loss", into, 8);
+        if (run == 0) {
+            nwant = n;
+            if (!expect_true(n == 4, "the program on 1 rank wrote %d step lines with \"loss\" in its "
+                             "metrics file, 4 expected (--max-steps 4)", n))
+                return CHECK_FAIL;
+            continue;
+        }
+        if (!expect_true(n == nwant, "%s on %d ranks wrote %d step lines to its metrics file, 1 rank %d",
+                         what, ranks, n, nwant))
+            return CHECK_FAIL;
+        for (int i = 0; i < n; i++)
+            if (!expect_true(fabs(got[i] - want[i]) <= 1e-4 * fabs(want[i]), "%s on %d ranks: step %d's "
+                             "loss is %.7g, on one rank (the unsplit model) %.7g (allowed: 1e-4 relative)%s",
+                             what, ranks, i + 1, got[i], want[i],
+                             i == 0 ? ": the first step already: the forward (7.2, 7.3/7.4) or the loss shares (7.5)"
+                                    : ": the first step's agrees, so the gradients differ: the gradients' way back (7.2), their 1/m (7.5)"))
+                return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+static int check_program_loss(void) { return with_tmpdir("grade07", body_program_loss); }
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The bubble measured on 2 ranks against the formula, GPipe and 1F1B with m = 4:
+ * (p - 1) / (m + p - 1) = 0.2. A model whose two stages cost the same (--split 2:
+ * embedding and layer 0 | layer 1 and a decoder of 40 words, 1% of a layer), wide
+ * enough (256, feed-forward 1024, 4 sequences of 64 a micro-batch) that a forward
+ * takes about 10 ms: far above a message's cost between ranks on one machine.
+ * What a busy machine does to the measure: a rank held up in its compute for d
+ * seconds makes its step d longer and the other rank idle d longer, which moves the
+ * measured bubble b of a step of S seconds to (2 S b + d) / (2 S + 2 d): towards 0.5,
+ * from below and from above, never away from it. So the least bubble of steps 2-10
+ * (the first warms the caches) is the one nearest the schedule's own, and a schedule
+ * whose stages do not overlap (each micro-batch's forward and backward before the
+ * next forward: 0.5) cannot come near 0.2 however busy the machine. Measured on a
+ * 2-core VM, 14 runs of each schedule while other builds ran (load 8): the least
+ * 0.16-0.30, the median 0.17-0.37 (so the median would not do); quiet (load 1), 4 runs
+ * each: the least 0.21-0.25 (the stages are not quite equal, the sends cost a little);
+ * GPipe whose stages
+ * run one after the other (F0 B0 F1 B1 ...): 0.50-0.51 in every step. So the least
+ * step's bubble must lie from 0.12 to 0.37: above the middle of 0.2 and 0.5, as the
+ * noise only ever raises it. */
+static int body_program_bubble(const char *dir) {
+    REQUIRE_RANKS();
+    char text[600], metrics[600];
+    snprintf(text, sizeof text, "%s/words.txt", dir);
+    if (!expect_true(write_made_up_text(text, 1800), "cannot write %s", text)) return CHECK_FAIL;
+    static const char *const scheds[] = {"gpipe", "1f1b"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(metrics, sizeof metrics, "%s/b%d.jsonl", dir, k);
+        const char *opts[] = {"--dataset", "text", "--data", text, "--d-model", "256", "--heads", "2",
+                              "--d-hid", "1024", "--layers", "2", "--dropout", "0", "--bptt", "64",
+                              "--batch-size", "16", "--epochs", "1", "--max-steps", "10", "--seed", "5",
+                              "--schedule", scheds[k], "--micro-batches", "4", "--split", "2", "--timeout", "30",
+                              "--metrics", metrics, NULL};
+        char what[96];
+        snprintf(what, sizeof what, "the program (%s, 4 micro-batches, --split 2)", scheds[k]);
+        CommandResult r;
+        if (!run_program(2, opts, what, &r)) return CHECK_FAIL;
+        double b[16];
+        const int n = step_values(metrics, "bubble_fraction", b, 16);
+        if (!expect_true(n == 10, "%s wrote %d step lines with bubble_fraction, 10 expected", what, n))
+            return CHECK_FAIL;
+        char all[300] = "";
+        size_t len = 0;
+        for (int i = 0; i < n; i++) len += (size_t)snprintf(all + len, sizeof all - len, "%s%.3f", i ? " " : "", b[i]);
+        qsort(b + 1, (size_t)(n - 1), sizeof *b, cmp_double);
+        const double least = b[1], median = b[1 + (n - 1) / 2], formula = 0.2;
+        printf("%s: bubble of steps 1-%d: %s; the least of steps 2-%d %.3f (median %.3f), formula %.3f\n",
+               scheds[k], n, all, n, least, median, formula);
+        if (!expect_true(least >= 0.12 && least <= 0.37, "%s on 2 balanced stages, m = 4: the measured "
+                         "bubble (the least of steps 2-%d) is %.3f, the formula (p - 1) / (m + p - 1) = %.3f "
+                         "(allowed 0.12 to 0.37)%s", scheds[k], n, least, formula,
+                         least > 0.7 ? ": that is the busy share? the bubble is the idle share (TODO 7.6)"
+                         : least > 0.37 ? ": the stages do not overlap: is the schedule (7.3/7.4) right, and the sends non-blocking (7.2)?"
+                         : least < 0.12 ? ": near 0: the mean of the ranks' idle shares of the step (TODO 7.6)?" : ""))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+static int check_program_bubble(void) { return with_tmpdir("grade07", body_program_bubble); }
+
+int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "--worker") == 0) return worker(argc, argv);
+    ssize_t len = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+    g_self[len > 0 ? len : 0] = '\0';
+    /* one OpenMP thread per rank: 3 ranks of the machine's cores each on 2 cores spin
+     * against each other (the program's --threads is 1 too) */
+    setenv("OMP_NUM_THREADS", "1", 1);
+    check_begin("lesson 07: pipeline");
+    check_run("TODO 7.1", "partition: the least largest stage, contiguous, every stage a block (random costs)", check_partition_random, 20);
+    check_run("TODO 7.1", "partition of the tutorial's model (its decoder outweighs its layers), 2-4 stages", check_partition_tutorial, 10);
+    check_run("TODO 7.2", "activations to stage + 1, gradients to stage - 1; both neighbours sending at once (2 and 3 ranks)", check_comm, 120);
+    check_run("TODO 7.3", "GPipe: the schedule's order, the unsplit model's loss and gradients (2 and 3 ranks, m = 1-8)", check_gpipe, 120);
+    check_run("TODO 7.4", "1F1B: the schedule's order, the unsplit model's loss and gradients (2 and 3 ranks, m = 1-8)", check_1f1b, 120);
+    check_run("TODO 7.5", "micro-batch loss and gradient: 1/m of the batch's each", check_micro_loss, 20);
+    check_run("TODO 7.6", "bubble measured: the ranks' mean idle share of the step", check_bubble_fraction, 10);
+    check_run("TODO 7.6", "bubble formula (p - 1) / (m + p - 1)", check_bubble_formula, 10);
+    check_run("TODO 7.2-7.5", "all your functions installed: the unsplit model's loss and gradients (2 and 3 ranks)", check_all, 120);
+    check_run("TODO 7.1-7.6", "the program on 2 and 3 ranks, GPipe and 1F1B, m = 1, 2, 4: the losses of 1 rank", check_program_loss, 240);
+    check_run("TODO 7.1-7.6", "the program on 2 balanced stages: bubble measured = formula (GPipe and 1F1B, m = 4)", check_program_bubble, 120);
+    return check_end();
+}
