@@ -100,22 +100,36 @@ def steps(name, r):
     rows = [json.loads(l) for l in open(f"{d}/{name}-r{r}.jsonl")]
     return [x for x in rows if "step" in x][1:]  # after the first (warm-up)
 
+def uneven(x, p, m):
+    """The bubble the schedule leaves when the stages take the times they took: with
+    t_s = busy_s / m a micro-batch's time on stage s, a step lasts sum(t_s) (the first
+    micro-batch through every stage) + (m - 1) max(t_s) (the rest at the slowest
+    stage's pace); (p - 1) / (m + p - 1) when all t_s are equal."""
+    mean, most = x["busy_mean_seconds"], x["busy_max_seconds"]
+    step = p * mean / m + (m - 1) * most / m
+    return 1 - mean / step if step > 0 else 0
+
 def best(name):
     """(the least disturbed round's medians, every round's median bubble)"""
     runs = []
     for r in range(1, rounds + 1):
         s = steps(name, r)
-        runs.append({k: statistics.median(x[k] for x in s)
-                     for k in ("bubble_fraction", "step_seconds", "tokens_per_s")})
+        run = {k: statistics.median(x[k] for x in s)
+               for k in ("bubble_fraction", "step_seconds", "tokens_per_s")}
+        p, m = [int(v) for v in re.match(r"p(\d+)-\w+-m(\d+)", name).groups()] if name.startswith("p") else (1, 1)
+        run["bubble_uneven"] = statistics.median(uneven(x, p, m) for x in s)
+        runs.append(run)
     return min(runs, key=lambda x: x["step_seconds"]), [x["bubble_fraction"] for x in runs]
 
 def formula(p, m):
     return (p - 1) / (m + p - 1)
 
 bubble_rows, memory_rows = [], []
-print("\nbubble: measured (median of steps after the first) against (p-1)/(m+p-1)")
-print("| p | m | formula | GPipe | GPipe / formula | 1F1B | 1F1B / formula | step s (GPipe, 1F1B) |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("\nbubble: measured (median of steps after the first) against (p-1)/(m+p-1), and against the")
+print("bubble the schedule leaves with the stages' own measured times (\"uneven\": equal to the formula")
+print("when the stages take the same time)")
+print("| p | m | formula | GPipe | / formula | uneven | 1F1B | / formula | uneven | step s (GPipe, 1F1B) |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for p in stages:
     for m in micros:
         f = formula(p, m)
@@ -126,14 +140,15 @@ for p in stages:
             row[f"bubble_{s}"] = round(b["bubble_fraction"], 4)
             row[f"step_seconds_{s}"] = round(b["step_seconds"], 4)
             row[f"bubble_{s}_rounds"] = [round(x, 4) for x in all_rounds]
-            cells += [f"{b['bubble_fraction']:.3f}", f"{b['bubble_fraction'] / f:.2f}"]
+            row[f"bubble_uneven_{s}"] = round(b["bubble_uneven"], 4)
+            cells += [f"{b['bubble_fraction']:.3f}", f"{b['bubble_fraction'] / f:.2f}", f"{b['bubble_uneven']:.3f}"]
             # the memory lines of that run (every round prints the same)
             text = open(f"{d}/p{p}-{s}-m{m}-r1.txt").read()
             for st, mb, slots in re.findall(r"stage (\d+) memory: .* activations ([\d.]+) MB \((\d+) micro", text):
                 memory_rows.append((p, m, int(st), s, float(mb), int(slots)))
         row["oversubscribed"] = p > cores
         bubble_rows.append(row)
-        print(f"| {p} | {m} | {f:.3f} | {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | "
+        print(f"| {p} | {m} | {f:.3f} | " + " | ".join(cells) + " | "
               f"{row['step_seconds_gpipe']:.3f}, {row['step_seconds_1f1b']:.3f} |")
 if any(p > cores for p in stages):
     print(f"(p > {cores}: more ranks than cores; their busy time includes time slices of the others)")

@@ -302,6 +302,10 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
             metrics_num(run->metrics, "tokens_per_s", tokens / took);
             metrics_num(run->metrics, "bubble_fraction", bubble);
             metrics_num(run->metrics, "step_seconds", run->pipe.seconds);
+            double most = 0, sum = 0; /* the stages' compute: how even the partition ran */
+            for (int r = 0; r < P; r++) most = fmax(most, run->pipe.rank_busy[r]), sum += run->pipe.rank_busy[r];
+            metrics_num(run->metrics, "busy_max_seconds", most);
+            metrics_num(run->metrics, "busy_mean_seconds", sum / P);
             metrics_end(run->metrics);
         }
         progress("  epoch %d: step %d/%lld, loss %.3f, %.0f tokens/s, bubble %.2f", epoch, e.steps,
