@@ -56,6 +56,7 @@ void cuda_copy_on_device(void *dst, const void *src, size_t bytes) {
     no_cuda(__func__);
 }
 void cuda_sync(void) { no_cuda(__func__); }
+void cuda_sync_compute(void) { no_cuda(__func__); }
 bool cuda_is_device_pointer(const void *p) {
     (void)p;
     return false;

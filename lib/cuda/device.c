@@ -168,6 +168,7 @@ void cuda_copy_on_device(void *dst, const void *src, size_t bytes) {
 }
 
 void cuda_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
+void cuda_sync_compute(void) { CUDA_CHECK(cudaStreamSynchronize(0)); }
 
 void cuda_check_device_pointer_at(const char *file, int line, const char *name, const void *p) {
     if (!cuda_is_device_pointer(p))

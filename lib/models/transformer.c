@@ -314,7 +314,7 @@ static int saved_buffers(Transformer *m, Tensor **out) {
 }
 
 void transformer_use_slot(Transformer *m, int slot) {
-    CHECK(slot >= 0 && slot < 4096, "activation slot %d out of range", slot);
+    CHECK(slot >= 0, "activation slot %d", slot);
     if (slot == m->slot && m->slots > 0) return;
     Tensor **live = xcalloc((size_t)(MAX_BUFS_FIXED + BUFS_PER_LAYER * m->cfg.layers), sizeof *live);
     const int n = saved_buffers(m, live);
@@ -333,8 +333,12 @@ void transformer_use_slot(Transformer *m, int slot) {
         const int **tokens = xcalloc((size_t)slot + 1, sizeof *tokens);
         memcpy(acts, m->slot_acts, (size_t)m->slots * n * sizeof *acts);
         memcpy(tokens, m->slot_tokens, (size_t)m->slots * sizeof *tokens);
-        for (size_t i = (size_t)m->slots * n; i < (size_t)(slot + 1) * n; i++)
-            acts[i] = tensor_zeros_on(m->device, 1, (int)live[i % n]->size);
+        for (size_t i = (size_t)m->slots * n; i < (size_t)(slot + 1) * n; i++) {
+            const Tensor *t = live[i % n]; /* its shape: an int per dimension, as slot 0's */
+            acts[i] = t->ndim == 4   ? tensor_zeros_on(m->device, 4, t->shape[0], t->shape[1], t->shape[2], t->shape[3])
+                      : t->ndim == 2 ? tensor_zeros_on(m->device, 2, t->shape[0], t->shape[1])
+                                     : tensor_zeros_on(m->device, 1, t->shape[0]);
+        }
         xfree(m->slot_acts), xfree(m->slot_tokens);
         m->slot_acts = acts, m->slot_tokens = tokens;
         m->slots = slot + 1;

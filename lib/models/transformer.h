@@ -126,11 +126,10 @@ static inline int transformer_block_count(const TransformerConfig *c) { return c
 /* Several micro-batches in flight, as a pipeline stage has them: slot k holds one
  * micro-batch's activations, from its forward until its backward. After
  * transformer_use_slot(m, k), the forward writes and the backward reads slot k's; a
- * slot is allocated when first used, so transformer_slot_count is the most micro-batches
- * a run ever had in flight at once, and that times transformer_activation_bytes the
- * activation memory it took. Set the sequence length before the first slot is used. */
+ * slot is allocated when first used (as large as the model's buffers for its longest
+ * sequences), so m->slots is the most micro-batches a run ever had in flight at once,
+ * and that times transformer_activation_bytes the activation memory it took. */
 void transformer_use_slot(Transformer *m, int slot);
-static inline int transformer_slot_count(const Transformer *m) { return m->slots > 0 ? m->slots : 1; }
 
 void transformer_train(Transformer *m); /* dropout on (the default after init) */
 void transformer_eval(Transformer *m);  /* dropout off: the identity */

@@ -121,9 +121,10 @@ static void record(Pipeline *p, PipeEventKind kind, int micro, double start, dou
     p->events[p->event_count++] = (PipeEvent){start - p->t0, end - p->t0, kind, micro};
 }
 
-/* Compute on a GPU is asynchronous: its time is known once it has finished. */
+/* Compute on a GPU is asynchronous: its time is known once it has finished. Only the
+ * compute stream is waited for: NCCL's sends in flight keep going. */
 static double compute_done(const Pipeline *p) {
-    if (p->model->device != DEVICE_CPU) cuda_sync();
+    if (p->model->device != DEVICE_CPU) cuda_sync_compute();
     return now_seconds();
 }
 
@@ -133,6 +134,8 @@ void pipeline_init(Pipeline *p, Dist *d, Transformer *model, int micro, PipeSche
     const int blocks = transformer_block_count(&model->cfg);
     memset(p, 0, sizeof *p);
     p->dist = d, p->stage = d->rank, p->stages = d->world_size;
+    p->activations = dist_split(d, 0, d->rank); /* one communicator (stream) a direction */
+    p->gradients = dist_split(d, 0, d->rank);
     p->micro = micro, p->schedule = schedule, p->model = model;
     p->ops = (PipelineOps){pipeline_send_activation, pipeline_recv_activation,
                            pipeline_send_gradient, pipeline_recv_gradient,
@@ -162,7 +165,13 @@ void pipeline_init(Pipeline *p, Dist *d, Transformer *model, int micro, PipeSche
     p->log = xcalloc((size_t)2 * micro, sizeof *p->log);
     p->rank_busy = xcalloc((size_t)p->stages, sizeof *p->rank_busy);
     for (int i = 0; i < micro; i++) p->slot_of[i] = -1;
-    if (p->stage < p->stages - 1) p->dout = tensor_zeros_on(model->device, 2, model->N, model->cfg.d_model);
+    const int rows = model->B * model->T_max, D = model->cfg.d_model; /* a boundary's message */
+    if (p->stage < p->stages - 1) p->dout = tensor_zeros_on(model->device, 2, rows, D);
+    /* the same schedule, micro-batches and messages on every stage, or the job ends now
+     * with a message (not later in a receive of the wrong size) */
+    dist_check_same(d, micro, "--micro-batches");
+    dist_check_same(d, schedule, "the schedule (0 gpipe, 1 1f1b)");
+    dist_check_same(d, (int64_t)rows * D, "the floats of a message between stages (micro-batch rows x d_model)");
 }
 
 void pipeline_free(Pipeline *p) {
@@ -170,6 +179,7 @@ void pipeline_free(Pipeline *p) {
     tensor_free(&p->dout);
     xfree(p->in), xfree(p->din), xfree(p->send_act), xfree(p->send_grad);
     xfree(p->slot_of), xfree(p->slot_busy), xfree(p->log), xfree(p->events), xfree(p->rank_busy);
+    dist_finalize(p->activations), dist_finalize(p->gradients);
     memset(p, 0, sizeof *p);
 }
 
@@ -180,14 +190,14 @@ static int take_slot(Pipeline *p, int micro) {
     while (p->slot_busy[k]) k++;
     if (k == p->max_slots) {
         if (p->stage > 0) {
-            const int N = p->model->N, D = p->model->cfg.d_model;
+            const int N = p->model->B * p->model->T_max, D = p->model->cfg.d_model;
             p->in[k] = tensor_zeros_on(p->model->device, 2, N, D);
             p->din[k] = tensor_zeros_on(p->model->device, 2, N, D);
         }
         p->max_slots++;
     }
-    if (p->send_act[k]) dist_wait(p->dist, p->send_act[k]), p->send_act[k] = NULL;
-    if (p->send_grad[k]) dist_wait(p->dist, p->send_grad[k]), p->send_grad[k] = NULL;
+    if (p->send_act[k]) dist_wait(p->activations, p->send_act[k]), p->send_act[k] = NULL;
+    if (p->send_grad[k]) dist_wait(p->gradients, p->send_grad[k]), p->send_grad[k] = NULL;
     p->slot_busy[k] = true;
     p->slot_of[micro] = k;
     transformer_use_slot(p->model, k);
@@ -197,16 +207,18 @@ static int take_slot(Pipeline *p, int micro) {
 /* MPI moves a non-blocking send's data only when asked: ask between operations. */
 static void progress_sends(Pipeline *p) {
     for (int k = 0; k < p->max_slots; k++) {
-        if (p->send_act[k] && dist_test(p->dist, p->send_act[k])) dist_wait(p->dist, p->send_act[k]), p->send_act[k] = NULL;
-        if (p->send_grad[k] && dist_test(p->dist, p->send_grad[k])) dist_wait(p->dist, p->send_grad[k]), p->send_grad[k] = NULL;
+        if (p->send_act[k] && dist_test(p->activations, p->send_act[k]))
+            dist_wait(p->activations, p->send_act[k]), p->send_act[k] = NULL;
+        if (p->send_grad[k] && dist_test(p->gradients, p->send_grad[k]))
+            dist_wait(p->gradients, p->send_grad[k]), p->send_grad[k] = NULL;
     }
 }
 
 /* Every send still in flight has been received. */
 static void wait_sends(Pipeline *p) {
     for (int k = 0; k < p->max_slots; k++) {
-        if (p->send_act[k]) dist_wait(p->dist, p->send_act[k]), p->send_act[k] = NULL;
-        if (p->send_grad[k]) dist_wait(p->dist, p->send_grad[k]), p->send_grad[k] = NULL;
+        if (p->send_act[k]) dist_wait(p->activations, p->send_act[k]), p->send_act[k] = NULL;
+        if (p->send_grad[k]) dist_wait(p->gradients, p->send_grad[k]), p->send_grad[k] = NULL;
     }
 }
 
@@ -285,13 +297,13 @@ void pipeline_backward(Pipeline *p, int micro) {
 /* ---------------------------------------------------------------- the library's ops */
 
 DistRequest *pipeline_send_activation(Pipeline *p, const Tensor *x) {
-    return dist_send_start(p->dist, x, p->stage + 1);
+    return dist_send_start(p->activations, x, p->stage + 1);
 }
-void pipeline_recv_activation(Pipeline *p, Tensor *x) { dist_recv(p->dist, x, p->stage - 1); }
+void pipeline_recv_activation(Pipeline *p, Tensor *x) { dist_recv(p->activations, x, p->stage - 1); }
 DistRequest *pipeline_send_gradient(Pipeline *p, const Tensor *dx) {
-    return dist_send_start(p->dist, dx, p->stage - 1);
+    return dist_send_start(p->gradients, dx, p->stage - 1);
 }
-void pipeline_recv_gradient(Pipeline *p, Tensor *dy) { dist_recv(p->dist, dy, p->stage + 1); }
+void pipeline_recv_gradient(Pipeline *p, Tensor *dy) { dist_recv(p->gradients, dy, p->stage + 1); }
 
 float pipeline_micro_loss_grad(Pipeline *p, int micro) {
     /* the batch's loss is the mean of the m micro-batches' means (all the same size):
@@ -345,6 +357,8 @@ float pipeline_step(Pipeline *p, const int *const *tokens, const int *const *tar
 
 float pipeline_evaluate(Pipeline *p, const int *const *tokens, const int *const *targets) {
     Transformer *m = p->model;
+    CHECK(m->T == m->T_max, "a pipeline runs sequences of the length the stages were built "
+          "for (%d tokens, not %d)", m->T_max, m->T);
     p->tokens = tokens, p->targets = targets;
     double sum = 0;
     for (int i = 0; i < p->micro; i++) { /* forwards only: a slot is free again at once */
@@ -361,7 +375,7 @@ float pipeline_evaluate(Pipeline *p, const int *const *tokens, const int *const 
 }
 
 int64_t pipeline_activation_bytes(Pipeline *p) {
-    const int64_t input = p->stage > 0 ? (int64_t)p->model->N * p->model->cfg.d_model * 4 : 0;
+    const int64_t input = p->stage > 0 ? (int64_t)p->model->B * p->model->T_max * p->model->cfg.d_model * 4 : 0;
     return (int64_t)p->max_slots * (transformer_activation_bytes(p->model) + input);
 }
 

@@ -18,7 +18,11 @@
  * gradients of all micro-batches are added up (the backward adds, +=), each scaled by
  * 1/m, so that the step is the step of the whole batch: the unsplit model's gradients.
  * Sends are non-blocking (a stage never waits for its neighbour to receive), receives
- * block: the time a stage waits there is its share of the bubble. Every forward,
+ * block: the time a stage waits there is its share of the bubble. Activations and
+ * gradients travel on two communicators of their own: on GPUs each has its own CUDA
+ * stream, and NCCL's send holds its stream until the peer receives, so with one stream
+ * for both directions 1F1B's facing sends (an activation to s + 1 while s + 1 sends a
+ * gradient to s) would queue each receive behind a send that waits for it. Every forward,
  * backward, send and wait is recorded with its time (PipeEvent), for the timeline.
  *
  * What the lesson writes itself (lessons/07-pipeline) goes through PipelineOps: the
@@ -82,7 +86,9 @@ typedef struct {
 } PipelineOps;
 
 struct Pipeline {
-    Dist *dist;               /* the pipeline's ranks: rank s is stage s */
+    Dist *dist;               /* the pipeline's ranks: rank s is stage s (collectives) */
+    Dist *activations;        /* the same ranks: activations, stage s to s + 1 */
+    Dist *gradients;          /* the same ranks: gradients, stage s + 1 to s */
     int stage, stages, micro; /* this stage, how many, micro-batches per step */
     PipeSchedule schedule;
     Transformer *model;       /* this stage's blocks [model->first, model->last) */
@@ -94,7 +100,7 @@ struct Pipeline {
     Tensor *in, *din;         /* [slots] of [N, D] */
     DistRequest **send_act, **send_grad; /* [slots] */
     int *slot_of;             /* [micro] the slot of each micro-batch, -1: none */
-    bool *slot_busy;          /* [max slots] */
+    bool *slot_busy;          /* [micro] slot k holds a micro-batch in flight */
     int max_slots;            /* slots allocated so far (the peak in flight) */
     Tensor dout;              /* [N, D] the gradient received from the stage after */
     float loss_sum;           /* last stage: the step's loss, summed over micro-batches */
@@ -141,7 +147,9 @@ void pipeline_run_1f1b(Pipeline *p);
  * pipeline_bubble_fraction(p->rank_busy, p->stages, p->seconds). */
 double pipeline_bubble_fraction(const double *busy, int ranks, double seconds);
 
-/* Activation memory of this stage: slots in use at most (the peak) times one slot. */
+/* Activation memory of this stage: slots in use at most (the peak) times one slot's
+ * activations and received input. Not counted, as the backward's workspaces are not:
+ * the gradient of the input that each slot sends back, and the gradient received. */
 int64_t pipeline_activation_bytes(Pipeline *p);
 
 /* Rank 0 writes every rank's events of the last step as JSON lines to path (step 1

@@ -61,7 +61,7 @@ static Config parse_args(int argc, char **argv) {
         {"dp", ARG_INT, &c.dp, "data-parallel pipelines: ranks = dp x stages; each takes its share of the batch", NULL},
         {"timeout", ARG_FLOAT, &c.timeout_s, "seconds a rank waits for another before the job ends", NULL},
         {"metrics", ARG_STRING, &c.metrics, "JSON lines: one per step (loss, tokens_per_s, bubble_fraction) and one per epoch", NULL},
-        {"timeline", ARG_STRING, &c.timeline, "JSON lines: every rank's forwards, backwards, sends and waits of the first steps", NULL},
+        {"timeline", ARG_STRING, &c.timeline, "JSON lines: every stage's forwards, backwards, sends and waits of the first steps (with --dp: the first pipeline's)", NULL},
         {"timeline-steps", ARG_INT, &c.timeline_steps, "how many steps --timeline records", NULL},
     };
     const int n = OWN + lm_options_specs(&c.lm, specs + OWN);
@@ -292,7 +292,7 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
         bubble_sum += bubble;
         const double tokens = (double)c->batch_size * run->T, took = now_seconds() - start;
         e.loss += loss, e.tokens += tokens;
-        if (c->timeline && run->steps <= c->timeline_steps)
+        if (c->timeline && run->steps <= c->timeline_steps && (!run->dp_dist || run->dp_dist->rank == 0))
             pipeline_write_timeline(&run->pipe, c->timeline, (int)run->steps);
         if (run->metrics) {
             metrics_begin(run->metrics);

@@ -48,6 +48,7 @@ WRAP_VALUE(double, pipeline_bubble_formula, (int s, int m), (s, m))
  * happens (the peer, and that a send does not wait), so that a wrong peer gets its hint
  * instead of a hang. Stage = this rank (the pipelines here are the whole world). */
 static bool g_watch;
+static Dist *g_act, *g_grad; /* the pipeline's communicators of each direction */
 
 static const char *lesson_caller(void *address) {
     Dl_info info;
@@ -56,7 +57,7 @@ static const char *lesson_caller(void *address) {
     return strncmp(n, "lesson_send_", 12) == 0 || strncmp(n, "lesson_recv_", 12) == 0 ? n : NULL;
 }
 
-static void watch_call(const char *dist_fn, void *caller, int peer) {
+static void watch_call(const char *dist_fn, void *caller, const Dist *d, int peer) {
     const char *fn = g_watch && g_dist ? lesson_caller(caller) : NULL;
     if (!fn) return;
     const int s = g_dist->rank, p = g_dist->world_size;
@@ -76,6 +77,15 @@ static void watch_call(const char *dist_fn, void *caller, int peer) {
         _exit(1);
     }
     if (strcmp(dist_fn, "dist_wait") == 0) return;
+    const Dist *want_d = forward ? g_act : g_grad;
+    if (want_d && d != want_d) {
+        say(false, "%s uses %s: %s travel on p->%s, a communicator of their own (on GPUs "
+            "its own stream: an NCCL send holds its stream until received, and one stream "
+            "for both directions deadlocks in 1F1B)", fn,
+            d == (forward ? g_grad : g_act) ? (forward ? "p->gradients" : "p->activations") : "p->dist",
+            forward ? "activations" : "gradients", forward ? "activations" : "gradients");
+        _exit(1);
+    }
     if (send != (strcmp(dist_fn, "dist_recv") != 0)) {
         say(false, "%s calls %s: a %s must %s", fn, dist_fn, send ? "send" : "receive",
             send ? "start a send (dist_send_start)" : "receive (dist_recv)");
@@ -98,25 +108,25 @@ static void watch_call(const char *dist_fn, void *caller, int peer) {
 void __real_dist_send(Dist *d, const Tensor *t, int peer);
 void __wrap_dist_send(Dist *d, const Tensor *t, int peer);
 void __wrap_dist_send(Dist *d, const Tensor *t, int peer) {
-    watch_call("dist_send", __builtin_return_address(0), peer);
+    watch_call("dist_send", __builtin_return_address(0), d, peer);
     __real_dist_send(d, t, peer);
 }
 DistRequest *__real_dist_send_start(Dist *d, const Tensor *t, int peer);
 DistRequest *__wrap_dist_send_start(Dist *d, const Tensor *t, int peer);
 DistRequest *__wrap_dist_send_start(Dist *d, const Tensor *t, int peer) {
-    watch_call("dist_send_start", __builtin_return_address(0), peer);
+    watch_call("dist_send_start", __builtin_return_address(0), d, peer);
     return __real_dist_send_start(d, t, peer);
 }
 void __real_dist_recv(Dist *d, Tensor *t, int peer);
 void __wrap_dist_recv(Dist *d, Tensor *t, int peer);
 void __wrap_dist_recv(Dist *d, Tensor *t, int peer) {
-    watch_call("dist_recv", __builtin_return_address(0), peer);
+    watch_call("dist_recv", __builtin_return_address(0), d, peer);
     __real_dist_recv(d, t, peer);
 }
 void __real_dist_wait(Dist *d, DistRequest *r);
 void __wrap_dist_wait(Dist *d, DistRequest *r);
 void __wrap_dist_wait(Dist *d, DistRequest *r) {
-    watch_call("dist_wait", __builtin_return_address(0), -1);
+    watch_call("dist_wait", __builtin_return_address(0), d, -1);
     __real_dist_wait(d, r);
 }
 
@@ -145,8 +155,12 @@ static void on_alarm(int sig) {
                  wants, sizeof wants);
         snprintf(ran, sizeof ran, " after running %s (the schedule: %s)", ops, wants);
     }
-    say(false, "hung in %s%s: waited 20 s for a neighbour that never sent (or never received)",
-        g_doing, ran);
+    /* in a signal handler: no stdio (the rank may be inside printf or malloc), one write */
+    char line[1400];
+    const int n = snprintf(line, sizeof line, "WORKER rank %d FAIL: hung in %s%s: waited 20 s for a "
+                           "neighbour that never sent (or never received)\n",
+                           g_dist ? g_dist->rank : -1, g_doing, ran);
+    if (n > 0 && write(STDOUT_FILENO, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1)) < 0) _exit(2);
     _exit(1);
 }
 
@@ -198,7 +212,8 @@ static bool request_ok(DistRequest *r, const char *fn) {
 static void worker_comm(void) {
     Dist *d = library_dist();
     const int s = d->rank, P = d->world_size;
-    Pipeline p = {.dist = d, .stage = s, .stages = P, .micro = 1};
+    g_act = dist_split(d, 0, s), g_grad = dist_split(d, 0, s); /* as pipeline_init makes them */
+    Pipeline p = {.dist = d, .activations = g_act, .gradients = g_grad, .stage = s, .stages = P, .micro = 1};
     g_watch = true;
     /* 1. an activation forward, a gradient back: small tensors */
     Tensor out = filled(4, 8, s, 1), in = tensor_zeros(2, 4, 8);
@@ -213,7 +228,7 @@ static void worker_comm(void) {
         lesson_recv_activation(&p, &in);
         if (!received(&in, s - 1, 1, "lesson_recv_activation", "the activation received")) _exit(1);
     }
-    if (r) dist_wait(d, r), r = NULL;
+    if (r) dist_wait(g_act, r), r = NULL;
     Tensor gout = filled(4, 8, s, -1), gin = tensor_zeros(2, 4, 8);
     if (s > 0) {
         watchdog("lesson_send_gradient on stage %d of %d", s, P);
@@ -225,7 +240,7 @@ static void worker_comm(void) {
         lesson_recv_gradient(&p, &gin);
         if (!received(&gin, s + 1, -1, "lesson_recv_gradient", "the gradient received")) _exit(1);
     }
-    if (r) dist_wait(d, r), r = NULL;
+    if (r) dist_wait(g_grad, r), r = NULL;
     /* 2. 1F1B's steady state: every stage sends its activation forward and its gradient
      * back at the same moment, 4 MB each (far above what MPI buffers), then receives */
     const int rows = 1024, cols = 1024;
@@ -255,8 +270,8 @@ static void worker_comm(void) {
         if (!received(&big_gin, s + 1, -1, "lesson_recv_gradient", "4 MB while both neighbours sent")) _exit(1);
     }
     watchdog("waiting for the sends on stage %d of %d", s, P);
-    if (ra) dist_wait(d, ra);
-    if (rg) dist_wait(d, rg);
+    if (ra) dist_wait(g_act, ra);
+    if (rg) dist_wait(g_grad, rg);
     alarm(0);
     g_watch = false;
     say(true, "%s", "");
@@ -355,6 +370,7 @@ static bool step_as_unsplit(Dist *d, PipeSchedule schedule, int micro, const cha
     transformer_init_blocks(&stage, &c, BATCH / micro, SEQ, 5, first[s], first[s + 1]);
     Pipeline pipe;
     pipeline_init(&pipe, d, &stage, micro, schedule);
+    g_act = pipe.activations, g_grad = pipe.gradients; /* which communicator each direction uses */
     if (strcmp(which, "gpipe") == 0) pipe.ops.run_gpipe = lesson_run_gpipe;
     else if (strcmp(which, "1f1b") == 0) pipe.ops.run_1f1b = lesson_run_1f1b;
     else lesson_install(&pipe);
@@ -413,6 +429,7 @@ static bool step_as_unsplit(Dist *d, PipeSchedule schedule, int micro, const cha
             tol, where, why);
         ok = false;
     }
+    g_act = g_grad = NULL;
     pipeline_free(&pipe);
     transformer_free(&stage), transformer_free(&whole);
     return ok;

@@ -254,6 +254,7 @@ void cuda_copy_on_device(void *dst, const void *src, size_t bytes) {
     memmove(dst, src, bytes);
 }
 void cuda_sync(void) {}
+void cuda_sync_compute(void) {}
 bool cuda_is_device_pointer(const void *p) { return p && on_device(p, 1); }
 void cuda_check_device_pointer_at(const char *file, int line, const char *name, const void *p) {
     if (!cuda_is_device_pointer(p))
