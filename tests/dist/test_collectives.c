@@ -20,14 +20,13 @@
 #include "core/timer.h"
 #include "data/dataset.h"
 #include "dist/dist.h"
+#include "dist/rank_checks.h"
 #include "layers/softmax_xent.h"
 #include "models/cnn.h"
 #include "parallel/ddp.h"
 #include "train/optim.h"
 #include "train/sampler.h"
 
-static Dist *g_dist;
-static int g_passed, g_failed;
 
 /* A failed expectation on this rank: said on stderr with the rank, counted. */
 static bool expect(bool cond, const char *what, int64_t at, double got, double want) {
@@ -35,18 +34,6 @@ static bool expect(bool cond, const char *what, int64_t at, double got, double w
         fprintf(stderr, "rank %d: %s at %lld: got %.9g, expected %.9g\n", g_dist->rank, what,
                 (long long)at, got, want);
     return cond;
-}
-
-static void run(const char *name, bool (*check)(Dist *)) {
-    bool ok = check(g_dist);
-    double failed = dist_sum_double(g_dist, ok ? 0 : 1);
-    if (failed == 0) g_passed++;
-    else g_failed++;
-    if (g_dist->rank == 0) {
-        printf("%s  %s (%d ranks)%s\n", failed == 0 ? "PASS" : "FAIL", name, g_dist->world_size,
-               failed == 0 ? "" : ": see the ranks' messages above");
-        fflush(stdout);
-    }
 }
 
 /* ------------------------------------------------------------ collectives */
@@ -274,7 +261,7 @@ int main(int argc, char **argv) {
     run("sum of doubles, same-value check, split into even and odd groups", check_scalars_and_split);
     run("distributed sampler: every example once per epoch, padding repeats the first", check_distributed_sampler);
     run("DDP: 4 Adam steps on the ranks' shares equal one big batch; ranks bit-identical", check_ddp_equals_one_big_batch);
-    if (g_dist->rank == 0) printf("%d passed, %d failed\n", g_passed, g_failed);
+    const int status = rank_checks_end();
     dist_finalize(g_dist);
-    return g_failed ? 1 : 0;
+    return status;
 }

@@ -12,23 +12,10 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "dist/dist.h"
+#include "dist/rank_checks.h"
+#include "framework/partition_brute.h"
 #include "models/transformer.h"
 #include "parallel/pipeline.h"
-
-static Dist *g_dist;
-static int g_passed, g_failed;
-
-static void run(const char *name, bool (*check)(Dist *)) {
-    bool ok = check(g_dist);
-    double failed = dist_sum_double(g_dist, ok ? 0 : 1);
-    if (failed == 0) g_passed++;
-    else g_failed++;
-    if (g_dist->rank == 0) {
-        printf("%s  %s (%d ranks)%s\n", failed == 0 ? "PASS" : "FAIL", name, g_dist->world_size,
-               failed == 0 ? "" : ": see the ranks' messages above");
-        fflush(stdout);
-    }
-}
 
 enum { VOCAB = 37, B = 8, T = 6 };
 
@@ -174,23 +161,14 @@ static bool check_partition(Dist *d) {
         for (int k = 0; k < blocks; k++) costs[k] = 1 + (double)rng_below(&rng, 9);
         int first[5];
         pipeline_partition(costs, blocks, stages, first);
-        double got = 0, best = INFINITY;
+        double got = 0;
         for (int s = 0; s < stages; s++) {
             double c = 0;
             ok = ok && first[s] < first[s + 1];
             for (int k = first[s]; k < first[s + 1]; k++) c += costs[k];
             got = fmax(got, c);
         }
-        /* brute force: every way of choosing stages - 1 cuts among blocks - 1 places */
-        for (int mask = 0; mask < 1 << (blocks - 1); mask++) {
-            if (__builtin_popcount((unsigned)mask) != stages - 1) continue;
-            double worst = 0, c = 0;
-            for (int k = 0; k < blocks; k++) {
-                c += costs[k];
-                if (k == blocks - 1 || (mask >> k & 1)) worst = fmax(worst, c), c = 0;
-            }
-            best = fmin(best, worst);
-        }
+        const double best = partition_brute_force(costs, blocks, stages);
         ok = ok && first[0] == 0 && first[stages] == blocks && got == best;
         if (!ok) fprintf(stderr, "rank %d: partition of %d blocks into %d: largest %g, best %g\n",
                          d->rank, blocks, stages, got, best);
@@ -206,7 +184,7 @@ int main(int argc, char **argv) {
     run("GPipe, m = 1, 2, 4, 8: the unsplit model's loss and gradients", check_gpipe);
     run("1F1B, m = 1, 2, 4, 8: the unsplit model's loss and gradients", check_1f1b);
     run("one micro-batch with dropout: the unsplit model's bits", check_one_micro_exact);
-    if (g_dist->rank == 0) printf("%d passed, %d failed\n", g_passed, g_failed);
+    const int status = rank_checks_end();
     dist_finalize(g_dist);
-    return g_failed ? 1 : 0;
+    return status;
 }

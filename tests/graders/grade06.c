@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "framework/check.h"
+#include "graders/made_up_text.h"
 #include "graders/ranks.h"
 #include "lesson.h"
 #include "train/checkpoint_file.h"
@@ -426,25 +427,6 @@ static int check_program(void) { return with_tmpdir("grade06", body_program); }
  * no step saw have no gradient and do not move at all). Measured here: 3e-5 at most,
  * 6e-8 on average; ranks that each take every sequence (the sampler's num_replicas
  * and rank left at 1 and 0) give 1e-3 on average. */
-static bool write_made_up_text(const char *path) {
-    static const char *const words[] = {
-        "the", "a", "cat", "dog", "sat", "on", "mat", "ran", "to", "house", "and", "then",
-        "saw", "bird", "tree", "in", "garden", "big", "small", "red", "blue", "old", "new",
-        "man", "woman", "child", "ate", "bread", "drank", "milk", "under", "over", "hill",
-        "river", "walked", "slowly", "quickly", "happy", "sad", "day"};
-    FILE *f = fopen(path, "w");
-    if (!f) return false;
-    uint64_t x = 12345;
-    for (int line = 0; line < 700; line++) {
-        for (int w = 0; w < 7; w++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            fprintf(f, "%s%s", w ? " " : "", words[(x >> 33) % (sizeof words / sizeof words[0])]);
-        }
-        fputc('\n', f);
-    }
-    return fclose(f) == 0;
-}
-
 static LmOptions lm_test_options(void) {
     LmOptions o = lm_options_defaults();
     o.d_model = 16, o.heads = 2, o.d_hid = 16, o.layers = 1, o.dropout = 0.0f, o.bptt = 8;
@@ -489,7 +471,7 @@ static int body_lm_program(const char *dir) {
     snprintf(text, sizeof text, "%s/words.txt", dir);
     snprintf(d1, sizeof d1, "%s/one", dir);
     snprintf(d2, sizeof d2, "%s/two", dir);
-    if (!expect_true(write_made_up_text(text), "cannot write %s", text)) return CHECK_FAIL;
+    if (!expect_true(write_made_up_text(text, 700), "cannot write %s", text)) return CHECK_FAIL;
     CommandResult r;
     if (!run_lm_program(1, 8, text, d1, &r)) return CHECK_FAIL;
     if (!run_lm_program(2, 4, text, d2, &r) || !digests_agree(&r, 2)) return CHECK_FAIL;

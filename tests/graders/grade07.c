@@ -18,6 +18,8 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "framework/check.h"
+#include "framework/partition_brute.h"
+#include "graders/made_up_text.h"
 #include "graders/ranks.h"
 #include "lesson.h"
 
@@ -475,20 +477,6 @@ static double largest_stage(const double *costs, int stages, const int *first) {
     return worst;
 }
 
-/* Every way of choosing stages - 1 cuts among blocks - 1 places: the least largest stage. */
-static double brute_force(const double *costs, int blocks, int stages) {
-    double best = INFINITY;
-    for (int mask = 0; mask < 1 << (blocks - 1); mask++) {
-        if (__builtin_popcount((unsigned)mask) != stages - 1) continue;
-        double worst = 0, c = 0;
-        for (int k = 0; k < blocks; k++) {
-            c += costs[k];
-            if (k == blocks - 1 || (mask >> k & 1)) worst = fmax(worst, c), c = 0;
-        }
-        best = fmin(best, worst);
-    }
-    return best;
-}
 
 static void list_text(const int *v, int n, char *out, size_t cap) {
     size_t len = 0;
@@ -546,7 +534,7 @@ static int check_partition_random(void) {
         double costs[16];
         for (int k = 0; k < blocks; k++)
             costs[k] = trial % 2 ? 1 + (double)rng_below(&rng, 20) : 0.01 + rng_uniform(&rng) * 10;
-        if (!partition_ok("random case", costs, blocks, stages, brute_force(costs, blocks, stages)))
+        if (!partition_ok("random case", costs, blocks, stages, partition_brute_force(costs, blocks, stages)))
             return CHECK_FAIL;
     }
     /* larger ones, against the library's partition (brute force would take too long) */
@@ -573,7 +561,7 @@ static int check_partition_tutorial(void) {
     for (int stages = 2; stages <= 4; stages++) {
         char name[96];
         snprintf(name, sizeof name, "the tutorial's model (embedding, 2 layers, decoder), %d stages", stages);
-        if (!partition_ok(name, costs, blocks, stages, brute_force(costs, blocks, stages))) return CHECK_FAIL;
+        if (!partition_ok(name, costs, blocks, stages, partition_brute_force(costs, blocks, stages))) return CHECK_FAIL;
     }
     return CHECK_PASS;
 }
@@ -721,27 +709,6 @@ static int check_bubble_formula(void) {
 }
 
 /* ---------------------------------------------------------------- the program */
-
-/* A made-up text of 40 words: a vocabulary (and so a decoder) small enough for a
- * check, the same file for every run. */
-static bool write_made_up_text(const char *path, int lines) {
-    static const char *const words[] = {
-        "the", "a", "cat", "dog", "sat", "on", "mat", "ran", "to", "house", "and", "then",
-        "saw", "bird", "tree", "in", "garden", "big", "small", "red", "blue", "old", "new",
-        "man", "woman", "child", "ate", "bread", "drank", "milk", "under", "over", "hill",
-        "river", "walked", "slowly", "quickly", "happy", "sad", "day"};
-    FILE *f = fopen(path, "w");
-    if (!f) return false;
-    uint64_t x = 12345;
-    for (int line = 0; line < lines; line++) {
-        for (int w = 0; w < 7; w++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            fprintf(f, "%s%s", w ? " " : "", words[(x >> 33) % (sizeof words / sizeof words[0])]);
-        }
-        fputc('\n', f);
-    }
-    return fclose(f) == 0;
-}
 
 /* The program on `ranks` ranks with its options after "main"; its metrics in `metrics`. */
 static bool run_program(int ranks, const char *const *opts, const char *what, CommandResult *r) {
