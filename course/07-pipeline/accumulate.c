@@ -15,9 +15,9 @@ float lesson_micro_loss_grad(Pipeline *p, int micro) {
     tensor_scale(&p->model->dlogits, 1.0f / (float)p->micro);
     return loss / (float)p->micro;
 #else
-    /* TODO 7.5: transformer_loss_grad(p->model, targets) returns micro-batch i's mean
-     * loss and writes its gradient into p->model->dlogits (the targets of micro-batch
-     * i: p->targets[micro]). Make both the micro-batch's share of the batch's: scale
+    /* TODO 7.5: transformer_loss_grad(p->model, targets) returns the micro-batch's mean
+     * loss and writes its gradient into p->model->dlogits (overwriting it; the targets
+     * of this micro-batch: p->targets[micro]). Make both the micro-batch's share of the batch's: scale
      * the gradient (tensor_scale, lib/core/tensor.h: on either device) and return the
      * share of the loss. The library adds the m shares into the step's loss. */
     TODO_STOP("7.5");

@@ -140,6 +140,13 @@ static void load_text(Run *run) {
         fatal("%s's training text has %lld rows of %d columns: fewer than --bptt %d + 1; a "
               "smaller --bptt or --batch-size", run->corpus.name, (long long)run->train.rows,
               c->batch_size, c->lm.bptt);
+    const TextBatches *held[2] = {&run->valid, &run->test};
+    for (int i = 0; i < 2; i++) /* evaluated in full batches only: say so rather than print nan */
+        if (held[i]->rows <= c->lm.bptt)
+            print0("note: the %s text (%lld tokens) holds no full batch of %d x %d tokens: its loss "
+                   "will read nan (a longer text, or a smaller --batch-size or --bptt)\n",
+                   i ? "test" : "valid", (long long)(held[i]->rows * held[i]->cols), c->batch_size,
+                   c->lm.bptt + 1);
 }
 
 static const char *block_name(const TransformerConfig *m, int k, char *buf, size_t cap) {

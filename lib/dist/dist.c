@@ -158,10 +158,12 @@ DistRequest *dist_sendrecv_start(Dist *d, const Tensor *out, int to, Tensor *in,
 }
 
 DistRequest *dist_send_start(Dist *d, const Tensor *t, int peer) {
+    check_tensor(d, t, "dist_send"); /* named here: the caller never called dist_sendrecv */
     return dist_sendrecv_start(d, t, peer, NULL, -1);
 }
 
 DistRequest *dist_recv_start(Dist *d, Tensor *t, int peer) {
+    check_tensor(d, t, "dist_recv");
     return dist_sendrecv_start(d, NULL, -1, t, peer);
 }
 

@@ -257,6 +257,8 @@ void pipeline_forward(Pipeline *p, int micro) {
     p->busy += done - t;
     if (!is_last(p)) {
         p->send_act[k] = p->ops.send_activation(p, out);
+        if (!p->send_act[k]) /* never waited for: the next forward would overwrite it in flight */
+            fatal("stage %d: the activation send returned no request: return dist_send_start's", p->stage);
         record(p, PIPE_EV_SEND, micro, done, now_seconds());
     }
     progress_sends(p);
@@ -288,6 +290,8 @@ void pipeline_backward(Pipeline *p, int micro) {
     p->busy += done - t;
     if (din) {
         p->send_grad[k] = p->ops.send_gradient(p, din);
+        if (!p->send_grad[k])
+            fatal("stage %d: the gradient send returned no request: return dist_send_start's", p->stage);
         record(p, PIPE_EV_SEND, micro, done, now_seconds());
     }
     p->slot_busy[k] = false, p->slot_of[micro] = -1;

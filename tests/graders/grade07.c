@@ -423,6 +423,9 @@ static bool step_as_unsplit(Dist *d, PipeSchedule schedule, int micro, const cha
         if (micro > 1 && fabs(times - micro) <= 1e-3 * micro)
             snprintf(why, sizeof why, ": they are m = %d times the unsplit model's: each micro-batch's "
                      "gradient counts 1/m (TODO 7.5)", micro);
+        else if (micro > 1 && fabs(times) <= 1e-9)
+            snprintf(why, sizeof why, ": they are 0: is the 1/m of TODO 7.5 an integer division "
+                     "(1 / p->micro)? write 1.0f / p->micro");
         else if (fabs(times - 1) > 1e-3 && fabs(times) > 1e-9)
             snprintf(why, sizeof why, ": they are about %.4g times the unsplit model's: the scale of "
                      "dlogits (TODO 7.5: 1/m)?", times);
@@ -518,11 +521,13 @@ static bool partition_ok(const char *name, const double *costs, int blocks, int 
                           memcmp(first, even_up, sizeof(int) * (size_t)(stages + 1)) == 0;
     return expect_true(false, "%s: costs [%s] in %d stages: first = [%s], whose largest stage costs "
                        "%g; the best cut's largest stage costs %g%s", name, costs_s, stages, got, mine, best,
-                       by_count ? ": the blocks are split evenly by count; split them by cost (the "
-                                  "decoder alone may cost more than all the layers)"
+                       by_count ? ": these are the cuts of an even split by count: split by cost (the "
+                                  "decoder alone may cost more than all the layers); or, if you did, look "
+                                  "at the walk back: first[s] is the best j of (s, first[s + 1]) itself"
                                 : ": not the least possible (a greedy cut at the average is not "
                                   "always the best: try every cut j for the last stage, best[s][k] = "
-                                  "min over j of max(best[s - 1][j], P[k] - P[j]))");
+                                  "min over j of max(best[s - 1][j], P[k] - P[j]); walking back, "
+                                  "first[s] is the best j of (s, first[s + 1]))");
 }
 
 static int check_partition_random(void) {
@@ -625,17 +630,19 @@ static bool loss_case(int micro, int Bm, int T) {
         /* named scales, as multiples of the right one (1/m) */
         const struct { double scale; const char *hint; } scales[] = {
             {1.0, ""},
-            {micro, "m times the right one: the micro-batch's share is 1/m of it (scale by 1.0f / p->micro)"},
+            {micro, "m times the right one: the micro-batch's share is 1/m of it (scale p->model->dlogits, after transformer_loss_grad has written it, by 1.0f / p->micro)"},
             {1.0 / micro, "1/m of the right one: 1/m applied twice (transformer_loss_grad already takes the micro-batch's mean)"},
             {(double)micro / Bm, "scaled by 1/B of the micro-batch (sequences): each micro-batch counts 1/m (p->micro), the mean over its tokens is already taken"},
             {(double)micro / B, "scaled by 1/B of the whole batch: the mean over the tokens is already taken; each micro-batch counts 1/m"},
             {(double)micro / (Bm * T), "scaled by 1/(tokens of the micro-batch): the mean is already taken; each micro-batch counts 1/m"},
             {(double)micro / (B * T), "scaled by 1/(tokens of the batch): the mean is already taken; each micro-batch counts 1/m"},
-            {-1.0, "the wrong sign"}};
+            {-1.0, "the wrong sign"},
+            {0.0, "zero: 1 / p->micro in integers is 0 for m > 1; write 1.0f / p->micro"}};
         const char *ghint = NULL, *lhint = NULL;
         for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
-            if (!ghint && proportional && fabs(ratio - scales[k].scale) <= 1e-4 * fabs(scales[k].scale)) ghint = scales[k].hint;
-            if (!lhint && fabs(lratio - scales[k].scale) <= 1e-4 * fabs(scales[k].scale)) lhint = scales[k].hint;
+            const double tol = scales[k].scale != 0 ? 1e-4 * fabs(scales[k].scale) : 1e-9;
+            if (!ghint && proportional && fabs(ratio - scales[k].scale) <= tol) ghint = scales[k].hint;
+            if (!lhint && fabs(lratio - scales[k].scale) <= tol) lhint = scales[k].hint;
         }
         char head[96];
         snprintf(head, sizeof head, "m = %d micro-batches of %d x %d tokens, micro-batch %d", micro, Bm, T, i);
@@ -684,8 +691,12 @@ static int check_bubble_fraction(void) {
                            : fabs(got - want * R) <= 1e-12 ? "that is the sum over the ranks: average it (divide by ranks)"
                            : fabs(got - idle_sum / R) <= 1e-12 ? "that is the idle seconds, not their share of the step: divide by seconds"
                            : "the mean over the ranks of (seconds - busy[r]) / seconds";
-        printf("%d ranks busy [%g, %g, %g] of a %g s step: %g, expected %g: %s\n", R, cases[i].busy[0],
-               R > 1 ? cases[i].busy[1] : 0, R > 2 ? cases[i].busy[2] : 0, S, got, want, hint);
+        char busy[96];
+        int n = snprintf(busy, sizeof busy, "%g", cases[i].busy[0]);
+        for (int r = 1; r < R && n < (int)sizeof busy; r++)
+            n += snprintf(busy + n, sizeof busy - (size_t)n, ", %g", cases[i].busy[r]);
+        printf("%d rank%s busy [%s] of a %g s step: %g, expected %g: %s\n", R, R == 1 ? "" : "s", busy,
+               S, got, want, hint);
         return CHECK_FAIL;
     }
     return CHECK_PASS;
@@ -818,6 +829,11 @@ static int cmp_double(const void *a, const void *b) {
  * noise only ever raises it. */
 static int body_program_bubble(const char *dir) {
     REQUIRE_RANKS();
+    const double busy[2] = {3, 1}; /* idle 1/4 and 3/4 of a 4 s step: 0.5 */
+    if (!expect_true(fabs(lesson_bubble_fraction(busy, 2, 4) - 0.5) <= 1e-12, "your bubble "
+                     "fraction is not yet right (see TODO 7.6's own check): this check measures "
+                     "with it"))
+        return CHECK_FAIL;
     char text[600], metrics[600];
     snprintf(text, sizeof text, "%s/words.txt", dir);
     if (!expect_true(write_made_up_text(text, 1800), "cannot write %s", text)) return CHECK_FAIL;
