@@ -129,6 +129,10 @@ static void join(Run *run) {
     print0("%s\n", line);
 }
 
+/* Full batches only: the stages are built for sequences of --bptt tokens (the target
+ * of each one token on). */
+static int64_t full_batches(const TextBatches *split, int bptt) { return (split->rows - 1) / bptt; }
+
 static void load_text(Run *run) {
     const Config *c = &run->cfg;
     const TextOptions topt = lm_text_options(&c->lm);
@@ -136,13 +140,13 @@ static void load_text(Run *run) {
     text_batchify(&run->corpus.train, c->batch_size, "train", &run->train);
     text_batchify(&run->corpus.valid, c->batch_size, "valid", &run->valid);
     text_batchify(&run->corpus.test, c->batch_size, "test", &run->test);
-    if (text_batch_count(&run->train, c->lm.bptt) < 1 || run->train.rows <= c->lm.bptt)
+    if (full_batches(&run->train, c->lm.bptt) < 1)
         fatal("%s's training text has %lld rows of %d columns: fewer than --bptt %d + 1; a "
               "smaller --bptt or --batch-size", run->corpus.name, (long long)run->train.rows,
               c->batch_size, c->lm.bptt);
     const TextBatches *held[2] = {&run->valid, &run->test};
     for (int i = 0; i < 2; i++) /* evaluated in full batches only: say so rather than print nan */
-        if (held[i]->rows <= c->lm.bptt)
+        if (full_batches(held[i], c->lm.bptt) < 1)
             print0("note: the %s text (%lld tokens) holds no full batch of %d x %d tokens: its loss "
                    "will read nan (a longer text, or a smaller --batch-size or --bptt)\n",
                    i ? "test" : "valid", (long long)(held[i]->rows * held[i]->cols), c->batch_size,
@@ -236,11 +240,6 @@ static void load_batch(Run *run, const TextBatches *split, int64_t i) {
     }
 }
 
-/* Full batches only: the stages are built for sequences of --bptt tokens. */
-static int64_t full_batches(const Run *run, const TextBatches *split) {
-    return (split->rows - 1) / run->T;
-}
-
 /* torch.nn.utils.clip_grad_norm_ over the whole model: every stage's share of the
  * squared norm, summed over the stages. Returns the norm. */
 static double clip_global(Run *run) {
@@ -255,7 +254,7 @@ static double clip_global(Run *run) {
 static double evaluate(Run *run, const TextBatches *split) {
     transformer_eval(&run->stage);
     double sum = 0;
-    const int64_t n = full_batches(run, split);
+    const int64_t n = full_batches(split, run->T);
     for (int64_t i = 0; i < n; i++) {
         load_batch(run, split, i * run->T);
         sum += pipeline_evaluate(&run->pipe, run->tok, run->tgt);
@@ -267,7 +266,7 @@ static double evaluate(Run *run, const TextBatches *split) {
 }
 
 typedef struct {
-    double loss, tokens, seconds, busy_share, bubble;
+    double loss, tokens, seconds, bubble;
     int steps;
 } EpochStats;
 
@@ -275,7 +274,7 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
     const Config *c = &run->cfg;
     EpochStats e = {0};
     const int P = run->pipe_dist->world_size;
-    const int64_t n = full_batches(run, &run->train);
+    const int64_t n = full_batches(&run->train, run->T);
     run->opt.lr = lr;
     double bubble_sum = 0;
     const double t0 = now_seconds();
@@ -345,7 +344,7 @@ static void train(Run *run) {
     const int P = run->pipe_dist->world_size;
     print0("training: SGD lr %g (x %g each epoch), clip %g, %lld steps an epoch, %d thread%s per rank\n",
            (double)c->lr, (double)c->gamma, (double)c->clip,
-           (long long)full_batches(run, &run->train), c->threads, c->threads == 1 ? "" : "s");
+           (long long)full_batches(&run->train, run->T), c->threads, c->threads == 1 ? "" : "s");
     if (run->world->rank == 0) run->metrics = metrics_open(c->metrics);
     float lr = c->lr;
     for (int epoch = 1; epoch <= c->epochs; epoch++) {

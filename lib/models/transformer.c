@@ -303,27 +303,30 @@ void transformer_to_device(Transformer *m, Device device) {
     m->layers = *ops;
 }
 
-/* The activations the forward keeps for the backward (the saved buffers). */
-static int saved_buffers(Transformer *m, Tensor **out) {
-    int n, k = 0;
+/* The activations the forward keeps for the backward (the saved buffers): the fields
+ * of the model that a slot swaps, listed once. */
+static void list_saved_buffers(Transformer *m) {
+    int n;
     Buf *bufs = buffer_list(m, &n);
+    m->slot_live = xcalloc((size_t)n, sizeof *m->slot_live);
+    m->slot_count = 0;
     for (int i = 0; i < n; i++)
-        if (bufs[i].saved) out[k++] = bufs[i].t;
+        if (bufs[i].saved) m->slot_live[m->slot_count++] = bufs[i].t;
     xfree(bufs);
-    return k;
 }
 
 void transformer_use_slot(Transformer *m, int slot) {
     CHECK(slot >= 0, "activation slot %d", slot);
     if (slot == m->slot && m->slots > 0) return;
-    Tensor **live = xcalloc((size_t)(MAX_BUFS_FIXED + BUFS_PER_LAYER * m->cfg.layers), sizeof *live);
-    const int n = saved_buffers(m, live);
     if (m->slots == 0) { /* slot 0: the buffers the model was built with */
+        list_saved_buffers(m);
         m->slots = 1, m->slot = 0;
-        m->slot_acts = xcalloc((size_t)n, sizeof *m->slot_acts);
+        m->slot_acts = xcalloc((size_t)m->slot_count, sizeof *m->slot_acts);
         m->slot_tokens = xcalloc(1, sizeof *m->slot_tokens);
-        for (int i = 0; i < n; i++) m->slot_acts[i] = *live[i];
+        for (int i = 0; i < m->slot_count; i++) m->slot_acts[i] = *m->slot_live[i];
     }
+    Tensor **live = m->slot_live;
+    const int n = m->slot_count;
     for (int i = 0; i < n; i++) m->slot_acts[(size_t)m->slot * n + i].data = live[i]->data;
     m->slot_tokens[m->slot] = m->tokens;
     if (slot >= m->slots) { /* new slots, each as large as slot 0's buffers for T_max */
@@ -347,18 +350,15 @@ void transformer_use_slot(Transformer *m, int slot) {
     for (int i = 0; i < n; i++) live[i]->data = m->slot_acts[(size_t)slot * n + i].data;
     m->tokens = m->slot_tokens[slot];
     m->slot = slot;
-    xfree(live);
 }
 
 /* Slots 1 and up are freed here; the model's own buffers go back to slot 0's memory. */
 static void free_slots(Transformer *m) {
     if (m->slots == 0) return;
-    Tensor **live = xcalloc((size_t)(MAX_BUFS_FIXED + BUFS_PER_LAYER * m->cfg.layers), sizeof *live);
-    const int n = saved_buffers(m, live);
-    for (int i = 0; i < n; i++) live[i]->data = m->slot_acts[i].data;
+    const int n = m->slot_count;
+    for (int i = 0; i < n; i++) m->slot_live[i]->data = m->slot_acts[i].data;
     for (size_t i = (size_t)n; i < (size_t)m->slots * n; i++) tensor_free(&m->slot_acts[i]);
-    xfree(live);
-    xfree(m->slot_acts), xfree(m->slot_tokens);
+    xfree(m->slot_acts), xfree(m->slot_tokens), xfree(m->slot_live);
     m->slots = 0, m->slot = 0;
 }
 

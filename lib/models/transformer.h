@@ -99,6 +99,8 @@ typedef struct {
     int slots, slot;       /* slots allocated (0: only the buffers above), the one in use */
     Tensor *slot_acts;     /* [slots][saved activations] */
     const int **slot_tokens; /* [slots] */
+    Tensor **slot_live;    /* [saved activations] the model's own fields that slots swap */
+    int slot_count;        /* how many: the saved activations of the model's blocks */
 } Transformer;
 
 /* The whole model, blocks 0 .. L+1, for batches of B sequences of T tokens. */

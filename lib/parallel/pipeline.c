@@ -183,6 +183,15 @@ void pipeline_free(Pipeline *p) {
     memset(p, 0, sizeof *p);
 }
 
+/* Slot k's sends in flight: finished (wait), or only those that are done (MPI moves a
+ * non-blocking send's data only when asked: asking between operations keeps it going). */
+static void finish_sends(Pipeline *p, int k, bool wait) {
+    if (p->send_act[k] && (wait || dist_test(p->activations, p->send_act[k])))
+        dist_wait(p->activations, p->send_act[k]), p->send_act[k] = NULL;
+    if (p->send_grad[k] && (wait || dist_test(p->gradients, p->send_grad[k])))
+        dist_wait(p->gradients, p->send_grad[k]), p->send_grad[k] = NULL;
+}
+
 /* A free activation slot for micro-batch i: the lowest one not in flight, once the
  * sends that still read from it have finished. New slots are allocated here. */
 static int take_slot(Pipeline *p, int micro) {
@@ -196,30 +205,19 @@ static int take_slot(Pipeline *p, int micro) {
         }
         p->max_slots++;
     }
-    if (p->send_act[k]) dist_wait(p->activations, p->send_act[k]), p->send_act[k] = NULL;
-    if (p->send_grad[k]) dist_wait(p->gradients, p->send_grad[k]), p->send_grad[k] = NULL;
+    finish_sends(p, k, true);
     p->slot_busy[k] = true;
     p->slot_of[micro] = k;
     transformer_use_slot(p->model, k);
     return k;
 }
 
-/* MPI moves a non-blocking send's data only when asked: ask between operations. */
+/* Every slot's sends: those done (between operations), or all of them (a step's end). */
 static void progress_sends(Pipeline *p) {
-    for (int k = 0; k < p->max_slots; k++) {
-        if (p->send_act[k] && dist_test(p->activations, p->send_act[k]))
-            dist_wait(p->activations, p->send_act[k]), p->send_act[k] = NULL;
-        if (p->send_grad[k] && dist_test(p->gradients, p->send_grad[k]))
-            dist_wait(p->gradients, p->send_grad[k]), p->send_grad[k] = NULL;
-    }
+    for (int k = 0; k < p->max_slots; k++) finish_sends(p, k, false);
 }
-
-/* Every send still in flight has been received. */
 static void wait_sends(Pipeline *p) {
-    for (int k = 0; k < p->max_slots; k++) {
-        if (p->send_act[k]) dist_wait(p->activations, p->send_act[k]), p->send_act[k] = NULL;
-        if (p->send_grad[k]) dist_wait(p->gradients, p->send_grad[k]), p->send_grad[k] = NULL;
-    }
+    for (int k = 0; k < p->max_slots; k++) finish_sends(p, k, true);
 }
 
 /* ---------------------------------------------------------------- forward, backward */
@@ -330,13 +328,19 @@ void pipeline_run_1f1b(Pipeline *p) { run_list(p, PIPE_1F1B); }
 
 /* ---------------------------------------------------------------- a step */
 
-float pipeline_step(Pipeline *p, const int *const *tokens, const int *const *targets) {
-    Transformer *m = p->model;
+/* A step's (or an evaluation's) micro-batches: what this stage reads of them. */
+static void set_batch(Pipeline *p, const int *const *tokens, const int *const *targets) {
     CHECK(p->stage > 0 || tokens, "stage 0 needs the micro-batches' tokens");
     CHECK(!is_last(p) || targets, "the last stage needs the micro-batches' targets");
-    CHECK(m->T == m->T_max, "a pipeline step runs sequences of the length the stages were "
-          "built for (%d tokens, not %d)", m->T_max, m->T);
+    CHECK(p->model->T == p->model->T_max, "a pipeline runs sequences of the length the stages "
+          "were built for (%d tokens, not %d): the messages between stages have that size",
+          p->model->T_max, p->model->T);
     p->tokens = tokens, p->targets = targets;
+}
+
+float pipeline_step(Pipeline *p, const int *const *tokens, const int *const *targets) {
+    Transformer *m = p->model;
+    set_batch(p, tokens, targets);
     params_zero_grad(&m->params); /* then every micro-batch's backward adds its share */
     p->loss_sum = 0, p->busy = 0, p->event_count = 0, p->log_count = 0;
     dist_barrier(p->dist); /* every stage starts the step together: one clock for the record */
@@ -361,9 +365,7 @@ float pipeline_step(Pipeline *p, const int *const *tokens, const int *const *tar
 
 float pipeline_evaluate(Pipeline *p, const int *const *tokens, const int *const *targets) {
     Transformer *m = p->model;
-    CHECK(m->T == m->T_max, "a pipeline runs sequences of the length the stages were built "
-          "for (%d tokens, not %d)", m->T_max, m->T);
-    p->tokens = tokens, p->targets = targets;
+    set_batch(p, tokens, targets);
     double sum = 0;
     for (int i = 0; i < p->micro; i++) { /* forwards only: a slot is free again at once */
         const int k = take_slot(p, i);
