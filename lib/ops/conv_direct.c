@@ -1,10 +1,12 @@
 #include "conv_direct.h"
 
 #include "core/check.h"
+#include "ops/conv_direct16.h"
+#include "ops/conv_plan.h"
 #include "ops/vec8.h"
 
-/* One segment: 8 output pixels of a row, one f8 (ops/vec8.h). */
-enum { SEG = 8, L2_BYTES = 1 << 20 };
+/* One segment (ops/conv_plan.h): 8 output pixels of a row, one f8 (ops/vec8.h). */
+enum { SEG = CONV_SEG, L2_BYTES = 1 << 20 };
 
 /* Register blocks, in accumulators of 8 floats: the forward keeps OUT_CHANNELS x
  * ROWS of them, the weight gradient GRAD_CHANNELS x GRAD_TAPS, the input gradient
@@ -33,51 +35,10 @@ static inline f8 in_register(f8 v) {
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
-/* Where everything lies, per image. Segment s covers output row oh = s / nseg from
- * column ow0; the last segment of a row starts at OW - 8 and overlaps the one
- * before it: keep[s] marks the lanes that are its own, which the gradients must
- * count once. */
-typedef struct {
-    int K, L;          /* taps C*KH*KW; segments per image, OH * segments per row */
-    int *tap;          /* [K] offset of tap (c, kh, kw) in an input image */
-    int *seg_in;       /* [L] offset of the segment's first pixel in an input plane */
-    int *seg_out;      /* [L] ... in an output plane */
-    int32_t (*keep)[SEG]; /* [L][8]: -1 for a lane of its own, 0 for a shared one */
-} Plan;
-
 bool conv_direct_fits(const ConvGeometry *g) {
     if (g->stride != 1 || g->pad != 0 || g->OW < SEG) return false;
     int nseg = (g->OW + SEG - 1) / SEG;
     return 4 * nseg * SEG <= 5 * g->OW; /* at most a quarter of the work repeated */
-}
-
-static Plan plan_make(const ConvGeometry *g) {
-    CHECK(conv_direct_fits(g), "direct convolution called for a shape it does not take");
-    Plan p;
-    const int nseg = (g->OW + SEG - 1) / SEG;
-    p.K = g->C * g->KH * g->KW;
-    p.L = g->OH * nseg;
-    p.tap = xmalloc((size_t)p.K * sizeof(int));
-    p.seg_in = xmalloc((size_t)p.L * sizeof(int));
-    p.seg_out = xmalloc((size_t)p.L * sizeof(int));
-    p.keep = xmalloc((size_t)p.L * sizeof *p.keep); /* 16-byte aligned: load_mask8 */
-    for (int c = 0, k = 0; c < g->C; c++)
-        for (int kh = 0; kh < g->KH; kh++)
-            for (int kw = 0; kw < g->KW; kw++) p.tap[k++] = (c * g->H + kh) * g->W + kw;
-    for (int s = 0; s < p.L; s++) {
-        int oh = s / nseg, first = s % nseg * SEG, ow0 = min_int(first, g->OW - SEG);
-        p.seg_in[s] = oh * g->W + ow0;
-        p.seg_out[s] = oh * g->OW + ow0;
-        for (int i = 0; i < SEG; i++) p.keep[s][i] = ow0 + i >= first ? -1 : 0;
-    }
-    return p;
-}
-
-static void plan_free(Plan *p) {
-    xfree(p->tap);
-    xfree(p->seg_in);
-    xfree(p->seg_out);
-    xfree(p->keep);
 }
 
 /* ------------------------------------------------------------------ forward */
@@ -85,7 +46,7 @@ static void plan_free(Plan *p) {
 /* ROWS segments x OUT_CHANNELS channels of one image. wt is the weight transposed,
  * [K, Cout], so the channels of one tap are adjacent. */
 static void forward_block(float *out, const float *in, const float *wt, const float *bias,
-                          int Cout, int OHW, const Plan *p, int s0, int co0) {
+                          int Cout, int OHW, const ConvPlan *p, int s0, int co0) {
     int xo[ROWS], yo[ROWS], co[OUT_CHANNELS];
     for (int r = 0; r < ROWS; r++) {
         int s = min_int(s0 + r, p->L - 1); /* past the end: redo the last one */
@@ -113,7 +74,11 @@ static void forward_block(float *out, const float *in, const float *wt, const fl
 
 void conv_direct_forward(float *out, const float *in, const float *weight, const float *bias,
                          int N, int Cout, const ConvGeometry *g) {
-    Plan p = plan_make(g);
+    if (conv_direct16_takes(g)) {
+        conv_direct16_forward(out, in, weight, bias, N, Cout, g);
+        return;
+    }
+    ConvPlan p = conv_plan_make(g);
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     float *wt = xmalloc((size_t)p.K * Cout * sizeof(float));
@@ -126,7 +91,7 @@ void conv_direct_forward(float *out, const float *in, const float *weight, const
             for (int co0 = 0; co0 < Cout; co0 += OUT_CHANNELS)
                 forward_block(out + n * out_img, in + n * in_img, wt, bias, Cout, OHW, &p, s0, co0);
     xfree(wt);
-    plan_free(&p);
+    conv_plan_free(&p);
 }
 
 /* ------------------------------------------------------------ weight gradient */
@@ -134,7 +99,7 @@ void conv_direct_forward(float *out, const float *in, const float *weight, const
 /* GRAD_CHANNELS x GRAD_TAPS weight gradients, summed over every segment of every
  * image: lanes hold the 8 pixels of a segment, added up at the end. */
 static void weight_grad_block(float *dweight, const float *dout, const float *in, int N, int Cout,
-                              size_t in_img, size_t out_img, int OHW, const Plan *p, int co0,
+                              size_t in_img, size_t out_img, int OHW, const ConvPlan *p, int co0,
                               int k0) {
     int co[GRAD_CHANNELS], tap[GRAD_TAPS];
     for (int j = 0; j < GRAD_CHANNELS; j++) co[j] = min_int(co0 + j, Cout - 1);
@@ -162,7 +127,11 @@ static void weight_grad_block(float *dweight, const float *dout, const float *in
 
 void conv_direct_weight_grad(float *dweight, const float *dout, const float *in, int N,
                              int Cout, const ConvGeometry *g) {
-    Plan p = plan_make(g);
+    if (conv_direct16_takes(g)) {
+        conv_direct16_weight_grad(dweight, dout, in, N, Cout, g);
+        return;
+    }
+    ConvPlan p = conv_plan_make(g);
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     const int co_blocks = (Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;
@@ -183,7 +152,7 @@ void conv_direct_weight_grad(float *dweight, const float *dout, const float *in,
                 weight_grad_block(dweight, dout + n0 * out_img, in + n0 * in_img, count, Cout,
                                   in_img, out_img, OHW, &p, cb * GRAD_CHANNELS, tb * GRAD_TAPS);
     }
-    plan_free(&p);
+    conv_plan_free(&p);
 }
 
 /* ------------------------------------------------------------- input gradient */
@@ -193,7 +162,7 @@ void conv_direct_weight_grad(float *dweight, const float *dout, const float *in,
  * onto the input pixels the taps met (col2im's job). wb holds this block's weights
  * as [Cout, DIN_TAPS]: one stream through memory. */
 static void input_grad_block(float *din, const float *dout, const float *wb, int Cout, int OHW,
-                             const Plan *p, int s0, int k0) {
+                             const ConvPlan *p, int s0, int k0) {
     int yo[ROWS], xo[ROWS];
     i32x8 keep[ROWS];
     for (int r = 0; r < ROWS; r++) {
@@ -223,7 +192,12 @@ static void input_grad_block(float *din, const float *dout, const float *wb, int
 
 void conv_direct_input_grad(float *din, const float *dout, const float *weight, int N,
                             int Cout, const ConvGeometry *g) {
-    Plan p = plan_make(g);
+    ConvPlan p = conv_plan_make(g);
+    if (conv_direct16_takes(g)) {
+        conv_direct16_input_grad(din, dout, weight, N, Cout, g, &p);
+        conv_plan_free(&p);
+        return;
+    }
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     /* the weights as [tap block, Cout, DIN_TAPS], taps past the end zero */
@@ -243,5 +217,5 @@ void conv_direct_input_grad(float *din, const float *dout, const float *weight, 
                 input_grad_block(din + n * in_img, dout + n * out_img, wb + tb * block_floats,
                                  Cout, OHW, &p, s0, tb * DIN_TAPS);
     xfree(wb);
-    plan_free(&p);
+    conv_plan_free(&p);
 }

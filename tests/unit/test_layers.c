@@ -30,6 +30,7 @@
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
 #include "ops/conv_direct.h"
+#include "ops/conv_direct16.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -118,6 +119,12 @@ static const ConvCase GRAD_CASES[] = {
 static bool takes_direct_path(const ConvCase *c) {
     ConvGeometry g = conv_geometry(c->C, c->H, c->W, c->KH, c->KW, c->stride, c->pad);
     return conv_direct_fits(&g);
+}
+
+/* The same for the 16-lane kernels (lib/ops/conv_direct16.c) of AVX-512 builds. */
+static bool takes_wide_path(const ConvCase *c) {
+    ConvGeometry g = conv_geometry(c->C, c->H, c->W, c->KH, c->KW, c->stride, c->pad);
+    return conv_direct_fits(&g) && conv_direct16_takes(&g);
 }
 
 static int check_conv_grad(void) {
@@ -230,6 +237,11 @@ static int check_conv_forward(void) {
         {0, 1, 28, 28, 4, 5, 5, 1, 0},  /* the CNN's first layer, fewer channels */
         {0, 3, 7, 5, 3, 2, 4, 1, 2},    /* non-square kernel and image */
         {0, 2, 6, 23, 7, 3, 4, 1, 0},   /* rows of 20: the last segment overlaps */
+        /* the 16-lane kernels (64 taps or more on AVX-512): 37 channels (3 vectors,
+         * the last one part padding) on rows of 27 (several pixel tiles); 100 channels
+         * (a block of 5 vectors and one of 2) */
+        {0, 6, 14, 30, 37, 3, 4, 1, 0},
+        {0, 4, 11, 11, 100, 4, 4, 1, 0},
     };
     uint64_t seed = 100;
     for (size_t k = 0; ok && k < sizeof shapes / sizeof shapes[0]; k++)
@@ -317,11 +329,26 @@ static int check_conv_backward_definition(void) {
         {2, 3, 7, 22, 7, 3, 3, 1, 0},    /* rows of 20, the last segment overlapping */
         {4, 3, 9, 9, 5, 3, 3, 2, 1},     /* stride 2, padding 1: im2col + GEMM */
         {3, 2, 10, 6, 4, 3, 3, 1, 1},    /* rows shorter than 8: im2col + GEMM */
+        /* the 16-lane kernels on AVX-512: rows of 27 (pairs of segments apart in
+         * memory), an odd count of segments (15), 100 channels in two blocks, 6 rows
+         * of 8 (3 pairs side by side: the block of 4 repeats one) */
+        {2, 6, 14, 30, 37, 3, 4, 1, 0},
+        {2, 5, 9, 24, 20, 5, 5, 1, 0},
+        {2, 4, 11, 11, 100, 4, 4, 1, 0},
+        {2, 5, 10, 12, 20, 5, 5, 1, 0},
     };
     bool ok = expect_true(takes_direct_path(&cases[0]) && takes_direct_path(&cases[1]) &&
                               takes_direct_path(&cases[2]) && !takes_direct_path(&cases[3]) &&
-                              !takes_direct_path(&cases[4]),
+                              !takes_direct_path(&cases[4]) && takes_direct_path(&cases[5]) &&
+                              takes_direct_path(&cases[6]) && takes_direct_path(&cases[7]) &&
+                              takes_direct_path(&cases[8]),
                           "the cases do not take the paths they were chosen for (conv_direct_fits)");
+#if defined(__AVX512F__)
+    ok = ok && expect_true(takes_wide_path(&cases[1]) && takes_wide_path(&cases[5]) &&
+                               takes_wide_path(&cases[6]) && takes_wide_path(&cases[7]) &&
+                               takes_wide_path(&cases[8]) && !takes_wide_path(&cases[0]),
+                           "the cases do not take the 16-lane kernels (conv_direct16_takes)");
+#endif
     for (size_t k = 0; ok && k < sizeof cases / sizeof cases[0]; k++) {
         const ConvCase *c = &cases[k];
         ConvSetup s = conv_setup(c, 500 + k);
@@ -386,7 +413,8 @@ static int check_conv_backward_batches(void) {
 /* The design promises the same bits on any number of threads. */
 static int check_conv_threads(void) {
     const ConvCase cases[] = {{37, 3, 12, 12, 8, 5, 5, 1, 0}, {100, 4, 9, 9, 6, 3, 3, 2, 1},
-                              {7, 50, 12, 12, 75, 5, 5, 1, 0}, {20, 1, 28, 28, 50, 5, 5, 1, 0}};
+                              {7, 50, 12, 12, 75, 5, 5, 1, 0}, {20, 1, 28, 28, 50, 5, 5, 1, 0},
+                              {9, 4, 11, 11, 100, 4, 4, 1, 0}, {5, 6, 14, 30, 37, 3, 4, 1, 0}};
     bool ok = true;
     for (size_t k = 0; ok && k < sizeof cases / sizeof cases[0]; k++) {
         ConvSetup s = conv_setup(&cases[k], 400 + k);

@@ -1,0 +1,377 @@
+#include "conv_direct16.h"
+
+#include "core/check.h"
+
+#if defined(__AVX512F__)
+
+#include <immintrin.h>
+#include <omp.h>
+#include <string.h>
+
+/* The helpers are static inline: passing vectors by value changes no ABI here. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+typedef float v16 __attribute__((vector_size(16 * sizeof(float))));
+
+enum {
+    LANES = 16,
+    MIN_TAPS = 64,     /* fewer taps: the transposes cost more than the wider FMAs win */
+    MAX_J = 5,         /* channel vectors a register block holds (80 channels) */
+    TAP_CHUNK = 48,    /* forward: a chunk's weights, 48 x 80 floats, stay in L1 */
+    PIXEL_GROUP = 64,  /* forward: pixels whose sums a tile holds, 64 x 80 floats */
+    PAIRS = 4,         /* input gradient: 4 pairs of segments (8 rows of 8 for the CNN) */
+    DIN_TAPS16 = 6,    /* ... times 6 taps: 24 accumulators of AVX-512's 32 registers */
+};
+
+static inline v16 load16(const float *p) {
+    v16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
+
+static inline v16 splat16(float s) { return (v16)_mm512_set1_ps(s); }
+
+/* Segments lo and hi as one vector: the two 8-float halves from wherever they lie. */
+static inline v16 load_pair(const float *lo, const float *hi) {
+    __m512d v = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(lo)));
+    return (v16)_mm512_castpd_ps(_mm512_insertf64x4(v, _mm256_castps_pd(_mm256_loadu_ps(hi)), 1));
+}
+
+/* dst[0..7] += the lanes of half h (0: low, 1: high) of v that mask keeps */
+static inline void add_half(float *dst, v16 v, int h, const int32_t *mask) {
+    __m256 half = h ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)v), 1))
+                    : _mm512_castps512_ps256((__m512)v);
+    __m256 keep = _mm256_and_ps(half, _mm256_castsi256_ps(_mm256_loadu_si256((const void *)mask)));
+    _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_loadu_ps(dst), keep));
+}
+
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+
+/* Register blocks: J channel vectors times block_width(J) pixels (forward) or taps
+ * (weight gradient), 20 to 24 accumulators of the 32 registers, the rest for the
+ * operands. */
+static inline int block_width(int J) { return J >= 5 ? 4 : J == 4 ? 6 : J == 3 ? 8 : 12; }
+enum { MAX_WIDTH = 12 };
+
+bool conv_direct16_takes(const ConvGeometry *g) { return g->C * g->KH * g->KW >= MIN_TAPS; }
+
+/* Offsets in an input plane of the first input pixel of each output pixel. */
+static int *pixel_offsets(const ConvGeometry *g) {
+    int *pix = xmalloc((size_t)g->OH * g->OW * sizeof(int));
+    for (int oh = 0; oh < g->OH; oh++)
+        for (int ow = 0; ow < g->OW; ow++) pix[oh * g->OW + ow] = oh * g->W + ow;
+    return pix;
+}
+
+static int *tap_offsets(const ConvGeometry *g) {
+    int *tap = xmalloc((size_t)g->C * g->KH * g->KW * sizeof(int));
+    for (int c = 0, k = 0; c < g->C; c++)
+        for (int kh = 0; kh < g->KH; kh++)
+            for (int kw = 0; kw < g->KW; kw++) tap[k++] = (c * g->H + kh) * g->W + kw;
+    return tap;
+}
+
+static inline int padded(int Cout) { return (Cout + LANES - 1) / LANES * LANES; }
+
+/* ------------------------------------------------------------------ forward */
+
+/* tile[i][co] += sum over taps k < kc of w[k][co] x[tap[k] + pix[i]], for the np
+ * pixels of the tile and J channel vectors, W pixels at a time. */
+static inline __attribute__((always_inline)) void
+forward_kernel(float *tile, int Cpad, const float *x, const int *tap, int kc, const float *w,
+               const int *pix, int np, const int J, const int W) {
+    for (int i0 = 0; i0 < np; i0 += W) {
+        int off[MAX_WIDTH];
+        float *row[MAX_WIDTH];
+        for (int i = 0; i < W; i++) {
+            int q = min_int(i0 + i, np - 1); /* past the end: redo the last pixel */
+            off[i] = pix[q];
+            row[i] = tile + (size_t)q * Cpad;
+        }
+        v16 acc[MAX_WIDTH][MAX_J];
+#pragma GCC unroll 12
+        for (int i = 0; i < W; i++)
+#pragma GCC unroll 5
+            for (int j = 0; j < J; j++) acc[i][j] = load16(row[i] + j * LANES);
+        for (int k = 0; k < kc; k++) {
+            const float *xk = x + tap[k], *wk = w + (size_t)k * Cpad;
+            v16 wv[MAX_J];
+#pragma GCC unroll 5
+            for (int j = 0; j < J; j++) wv[j] = load16(wk + j * LANES);
+#pragma GCC unroll 12
+            for (int i = 0; i < W; i++) {
+                v16 xb = splat16(xk[off[i]]);
+#pragma GCC unroll 5
+                for (int j = 0; j < J; j++) acc[i][j] += wv[j] * xb;
+            }
+        }
+        /* a repeated pixel stores the same values again */
+#pragma GCC unroll 12
+        for (int i = 0; i < W; i++)
+#pragma GCC unroll 5
+            for (int j = 0; j < J; j++) store16(row[i] + j * LANES, acc[i][j]);
+    }
+}
+
+static void forward_chunk(float *tile, int Cpad, const float *x, const int *tap, int kc,
+                          const float *w, const int *pix, int np) {
+    for (int j0 = 0; j0 < Cpad / LANES; j0 += MAX_J) {
+        float *t = tile + j0 * LANES;
+        const float *wj = w + j0 * LANES;
+        switch (min_int(MAX_J, Cpad / LANES - j0)) {
+        case 5: forward_kernel(t, Cpad, x, tap, kc, wj, pix, np, 5, block_width(5)); break;
+        case 4: forward_kernel(t, Cpad, x, tap, kc, wj, pix, np, 4, block_width(4)); break;
+        case 3: forward_kernel(t, Cpad, x, tap, kc, wj, pix, np, 3, block_width(3)); break;
+        case 2: forward_kernel(t, Cpad, x, tap, kc, wj, pix, np, 2, block_width(2)); break;
+        default: forward_kernel(t, Cpad, x, tap, kc, wj, pix, np, 1, block_width(1)); break;
+        }
+    }
+}
+
+void conv_direct16_forward(float *out, const float *in, const float *weight, const float *bias,
+                           int N, int Cout, const ConvGeometry *g) {
+    const int K = g->C * g->KH * g->KW, OHW = g->OH * g->OW, Cpad = padded(Cout);
+    const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
+    int *tap = tap_offsets(g), *pix = pixel_offsets(g);
+    /* the weight as [K, Cpad] and the bias as [Cpad], the padding zero */
+    float *wt = xcalloc((size_t)K * Cpad, sizeof(float));
+    float *bias_pad = xcalloc((size_t)Cpad, sizeof(float));
+    memcpy(bias_pad, bias, (size_t)Cout * sizeof(float));
+
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int k = 0; k < K; k++)
+            for (int co = 0; co < Cout; co++) wt[(size_t)k * Cpad + co] = weight[(size_t)co * K + k];
+        float *tile = xmalloc((size_t)PIXEL_GROUP * Cpad * sizeof(float));
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            const float *x = in + n * in_img;
+            float *y = out + n * out_img;
+            for (int p0 = 0; p0 < OHW; p0 += PIXEL_GROUP) {
+                const int np = min_int(PIXEL_GROUP, OHW - p0);
+                for (int i = 0; i < np; i++) memcpy(tile + (size_t)i * Cpad, bias_pad, Cpad * sizeof(float));
+                /* bias, then the taps in order: the 8-lane kernels' sums, bit for bit */
+                for (int k0 = 0; k0 < K; k0 += TAP_CHUNK)
+                    forward_chunk(tile, Cpad, x, tap + k0, min_int(TAP_CHUNK, K - k0),
+                                  wt + (size_t)k0 * Cpad, pix + p0, np);
+                for (int co = 0; co < Cout; co++)
+                    for (int i = 0; i < np; i++) y[(size_t)co * OHW + p0 + i] = tile[(size_t)i * Cpad + co];
+            }
+        }
+        xfree(tile);
+    }
+    xfree(wt);
+    xfree(bias_pad);
+    xfree(tap);
+    xfree(pix);
+}
+
+/* ------------------------------------------------------------ weight gradient */
+
+/* dwt[k][co] += sum over the pixels p of one image of x[tap[k] + pix[p]] dyt[p][co],
+ * for the taps k0 .. k0 + T - 1 and J channel vectors. */
+static inline __attribute__((always_inline)) void
+weight_grad_kernel(float *dwt, int Cpad, const float *x, const int *tap, int k0, int K,
+                   const float *dyt, const int *pix, int OHW, const int J, const int T) {
+    int tp[MAX_WIDTH];
+    for (int t = 0; t < T; t++) tp[t] = tap[min_int(k0 + t, K - 1)]; /* past the end: a repeat */
+    v16 acc[MAX_WIDTH][MAX_J];
+#pragma GCC unroll 12
+    for (int t = 0; t < T; t++)
+#pragma GCC unroll 5
+        for (int j = 0; j < J; j++) acc[t][j] = splat16(0.0f);
+    for (int p = 0; p < OHW; p++) {
+        const float *d = dyt + (size_t)p * Cpad, *xp = x + pix[p];
+        v16 dv[MAX_J];
+#pragma GCC unroll 5
+        for (int j = 0; j < J; j++) dv[j] = load16(d + j * LANES);
+#pragma GCC unroll 12
+        for (int t = 0; t < T; t++) {
+            v16 xb = splat16(xp[tp[t]]);
+#pragma GCC unroll 5
+            for (int j = 0; j < J; j++) acc[t][j] += dv[j] * xb;
+        }
+    }
+    for (int t = 0; t < T && k0 + t < K; t++)
+        for (int j = 0; j < J; j++) {
+            float *dst = dwt + (size_t)(k0 + t) * Cpad + j * LANES;
+            store16(dst, load16(dst) + acc[t][j]);
+        }
+}
+
+/* A unit of work: J channel vectors from j0, taps from k0. */
+typedef struct {
+    int j0, J, k0;
+} Unit;
+
+static void weight_grad_unit(float *dwt, int Cpad, const float *x, const int *tap, int K,
+                             const float *dyt, const int *pix, int OHW, Unit u) {
+    float *dw = dwt + u.j0 * LANES;
+    const float *d = dyt + u.j0 * LANES;
+    switch (u.J) {
+    case 5: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 5, block_width(5)); break;
+    case 4: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 4, block_width(4)); break;
+    case 3: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 3, block_width(3)); break;
+    case 2: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 2, block_width(2)); break;
+    default: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 1, block_width(1)); break;
+    }
+}
+
+static Unit *weight_grad_units(int Cpad, int K, int *count) {
+    int n = 0;
+    for (int j0 = 0; j0 < Cpad / LANES; j0 += MAX_J) {
+        int T = block_width(min_int(MAX_J, Cpad / LANES - j0));
+        n += (K + T - 1) / T;
+    }
+    Unit *units = xmalloc((size_t)n * sizeof(Unit));
+    n = 0;
+    for (int j0 = 0; j0 < Cpad / LANES; j0 += MAX_J) {
+        int J = min_int(MAX_J, Cpad / LANES - j0), T = block_width(J);
+        for (int k0 = 0; k0 < K; k0 += T) units[n++] = (Unit){j0, J, k0};
+    }
+    *count = n;
+    return units;
+}
+
+void conv_direct16_weight_grad(float *dweight, const float *dout, const float *in, int N,
+                               int Cout, const ConvGeometry *g) {
+    const int K = g->C * g->KH * g->KW, OHW = g->OH * g->OW, Cpad = padded(Cout);
+    const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
+    int *tap = tap_offsets(g), *pix = pixel_offsets(g), nunits;
+    Unit *units = weight_grad_units(Cpad, K, &nunits);
+    float *dwt = xcalloc((size_t)K * Cpad, sizeof(float)); /* the sums as [K, Cpad] */
+
+    /* Each thread owns a fixed range of units and runs it over every image in order:
+     * every sum is taken in the same order on any number of threads, and no thread
+     * waits for another. Each transposes the image's output gradient itself. */
+#pragma omp parallel
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int u0 = (int)((int64_t)nunits * t / nt), u1 = (int)((int64_t)nunits * (t + 1) / nt);
+        float *dyt = xcalloc((size_t)OHW * Cpad, sizeof(float)); /* [OHW, Cpad], padding 0 */
+        for (int n = 0; u0 < u1 && n < N; n++) {
+            const float *dy = dout + n * out_img;
+            for (int co = 0; co < Cout; co++)
+                for (int p = 0; p < OHW; p++) dyt[(size_t)p * Cpad + co] = dy[(size_t)co * OHW + p];
+            for (int u = u0; u < u1; u++)
+                weight_grad_unit(dwt, Cpad, in + n * in_img, tap, K, dyt, pix, OHW, units[u]);
+        }
+        xfree(dyt);
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (int co = 0; co < Cout; co++)
+            for (int k = 0; k < K; k++) dweight[(size_t)co * K + k] += dwt[(size_t)k * Cpad + co];
+    }
+    xfree(dwt);
+    xfree(units);
+    xfree(tap);
+    xfree(pix);
+}
+
+/* ------------------------------------------------------------- input gradient */
+
+/* For PAIRS pairs of segments from s0 and DIN_TAPS16 taps from k0 of one image: the
+ * sum over output channels of weight x output gradient, added onto the input pixels
+ * the taps met, each segment's own lanes once. wb holds the block's weights as
+ * [Cout, DIN_TAPS16]. contiguous: every pair's two segments are adjacent in the output
+ * gradient (one load instead of two halves). */
+static inline __attribute__((always_inline)) void
+input_grad_kernel(float *din, const float *dout, const float *wb, int Cout, int OHW,
+                  const ConvPlan *p, int s0, int k0, const bool contiguous) {
+    static const int32_t none[CONV_SEG] = {0};
+    int lo_out[PAIRS], hi_out[PAIRS], lo_in[PAIRS], hi_in[PAIRS];
+    const int32_t *lo_keep[PAIRS], *hi_keep[PAIRS];
+    for (int r = 0; r < PAIRS; r++) {
+        /* past the end: redo the last pair, which starts at an even segment */
+        const int a = s0 + 2 * r, b = a + 1;
+        const int sa = min_int(a, (p->L - 1) & ~1), sb = min_int(sa + 1, p->L - 1);
+        lo_out[r] = p->seg_out[sa];
+        hi_out[r] = p->seg_out[sb];
+        lo_in[r] = p->seg_in[sa];
+        hi_in[r] = p->seg_in[sb];
+        lo_keep[r] = a < p->L ? p->keep[sa] : none; /* a repeat adds nothing */
+        hi_keep[r] = b < p->L ? p->keep[sb] : none;
+    }
+    v16 acc[DIN_TAPS16][PAIRS];
+    for (int t = 0; t < DIN_TAPS16; t++)
+        for (int r = 0; r < PAIRS; r++) acc[t][r] = splat16(0.0f);
+    for (int co = 0; co < Cout; co++) {
+        const float *w = wb + (size_t)co * DIN_TAPS16, *dy = dout + (size_t)co * OHW;
+        v16 wv[DIN_TAPS16];
+        for (int t = 0; t < DIN_TAPS16; t++) wv[t] = splat16(w[t]);
+        for (int r = 0; r < PAIRS; r++) {
+            v16 dv = contiguous ? load16(dy + lo_out[r]) : load_pair(dy + lo_out[r], dy + hi_out[r]);
+            for (int t = 0; t < DIN_TAPS16; t++) acc[t][r] += wv[t] * dv;
+        }
+    }
+    for (int t = 0; t < DIN_TAPS16 && k0 + t < p->K; t++) {
+        float *dx = din + p->tap[k0 + t];
+        for (int r = 0; r < PAIRS; r++) {
+            add_half(dx + lo_in[r], acc[t][r], 0, lo_keep[r]);
+            add_half(dx + hi_in[r], acc[t][r], 1, hi_keep[r]);
+        }
+    }
+}
+
+void conv_direct16_input_grad(float *din, const float *dout, const float *weight, int N,
+                              int Cout, const ConvGeometry *g, const ConvPlan *p) {
+    const int OHW = g->OH * g->OW;
+    const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
+    /* the weights as [tap block, Cout, DIN_TAPS16], taps past the end zero */
+    const int tap_blocks = (p->K + DIN_TAPS16 - 1) / DIN_TAPS16;
+    const size_t block_floats = (size_t)Cout * DIN_TAPS16;
+    float *wb = xcalloc((size_t)tap_blocks * block_floats, sizeof(float));
+    for (int co = 0; co < Cout; co++)
+        for (int k = 0; k < p->K; k++)
+            wb[k / DIN_TAPS16 * block_floats + (size_t)co * DIN_TAPS16 + k % DIN_TAPS16] =
+                weight[(size_t)co * p->K + k];
+    /* One load per pair where both segments lie side by side (an even count of
+     * segments, each pair adjacent): rows of 8, 16, 24 ... pixels. */
+    bool contiguous = p->L % 2 == 0;
+    for (int s = 0; contiguous && s + 1 < p->L; s += 2)
+        contiguous = p->seg_out[s + 1] == p->seg_out[s] + CONV_SEG;
+
+    /* one image per thread at a time: the blocks of an image add onto the same pixels */
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        for (int s0 = 0; s0 < p->L; s0 += 2 * PAIRS)
+            for (int tb = 0; tb < tap_blocks; tb++) {
+                float *dx = din + n * in_img;
+                const float *dy = dout + n * out_img, *w = wb + tb * block_floats;
+                if (contiguous)
+                    input_grad_kernel(dx, dy, w, Cout, OHW, p, s0, tb * DIN_TAPS16, true);
+                else
+                    input_grad_kernel(dx, dy, w, Cout, OHW, p, s0, tb * DIN_TAPS16, false);
+            }
+    xfree(wb);
+}
+
+#else /* no AVX-512: the 8-lane kernels of ops/conv_direct.c do all the work */
+
+bool conv_direct16_takes(const ConvGeometry *g) {
+    (void)g;
+    return false;
+}
+
+void conv_direct16_forward(float *out, const float *in, const float *weight, const float *bias,
+                           int N, int Cout, const ConvGeometry *g) {
+    (void)out, (void)in, (void)weight, (void)bias, (void)N, (void)Cout, (void)g;
+    CHECK(false, "16-lane convolution called in a build without AVX-512");
+}
+
+void conv_direct16_weight_grad(float *dweight, const float *dout, const float *in, int N,
+                               int Cout, const ConvGeometry *g) {
+    (void)dweight, (void)dout, (void)in, (void)N, (void)Cout, (void)g;
+    CHECK(false, "16-lane convolution called in a build without AVX-512");
+}
+
+void conv_direct16_input_grad(float *din, const float *dout, const float *weight, int N,
+                              int Cout, const ConvGeometry *g, const ConvPlan *p) {
+    (void)din, (void)dout, (void)weight, (void)N, (void)Cout, (void)g, (void)p;
+    CHECK(false, "16-lane convolution called in a build without AVX-512");
+}
+
+#endif

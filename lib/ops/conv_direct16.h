@@ -1,0 +1,38 @@
+/* The direct convolution on 16-float vectors, for cores with AVX-512 (internal to
+ * ops/conv_direct.c, which calls these when conv_direct16_takes says so).
+ *
+ * An 8-float kernel can use at most half of such a core: each FMA instruction does 16
+ * multiply-adds where an AVX2 one does 8. The CNN's second convolution has rows of 8
+ * output pixels, so a 16-lane vector cannot simply hold a longer run of a row. Instead:
+ *
+ * - forward and weight gradient: a vector holds 16 output channels of one pixel; the
+ *   input pixel a tap meets is broadcast to all lanes. Any geometry works, and no
+ *   shuffles compete with the FMAs for the two 512-bit units. The output (forward) and
+ *   output gradient (weight gradient) are transposed to and from pixel-major tiles
+ *   once per image, which costs little when there are many taps (K >= 64).
+ * - input gradient: a vector holds two 8-pixel segments of the output gradient (two
+ *   rows of 8 for the CNN: adjacent in memory), summed over the output channels and
+ *   added back onto the input pixels as two halves.
+ *
+ * The forward sums every output in the same order as the 8-lane kernels (the bias,
+ * then the taps in order), so it gives the same bits. The gradients sum in another
+ * order, fixed by the shapes alone: the same bits on any number of threads. */
+#ifndef OPS_CONV_DIRECT16_H
+#define OPS_CONV_DIRECT16_H
+
+#include <stdbool.h>
+
+#include "ops/conv_plan.h"
+#include "ops/im2col.h"
+
+/* Whether this build has the 16-lane kernels and the shape is worth them. */
+bool conv_direct16_takes(const ConvGeometry *g);
+
+void conv_direct16_forward(float *out, const float *in, const float *weight, const float *bias,
+                           int N, int Cout, const ConvGeometry *g);
+void conv_direct16_weight_grad(float *dweight, const float *dout, const float *in, int N,
+                               int Cout, const ConvGeometry *g);
+void conv_direct16_input_grad(float *din, const float *dout, const float *weight, int N,
+                              int Cout, const ConvGeometry *g, const ConvPlan *p);
+
+#endif

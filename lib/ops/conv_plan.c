@@ -1,0 +1,35 @@
+#include "conv_plan.h"
+
+#include "core/check.h"
+#include "ops/conv_direct.h"
+
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+
+ConvPlan conv_plan_make(const ConvGeometry *g) {
+    CHECK(conv_direct_fits(g), "direct convolution called for a shape it does not take");
+    ConvPlan p;
+    const int nseg = (g->OW + CONV_SEG - 1) / CONV_SEG;
+    p.K = g->C * g->KH * g->KW;
+    p.L = g->OH * nseg;
+    p.tap = xmalloc((size_t)p.K * sizeof(int));
+    p.seg_in = xmalloc((size_t)p.L * sizeof(int));
+    p.seg_out = xmalloc((size_t)p.L * sizeof(int));
+    p.keep = xmalloc((size_t)p.L * sizeof *p.keep); /* 16-byte aligned: load_mask8 */
+    for (int c = 0, k = 0; c < g->C; c++)
+        for (int kh = 0; kh < g->KH; kh++)
+            for (int kw = 0; kw < g->KW; kw++) p.tap[k++] = (c * g->H + kh) * g->W + kw;
+    for (int s = 0; s < p.L; s++) {
+        int oh = s / nseg, first = s % nseg * CONV_SEG, ow0 = min_int(first, g->OW - CONV_SEG);
+        p.seg_in[s] = oh * g->W + ow0;
+        p.seg_out[s] = oh * g->OW + ow0;
+        for (int i = 0; i < CONV_SEG; i++) p.keep[s][i] = ow0 + i >= first ? -1 : 0;
+    }
+    return p;
+}
+
+void conv_plan_free(ConvPlan *p) {
+    xfree(p->tap);
+    xfree(p->seg_in);
+    xfree(p->seg_out);
+    xfree(p->keep);
+}
