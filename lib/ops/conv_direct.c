@@ -74,11 +74,12 @@ static void forward_block(float *out, const float *in, const float *wt, const fl
 
 void conv_direct_forward(float *out, const float *in, const float *weight, const float *bias,
                          int N, int Cout, const ConvGeometry *g) {
+    ConvPlan p = conv_plan_make(g);
     if (conv_direct16_takes(g)) {
-        conv_direct16_forward(out, in, weight, bias, N, Cout, g);
+        conv_direct16_forward(out, in, weight, bias, N, Cout, g, &p);
+        conv_plan_free(&p);
         return;
     }
-    ConvPlan p = conv_plan_make(g);
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     float *wt = xmalloc((size_t)p.K * Cout * sizeof(float));
@@ -127,11 +128,12 @@ static void weight_grad_block(float *dweight, const float *dout, const float *in
 
 void conv_direct_weight_grad(float *dweight, const float *dout, const float *in, int N,
                              int Cout, const ConvGeometry *g) {
+    ConvPlan p = conv_plan_make(g);
     if (conv_direct16_takes(g)) {
-        conv_direct16_weight_grad(dweight, dout, in, N, Cout, g);
+        conv_direct16_weight_grad(dweight, dout, in, N, Cout, g, &p);
+        conv_plan_free(&p);
         return;
     }
-    ConvPlan p = conv_plan_make(g);
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     const int co_blocks = (Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;

@@ -4,14 +4,11 @@
 
 #if defined(__AVX512F__)
 
-#include <immintrin.h>
 #include <omp.h>
 #include <string.h>
 
-/* The helpers are static inline: passing vectors by value changes no ABI here. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-typedef float v16 __attribute__((vector_size(16 * sizeof(float))));
+#include "ops/conv_pairs16.h"
+#include "ops/vec16.h"
 
 enum {
     LANES = 16,
@@ -19,33 +16,7 @@ enum {
     MAX_J = 5,         /* channel vectors a register block holds (80 channels) */
     TAP_CHUNK = 48,    /* forward: a chunk's weights, 48 x 80 floats, stay in L1 */
     PIXEL_GROUP = 64,  /* forward: pixels whose sums a tile holds, 64 x 80 floats */
-    PAIRS = 4,         /* input gradient: 4 pairs of segments (8 rows of 8 for the CNN) */
-    DIN_TAPS16 = 6,    /* ... times 6 taps: 24 accumulators of AVX-512's 32 registers */
 };
-
-static inline v16 load16(const float *p) {
-    v16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
-
-static inline v16 splat16(float s) { return (v16)_mm512_set1_ps(s); }
-
-/* Segments lo and hi as one vector: the two 8-float halves from wherever they lie. */
-static inline v16 load_pair(const float *lo, const float *hi) {
-    __m512d v = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(lo)));
-    return (v16)_mm512_castpd_ps(_mm512_insertf64x4(v, _mm256_castps_pd(_mm256_loadu_ps(hi)), 1));
-}
-
-/* dst[0..7] += the lanes of half h (0: low, 1: high) of v that mask keeps */
-static inline void add_half(float *dst, v16 v, int h, const int32_t *mask) {
-    __m256 half = h ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)v), 1))
-                    : _mm512_castps512_ps256((__m512)v);
-    __m256 keep = _mm256_and_ps(half, _mm256_castsi256_ps(_mm256_loadu_si256((const void *)mask)));
-    _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_loadu_ps(dst), keep));
-}
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
@@ -55,7 +26,12 @@ static inline int min_int(int a, int b) { return a < b ? a : b; }
 static inline int block_width(int J) { return J >= 5 ? 4 : J == 4 ? 6 : J == 3 ? 8 : 12; }
 enum { MAX_WIDTH = 12 };
 
-bool conv_direct16_takes(const ConvGeometry *g) { return g->C * g->KH * g->KW >= MIN_TAPS; }
+bool conv_direct16_takes(const ConvGeometry *g) {
+    (void)g;
+    return true;
+}
+
+bool conv_direct16_many_taps(const ConvGeometry *g) { return g->C * g->KH * g->KW >= MIN_TAPS; }
 
 /* Offsets in an input plane of the first input pixel of each output pixel. */
 static int *pixel_offsets(const ConvGeometry *g) {
@@ -63,14 +39,6 @@ static int *pixel_offsets(const ConvGeometry *g) {
     for (int oh = 0; oh < g->OH; oh++)
         for (int ow = 0; ow < g->OW; ow++) pix[oh * g->OW + ow] = oh * g->W + ow;
     return pix;
-}
-
-static int *tap_offsets(const ConvGeometry *g) {
-    int *tap = xmalloc((size_t)g->C * g->KH * g->KW * sizeof(int));
-    for (int c = 0, k = 0; c < g->C; c++)
-        for (int kh = 0; kh < g->KH; kh++)
-            for (int kw = 0; kw < g->KW; kw++) tap[k++] = (c * g->H + kh) * g->W + kw;
-    return tap;
 }
 
 static inline int padded(int Cout) { return (Cout + LANES - 1) / LANES * LANES; }
@@ -131,10 +99,15 @@ static void forward_chunk(float *tile, int Cpad, const float *x, const int *tap,
 }
 
 void conv_direct16_forward(float *out, const float *in, const float *weight, const float *bias,
-                           int N, int Cout, const ConvGeometry *g) {
+                           int N, int Cout, const ConvGeometry *g, const ConvPlan *p) {
+    if (!conv_direct16_many_taps(g)) {
+        conv_pairs16_forward(out, in, weight, bias, N, Cout, g, p);
+        return;
+    }
     const int K = g->C * g->KH * g->KW, OHW = g->OH * g->OW, Cpad = padded(Cout);
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
-    int *tap = tap_offsets(g), *pix = pixel_offsets(g);
+    const int *tap = p->tap;
+    int *pix = pixel_offsets(g);
     /* the weight as [K, Cpad] and the bias as [Cpad], the padding zero */
     float *wt = xcalloc((size_t)K * Cpad, sizeof(float));
     float *bias_pad = xcalloc((size_t)Cpad, sizeof(float));
@@ -165,7 +138,6 @@ void conv_direct16_forward(float *out, const float *in, const float *weight, con
     }
     xfree(wt);
     xfree(bias_pad);
-    xfree(tap);
     xfree(pix);
 }
 
@@ -237,10 +209,15 @@ static Unit *weight_grad_units(int Cpad, int K, int *count) {
 }
 
 void conv_direct16_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                               int Cout, const ConvGeometry *g) {
+                               int Cout, const ConvGeometry *g, const ConvPlan *p) {
+    if (!conv_direct16_many_taps(g)) {
+        conv_pairs16_weight_grad(dweight, dout, in, N, Cout, g, p);
+        return;
+    }
     const int K = g->C * g->KH * g->KW, OHW = g->OH * g->OW, Cpad = padded(Cout);
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
-    int *tap = tap_offsets(g), *pix = pixel_offsets(g), nunits;
+    const int *tap = p->tap;
+    int *pix = pixel_offsets(g), nunits;
     Unit *units = weight_grad_units(Cpad, K, &nunits);
     float *dwt = xcalloc((size_t)K * Cpad, sizeof(float)); /* the sums as [K, Cpad] */
 
@@ -255,7 +232,7 @@ void conv_direct16_weight_grad(float *dweight, const float *dout, const float *i
         for (int n = 0; u0 < u1 && n < N; n++) {
             const float *dy = dout + n * out_img;
             for (int co = 0; co < Cout; co++)
-                for (int p = 0; p < OHW; p++) dyt[(size_t)p * Cpad + co] = dy[(size_t)co * OHW + p];
+                for (int i = 0; i < OHW; i++) dyt[(size_t)i * Cpad + co] = dy[(size_t)co * OHW + i];
             for (int u = u0; u < u1; u++)
                 weight_grad_unit(dwt, Cpad, in + n * in_img, tap, K, dyt, pix, OHW, units[u]);
         }
@@ -267,86 +244,14 @@ void conv_direct16_weight_grad(float *dweight, const float *dout, const float *i
     }
     xfree(dwt);
     xfree(units);
-    xfree(tap);
     xfree(pix);
 }
 
 /* ------------------------------------------------------------- input gradient */
 
-/* For PAIRS pairs of segments from s0 and DIN_TAPS16 taps from k0 of one image: the
- * sum over output channels of weight x output gradient, added onto the input pixels
- * the taps met, each segment's own lanes once. wb holds the block's weights as
- * [Cout, DIN_TAPS16]. contiguous: every pair's two segments are adjacent in the output
- * gradient (one load instead of two halves). */
-static inline __attribute__((always_inline)) void
-input_grad_kernel(float *din, const float *dout, const float *wb, int Cout, int OHW,
-                  const ConvPlan *p, int s0, int k0, const bool contiguous) {
-    static const int32_t none[CONV_SEG] = {0};
-    int lo_out[PAIRS], hi_out[PAIRS], lo_in[PAIRS], hi_in[PAIRS];
-    const int32_t *lo_keep[PAIRS], *hi_keep[PAIRS];
-    for (int r = 0; r < PAIRS; r++) {
-        /* past the end: redo the last pair, which starts at an even segment */
-        const int a = s0 + 2 * r, b = a + 1;
-        const int sa = min_int(a, (p->L - 1) & ~1), sb = min_int(sa + 1, p->L - 1);
-        lo_out[r] = p->seg_out[sa];
-        hi_out[r] = p->seg_out[sb];
-        lo_in[r] = p->seg_in[sa];
-        hi_in[r] = p->seg_in[sb];
-        lo_keep[r] = a < p->L ? p->keep[sa] : none; /* a repeat adds nothing */
-        hi_keep[r] = b < p->L ? p->keep[sb] : none;
-    }
-    v16 acc[DIN_TAPS16][PAIRS];
-    for (int t = 0; t < DIN_TAPS16; t++)
-        for (int r = 0; r < PAIRS; r++) acc[t][r] = splat16(0.0f);
-    for (int co = 0; co < Cout; co++) {
-        const float *w = wb + (size_t)co * DIN_TAPS16, *dy = dout + (size_t)co * OHW;
-        v16 wv[DIN_TAPS16];
-        for (int t = 0; t < DIN_TAPS16; t++) wv[t] = splat16(w[t]);
-        for (int r = 0; r < PAIRS; r++) {
-            v16 dv = contiguous ? load16(dy + lo_out[r]) : load_pair(dy + lo_out[r], dy + hi_out[r]);
-            for (int t = 0; t < DIN_TAPS16; t++) acc[t][r] += wv[t] * dv;
-        }
-    }
-    for (int t = 0; t < DIN_TAPS16 && k0 + t < p->K; t++) {
-        float *dx = din + p->tap[k0 + t];
-        for (int r = 0; r < PAIRS; r++) {
-            add_half(dx + lo_in[r], acc[t][r], 0, lo_keep[r]);
-            add_half(dx + hi_in[r], acc[t][r], 1, hi_keep[r]);
-        }
-    }
-}
-
 void conv_direct16_input_grad(float *din, const float *dout, const float *weight, int N,
                               int Cout, const ConvGeometry *g, const ConvPlan *p) {
-    const int OHW = g->OH * g->OW;
-    const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
-    /* the weights as [tap block, Cout, DIN_TAPS16], taps past the end zero */
-    const int tap_blocks = (p->K + DIN_TAPS16 - 1) / DIN_TAPS16;
-    const size_t block_floats = (size_t)Cout * DIN_TAPS16;
-    float *wb = xcalloc((size_t)tap_blocks * block_floats, sizeof(float));
-    for (int co = 0; co < Cout; co++)
-        for (int k = 0; k < p->K; k++)
-            wb[k / DIN_TAPS16 * block_floats + (size_t)co * DIN_TAPS16 + k % DIN_TAPS16] =
-                weight[(size_t)co * p->K + k];
-    /* One load per pair where both segments lie side by side (an even count of
-     * segments, each pair adjacent): rows of 8, 16, 24 ... pixels. */
-    bool contiguous = p->L % 2 == 0;
-    for (int s = 0; contiguous && s + 1 < p->L; s += 2)
-        contiguous = p->seg_out[s + 1] == p->seg_out[s] + CONV_SEG;
-
-    /* one image per thread at a time: the blocks of an image add onto the same pixels */
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++)
-        for (int s0 = 0; s0 < p->L; s0 += 2 * PAIRS)
-            for (int tb = 0; tb < tap_blocks; tb++) {
-                float *dx = din + n * in_img;
-                const float *dy = dout + n * out_img, *w = wb + tb * block_floats;
-                if (contiguous)
-                    input_grad_kernel(dx, dy, w, Cout, OHW, p, s0, tb * DIN_TAPS16, true);
-                else
-                    input_grad_kernel(dx, dy, w, Cout, OHW, p, s0, tb * DIN_TAPS16, false);
-            }
-    xfree(wb);
+    conv_pairs16_input_grad(din, dout, weight, N, Cout, g, p);
 }
 
 #else /* no AVX-512: the 8-lane kernels of ops/conv_direct.c do all the work */
@@ -356,15 +261,20 @@ bool conv_direct16_takes(const ConvGeometry *g) {
     return false;
 }
 
+bool conv_direct16_many_taps(const ConvGeometry *g) {
+    (void)g;
+    return false;
+}
+
 void conv_direct16_forward(float *out, const float *in, const float *weight, const float *bias,
-                           int N, int Cout, const ConvGeometry *g) {
-    (void)out, (void)in, (void)weight, (void)bias, (void)N, (void)Cout, (void)g;
+                           int N, int Cout, const ConvGeometry *g, const ConvPlan *p) {
+    (void)out, (void)in, (void)weight, (void)bias, (void)N, (void)Cout, (void)g, (void)p;
     CHECK(false, "16-lane convolution called in a build without AVX-512");
 }
 
 void conv_direct16_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                               int Cout, const ConvGeometry *g) {
-    (void)dweight, (void)dout, (void)in, (void)N, (void)Cout, (void)g;
+                               int Cout, const ConvGeometry *g, const ConvPlan *p) {
+    (void)dweight, (void)dout, (void)in, (void)N, (void)Cout, (void)g, (void)p;
     CHECK(false, "16-lane convolution called in a build without AVX-512");
 }
 

@@ -25,13 +25,17 @@
 #include "ops/conv_plan.h"
 #include "ops/im2col.h"
 
-/* Whether this build has the 16-lane kernels and the shape is worth them. */
+/* Whether this build has the 16-lane kernels (AVX-512) for a shape conv_direct_fits. */
 bool conv_direct16_takes(const ConvGeometry *g);
 
+/* Whether the forward and weight gradient take the channel-vector kernels (64 taps or
+ * more); fewer taps go to the pair kernels of ops/conv_pairs16.c. */
+bool conv_direct16_many_taps(const ConvGeometry *g);
+
 void conv_direct16_forward(float *out, const float *in, const float *weight, const float *bias,
-                           int N, int Cout, const ConvGeometry *g);
+                           int N, int Cout, const ConvGeometry *g, const ConvPlan *p);
 void conv_direct16_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                               int Cout, const ConvGeometry *g);
+                               int Cout, const ConvGeometry *g, const ConvPlan *p);
 void conv_direct16_input_grad(float *din, const float *dout, const float *weight, int N,
                               int Cout, const ConvGeometry *g, const ConvPlan *p);
 

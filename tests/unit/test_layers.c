@@ -121,10 +121,11 @@ static bool takes_direct_path(const ConvCase *c) {
     return conv_direct_fits(&g);
 }
 
-/* The same for the 16-lane kernels (lib/ops/conv_direct16.c) of AVX-512 builds. */
-static bool takes_wide_path(const ConvCase *c) {
+/* AVX-512 builds: whether the forward and weight gradient take the channel-vector
+ * kernels (lib/ops/conv_direct16.c) rather than the pair kernels (conv_pairs16.c). */
+static bool takes_channel_vectors(const ConvCase *c) {
     ConvGeometry g = conv_geometry(c->C, c->H, c->W, c->KH, c->KW, c->stride, c->pad);
-    return conv_direct_fits(&g) && conv_direct16_takes(&g);
+    return conv_direct_fits(&g) && conv_direct16_takes(&g) && conv_direct16_many_taps(&g);
 }
 
 static int check_conv_grad(void) {
@@ -344,10 +345,12 @@ static int check_conv_backward_definition(void) {
                               takes_direct_path(&cases[8]),
                           "the cases do not take the paths they were chosen for (conv_direct_fits)");
 #if defined(__AVX512F__)
-    ok = ok && expect_true(takes_wide_path(&cases[1]) && takes_wide_path(&cases[5]) &&
-                               takes_wide_path(&cases[6]) && takes_wide_path(&cases[7]) &&
-                               takes_wide_path(&cases[8]) && !takes_wide_path(&cases[0]),
-                           "the cases do not take the 16-lane kernels (conv_direct16_takes)");
+    ok = ok && expect_true(takes_channel_vectors(&cases[1]) && takes_channel_vectors(&cases[5]) &&
+                               takes_channel_vectors(&cases[6]) && takes_channel_vectors(&cases[7]) &&
+                               takes_channel_vectors(&cases[8]) && !takes_channel_vectors(&cases[0]) &&
+                               !takes_channel_vectors(&cases[2]),
+                           "the cases do not take the 16-lane kernels they were chosen for "
+                           "(conv_direct16_many_taps)");
 #endif
     for (size_t k = 0; ok && k < sizeof cases / sizeof cases[0]; k++) {
         const ConvCase *c = &cases[k];
