@@ -7,6 +7,7 @@
 #include "ops/conv_direct.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
+#include "ops/plane_sum.h"
 
 /* About 512 columns per chunk keeps a chunk's column matrix (K x 512 floats, 2.5 MB
  * for the CNN's second convolution) within L2 + L3 reach and the GEMM wide enough.
@@ -116,31 +117,11 @@ void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const T
     }
 }
 
-/* Eight running sums, added at the end: one vector add per 8 floats instead of a
- * chain of scalar adds (which the compiler may not reorder). */
-static float plane_sum(const float *x, int n) {
-    float lanes[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) lanes[j] += x[i + j];
-    float sum = 0.0f;
-    for (; i < n; i++) sum += x[i];
-    for (int j = 0; j < 8; j++) sum += lanes[j];
-    return sum;
-}
-
-/* Bias gradient by channel, then the direct kernels (lib/ops/conv_direct.h). */
+/* The direct kernels (lib/ops/conv_direct.h), the bias gradient with the weights'. */
 static void direct_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
                             const Tensor *in, const Tensor *weight, const ConvGeometry *g) {
-    const int N = in->shape[0], Cout = weight->shape[0], OHW = g->OH * g->OW;
-#pragma omp parallel for schedule(static)
-    for (int co = 0; co < Cout; co++) {
-        float sum = 0.0f;
-        for (int n = 0; n < N; n++)
-            sum += plane_sum(dout->data + ((size_t)n * Cout + co) * OHW, OHW);
-        dbias->data[co] += sum;
-    }
-    conv_direct_weight_grad(dweight->data, dout->data, in->data, N, Cout, g);
+    const int N = in->shape[0], Cout = weight->shape[0];
+    conv_direct_weight_grad(dweight->data, dbias->data, dout->data, in->data, N, Cout, g);
     if (din) conv_direct_input_grad(din->data, dout->data, weight->data, N, Cout, g);
 }
 

@@ -3,6 +3,7 @@
 #include "core/check.h"
 #include "ops/conv_direct16.h"
 #include "ops/conv_plan.h"
+#include "ops/plane_sum.h"
 #include "ops/vec8.h"
 
 /* One segment (ops/conv_plan.h): 8 output pixels of a row, one f8 (ops/vec8.h). */
@@ -126,15 +127,25 @@ static void weight_grad_block(float *dweight, const float *dout, const float *in
                 dweight[(size_t)(co0 + j) * p->K + k0 + t] += lane_sum(acc[j][t]);
 }
 
-void conv_direct_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                             int Cout, const ConvGeometry *g) {
+void conv_direct_bias_grad(float *dbias, const float *dout, int N, int Cout, int OHW) {
+#pragma omp parallel for schedule(static)
+    for (int co = 0; co < Cout; co++) {
+        float sum = 0.0f;
+        for (int n = 0; n < N; n++) sum += plane_sum(dout + ((size_t)n * Cout + co) * OHW, OHW);
+        dbias[co] += sum;
+    }
+}
+
+void conv_direct_weight_grad(float *dweight, float *dbias, const float *dout, const float *in,
+                             int N, int Cout, const ConvGeometry *g) {
     ConvPlan p = conv_plan_make(g);
     if (conv_direct16_takes(g)) {
-        conv_direct16_weight_grad(dweight, dout, in, N, Cout, g, &p);
+        conv_direct16_weight_grad(dweight, dbias, dout, in, N, Cout, g, &p);
         conv_plan_free(&p);
         return;
     }
     const int OHW = g->OH * g->OW;
+    conv_direct_bias_grad(dbias, dout, N, Cout, OHW);
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     const int co_blocks = (Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;
     const int tap_blocks = (p.K + GRAD_TAPS - 1) / GRAD_TAPS;

@@ -25,9 +25,14 @@ bool conv_direct_fits(const ConvGeometry *g);
 void conv_direct_forward(float *out, const float *in, const float *weight, const float *bias,
                          int N, int Cout, const ConvGeometry *g);
 
-/* dweight [Cout, C*KH*KW] += the weight gradient, given dout [N, Cout, OH, OW] */
-void conv_direct_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                             int Cout, const ConvGeometry *g);
+/* dweight [Cout, C*KH*KW] and dbias [Cout] += the weight and bias gradients, given
+ * dout [N, Cout, OH, OW] */
+void conv_direct_weight_grad(float *dweight, float *dbias, const float *dout, const float *in,
+                             int N, int Cout, const ConvGeometry *g);
+
+/* dbias [Cout] += the sum of each channel's planes of dout [N, Cout, OHW] (for the
+ * kernels that do not sum it with the weight gradient) */
+void conv_direct_bias_grad(float *dbias, const float *dout, int N, int Cout, int OHW);
 
 /* din [N, C, H, W] += the input gradient */
 void conv_direct_input_grad(float *din, const float *dout, const float *weight, int N,

@@ -7,6 +7,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "ops/conv_direct.h"
 #include "ops/conv_pairs16.h"
 #include "ops/vec16.h"
 
@@ -208,12 +209,13 @@ static Unit *weight_grad_units(int Cpad, int K, int *count) {
     return units;
 }
 
-void conv_direct16_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                               int Cout, const ConvGeometry *g, const ConvPlan *p) {
+void conv_direct16_weight_grad(float *dweight, float *dbias, const float *dout, const float *in,
+                               int N, int Cout, const ConvGeometry *g, const ConvPlan *p) {
     if (!conv_direct16_many_taps(g)) {
-        conv_pairs16_weight_grad(dweight, dout, in, N, Cout, g, p);
+        conv_pairs16_weight_grad(dweight, dbias, dout, in, N, Cout, g, p);
         return;
     }
+    conv_direct_bias_grad(dbias, dout, N, Cout, g->OH * g->OW);
     const int K = g->C * g->KH * g->KW, OHW = g->OH * g->OW, Cpad = padded(Cout);
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     const int *tap = p->tap;
@@ -272,9 +274,9 @@ void conv_direct16_forward(float *out, const float *in, const float *weight, con
     CHECK(false, "16-lane convolution called in a build without AVX-512");
 }
 
-void conv_direct16_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                               int Cout, const ConvGeometry *g, const ConvPlan *p) {
-    (void)dweight, (void)dout, (void)in, (void)N, (void)Cout, (void)g, (void)p;
+void conv_direct16_weight_grad(float *dweight, float *dbias, const float *dout, const float *in,
+                               int N, int Cout, const ConvGeometry *g, const ConvPlan *p) {
+    (void)dweight, (void)dbias, (void)dout, (void)in, (void)N, (void)Cout, (void)g, (void)p;
     CHECK(false, "16-lane convolution called in a build without AVX-512");
 }
 

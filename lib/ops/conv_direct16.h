@@ -34,8 +34,8 @@ bool conv_direct16_many_taps(const ConvGeometry *g);
 
 void conv_direct16_forward(float *out, const float *in, const float *weight, const float *bias,
                            int N, int Cout, const ConvGeometry *g, const ConvPlan *p);
-void conv_direct16_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                               int Cout, const ConvGeometry *g, const ConvPlan *p);
+void conv_direct16_weight_grad(float *dweight, float *dbias, const float *dout, const float *in,
+                               int N, int Cout, const ConvGeometry *g, const ConvPlan *p);
 void conv_direct16_input_grad(float *din, const float *dout, const float *weight, int N,
                               int Cout, const ConvGeometry *g, const ConvPlan *p);
 

@@ -119,15 +119,18 @@ void conv_pairs16_forward(float *out, const float *in, const float *weight, cons
  * lanes hold the 16 pixels of a pair, added up at the end. simple: pairs adjacent and
  * no overlap, so every lane is loaded whole and counts. */
 static inline __attribute__((always_inline)) void
-weight_grad_block(float *dweight, const float *dout, const float *in, int count, int Cout,
-                  size_t in_img, size_t out_img, int OHW, const ConvPlan *p, int co0, int k0,
-                  const bool simple) {
+weight_grad_block(float *dweight, float *dbias, const float *dout, const float *in, int count,
+                  int Cout, size_t in_img, size_t out_img, int OHW, const ConvPlan *p, int co0,
+                  int k0, const bool simple, const bool with_bias) {
     int co[GRAD_CHANNELS], tap[GRAD_TAPS];
     for (int j = 0; j < GRAD_CHANNELS; j++) co[j] = min_int(co0 + j, Cout - 1);
     for (int t = 0; t < GRAD_TAPS; t++) tap[t] = p->tap[min_int(k0 + t, p->K - 1)];
     v16 acc[GRAD_CHANNELS][GRAD_TAPS];
-    for (int j = 0; j < GRAD_CHANNELS; j++)
+    v16 bias_acc[GRAD_CHANNELS];
+    for (int j = 0; j < GRAD_CHANNELS; j++) {
+        bias_acc[j] = splat16(0.0f);
         for (int t = 0; t < GRAD_TAPS; t++) acc[j][t] = splat16(0.0f);
+    }
     static const int32_t none[CONV_SEG] = {0};
     for (int n = 0; n < count; n++) {
         const float *x = in + n * in_img, *dy = dout + n * out_img;
@@ -140,6 +143,7 @@ weight_grad_block(float *dweight, const float *dout, const float *in, int count,
                 d[j] = simple ? load16(dyc + p->seg_out[a])
                               : select_pair(load_pair(dyc + p->seg_out[a], dyc + p->seg_out[b]),
                                             p->keep[a], a + 1 < p->L ? p->keep[b] : none);
+                if (with_bias) bias_acc[j] += d[j];
             }
             for (int t = 0; t < GRAD_TAPS; t++) {
                 v16 xv = load_pair(x + tap[t] + lo_in, x + tap[t] + hi_in);
@@ -151,10 +155,12 @@ weight_grad_block(float *dweight, const float *dout, const float *in, int count,
         for (int t = 0; t < GRAD_TAPS; t++)
             if (co0 + j < Cout && k0 + t < p->K)
                 dweight[(size_t)(co0 + j) * p->K + k0 + t] += _mm512_reduce_add_ps((__m512)acc[j][t]);
+    for (int j = 0; with_bias && j < GRAD_CHANNELS && co0 + j < Cout; j++)
+        dbias[co0 + j] += _mm512_reduce_add_ps((__m512)bias_acc[j]);
 }
 
-void conv_pairs16_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                              int Cout, const ConvGeometry *g, const ConvPlan *p) {
+void conv_pairs16_weight_grad(float *dweight, float *dbias, const float *dout, const float *in,
+                              int N, int Cout, const ConvGeometry *g, const ConvPlan *p) {
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     const int co_blocks = (Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;
@@ -172,12 +178,16 @@ void conv_pairs16_weight_grad(float *dweight, const float *dout, const float *in
         for (int cb = 0; cb < co_blocks; cb++)
             for (int tb = 0; tb < tap_blocks; tb++) {
                 const float *dy = dout + n0 * out_img, *x = in + n0 * in_img;
+                const int co0 = cb * GRAD_CHANNELS, k0 = tb * GRAD_TAPS;
+                /* the first tap block of a channel block sums the bias gradient too */
+#define BLOCK(simple, with_bias)                                                          \
+    weight_grad_block(dweight, dbias, dy, x, count, Cout, in_img, out_img, OHW, p, co0, k0, \
+                      simple, with_bias)
                 if (simple)
-                    weight_grad_block(dweight, dy, x, count, Cout, in_img, out_img, OHW, p,
-                                      cb * GRAD_CHANNELS, tb * GRAD_TAPS, true);
+                    tb == 0 ? BLOCK(true, true) : BLOCK(true, false);
                 else
-                    weight_grad_block(dweight, dy, x, count, Cout, in_img, out_img, OHW, p,
-                                      cb * GRAD_CHANNELS, tb * GRAD_TAPS, false);
+                    tb == 0 ? BLOCK(false, true) : BLOCK(false, false);
+#undef BLOCK
             }
     }
 }

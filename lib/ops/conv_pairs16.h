@@ -18,8 +18,9 @@
 
 void conv_pairs16_forward(float *out, const float *in, const float *weight, const float *bias,
                           int N, int Cout, const ConvGeometry *g, const ConvPlan *p);
-void conv_pairs16_weight_grad(float *dweight, const float *dout, const float *in, int N,
-                              int Cout, const ConvGeometry *g, const ConvPlan *p);
+/* with the bias gradient: its sums read dout while the first taps' do */
+void conv_pairs16_weight_grad(float *dweight, float *dbias, const float *dout, const float *in,
+                              int N, int Cout, const ConvGeometry *g, const ConvPlan *p);
 void conv_pairs16_input_grad(float *din, const float *dout, const float *weight, int N,
                              int Cout, const ConvGeometry *g, const ConvPlan *p);
 
