@@ -15,8 +15,11 @@ static inline void take_larger(f8 *m, i32x8 *best, f8 v, i32x8 at) {
 static void pool2x2_row(float *restrict y, int *restrict arg, const float *restrict x, int i0,
                         int W, int OW) {
     const i32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
-    int ow = 0;
-    for (; ow + 8 <= OW; ow += 8) {
+    /* A row that does not end on a vector ends on its last 8 outputs, overlapping some
+     * done already (written again with the same values), not on a scalar tail: rows of
+     * 12 for the CNN's first pool. done: the outputs written so far. */
+    int done = 0;
+    for (int ow = 0; OW >= 8 && done < OW; ow = done + 8 <= OW ? done : OW - 8) {
         const int i = i0 + 2 * ow;
         f8 t0 = load8(x + i), t1 = load8(x + i + 8);         /* top row */
         f8 b0 = load8(x + i + W), b1 = load8(x + i + W + 8); /* bottom row */
@@ -27,8 +30,9 @@ static void pool2x2_row(float *restrict y, int *restrict arg, const float *restr
         take_larger(&m, &best, odd_lanes8(b0, b1), i + W + 2 * lane + 1);
         store8(y + ow, m);
         memcpy(arg + ow, &best, sizeof best);
+        done = ow + 8;
     }
-    for (; ow < OW; ow++) {
+    for (int ow = done; ow < OW; ow++) {
         const int i = i0 + 2 * ow;
         float m = x[i];
         int best = i;
