@@ -44,6 +44,30 @@ static int *pixel_offsets(const ConvGeometry *g) {
 
 static inline int padded(int Cout) { return (Cout + LANES - 1) / LANES * LANES; }
 
+/* dst [np, Cpad] from src [Cout, OHW] (np = OHW): 16 x 16 blocks in registers; the
+ * padding channels zero. */
+static void transpose_to_pixels(float *dst, int Cpad, const float *src, int Cout, int OHW) {
+    const int full = OHW / LANES * LANES;
+    for (int co0 = 0; co0 < Cpad; co0 += LANES)
+        for (int p0 = 0; p0 < full; p0 += LANES)
+            transpose16_block(dst + (size_t)p0 * Cpad + co0, Cpad, LANES,
+                              src + (size_t)co0 * OHW + p0, OHW, min_int(LANES, Cout - co0));
+    for (int co = 0; co < Cout; co++)
+        for (int i = full; i < OHW; i++) dst[(size_t)i * Cpad + co] = src[(size_t)co * OHW + i];
+}
+
+/* dst [Cout, np] (rows dst_stride apart) from src [np, Cpad]. */
+static void transpose_to_channels(float *dst, int dst_stride, const float *src, int Cpad, int Cout,
+                                  int np) {
+    const int full = np / LANES * LANES;
+    for (int co0 = 0; co0 < Cout; co0 += LANES)
+        for (int i0 = 0; i0 < full; i0 += LANES)
+            transpose16_block(dst + (size_t)co0 * dst_stride + i0, dst_stride,
+                              min_int(LANES, Cout - co0), src + (size_t)i0 * Cpad + co0, Cpad, LANES);
+    for (int co = 0; co < Cout; co++)
+        for (int i = full; i < np; i++) dst[(size_t)co * dst_stride + i] = src[(size_t)i * Cpad + co];
+}
+
 /* ------------------------------------------------------------------ forward */
 
 /* tile[i][co] += sum over taps k < kc of w[k][co] x[tap[k] + pix[i]], for the np
@@ -131,8 +155,7 @@ void conv_direct16_forward(float *out, const float *in, const float *weight, con
                 for (int k0 = 0; k0 < K; k0 += TAP_CHUNK)
                     forward_chunk(tile, Cpad, x, tap + k0, min_int(TAP_CHUNK, K - k0),
                                   wt + (size_t)k0 * Cpad, pix + p0, np);
-                for (int co = 0; co < Cout; co++)
-                    for (int i = 0; i < np; i++) y[(size_t)co * OHW + p0 + i] = tile[(size_t)i * Cpad + co];
+                transpose_to_channels(y + p0, OHW, tile, Cpad, Cout, np);
             }
         }
         xfree(tile);
@@ -233,8 +256,7 @@ void conv_direct16_weight_grad(float *dweight, float *dbias, const float *dout, 
         float *dyt = xcalloc((size_t)OHW * Cpad, sizeof(float)); /* [OHW, Cpad], padding 0 */
         for (int n = 0; u0 < u1 && n < N; n++) {
             const float *dy = dout + n * out_img;
-            for (int co = 0; co < Cout; co++)
-                for (int i = 0; i < OHW; i++) dyt[(size_t)i * Cpad + co] = dy[(size_t)co * OHW + i];
+            transpose_to_pixels(dyt, Cpad, dy, Cout, OHW);
             for (int u = u0; u < u1; u++)
                 weight_grad_unit(dwt, Cpad, in + n * in_img, tap, K, dyt, pix, OHW, units[u]);
         }

@@ -55,5 +55,40 @@ static inline v16 select_pair(v16 v, const int32_t *lo_mask, const int32_t *hi_m
     return (v16)_mm512_and_ps((__m512)v, _mm512_castsi512_ps(m));
 }
 
+/* r[i][j] -> r[j][i]: a 16 x 16 block transposed in registers, 64 shuffles (in-lane
+ * 4 x 4 blocks, then the 128-bit lanes). */
+static inline void transpose16x16(v16 r[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps((__m512)r[2 * i], (__m512)r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps((__m512)r[2 * i], (__m512)r[2 * i + 1]);
+    }
+    /* u[4i + j]: column 4L + j of rows 4i .. 4i + 3 in lane L */
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            __m512d a = _mm512_castps_pd(t[4 * i + h]), b = _mm512_castps_pd(t[4 * i + h + 2]);
+            u[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            u[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    for (int j = 0; j < 4; j++) {
+        __m512 lo01 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44), hi01 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
+        __m512 lo23 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44), hi23 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
+        r[j] = (v16)_mm512_shuffle_f32x4(lo01, lo23, 0x88);      /* column j */
+        r[4 + j] = (v16)_mm512_shuffle_f32x4(lo01, lo23, 0xDD);  /* column 4 + j */
+        r[8 + j] = (v16)_mm512_shuffle_f32x4(hi01, hi23, 0x88);  /* column 8 + j */
+        r[12 + j] = (v16)_mm512_shuffle_f32x4(hi01, hi23, 0xDD); /* column 12 + j */
+    }
+}
+
+/* dst[j][i] = src[i][j] for i < 16 and j < 16, src rows past src_rows read as zero,
+ * dst rows past dst_rows not written; strides in floats. */
+static inline void transpose16_block(float *dst, size_t dst_stride, int dst_rows, const float *src,
+                                     size_t src_stride, int src_rows) {
+    v16 r[16];
+    for (int i = 0; i < 16; i++) r[i] = i < src_rows ? load16(src + i * src_stride) : splat16(0.0f);
+    transpose16x16(r);
+    for (int j = 0; j < dst_rows; j++) store16(dst + j * dst_stride, r[j]);
+}
+
 #endif
 #endif
