@@ -17,6 +17,7 @@ enum {
     MAX_J = 5,         /* channel vectors a register block holds (80 channels) */
     TAP_CHUNK = 48,    /* forward: a chunk's weights, 48 x 80 floats, stay in L1 */
     PIXEL_GROUP = 64,  /* forward: pixels whose sums a tile holds, 64 x 80 floats */
+    WGRAD_GROUP_BYTES = 40 << 10, /* weight gradient: transposed output gradients a pass */
 };
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
@@ -167,11 +168,13 @@ void conv_direct16_forward(float *out, const float *in, const float *weight, con
 
 /* ------------------------------------------------------------ weight gradient */
 
-/* dwt[k][co] += sum over the pixels p of one image of x[tap[k] + pix[p]] dyt[p][co],
- * for the taps k0 .. k0 + T - 1 and J channel vectors. */
+/* dwt[k][co] += sum over the pixels p of count images of x[tap[k] + pix[p]] dyt[p][co],
+ * for the taps k0 .. k0 + T - 1 and J channel vectors; images in_img floats apart in
+ * x, OHW x Cpad in dyt. */
 static inline __attribute__((always_inline)) void
-weight_grad_kernel(float *dwt, int Cpad, const float *x, const int *tap, int k0, int K,
-                   const float *dyt, const int *pix, int OHW, const int J, const int T) {
+weight_grad_kernel(float *dwt, int Cpad, const float *x, size_t in_img, int count,
+                   const int *tap, int k0, int K, const float *dyt, const int *pix, int OHW,
+                   const int J, const int T) {
     int tp[MAX_WIDTH];
     for (int t = 0; t < T; t++) tp[t] = tap[min_int(k0 + t, K - 1)]; /* past the end: a repeat */
     v16 acc[MAX_WIDTH][MAX_J];
@@ -179,18 +182,19 @@ weight_grad_kernel(float *dwt, int Cpad, const float *x, const int *tap, int k0,
     for (int t = 0; t < T; t++)
 #pragma GCC unroll 5
         for (int j = 0; j < J; j++) acc[t][j] = splat16(0.0f);
-    for (int p = 0; p < OHW; p++) {
-        const float *d = dyt + (size_t)p * Cpad, *xp = x + pix[p];
-        v16 dv[MAX_J];
+    for (int n = 0; n < count; n++)
+        for (int p = 0; p < OHW; p++) {
+            const float *d = dyt + ((size_t)n * OHW + p) * Cpad, *xp = x + n * in_img + pix[p];
+            v16 dv[MAX_J];
 #pragma GCC unroll 5
-        for (int j = 0; j < J; j++) dv[j] = load16(d + j * LANES);
+            for (int j = 0; j < J; j++) dv[j] = load16(d + j * LANES);
 #pragma GCC unroll 12
-        for (int t = 0; t < T; t++) {
-            v16 xb = splat16(xp[tp[t]]);
+            for (int t = 0; t < T; t++) {
+                v16 xb = splat16(xp[tp[t]]);
 #pragma GCC unroll 5
-            for (int j = 0; j < J; j++) acc[t][j] += dv[j] * xb;
+                for (int j = 0; j < J; j++) acc[t][j] += dv[j] * xb;
+            }
         }
-    }
     for (int t = 0; t < T && k0 + t < K; t++)
         for (int j = 0; j < J; j++) {
             float *dst = dwt + (size_t)(k0 + t) * Cpad + j * LANES;
@@ -203,16 +207,17 @@ typedef struct {
     int j0, J, k0;
 } Unit;
 
-static void weight_grad_unit(float *dwt, int Cpad, const float *x, const int *tap, int K,
-                             const float *dyt, const int *pix, int OHW, Unit u) {
+static void weight_grad_unit(float *dwt, int Cpad, const float *x, size_t in_img, int count,
+                             const int *tap, int K, const float *dyt, const int *pix, int OHW,
+                             Unit u) {
     float *dw = dwt + u.j0 * LANES;
     const float *d = dyt + u.j0 * LANES;
     switch (u.J) {
-    case 5: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 5, block_width(5)); break;
-    case 4: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 4, block_width(4)); break;
-    case 3: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 3, block_width(3)); break;
-    case 2: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 2, block_width(2)); break;
-    default: weight_grad_kernel(dw, Cpad, x, tap, u.k0, K, d, pix, OHW, 1, block_width(1)); break;
+    case 5: weight_grad_kernel(dw, Cpad, x, in_img, count, tap, u.k0, K, d, pix, OHW, 5, block_width(5)); break;
+    case 4: weight_grad_kernel(dw, Cpad, x, in_img, count, tap, u.k0, K, d, pix, OHW, 4, block_width(4)); break;
+    case 3: weight_grad_kernel(dw, Cpad, x, in_img, count, tap, u.k0, K, d, pix, OHW, 3, block_width(3)); break;
+    case 2: weight_grad_kernel(dw, Cpad, x, in_img, count, tap, u.k0, K, d, pix, OHW, 2, block_width(2)); break;
+    default: weight_grad_kernel(dw, Cpad, x, in_img, count, tap, u.k0, K, d, pix, OHW, 1, block_width(1)); break;
     }
 }
 
@@ -246,19 +251,25 @@ void conv_direct16_weight_grad(float *dweight, float *dbias, const float *dout, 
     Unit *units = weight_grad_units(Cpad, K, &nunits);
     float *dwt = xcalloc((size_t)K * Cpad, sizeof(float)); /* the sums as [K, Cpad] */
 
-    /* Each thread owns a fixed range of units and runs it over every image in order:
+    /* Images in groups whose transposed output gradient fills about half of L1: a
+     * unit's sums go back to memory once a group. The group depends on the shapes. */
+    const size_t image_bytes = (size_t)OHW * Cpad * sizeof(float);
+    const int group = image_bytes < WGRAD_GROUP_BYTES ? (int)(WGRAD_GROUP_BYTES / image_bytes) : 1;
+
+    /* Each thread owns a fixed range of units and runs it over every group in order:
      * every sum is taken in the same order on any number of threads, and no thread
-     * waits for another. Each transposes the image's output gradient itself. */
+     * waits for another. Each transposes the group's output gradient itself. */
 #pragma omp parallel
     {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         const int u0 = (int)((int64_t)nunits * t / nt), u1 = (int)((int64_t)nunits * (t + 1) / nt);
-        float *dyt = xcalloc((size_t)OHW * Cpad, sizeof(float)); /* [OHW, Cpad], padding 0 */
-        for (int n = 0; u0 < u1 && n < N; n++) {
-            const float *dy = dout + n * out_img;
-            transpose_to_pixels(dyt, Cpad, dy, Cout, OHW);
+        float *dyt = xcalloc((size_t)group * OHW * Cpad, sizeof(float)); /* [group, OHW, Cpad] */
+        for (int n0 = 0; u0 < u1 && n0 < N; n0 += group) {
+            const int count = min_int(group, N - n0);
+            for (int i = 0; i < count; i++)
+                transpose_to_pixels(dyt + (size_t)i * OHW * Cpad, Cpad, dout + (n0 + i) * out_img, Cout, OHW);
             for (int u = u0; u < u1; u++)
-                weight_grad_unit(dwt, Cpad, in + n * in_img, tap, K, dyt, pix, OHW, units[u]);
+                weight_grad_unit(dwt, Cpad, in + n0 * in_img, in_img, count, tap, K, dyt, pix, OHW, units[u]);
         }
         xfree(dyt);
 #pragma omp barrier
