@@ -252,7 +252,7 @@ LESSON_BINS := $(foreach k,lessons solutions,$(foreach d,$(LESSON_DIRS),$(BUILD)
 # ---------------------------------------------------------------- bench
 BENCH_BIN := $(BUILD)/bench/bench_cnn
 
-$(BENCH_BIN): $(BUILD)/obj/bench/bench_cnn.o $(BUILD)/obj/bench/peak_flops.o $(LIB)
+$(BENCH_BIN): $(BUILD)/obj/bench/bench_cnn.o $(BUILD)/obj/bench/layer_times.o $(BUILD)/obj/bench/peak_flops.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 

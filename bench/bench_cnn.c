@@ -13,12 +13,13 @@
 #include "layers/softmax_xent.h"
 #include "models/cnn.h"
 #include "ops/gemm.h"
+#include "layer_times.h"
 #include "peak_flops.h"
 #include "train/optim.h"
 
 int main(int argc, char **argv) {
     int threads = omp_get_max_threads(), batch = 100, steps = 40, warmup = 5, channels = 1,
-        size = 28, json = 0;
+        size = 28, json = 0, layers = 0;
     ArgSpec specs[] = {
         {"threads", ARG_INT, &threads, "OpenMP threads", NULL},
         {"batch-size", ARG_INT, &batch, "images per step", NULL},
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
         {"channels", ARG_INT, &channels, "image channels (1: MNIST, 3: CIFAR-10)", NULL},
         {"size", ARG_INT, &size, "image height and width", NULL},
         {"json", ARG_FLAG, &json, "print one JSON object instead of a table", NULL},
+        {"layers", ARG_FLAG, &layers, "also time every layer call of the step (adds a little)", NULL},
     };
     args_parse(argc, argv, specs, ARRAY_LEN(specs),
                "Benchmark: training steps of the simple CNN (forward, loss, backward, Adam).");
@@ -38,6 +40,7 @@ int main(int argc, char **argv) {
     rng_seed(&rng, 1, 0);
     Cnn model;
     cnn_init(&model, channels, size, size, 10, batch, &rng);
+    if (layers) layer_times_wrap(&model.layers);
     Adam adam;
     adam_init(&adam, &model.params, 1e-3f);
     Tensor images = tensor_zeros(4, batch, channels, size, size);
@@ -48,6 +51,7 @@ int main(int argc, char **argv) {
     double t_forward = 0, t_backward = 0, t_other = 0, start = 0;
     for (int step = 0; step < warmup + steps; step++) {
         if (step == warmup) start = now_seconds();
+        layer_times_step(step >= warmup);
         double t0 = now_seconds();
         Tensor logits = cnn_forward(&model, &images);
         double t1 = now_seconds();
@@ -85,6 +89,7 @@ int main(int argc, char **argv) {
                "(%.1f GFLOP/s)\n", images_per_s, gflops, 100.0 * gflops / peak, peak);
         printf("  per step       forward %.2f ms, backward %.2f ms, loss + Adam %.2f ms\n",
                1e3 * t_forward / steps, 1e3 * t_backward / steps, 1e3 * t_other / steps);
+        if (layers) layer_times_print(1e3 * seconds / steps);
     }
     tensor_free(&images);
     xfree(labels);
