@@ -7,7 +7,7 @@
 #include "ops/vec8.h"
 
 /* One segment (ops/conv_plan.h): 8 output pixels of a row, one f8 (ops/vec8.h). */
-enum { SEG = CONV_SEG, L2_BYTES = 1 << 20 };
+enum { SEG = CONV_SEG };
 
 /* Register blocks, in accumulators of 8 floats: the forward keeps OUT_CHANNELS x
  * ROWS of them, the weight gradient GRAD_CHANNELS x GRAD_TAPS, the input gradient
@@ -149,12 +149,7 @@ void conv_direct_weight_grad(float *dweight, float *dbias, const float *dout, co
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     const int co_blocks = (Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;
     const int tap_blocks = (p.K + GRAD_TAPS - 1) / GRAD_TAPS;
-    /* Images in groups whose input and output gradient fill about a 1 MB L2 cache:
-     * a block sweeps a group from cache, and the lane sums at the end of a block
-     * are paid once per group (smaller groups measured slower). The group size
-     * depends on the shapes only: the same sums on any number of threads. */
-    const size_t image_bytes = (in_img + out_img) * sizeof(float);
-    const int group = image_bytes < L2_BYTES ? (int)(L2_BYTES / image_bytes) : 1;
+    const int group = conv_plan_image_group(g, Cout); /* (smaller groups measured slower) */
 
 #pragma omp parallel
     for (int n0 = 0; n0 < N; n0 += group) {

@@ -13,7 +13,6 @@ enum {
     GRAD_CHANNELS = 4,  /* weight gradient: 4 channels x 5 taps, 20 accumulators */
     GRAD_TAPS = 5,
     DIN_TAPS = 6,       /* input gradient: 6 taps x 4 pairs, 24 accumulators */
-    L2_BYTES = 1 << 20,
 };
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
@@ -166,10 +165,7 @@ void conv_pairs16_weight_grad(float *dweight, float *dbias, const float *dout, c
     const int co_blocks = (Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;
     const int tap_blocks = (p->K + GRAD_TAPS - 1) / GRAD_TAPS;
     const bool simple = pairs_adjacent(p) && no_overlap(p);
-    /* Images in groups whose input and output gradient fill about a 1 MB L2 cache, as
-     * in ops/conv_direct.c: the group size depends on the shapes only. */
-    const size_t image_bytes = (in_img + out_img) * sizeof(float);
-    const int group = image_bytes < L2_BYTES ? (int)(L2_BYTES / image_bytes) : 1;
+    const int group = conv_plan_image_group(g, Cout);
 
 #pragma omp parallel
     for (int n0 = 0; n0 < N; n0 += group) {

@@ -3,6 +3,8 @@
 #include "core/check.h"
 #include "ops/conv_direct.h"
 
+enum { L2_BYTES = 1 << 20 };
+
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
 ConvPlan conv_plan_make(const ConvGeometry *g) {
@@ -32,4 +34,9 @@ void conv_plan_free(ConvPlan *p) {
     xfree(p->seg_in);
     xfree(p->seg_out);
     xfree(p->keep);
+}
+
+int conv_plan_image_group(const ConvGeometry *g, int Cout) {
+    const size_t image_bytes = ((size_t)g->C * g->H * g->W + (size_t)Cout * g->OH * g->OW) * sizeof(float);
+    return image_bytes < L2_BYTES ? (int)(L2_BYTES / image_bytes) : 1;
 }

@@ -26,4 +26,10 @@ typedef struct {
 ConvPlan conv_plan_make(const ConvGeometry *g);
 void conv_plan_free(ConvPlan *p);
 
+/* The weight gradient's images a group: as many as fill about a 1 MB L2 cache with
+ * their input and output gradient (at least 1). A block of the kernel sweeps a group
+ * from cache, and its lane sums are paid once per group; the size depends on the
+ * shapes only, so the sums are the same on any number of threads. */
+int conv_plan_image_group(const ConvGeometry *g, int Cout);
+
 #endif

@@ -121,12 +121,14 @@ static bool takes_direct_path(const ConvCase *c) {
     return conv_direct_fits(&g);
 }
 
+#if defined(__AVX512F__)
 /* AVX-512 builds: whether the forward and weight gradient take the channel-vector
  * kernels (lib/ops/conv_direct16.c) rather than the pair kernels (conv_pairs16.c). */
 static bool takes_channel_vectors(const ConvCase *c) {
     ConvGeometry g = conv_geometry(c->C, c->H, c->W, c->KH, c->KW, c->stride, c->pad);
     return conv_direct_fits(&g) && conv_direct16_takes(&g) && conv_direct16_many_taps(&g);
 }
+#endif
 
 static int check_conv_grad(void) {
     omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
