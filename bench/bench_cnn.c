@@ -34,6 +34,7 @@ int main(int argc, char **argv) {
                "Benchmark: training steps of the simple CNN (forward, loss, backward, Adam).");
     if (threads < 1 || batch < 1 || steps < 1 || warmup < 0)
         fatal("--threads, --batch-size and --steps must be positive");
+    if (layers && json) fatal("--layers prints a table: leave out --json");
     omp_set_num_threads(threads);
 
     Rng rng;

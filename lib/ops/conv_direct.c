@@ -11,13 +11,9 @@ enum { SEG = CONV_SEG };
 
 /* Register blocks, in accumulators of 8 floats: the forward keeps OUT_CHANNELS x
  * ROWS of them, the weight gradient GRAD_CHANNELS x GRAD_TAPS, the input gradient
- * DIN_TAPS x ROWS, plus a few registers for the operands. AVX-512 has 32 vector
- * registers, AVX2 16. */
-#if defined(__AVX512VL__)
-enum { ROWS = 8, OUT_CHANNELS = 3, GRAD_CHANNELS = 5, GRAD_TAPS = 5, DIN_TAPS = 3 };
-#else
+ * DIN_TAPS x ROWS, plus a few registers for the operands, of AVX2's 16. (AVX-512
+ * builds, with 32 registers of 16 floats, take ops/conv_direct16.c instead.) */
 enum { ROWS = 4, OUT_CHANNELS = 3, GRAD_CHANNELS = 3, GRAD_TAPS = 3, DIN_TAPS = 3 };
-#endif
 
 static inline float lane_sum(f8 v) {
     float s = 0.0f;

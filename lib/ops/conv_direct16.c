@@ -23,7 +23,7 @@ enum {
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
 /* Register blocks: J channel vectors times block_width(J) pixels (forward) or taps
- * (weight gradient), 20 to 24 accumulators of the 32 registers, the rest for the
+ * (weight gradient), 12 to 24 accumulators of the 32 registers, the rest for the
  * operands. */
 static inline int block_width(int J) { return J >= 5 ? 4 : J == 4 ? 6 : J == 3 ? 8 : 12; }
 enum { MAX_WIDTH = 12 };

@@ -9,7 +9,8 @@
  *   input pixel a tap meets is broadcast to all lanes. Any geometry works, and no
  *   shuffles compete with the FMAs for the two 512-bit units. The output (forward) and
  *   output gradient (weight gradient) are transposed to and from pixel-major tiles
- *   once per image, which costs little when there are many taps (K >= 64).
+ *   (each thread transposes the output gradients it reads), which costs little when
+ *   there are many taps (K >= 64).
  * - input gradient: a vector holds two 8-pixel segments of the output gradient (two
  *   rows of 8 for the CNN: adjacent in memory), summed over the output channels and
  *   added back onto the input pixels as two halves.

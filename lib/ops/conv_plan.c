@@ -16,7 +16,7 @@ ConvPlan conv_plan_make(const ConvGeometry *g) {
     p.tap = xmalloc((size_t)p.K * sizeof(int));
     p.seg_in = xmalloc((size_t)p.L * sizeof(int));
     p.seg_out = xmalloc((size_t)p.L * sizeof(int));
-    p.keep = xmalloc((size_t)p.L * sizeof *p.keep); /* 16-byte aligned: load_mask8 */
+    p.keep = xmalloc((size_t)p.L * sizeof *p.keep);
     for (int c = 0, k = 0; c < g->C; c++)
         for (int kh = 0; kh < g->KH; kh++)
             for (int kw = 0; kw < g->KW; kw++) p.tap[k++] = (c * g->H + kh) * g->W + kw;

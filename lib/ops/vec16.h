@@ -52,7 +52,7 @@ static inline void add_half(float *dst, v16 v, int h, const int32_t *mask) {
 static inline v16 select_pair(v16 v, const int32_t *lo_mask, const int32_t *hi_mask) {
     __m512i m = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const void *)lo_mask)),
                                    _mm256_loadu_si256((const void *)hi_mask), 1);
-    return (v16)_mm512_and_ps((__m512)v, _mm512_castsi512_ps(m));
+    return (v16)_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512((__m512)v), m));
 }
 
 /* r[i][j] -> r[j][i]: a 16 x 16 block transposed in registers, 64 shuffles (in-lane
