@@ -224,27 +224,34 @@ void conv_pairs16_input_grad(float *din, const float *dout, const float *weight,
     /* the weights as [tap block, Cout, DIN_TAPS], taps past the end zero */
     const int tap_blocks = (p->K + DIN_TAPS - 1) / DIN_TAPS;
     const size_t block_floats = (size_t)Cout * DIN_TAPS;
-    float *wb = xcalloc((size_t)tap_blocks * block_floats, sizeof(float));
-    for (int co = 0; co < Cout; co++)
-        for (int k = 0; k < p->K; k++)
-            wb[k / DIN_TAPS * block_floats + (size_t)co * DIN_TAPS + k % DIN_TAPS] =
-                weight[(size_t)co * p->K + k];
+    float *wb = xmalloc((size_t)tap_blocks * block_floats * sizeof(float));
     const bool adjacent = pairs_adjacent(p);
 
-    /* one image per thread at a time: the blocks of an image add onto the same pixels */
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++)
-        for (int s0 = 0; s0 < p->L; s0 += 2 * PAIRS) {
-            const PairBlock b = pair_block(p, s0);
-            for (int tb = 0; tb < tap_blocks; tb++) {
-                float *dx = din + n * in_img;
-                const float *dy = dout + n * out_img, *w = wb + tb * block_floats;
-                if (adjacent)
-                    input_grad_block(dx, dy, w, Cout, OHW, p, &b, tb * DIN_TAPS, true);
-                else
-                    input_grad_block(dx, dy, w, Cout, OHW, p, &b, tb * DIN_TAPS, false);
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int tb = 0; tb < tap_blocks; tb++)
+            for (int co = 0; co < Cout; co++)
+                for (int t = 0; t < DIN_TAPS; t++) {
+                    const int k = tb * DIN_TAPS + t;
+                    wb[tb * block_floats + (size_t)co * DIN_TAPS + t] =
+                        k < p->K ? weight[(size_t)co * p->K + k] : 0.0f;
+                }
+        /* one image per thread at a time: the blocks of an image add onto the same pixels */
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++)
+            for (int s0 = 0; s0 < p->L; s0 += 2 * PAIRS) {
+                const PairBlock b = pair_block(p, s0);
+                for (int tb = 0; tb < tap_blocks; tb++) {
+                    float *dx = din + n * in_img;
+                    const float *dy = dout + n * out_img, *w = wb + tb * block_floats;
+                    if (adjacent)
+                        input_grad_block(dx, dy, w, Cout, OHW, p, &b, tb * DIN_TAPS, true);
+                    else
+                        input_grad_block(dx, dy, w, Cout, OHW, p, &b, tb * DIN_TAPS, false);
+                }
             }
-        }
+    }
     xfree(wb);
 }
 
