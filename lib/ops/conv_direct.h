@@ -6,7 +6,8 @@
  * kernels read the input where it lies: an output row is cut into segments of 8
  * pixels, one 8-float vector each, and the input a kernel tap meets for a segment
  * is again 8 consecutive floats, at a fixed offset from the segment. A block of
- * output vectors stays in registers while the sum runs over the taps.
+ * output vectors stays in registers while the sum runs over the taps. Builds for
+ * AVX-512 cores run 16-float twins of these kernels (ops/conv_direct16.h).
  *
  * Results are the same on any number of threads: every output value, weight and
  * input gradient is summed by one thread in a fixed order. */

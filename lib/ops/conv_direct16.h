@@ -10,10 +10,10 @@
  *   shuffles compete with the FMAs for the two 512-bit units. The output (forward) and
  *   output gradient (weight gradient) are transposed to and from pixel-major tiles
  *   (each thread transposes the output gradients it reads), which costs little when
- *   there are many taps (K >= 64).
- * - input gradient: a vector holds two 8-pixel segments of the output gradient (two
- *   rows of 8 for the CNN: adjacent in memory), summed over the output channels and
- *   added back onto the input pixels as two halves.
+ *   there are many taps (K >= 64). Fewer taps (the CNN's first layer) go to the pair
+ *   kernels below.
+ * - input gradient, and the rest: a vector holds two 8-pixel segments
+ *   (ops/conv_pairs16.h; two rows of 8 for the CNN, adjacent in memory).
  *
  * The forward sums every output in the same order as the 8-lane kernels (the bias,
  * then the taps in order), so it gives the same bits. The gradients sum in another
