@@ -79,9 +79,7 @@ void conv_direct_forward(float *out, const float *in, const float *weight, const
     }
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
-    float *wt = xmalloc((size_t)p.K * Cout * sizeof(float));
-    for (int co = 0; co < Cout; co++)
-        for (int k = 0; k < p.K; k++) wt[(size_t)k * Cout + co] = weight[(size_t)co * p.K + k];
+    float *wt = conv_weight_by_tap(weight, p.K, Cout, Cout);
 
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
@@ -204,14 +202,9 @@ void conv_direct_input_grad(float *din, const float *dout, const float *weight, 
     }
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
-    /* the weights as [tap block, Cout, DIN_TAPS], taps past the end zero */
     const int tap_blocks = (p.K + DIN_TAPS - 1) / DIN_TAPS;
     const size_t block_floats = (size_t)Cout * DIN_TAPS;
-    float *wb = xcalloc((size_t)tap_blocks * block_floats, sizeof(float));
-    for (int co = 0; co < Cout; co++)
-        for (int k = 0; k < p.K; k++)
-            wb[k / DIN_TAPS * block_floats + (size_t)co * DIN_TAPS + k % DIN_TAPS] =
-                weight[(size_t)co * p.K + k];
+    float *wb = conv_weight_tap_blocks(weight, p.K, Cout, DIN_TAPS);
 
     /* one image per thread at a time: the blocks of an image add onto the same pixels */
 #pragma omp parallel for schedule(static)

@@ -135,15 +135,12 @@ void conv_direct16_forward(float *out, const float *in, const float *weight, con
     const int *tap = p->tap;
     int *pix = pixel_offsets(g);
     /* the weight as [K, Cpad] and the bias as [Cpad], the padding zero */
-    float *wt = xcalloc((size_t)K * Cpad, sizeof(float));
+    float *wt = conv_weight_by_tap(weight, K, Cout, Cpad);
     float *bias_pad = xcalloc((size_t)Cpad, sizeof(float));
     memcpy(bias_pad, bias, (size_t)Cout * sizeof(float));
 
 #pragma omp parallel
     {
-#pragma omp for schedule(static)
-        for (int k = 0; k < K; k++)
-            for (int co = 0; co < Cout; co++) wt[(size_t)k * Cpad + co] = weight[(size_t)co * K + k];
         float *tile = xmalloc((size_t)PIXEL_GROUP * Cpad * sizeof(float));
 #pragma omp for schedule(static)
         for (int n = 0; n < N; n++) {

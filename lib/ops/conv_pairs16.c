@@ -92,9 +92,7 @@ void conv_pairs16_forward(float *out, const float *in, const float *weight, cons
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
     const bool adjacent = pairs_adjacent(p);
-    float *wt = xmalloc((size_t)p->K * Cout * sizeof(float));
-    for (int co = 0; co < Cout; co++)
-        for (int k = 0; k < p->K; k++) wt[(size_t)k * Cout + co] = weight[(size_t)co * p->K + k];
+    float *wt = conv_weight_by_tap(weight, p->K, Cout, Cout);
 
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++)
@@ -221,37 +219,25 @@ void conv_pairs16_input_grad(float *din, const float *dout, const float *weight,
                              int Cout, const ConvGeometry *g, const ConvPlan *p) {
     const int OHW = g->OH * g->OW;
     const size_t in_img = (size_t)g->C * g->H * g->W, out_img = (size_t)Cout * OHW;
-    /* the weights as [tap block, Cout, DIN_TAPS], taps past the end zero */
     const int tap_blocks = (p->K + DIN_TAPS - 1) / DIN_TAPS;
     const size_t block_floats = (size_t)Cout * DIN_TAPS;
-    float *wb = xmalloc((size_t)tap_blocks * block_floats * sizeof(float));
+    float *wb = conv_weight_tap_blocks(weight, p->K, Cout, DIN_TAPS);
     const bool adjacent = pairs_adjacent(p);
 
-#pragma omp parallel
-    {
-#pragma omp for schedule(static)
-        for (int tb = 0; tb < tap_blocks; tb++)
-            for (int co = 0; co < Cout; co++)
-                for (int t = 0; t < DIN_TAPS; t++) {
-                    const int k = tb * DIN_TAPS + t;
-                    wb[tb * block_floats + (size_t)co * DIN_TAPS + t] =
-                        k < p->K ? weight[(size_t)co * p->K + k] : 0.0f;
-                }
-        /* one image per thread at a time: the blocks of an image add onto the same pixels */
-#pragma omp for schedule(static)
-        for (int n = 0; n < N; n++)
-            for (int s0 = 0; s0 < p->L; s0 += 2 * PAIRS) {
-                const PairBlock b = pair_block(p, s0);
-                for (int tb = 0; tb < tap_blocks; tb++) {
-                    float *dx = din + n * in_img;
-                    const float *dy = dout + n * out_img, *w = wb + tb * block_floats;
-                    if (adjacent)
-                        input_grad_block(dx, dy, w, Cout, OHW, p, &b, tb * DIN_TAPS, true);
-                    else
-                        input_grad_block(dx, dy, w, Cout, OHW, p, &b, tb * DIN_TAPS, false);
-                }
+    /* one image per thread at a time: the blocks of an image add onto the same pixels */
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++)
+        for (int s0 = 0; s0 < p->L; s0 += 2 * PAIRS) {
+            const PairBlock b = pair_block(p, s0);
+            for (int tb = 0; tb < tap_blocks; tb++) {
+                float *dx = din + n * in_img;
+                const float *dy = dout + n * out_img, *w = wb + tb * block_floats;
+                if (adjacent)
+                    input_grad_block(dx, dy, w, Cout, OHW, p, &b, tb * DIN_TAPS, true);
+                else
+                    input_grad_block(dx, dy, w, Cout, OHW, p, &b, tb * DIN_TAPS, false);
             }
-    }
+        }
     xfree(wb);
 }
 

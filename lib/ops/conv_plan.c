@@ -40,3 +40,25 @@ int conv_plan_image_group(const ConvGeometry *g, int Cout) {
     const size_t image_bytes = ((size_t)g->C * g->H * g->W + (size_t)Cout * g->OH * g->OW) * sizeof(float);
     return image_bytes < L2_BYTES ? (int)(L2_BYTES / image_bytes) : 1;
 }
+
+float *conv_weight_by_tap(const float *weight, int K, int Cout, int ld) {
+    float *wt = xmalloc((size_t)K * ld * sizeof(float));
+#pragma omp parallel for schedule(static) if (parallel : (int64_t)K * ld > 65536)
+    for (int k = 0; k < K; k++)
+        for (int co = 0; co < ld; co++) wt[(size_t)k * ld + co] = co < Cout ? weight[(size_t)co * K + k] : 0.0f;
+    return wt;
+}
+
+float *conv_weight_tap_blocks(const float *weight, int K, int Cout, int taps) {
+    const int blocks = (K + taps - 1) / taps;
+    const size_t block_floats = (size_t)Cout * taps;
+    float *wb = xmalloc((size_t)blocks * block_floats * sizeof(float));
+#pragma omp parallel for schedule(static) if (parallel : (int64_t)blocks * block_floats > 65536)
+    for (int tb = 0; tb < blocks; tb++)
+        for (int co = 0; co < Cout; co++)
+            for (int t = 0; t < taps; t++) {
+                const int k = tb * taps + t;
+                wb[tb * block_floats + (size_t)co * taps + t] = k < K ? weight[(size_t)co * K + k] : 0.0f;
+            }
+    return wb;
+}

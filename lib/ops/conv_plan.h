@@ -32,4 +32,12 @@ void conv_plan_free(ConvPlan *p);
  * shapes only, so the sums are the same on any number of threads. */
 int conv_plan_image_group(const ConvGeometry *g, int Cout);
 
+/* The weight [Cout, K] as [K, ld] (ld >= Cout, the columns past Cout zero): the
+ * channels of one tap side by side, as the forward kernels read them. xfree it. */
+float *conv_weight_by_tap(const float *weight, int K, int Cout, int ld);
+
+/* The weight [Cout, K] as [tap block, Cout, taps], taps past K zero: one stream through
+ * memory for each block of taps of the input gradient. xfree it. */
+float *conv_weight_tap_blocks(const float *weight, int K, int Cout, int taps);
+
 #endif
