@@ -15,7 +15,7 @@ typedef struct {
 
 static LayerOps g_real;
 static Slot g_slots[MAX_SLOTS];
-static int g_nslots, g_counted, g_steps;
+static int g_nslots, g_counted, g_steps, g_wrapped; /* steps count once wrapped */
 /* calls of each op so far in this step */
 static const char *g_ops[MAX_SLOTS];
 static int g_op_calls[MAX_SLOTS], g_nops;
@@ -76,6 +76,7 @@ static void linear_backward_t(Tensor *din, Tensor *dw, Tensor *db, const Tensor 
 
 void layer_times_wrap(LayerOps *ops) {
     g_real = *ops;
+    g_wrapped = 1;
     ops->conv2d_forward = conv2d_forward_t;
     ops->conv2d_backward = conv2d_backward_t;
     ops->maxpool2d_forward = maxpool2d_forward_t;
@@ -88,8 +89,8 @@ void layer_times_wrap(LayerOps *ops) {
 
 void layer_times_step(int counted) {
     memset(g_op_calls, 0, sizeof g_op_calls);
-    g_counted = counted;
-    g_steps += counted != 0;
+    g_counted = counted && g_wrapped;
+    g_steps += g_counted;
 }
 
 void layer_times_print(double step_ms) {

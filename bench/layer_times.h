@@ -10,7 +10,8 @@
 /* Replaces the CNN's layers in *ops with timed wrappers of them. */
 void layer_times_wrap(LayerOps *ops);
 
-/* Marks the start of a step (call counts restart) and whether its calls count. */
+/* Marks the start of a step (call counts restart) and whether its calls count (only
+ * once wrapped). */
 void layer_times_step(int counted);
 
 /* Prints each call's mean time over the counted steps and its share of step_ms. */

@@ -12,35 +12,39 @@ static inline void take_larger(f8 *m, i32x8 *best, f8 v, i32x8 at) {
     *m = (f8)(((i32x8)v & larger) | ((i32x8)*m & ~larger));
 }
 
-static void pool2x2_row(float *restrict y, int *restrict arg, const float *restrict x, int i0,
-                        int W, int OW) {
+/* x: the row pair's top row, W floats before the bottom one; the argmax counts from
+ * i0, rows IW apart (IW = W unless x is a wider buffer than the plane it stands for). */
+static void pool2x2_row(float *restrict y, int *restrict arg, const float *restrict x, int W,
+                        int i0, int IW, int OW) {
     const i32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
     /* A row that does not end on a vector ends on its last 8 outputs, overlapping some
      * done already (written again with the same values), not on a scalar tail: rows of
      * 12 for the CNN's first pool. done: the outputs written so far. */
     int done = 0;
     for (int ow = 0; OW >= 8 && done < OW; ow = done + 8 <= OW ? done : OW - 8) {
+        const float *t = x + 2 * ow, *b = t + W;
         const int i = i0 + 2 * ow;
-        f8 t0 = load8(x + i), t1 = load8(x + i + 8);         /* top row */
-        f8 b0 = load8(x + i + W), b1 = load8(x + i + W + 8); /* bottom row */
+        f8 t0 = load8(t), t1 = load8(t + 8); /* top row */
+        f8 b0 = load8(b), b1 = load8(b + 8); /* bottom row */
         f8 m = even_lanes8(t0, t1);
         i32x8 best = i + 2 * lane;
         take_larger(&m, &best, odd_lanes8(t0, t1), i + 2 * lane + 1);
-        take_larger(&m, &best, even_lanes8(b0, b1), i + W + 2 * lane);
-        take_larger(&m, &best, odd_lanes8(b0, b1), i + W + 2 * lane + 1);
+        take_larger(&m, &best, even_lanes8(b0, b1), i + IW + 2 * lane);
+        take_larger(&m, &best, odd_lanes8(b0, b1), i + IW + 2 * lane + 1);
         store8(y + ow, m);
         memcpy(arg + ow, &best, sizeof best);
         done = ow + 8;
     }
     for (int ow = done; ow < OW; ow++) {
+        const float *t = x + 2 * ow;
         const int i = i0 + 2 * ow;
-        float m = x[i];
+        float m = t[0];
         int best = i;
-        const int at[3] = {i + 1, i + W, i + W + 1};
+        const float v[3] = {t[1], t[W], t[W + 1]};
+        const int at[3] = {i + 1, i + IW, i + IW + 1};
         for (int c = 0; c < 3; c++) {
-            float v = x[at[c]];
-            best = v > m ? at[c] : best;
-            m = v > m ? v : m;
+            best = v[c] > m ? at[c] : best;
+            m = v[c] > m ? v[c] : m;
         }
         y[ow] = m;
         arg[ow] = best;
@@ -62,6 +66,26 @@ void maxpool2d_check_backward(const Tensor *din, const Tensor *dout) {
     CHECK_SHAPE(dout, din->shape[0], din->shape[1], -1, -1);
 }
 
+void maxpool2d_plane(float *y, int *arg, const float *x, int W, int IW, int OH, int OW, int kernel,
+                     int stride) {
+    if (kernel == 2 && stride == 2) {
+        for (int oh = 0; oh < OH; oh++)
+            pool2x2_row(y + oh * OW, arg + oh * OW, x + 2 * oh * W, W, 2 * oh * IW, IW, OW);
+        return;
+    }
+    for (int oh = 0; oh < OH; oh++)
+        for (int ow = 0; ow < OW; ow++) {
+            int best = (oh * stride) * W + ow * stride, best_at = (oh * stride) * IW + ow * stride;
+            for (int kh = 0; kh < kernel; kh++)
+                for (int kw = 0; kw < kernel; kw++) {
+                    int idx = (oh * stride + kh) * W + ow * stride + kw;
+                    if (x[idx] > x[best]) best = idx, best_at = (oh * stride + kh) * IW + ow * stride + kw;
+                }
+            y[oh * OW + ow] = x[best];
+            arg[oh * OW + ow] = best_at;
+        }
+}
+
 void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, int stride) {
     maxpool2d_check_forward(out, in, kernel, stride);
     CHECK_DEVICE(in, DEVICE_CPU);
@@ -70,27 +94,9 @@ void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, i
     const int OH = out->shape[2], OW = out->shape[3];
 
 #pragma omp parallel for schedule(static)
-    for (int plane = 0; plane < N * C; plane++) {
-        const float *x = in->data + (size_t)plane * H * W;
-        float *y = out->data + (size_t)plane * OH * OW;
-        int *arg = argmax + (size_t)plane * OH * OW;
-        if (kernel == 2 && stride == 2) {
-            for (int oh = 0; oh < OH; oh++)
-                pool2x2_row(y + oh * OW, arg + oh * OW, x, 2 * oh * W, W, OW);
-            continue;
-        }
-        for (int oh = 0; oh < OH; oh++)
-            for (int ow = 0; ow < OW; ow++) {
-                int best = (oh * stride) * W + ow * stride;
-                for (int kh = 0; kh < kernel; kh++)
-                    for (int kw = 0; kw < kernel; kw++) {
-                        int idx = (oh * stride + kh) * W + ow * stride + kw;
-                        if (x[idx] > x[best]) best = idx;
-                    }
-                y[oh * OW + ow] = x[best];
-                arg[oh * OW + ow] = best;
-            }
-    }
+    for (int plane = 0; plane < N * C; plane++)
+        maxpool2d_plane(out->data + (size_t)plane * OH * OW, argmax + (size_t)plane * OH * OW,
+                        in->data + (size_t)plane * H * W, W, W, OH, OW, kernel, stride);
 }
 
 void maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax) {

@@ -14,6 +14,12 @@ void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, i
 /* din [N, C, H, W] += dout [N, C, OH, OW] routed through argmax */
 void maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax);
 
+/* The forward of one plane: y [OH*OW] and arg from x, rows W floats apart; the argmax
+ * counts rows IW apart (IW = W, or the width of the plane x stands for when its rows
+ * are padded: layers/conv_pool_relu.c). */
+void maxpool2d_plane(float *y, int *arg, const float *x, int W, int IW, int OH, int OW, int kernel,
+                     int stride);
+
 /* The shape checks of both devices. */
 void maxpool2d_check_forward(const Tensor *out, const Tensor *in, int kernel, int stride);
 void maxpool2d_check_backward(const Tensor *din, const Tensor *dout);

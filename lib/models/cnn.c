@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/check.h"
+#include "layers/conv_pool_relu.h"
 
 enum { C1 = 50, C2 = 75, KSIZE = 5, POOL = 2, HIDDEN = 50 };
 
@@ -123,6 +124,19 @@ static Rows gradients(Cnn *m, int n) {
     return rows_of(all_buffers(m, buf) + ACTIVATIONS, n);
 }
 
+/* Whether the table holds the library's own CPU layers for the first block's forward
+ * (or backward): then they run fused (layers/conv_pool_relu.h). A lesson's layer in
+ * the table runs as the lesson wrote it. */
+static bool first_block_fused(const LayerOps *l, bool backward) {
+    const LayerOps *cpu = layer_ops(DEVICE_CPU);
+    if (backward)
+        return l->conv2d_backward == cpu->conv2d_backward &&
+               l->maxpool2d_backward == cpu->maxpool2d_backward &&
+               l->relu_backward == cpu->relu_backward;
+    return l->conv2d_forward == cpu->conv2d_forward &&
+           l->maxpool2d_forward == cpu->maxpool2d_forward && l->relu_forward == cpu->relu_forward;
+}
+
 Tensor cnn_forward(Cnn *m, const Tensor *images) {
     CHECK_SHAPE(images, -1, m->channels, m->height, m->width);
     CHECK(images->device == m->device, "images on the %s, the model on the %s: copy the batch "
@@ -132,9 +146,14 @@ Tensor cnn_forward(Cnn *m, const Tensor *images) {
     CHECK(n <= m->max_batch, "batch of %d images, the model was built for %d", n, m->max_batch);
     const LayerOps *l = &m->layers;
     Rows a = activations(m, n);
-    l->conv2d_forward(&a.conv1, images, &m->conv1_w->value, &m->conv1_b->value, 1, 0);
-    l->maxpool2d_forward(&a.pool1, m->pool1_arg, &a.conv1, POOL, POOL);
-    l->relu_forward(&a.relu1, &a.pool1);
+    if (first_block_fused(l, false)) {
+        conv_pool_relu_forward(&a.pool1, m->pool1_arg, &a.relu1, images, &m->conv1_w->value,
+                               &m->conv1_b->value);
+    } else {
+        l->conv2d_forward(&a.conv1, images, &m->conv1_w->value, &m->conv1_b->value, 1, 0);
+        l->maxpool2d_forward(&a.pool1, m->pool1_arg, &a.conv1, POOL, POOL);
+        l->relu_forward(&a.relu1, &a.pool1);
+    }
     l->conv2d_forward(&a.conv2, &a.relu1, &m->conv2_w->value, &m->conv2_b->value, 1, 0);
     l->maxpool2d_forward(&a.pool2, m->pool2_arg, &a.conv2, POOL, POOL);
     l->relu_forward(&a.relu2, &a.pool2);
@@ -148,10 +167,12 @@ void cnn_backward(Cnn *m, const Tensor *images) {
     const int n = images->shape[0];
     const LayerOps *l = &m->layers;
     Rows a = activations(m, n), d = gradients(m, n);
+    const bool fused = first_block_fused(l, true);
     /* Backward passes add into their gradient buffers: clear all but d_logits,
-     * which the loss has just written. */
-    Tensor *clear[] = {&d.conv1, &d.pool1, &d.relu1, &d.conv2, &d.pool2, &d.relu2, &d.fc1, &d.relu3};
-    for (size_t i = 0; i < sizeof clear / sizeof clear[0]; i++) tensor_fill(clear[i], 0.0f);
+     * which the loss has just written (and the fused first block's, never used). */
+    Tensor *clear[] = {&d.relu1, &d.conv2, &d.pool2, &d.relu2, &d.fc1, &d.relu3, &d.conv1, &d.pool1};
+    const size_t nclear = sizeof clear / sizeof clear[0] - (fused ? 2 : 0);
+    for (size_t i = 0; i < nclear; i++) tensor_fill(clear[i], 0.0f);
 
     const ParamList *p = &m->params; /* each layer done: its gradients are final */
     l->linear_backward(&d.relu3, &m->fc2_w->grad, &m->fc2_b->grad, &d.logits, &a.relu3, &m->fc2_w->value);
@@ -164,11 +185,16 @@ void cnn_backward(Cnn *m, const Tensor *images) {
     l->conv2d_backward(&d.relu1, &m->conv2_w->grad, &m->conv2_b->grad, &d.conv2, &a.relu1,
                        &m->conv2_w->value, 1, 0);
     params_grad_ready(p, m->conv2_w), params_grad_ready(p, m->conv2_b);
-    l->relu_backward(&d.pool1, &d.relu1, &a.relu1);
-    l->maxpool2d_backward(&d.conv1, &d.pool1, m->pool1_arg);
-    /* the images need no gradient: NULL skips the first layer's input gradient */
-    l->conv2d_backward(NULL, &m->conv1_w->grad, &m->conv1_b->grad, &d.conv1, images,
-                       &m->conv1_w->value, 1, 0);
+    if (fused) {
+        conv_pool_relu_backward(&m->conv1_w->grad, &m->conv1_b->grad, &d.relu1, &a.relu1,
+                                m->pool1_arg, images, &m->conv1_w->value);
+    } else {
+        l->relu_backward(&d.pool1, &d.relu1, &a.relu1);
+        l->maxpool2d_backward(&d.conv1, &d.pool1, m->pool1_arg);
+        /* the images need no gradient: NULL skips the first layer's input gradient */
+        l->conv2d_backward(NULL, &m->conv1_w->grad, &m->conv1_b->grad, &d.conv1, images,
+                           &m->conv1_w->value, 1, 0);
+    }
     params_grad_ready(p, m->conv1_w), params_grad_ready(p, m->conv1_b);
 }
 

@@ -12,6 +12,9 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "framework/check.h"
+#include "layers/conv2d.h"
+#include "layers/maxpool2d.h"
+#include "layers/relu.h"
 #include "layers/softmax_xent.h"
 #include "models/cnn.h"
 #include "models/params.h"
@@ -403,6 +406,84 @@ static int check_cnn_small_batch(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* A lesson's layers in the table, counted: with any of them the model must call
+ * them, not the fused first block (layers/conv_pool_relu.h). */
+static int g_calls;
+static void counted_conv2d_forward(Tensor *out, const Tensor *in, const Tensor *w, const Tensor *b,
+                                   int stride, int pad) {
+    g_calls++;
+    conv2d_forward(out, in, w, b, stride, pad);
+}
+static void counted_conv2d_backward(Tensor *din, Tensor *dw, Tensor *db, const Tensor *dout,
+                                    const Tensor *in, const Tensor *w, int stride, int pad) {
+    g_calls++;
+    conv2d_backward(din, dw, db, dout, in, w, stride, pad);
+}
+static void counted_maxpool2d_forward(Tensor *out, int *arg, const Tensor *in, int k, int s) {
+    g_calls++;
+    maxpool2d_forward(out, arg, in, k, s);
+}
+static void counted_maxpool2d_backward(Tensor *din, const Tensor *dout, const int *arg) {
+    g_calls++;
+    maxpool2d_backward(din, dout, arg);
+}
+static void counted_relu_forward(Tensor *out, const Tensor *in) {
+    g_calls++;
+    relu_forward(out, in);
+}
+static void counted_relu_backward(Tensor *din, const Tensor *dout, const Tensor *out) {
+    g_calls++;
+    relu_backward(din, dout, out);
+}
+
+/* The library's table runs the first block fused; a table with a lesson's layer runs
+ * the layers one by one. Both give the same logits (bit for bit: the same sums) and
+ * the same gradients (conv1's summed in another order, to float rounding). */
+static int check_cnn_fused_block(void) {
+    enum { B = 12 };
+    Rng r1, r2;
+    rng_seed(&r1, 41, 0);
+    rng_seed(&r2, 41, 0);
+    Cnn fused, layers;
+    cnn_init(&fused, 1, 28, 28, 10, B, &r1);
+    cnn_init(&layers, 1, 28, 28, 10, B, &r2);
+    layers.layers.conv2d_forward = counted_conv2d_forward;
+    layers.layers.conv2d_backward = counted_conv2d_backward;
+    layers.layers.maxpool2d_forward = counted_maxpool2d_forward;
+    layers.layers.maxpool2d_backward = counted_maxpool2d_backward;
+    layers.layers.relu_forward = counted_relu_forward;
+    layers.layers.relu_backward = counted_relu_backward;
+    Tensor x = tensor_zeros(4, B, 1, 28, 28);
+    fill_uniform(x.data, x.size, 7, 0.0f, 1.0f);
+    const int labels[B] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+    float want[B * 10];
+    g_calls = 0;
+    cnn_gradients(&layers, &x, labels);
+    memcpy(want, layers.logits.data, sizeof want);
+    bool ok = expect_true(g_calls == 14, "the lesson's layers were called %d times in a step, "
+                          "expected 14 (3 ReLUs, 2 pools, 2 convolutions, forward and backward)", g_calls);
+    cnn_gradients(&fused, &x, labels);
+    ok = ok && expect_true(memcmp(fused.logits.data, want, sizeof want) == 0,
+                           "the fused first block changed the logits' bits");
+    for (int i = 0; ok && i < fused.params.count; i++) {
+        const Param *a = fused.params.items[i], *b = layers.params.items[i];
+        char what[160];
+        snprintf(what, sizeof what, "%s gradient, fused vs layer by layer", a->name);
+        if (a == fused.conv1_w || a == fused.conv1_b) {
+            float scale = 0.0f;
+            for (int64_t j = 0; j < b->grad.size; j++) scale = fmaxf(scale, fabsf(b->grad.data[j]));
+            ok = expect_close(what, a->grad.data, b->grad.data, a->grad.size, 1e-5f * scale, 1e-5f);
+        } else {
+            ok = expect_true(memcmp(a->grad.data, b->grad.data, sizeof(float) * (size_t)a->grad.size) == 0,
+                             "%s: not the same bits", what);
+        }
+    }
+    tensor_free(&x);
+    cnn_free(&fused);
+    cnn_free(&layers);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* A few Adam steps on one fixed batch drive its loss down: the pieces work together. */
 static int check_cnn_learns(void) {
     omp_set_num_threads(1); /* many small steps; see check_cnn_gradient */
@@ -470,6 +551,7 @@ int main(void) {
     check_run(NULL, "CNN: too small images, too big a batch, wrong channels stop", check_cnn_misuse, 10);
     check_run(NULL, "CNN: whole-model gradient vs finite differences", check_cnn_gradient, 60);
     check_run(NULL, "CNN: a smaller batch than max_batch, same logits and gradients", check_cnn_small_batch, 30);
+    check_run(NULL, "CNN: fused first block = the layers one by one; a lesson's layer runs unfused", check_cnn_fused_block, 30);
     check_run(NULL, "CNN: 60 Adam steps on one batch lower its loss", check_cnn_learns, 60);
     check_run(NULL, "CNN: FLOPs of forward and training step", check_cnn_flops, 10);
     return check_end();

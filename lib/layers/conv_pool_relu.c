@@ -1,0 +1,123 @@
+#include "conv_pool_relu.h"
+
+#include <string.h>
+
+#include "core/check.h"
+#include "layers/maxpool2d.h"
+#include "ops/conv_wide.h"
+
+/* The backward's images a group: about 1 MB of output gradient, which the weight
+ * gradient sweeps once per block of weights while it stays in cache. */
+enum { GROUP_BYTES = 1 << 20 };
+
+/* The convolution's geometry, after checking every shape against it. */
+static ConvGeometry check_shapes(const Tensor *pool, const Tensor *relu, const Tensor *in,
+                                 const Tensor *weight) {
+    CHECK_SHAPE(in, -1, -1, -1, -1);
+    CHECK_SHAPE(weight, -1, in->shape[1], -1, -1);
+    ConvGeometry g = conv_geometry(in->shape[1], in->shape[2], in->shape[3], weight->shape[2],
+                                   weight->shape[3], 1, 0);
+    CHECK(g.OH >= 2 && g.OW >= 2, "a %dx%d convolution output is too small for a 2x2 max-pool",
+          g.OH, g.OW);
+    CHECK_SHAPE(pool, in->shape[0], weight->shape[0], g.OH / 2, g.OW / 2);
+    CHECK_SAME_SHAPE(relu, pool);
+    CHECK_DEVICE(pool, DEVICE_CPU);
+    CHECK_DEVICE(relu, DEVICE_CPU);
+    CHECK_DEVICE(in, DEVICE_CPU);
+    CHECK_DEVICE(weight, DEVICE_CPU);
+    return g;
+}
+
+void conv_pool_relu_forward(Tensor *pool, int *argmax, Tensor *relu, const Tensor *in,
+                            const Tensor *weight, const Tensor *bias) {
+    const ConvGeometry g = check_shapes(pool, relu, in, weight);
+    const int N = in->shape[0], Cout = weight->shape[0];
+    CHECK_SHAPE(bias, Cout);
+    const int PH = pool->shape[2], PW = pool->shape[3], PHW = PH * PW;
+    const size_t in_img = (size_t)g.C * g.H * g.W;
+    ConvWide p = conv_wide_plan(&g, Cout);
+    conv_wide_weights(&p, weight->data);
+
+    /* Each thread takes whole images: one image's convolution output (141 KB for
+     * MNIST) stays in its cache while it is pooled. */
+#pragma omp parallel
+    {
+        float *x = xmalloc((size_t)p.image * sizeof(float));
+        float *y = xmalloc((size_t)Cout * p.plane * sizeof(float));
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            conv_wide_pad(x, in->data + n * in_img, &g, &p);
+            conv_wide_forward(y, x, bias->data, &p);
+            for (int c = 0; c < Cout; c++) {
+                const size_t at = ((size_t)n * Cout + c) * PHW;
+                float *pc = pool->data + at, *rc = relu->data + at;
+                /* rows W long in y, OW in the plane the argmax indexes */
+                maxpool2d_plane(pc, argmax + at, y + (size_t)c * p.plane, g.W, g.OW, PH, PW, 2, 2);
+                for (int i = 0; i < PHW; i++) rc[i] = pc[i] > 0.0f ? pc[i] : 0.0f;
+            }
+        }
+        xfree(x);
+        xfree(y);
+    }
+    conv_wide_free(&p);
+}
+
+/* The output gradient of one plane in the wide layout: zero, then each pooled
+ * gradient that passed the ReLU at the pixel its argmax names (OW-wide indices
+ * moved onto rows W long). Returns their sum, the plane's share of the bias gradient. */
+static float plane_grad(float *d, const ConvWide *p, const ConvGeometry *g, const float *drelu,
+                        const float *relu, const int *arg, int PH, int PW) {
+    memset(d, 0, (size_t)p->plane * sizeof(float));
+    float sum = 0.0f;
+    for (int oh = 0; oh < PH; oh++)
+        for (int ow = 0; ow < PW; ow++) {
+            const int j = oh * PW + ow, a = arg[j];
+            const int row = 2 * oh + (a >= (2 * oh + 1) * g->OW);
+            const float grad = relu[j] > 0.0f ? drelu[j] : 0.0f;
+            d[a + row * (g->W - g->OW)] += grad;
+            sum += grad;
+        }
+    return sum;
+}
+
+void conv_pool_relu_backward(Tensor *dweight, Tensor *dbias, const Tensor *drelu,
+                             const Tensor *relu, const int *argmax, const Tensor *in,
+                             const Tensor *weight) {
+    const ConvGeometry g = check_shapes(relu, drelu, in, weight);
+    CHECK_SAME_SHAPE(dweight, weight);
+    CHECK_SHAPE(dbias, weight->shape[0]);
+    CHECK_DEVICE(dweight, DEVICE_CPU);
+    CHECK_DEVICE(dbias, DEVICE_CPU);
+    const int N = in->shape[0], Cout = weight->shape[0];
+    const int PH = relu->shape[2], PW = relu->shape[3], PHW = PH * PW;
+    const size_t in_img = (size_t)g.C * g.H * g.W;
+    ConvWide p = conv_wide_plan(&g, Cout);
+    const size_t image_bytes = (size_t)Cout * p.plane * sizeof(float);
+    const int group = image_bytes < GROUP_BYTES ? (int)(GROUP_BYTES / image_bytes) : 1;
+    float *dy = xmalloc((size_t)group * Cout * p.plane * sizeof(float));
+    float *x = xmalloc((size_t)group * p.image * sizeof(float));
+    float *sums = xmalloc((size_t)group * Cout * sizeof(float)); /* [c][i]: each plane's */
+
+    for (int n0 = 0; n0 < N; n0 += group) {
+        const int count = N - n0 < group ? N - n0 : group;
+        /* planes channel by channel: the weight gradient hands threads channel blocks */
+#pragma omp parallel for schedule(static)
+        for (int plane = 0; plane < count * Cout; plane++) {
+            const int c = plane / count, i = plane % count;
+            const size_t at = ((size_t)(n0 + i) * Cout + c) * PHW;
+            sums[plane] = plane_grad(dy + ((size_t)i * Cout + c) * p.plane, &p, &g,
+                                     drelu->data + at, relu->data + at, argmax + at, PH, PW);
+            if (c == 0) conv_wide_pad(x + (size_t)i * p.image, in->data + (n0 + i) * in_img, &g, &p);
+        }
+        for (int c = 0; c < Cout; c++) { /* image by image: a fixed order */
+            float sum = 0.0f;
+            for (int i = 0; i < count; i++) sum += sums[c * count + i];
+            dbias->data[c] += sum;
+        }
+        conv_wide_weight_grad(dweight->data, dy, x, count, &p);
+    }
+    xfree(sums);
+    xfree(dy);
+    xfree(x);
+    conv_wide_free(&p);
+}
