@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "layers/maxpool2d.h"
 #include "ops/conv_wide.h"
+#include "ops/vec8.h"
 
 /* The backward's images a group: about 1 MB of output gradient, which the weight
  * gradient sweeps once per block of weights while it stays in cache. */
@@ -62,22 +63,50 @@ void conv_pool_relu_forward(Tensor *pool, int *argmax, Tensor *relu, const Tenso
     conv_wide_free(&p);
 }
 
-/* The output gradient of one plane in the wide layout: zero, then each pooled
- * gradient that passed the ReLU at the pixel its argmax names (OW-wide indices
- * moved onto rows W long). Returns their sum, the plane's share of the bias gradient. */
+/* The output gradient of one plane in the wide layout: each pooled gradient that
+ * passed the ReLU at the pixel of its 2x2 window that the argmax names, zero
+ * elsewhere (and in the garbage columns). Returns the sum of those gradients, the
+ * plane's share of the bias gradient. */
 static float plane_grad(float *d, const ConvWide *p, const ConvGeometry *g, const float *drelu,
                         const float *relu, const int *arg, int PH, int PW) {
+    const int OW = g->OW, W = g->W;
+    const i32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
     memset(d, 0, (size_t)p->plane * sizeof(float));
-    float sum = 0.0f;
-    for (int oh = 0; oh < PH; oh++)
-        for (int ow = 0; ow < PW; ow++) {
-            const int j = oh * PW + ow, a = arg[j];
-            const int row = 2 * oh + (a >= (2 * oh + 1) * g->OW);
-            const float grad = relu[j] > 0.0f ? drelu[j] : 0.0f;
-            d[a + row * (g->W - g->OW)] += grad;
-            sum += grad;
+    f8 sum = splat8(0.0f);
+    float tail = 0.0f;
+    for (int oh = 0; oh < PH; oh++) {
+        const int j0 = oh * PW, top = 2 * oh * OW; /* the argmax of the window's top left */
+        float *dt = d + 2 * oh * W, *db = dt + W;
+        /* 8 windows at a time, the last 8 overlapping the ones before (as the pool does) */
+        int done = 0;
+        for (int ow = 0; PW >= 8 && done < PW; ow = done + 8 <= PW ? done : PW - 8) {
+            const f8 r = load8(relu + j0 + ow), gr = load8(drelu + j0 + ow);
+            const f8 grad = select8(gr, r > splat8(0.0f));
+            const i32x8 k = load_mask8(arg + j0 + ow) - (top + 2 * ow + 2 * lane);
+            const i32x8 bottom = k >= OW;
+            const i32x8 col = k - (bottom & OW); /* 0: left, 1: right */
+            const i32x8 is_right = col == 1, is_left = ~is_right;
+            const f8 tl = select8(grad, ~bottom & is_left), tr = select8(grad, ~bottom & is_right);
+            const f8 bl = select8(grad, bottom & is_left), br = select8(grad, bottom & is_right);
+            store8(dt + 2 * ow, interleave_lo8(tl, tr));
+            store8(dt + 2 * ow + 8, interleave_hi8(tl, tr));
+            store8(db + 2 * ow, interleave_lo8(bl, br));
+            store8(db + 2 * ow + 8, interleave_hi8(bl, br));
+            sum += select8(grad, ow + lane >= done); /* each window's gradient once */
+            done = ow + 8;
         }
-    return sum;
+        for (int ow = done; ow < PW; ow++) {
+            const int j = j0 + ow, a = arg[j];
+            const int row = 2 * oh + (a >= top + OW);
+            const float grad = relu[j] > 0.0f ? drelu[j] : 0.0f;
+            d[a + row * (W - OW)] = grad;
+            tail += grad;
+        }
+    }
+    float lanes[8];
+    memcpy(lanes, &sum, sizeof lanes);
+    for (int i = 1; i < 8; i++) lanes[0] += lanes[i];
+    return lanes[0] + tail;
 }
 
 void conv_pool_relu_backward(Tensor *dweight, Tensor *dbias, const Tensor *drelu,

@@ -47,6 +47,23 @@ static inline f8 odd_lanes8(f8 a, f8 b) {
 #endif
 }
 
+/* Lanes 0-3 (lo) or 4-7 (hi) of a and b, interleaved: a0 b0 a1 b1 ... */
+static inline f8 interleave_lo8(f8 a, f8 b) {
+#if defined(__clang__)
+    return __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
+#else
+    return __builtin_shuffle(a, b, (i32x8){0, 8, 1, 9, 2, 10, 3, 11});
+#endif
+}
+
+static inline f8 interleave_hi8(f8 a, f8 b) {
+#if defined(__clang__)
+    return __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
+#else
+    return __builtin_shuffle(a, b, (i32x8){4, 12, 5, 13, 6, 14, 7, 15});
+#endif
+}
+
 /* v where mask is -1, 0 where it is 0 */
 static inline f8 select8(f8 v, i32x8 mask) { return (f8)((i32x8)v & mask); }
 

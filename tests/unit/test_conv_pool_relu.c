@@ -4,9 +4,11 @@
  * bias gradients against their definition in double, backward passes that add (+=),
  * the same bits on 1, 2 and 3 threads, and shapes it must refuse.
  *
- * The shapes: the CNN's first layer on MNIST and CIFAR-10, odd convolution outputs
- * (the pool's floor drops a row and a column), channel and tap counts that leave the
- * register blocks partly empty, a 3x3 and a 5x4 kernel, and a 2x2 output. */
+ * The shapes: the CNN's first layer on MNIST and CIFAR-10 (pooled rows of 12 and 14:
+ * the last 8 windows overlap the ones before), odd convolution outputs (the pool's
+ * floor drops a row and a column), pooled rows of 6, 8 and 16, channel and tap counts
+ * that leave the register blocks partly empty, a 3x3 and a 5x4 kernel, and a 2x2
+ * output. */
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -29,7 +31,8 @@ typedef struct {
 static const Case CASES[] = {
     {20, 1, 28, 28, 50, 5, 5},  /* the CNN's first layer on MNIST: several image groups */
     {6, 3, 32, 32, 50, 5, 5},   /* ... on CIFAR-10: 75 taps */
-    {5, 2, 21, 17, 37, 5, 5},   /* 17x13 output: odd, pooled to 8x6 */
+    {5, 2, 17, 21, 37, 5, 5},   /* 13x17 output: odd, pooled to 6x8 (one vector a row) */
+    {3, 1, 41, 37, 9, 5, 5},    /* 37x33 output: pooled to 18x16, two vectors a row */
     {3, 1, 16, 16, 7, 5, 5},    /* 12x12 output: conv2d takes im2col + GEMM there */
     {4, 4, 11, 14, 12, 3, 3},   /* 36 taps, 9x12 output */
     {2, 3, 9, 10, 3, 5, 4},     /* a 5x4 kernel, 3 channels: blocks mostly empty */
