@@ -11,29 +11,29 @@
  * gradient sweeps once per block of weights while it stays in cache. */
 enum { GROUP_BYTES = 1 << 20 };
 
-/* The convolution's geometry, after checking every shape against it. */
-static ConvGeometry check_shapes(const Tensor *pool, const Tensor *relu, const Tensor *in,
-                                 const Tensor *weight) {
+/* The convolution's geometry from its input and weight, on the CPU. */
+static ConvGeometry geometry(const Tensor *in, const Tensor *weight) {
     CHECK_SHAPE(in, -1, -1, -1, -1);
     CHECK_SHAPE(weight, -1, in->shape[1], -1, -1);
+    CHECK_DEVICE(in, DEVICE_CPU);
+    CHECK_DEVICE(weight, DEVICE_CPU);
     ConvGeometry g = conv_geometry(in->shape[1], in->shape[2], in->shape[3], weight->shape[2],
                                    weight->shape[3], 1, 0);
     CHECK(g.OH >= 2 && g.OW >= 2, "a %dx%d convolution output is too small for a 2x2 max-pool",
           g.OH, g.OW);
-    CHECK_SHAPE(pool, in->shape[0], weight->shape[0], g.OH / 2, g.OW / 2);
-    CHECK_SAME_SHAPE(relu, pool);
-    CHECK_DEVICE(pool, DEVICE_CPU);
-    CHECK_DEVICE(relu, DEVICE_CPU);
-    CHECK_DEVICE(in, DEVICE_CPU);
-    CHECK_DEVICE(weight, DEVICE_CPU);
     return g;
 }
 
 void conv_pool_relu_forward(Tensor *pool, int *argmax, Tensor *relu, const Tensor *in,
                             const Tensor *weight, const Tensor *bias) {
-    const ConvGeometry g = check_shapes(pool, relu, in, weight);
+    const ConvGeometry g = geometry(in, weight);
     const int N = in->shape[0], Cout = weight->shape[0];
+    CHECK_SHAPE(pool, N, Cout, g.OH / 2, g.OW / 2);
+    CHECK_SAME_SHAPE(relu, pool);
     CHECK_SHAPE(bias, Cout);
+    CHECK_DEVICE(pool, DEVICE_CPU);
+    CHECK_DEVICE(relu, DEVICE_CPU);
+    CHECK_DEVICE(bias, DEVICE_CPU);
     const int PH = pool->shape[2], PW = pool->shape[3], PHW = PH * PW;
     const size_t in_img = (size_t)g.C * g.H * g.W;
     ConvWide p = conv_wide_plan(&g, Cout);
@@ -112,12 +112,16 @@ static float plane_grad(float *d, const ConvWide *p, const ConvGeometry *g, cons
 void conv_pool_relu_backward(Tensor *dweight, Tensor *dbias, const Tensor *drelu,
                              const Tensor *relu, const int *argmax, const Tensor *in,
                              const Tensor *weight) {
-    const ConvGeometry g = check_shapes(relu, drelu, in, weight);
+    const ConvGeometry g = geometry(in, weight);
+    const int N = in->shape[0], Cout = weight->shape[0];
+    CHECK_SHAPE(relu, N, Cout, g.OH / 2, g.OW / 2);
+    CHECK_SAME_SHAPE(drelu, relu);
     CHECK_SAME_SHAPE(dweight, weight);
-    CHECK_SHAPE(dbias, weight->shape[0]);
+    CHECK_SHAPE(dbias, Cout);
+    CHECK_DEVICE(relu, DEVICE_CPU);
+    CHECK_DEVICE(drelu, DEVICE_CPU);
     CHECK_DEVICE(dweight, DEVICE_CPU);
     CHECK_DEVICE(dbias, DEVICE_CPU);
-    const int N = in->shape[0], Cout = weight->shape[0];
     const int PH = relu->shape[2], PW = relu->shape[3], PHW = PH * PW;
     const size_t in_img = (size_t)g.C * g.H * g.W;
     ConvWide p = conv_wide_plan(&g, Cout);

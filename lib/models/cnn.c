@@ -124,11 +124,12 @@ static Rows gradients(Cnn *m, int n) {
     return rows_of(all_buffers(m, buf) + ACTIVATIONS, n);
 }
 
-/* Whether the table holds the library's own CPU layers for the first block's forward
- * (or backward): then they run fused (layers/conv_pool_relu.h). A lesson's layer in
- * the table runs as the lesson wrote it. */
-static bool first_block_fused(const LayerOps *l, bool backward) {
-    const LayerOps *cpu = layer_ops(DEVICE_CPU);
+/* Whether the first block's forward (or backward) runs fused (layers/conv_pool_relu.h):
+ * on the CPU, with the library's own layers in all three of its table entries. Any
+ * other function there (a lesson's, a timing wrapper) runs as written. */
+static bool first_block_fused(const Cnn *m, bool backward) {
+    const LayerOps *l = &m->layers, *cpu = layer_ops(DEVICE_CPU);
+    if (m->device != DEVICE_CPU) return false;
     if (backward)
         return l->conv2d_backward == cpu->conv2d_backward &&
                l->maxpool2d_backward == cpu->maxpool2d_backward &&
@@ -146,7 +147,7 @@ Tensor cnn_forward(Cnn *m, const Tensor *images) {
     CHECK(n <= m->max_batch, "batch of %d images, the model was built for %d", n, m->max_batch);
     const LayerOps *l = &m->layers;
     Rows a = activations(m, n);
-    if (first_block_fused(l, false)) {
+    if (first_block_fused(m, false)) {
         conv_pool_relu_forward(&a.pool1, m->pool1_arg, &a.relu1, images, &m->conv1_w->value,
                                &m->conv1_b->value);
     } else {
@@ -167,7 +168,7 @@ void cnn_backward(Cnn *m, const Tensor *images) {
     const int n = images->shape[0];
     const LayerOps *l = &m->layers;
     Rows a = activations(m, n), d = gradients(m, n);
-    const bool fused = first_block_fused(l, true);
+    const bool fused = first_block_fused(m, true);
     /* Backward passes add into their gradient buffers: clear all but d_logits,
      * which the loss has just written (and the fused first block's, never used). */
     Tensor *clear[] = {&d.relu1, &d.conv2, &d.pool2, &d.relu2, &d.fc1, &d.relu3, &d.conv1, &d.pool1};

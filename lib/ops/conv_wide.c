@@ -107,57 +107,41 @@ void conv_wide_forward(float *out, const float *x, const float *bias, const Conv
 
 /* ------------------------------------------------------------ weight gradient */
 
-/* The GRAD_CHANNELS x GRAD_TAPS weight gradients of one tap block, over one image:
- * lane sums in acc, kept in memory between images. */
-static inline __attribute__((always_inline)) void
-weight_grad_block(vf acc[GRAD_CHANNELS][GRAD_TAPS], const float *dn, const float *xn,
-                  const int co[GRAD_CHANNELS], const int tap[GRAD_TAPS], int plane) {
-    vf a[GRAD_CHANNELS][GRAD_TAPS];
+/* The GRAD_CHANNELS x GRAD_TAPS weight gradients from channel co0 and tap k0, summed
+ * over the pixels of N images in lanes (in registers throughout), added up at the end. */
+static void weight_grad_unit(float *dweight, const float *dout, const float *x, int N,
+                             const ConvWide *p, int co0, int k0) {
+    const int Cout = p->Cout, K = p->K, plane = p->plane;
+    int co[GRAD_CHANNELS], tap[GRAD_TAPS]; /* past the end: the last again, counted nowhere */
+    for (int j = 0; j < GRAD_CHANNELS; j++) co[j] = min_int(co0 + j, Cout - 1);
+    for (int t = 0; t < GRAD_TAPS; t++) tap[t] = p->tap[min_int(k0 + t, K - 1)];
+    vf acc[GRAD_CHANNELS][GRAD_TAPS];
     for (int j = 0; j < GRAD_CHANNELS; j++)
-        for (int t = 0; t < GRAD_TAPS; t++) a[j][t] = acc[j][t];
-    for (int q = 0; q < plane; q += VW) {
-        vf d[GRAD_CHANNELS];
-        for (int j = 0; j < GRAD_CHANNELS; j++) d[j] = loadv(dn + (size_t)co[j] * plane + q);
-        for (int t = 0; t < GRAD_TAPS; t++) {
-            const vf xv = loadv(xn + tap[t] + q);
-            for (int j = 0; j < GRAD_CHANNELS; j++) a[j][t] += d[j] * xv;
+        for (int t = 0; t < GRAD_TAPS; t++) acc[j][t] = splatv(0.0f);
+    for (int n = 0; n < N; n++) {
+        const float *xn = x + (size_t)n * p->image, *dn = dout + (size_t)n * Cout * plane;
+        for (int q = 0; q < plane; q += VW) {
+            vf d[GRAD_CHANNELS];
+            for (int j = 0; j < GRAD_CHANNELS; j++) d[j] = loadv(dn + (size_t)co[j] * plane + q);
+            for (int t = 0; t < GRAD_TAPS; t++) {
+                const vf xv = loadv(xn + tap[t] + q);
+                for (int j = 0; j < GRAD_CHANNELS; j++) acc[j][t] += d[j] * xv;
+            }
         }
     }
-    for (int j = 0; j < GRAD_CHANNELS; j++)
-        for (int t = 0; t < GRAD_TAPS; t++) acc[j][t] = a[j][t];
+    for (int j = 0; j < GRAD_CHANNELS && co0 + j < Cout; j++)
+        for (int t = 0; t < GRAD_TAPS && k0 + t < K; t++)
+            dweight[(size_t)(co0 + j) * K + k0 + t] += lane_sum(acc[j][t]);
 }
 
 void conv_wide_weight_grad(float *dweight, const float *dout, const float *x, int N,
                            const ConvWide *p) {
-    const int Cout = p->Cout, K = p->K;
-    const int channel_blocks = (Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;
-    const int tap_blocks = (K + GRAD_TAPS - 1) / GRAD_TAPS;
-    /* A thread owns whole channel blocks and takes an image's tap blocks one after
-     * another: the image's output gradient for the block stays in L1 while all the
-     * taps read it. Each block's sums go image by image: the same on any thread. */
-#pragma omp parallel
-    {
-        vf(*acc)[GRAD_CHANNELS][GRAD_TAPS] = xmalloc((size_t)tap_blocks * sizeof *acc);
-#pragma omp for schedule(static)
-        for (int cb = 0; cb < channel_blocks; cb++) {
-            int co[GRAD_CHANNELS];
-            for (int j = 0; j < GRAD_CHANNELS; j++) co[j] = min_int(cb * GRAD_CHANNELS + j, Cout - 1);
-            for (int tb = 0; tb < tap_blocks; tb++)
-                for (int j = 0; j < GRAD_CHANNELS; j++)
-                    for (int t = 0; t < GRAD_TAPS; t++) acc[tb][j][t] = splatv(0.0f);
-            for (int n = 0; n < N; n++)
-                for (int tb = 0; tb < tap_blocks; tb++) {
-                    int tap[GRAD_TAPS]; /* past K: the last tap again, counted nowhere */
-                    for (int t = 0; t < GRAD_TAPS; t++) tap[t] = p->tap[min_int(tb * GRAD_TAPS + t, K - 1)];
-                    weight_grad_block(acc[tb], dout + (size_t)n * Cout * p->plane,
-                                      x + (size_t)n * p->image, co, tap, p->plane);
-                }
-            for (int tb = 0; tb < tap_blocks; tb++)
-                for (int j = 0; j < GRAD_CHANNELS && cb * GRAD_CHANNELS + j < Cout; j++)
-                    for (int t = 0; t < GRAD_TAPS && tb * GRAD_TAPS + t < K; t++)
-                        dweight[(size_t)(cb * GRAD_CHANNELS + j) * K + tb * GRAD_TAPS + t] +=
-                            lane_sum(acc[tb][j][t]);
-        }
-        xfree(acc);
-    }
+    const int channel_blocks = (p->Cout + GRAD_CHANNELS - 1) / GRAD_CHANNELS;
+    const int tap_blocks = (p->K + GRAD_TAPS - 1) / GRAD_TAPS;
+    /* every unit owns its sums (no thread adds to another's), and takes the images
+     * in order: the same bits on any number of threads */
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int cb = 0; cb < channel_blocks; cb++)
+        for (int tb = 0; tb < tap_blocks; tb++)
+            weight_grad_unit(dweight, dout, x, N, p, cb * GRAD_CHANNELS, tb * GRAD_TAPS);
 }

@@ -42,8 +42,9 @@ void conv_wide_forward(float *out, const float *x, const float *bias, const Conv
 
 /* dweight [Cout, K] += the weight gradient from N padded images x [N, image] and
  * their output gradients dout [N, Cout, plane] (zero in the garbage columns and the
- * tail). Runs on all threads; call it for a few images at a time (about 1 MB of
- * dout), so that they stay in cache. */
+ * tail). Parallel over blocks of 5 channels x 5 taps (AVX2: 3 x 4), 50 for the CNN's
+ * first layer; call it for a few images at a time (about 1 MB of dout), so that they
+ * stay in cache while every block reads them. */
 void conv_wide_weight_grad(float *dweight, const float *dout, const float *x, int N,
                            const ConvWide *p);
 
