@@ -13,7 +13,7 @@
  *
  * With the library's own CPU layers in the table, the first convolution, max-pool and
  * ReLU run fused (layers/conv_pool_relu.h: the same activations, conv1's gradients to
- * float rounding, and a step of 100 MNIST images 13-16 % faster on an Ice Lake VM);
+ * float rounding, and 11-14 % off a step of 100 MNIST images on an Ice Lake VM);
  * conv1, d_conv1 and d_pool1 are then left as they were. Any other function in one of
  * those entries (a lesson's, a timing wrapper) makes the model run them one by one.
  *
