@@ -46,5 +46,10 @@ if [ $have_torch = yes ]; then
 else
     echo "(PyTorch: not installed for $python; sudo make deps adds python3-torch)"
 fi
+core_peak=$(field peak_one_core_gflops)
+if awk -v p="$peak" -v c="$core_peak" -v t="$threads" 'BEGIN { exit !(p < 0.6 * t * c) }'; then
+    echo "warning: that run's peak on $threads threads ($peak GFLOP/s) is under 0.6 x $threads x one" \
+         "core's ($core_peak): cores were busy while it was measured; run again for a share"
+fi
 echo "measured FMA peak: $peak GFLOP/s; one step: forward $(field forward_ms) ms," \
      "backward $(field backward_ms) ms, loss + Adam $(field other_ms) ms"
