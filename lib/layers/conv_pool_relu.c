@@ -103,10 +103,7 @@ static float plane_grad(float *d, const ConvWide *p, const ConvGeometry *g, cons
             tail += grad;
         }
     }
-    float lanes[8];
-    memcpy(lanes, &sum, sizeof lanes);
-    for (int i = 1; i < 8; i++) lanes[0] += lanes[i];
-    return lanes[0] + tail;
+    return lane_sum8(sum) + tail;
 }
 
 void conv_pool_relu_backward(Tensor *dweight, Tensor *dbias, const Tensor *drelu,

@@ -15,12 +15,6 @@ enum { SEG = CONV_SEG };
  * builds, with 32 registers of 16 floats, take ops/conv_direct16.c instead.) */
 enum { ROWS = 4, OUT_CHANNELS = 3, GRAD_CHANNELS = 3, GRAD_TAPS = 3, DIN_TAPS = 3 };
 
-static inline float lane_sum(f8 v) {
-    float s = 0.0f;
-    for (int i = 0; i < SEG; i++) s += v[i];
-    return s;
-}
-
 /* Keeps a loaded vector in a register: without it GCC re-reads it from memory as an
  * operand of every FMA that uses it, and the loads, not the FMAs, set the pace. */
 static inline f8 in_register(f8 v) {
@@ -118,7 +112,7 @@ static void weight_grad_block(float *dweight, const float *dout, const float *in
     for (int j = 0; j < GRAD_CHANNELS; j++)
         for (int t = 0; t < GRAD_TAPS; t++)
             if (co0 + j < Cout && k0 + t < p->K)
-                dweight[(size_t)(co0 + j) * p->K + k0 + t] += lane_sum(acc[j][t]);
+                dweight[(size_t)(co0 + j) * p->K + k0 + t] += lane_sum8(acc[j][t]);
 }
 
 void conv_direct_bias_grad(float *dbias, const float *dout, int N, int Cout, int OHW) {

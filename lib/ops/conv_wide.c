@@ -6,34 +6,22 @@
 #include "ops/conv_plan.h"
 
 /* Register blocks: accumulators plus the vectors loaded a step fill the 32 registers
- * of AVX-512 (16 of AVX2) without spilling. */
+ * of AVX-512 (16 of AVX2) without spilling. The vectors are ops/vec16.h's or vec8.h's. */
 #if defined(__AVX512F__)
-#define VW_16 1
+#include "ops/vec16.h"
+typedef v16 vf;
+#define loadv load16
+#define storev store16
+#define splatv splat16
 enum { VW = 16, FWD_CHANNELS = 5, FWD_VECTORS = 4, GRAD_CHANNELS = 5, GRAD_TAPS = 5 };
 #else
-#define VW_16 0
+#include "ops/vec8.h"
+typedef f8 vf;
+#define loadv load8
+#define storev store8
+#define splatv splat8
 enum { VW = 8, FWD_CHANNELS = 4, FWD_VECTORS = 3, GRAD_CHANNELS = 3, GRAD_TAPS = 4 };
 #endif
-
-#pragma GCC diagnostic ignored "-Wpsabi" /* vectors by value into static inline helpers */
-typedef float vf __attribute__((vector_size(VW * sizeof(float))));
-
-static inline vf loadv(const float *p) {
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void storev(float *p, vf v) { memcpy(p, &v, sizeof v); }
-
-/* one broadcast from memory (a vector + scalar would add 0.0 and then shuffle) */
-static inline vf splatv(float s) {
-#if VW_16
-    return (vf){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
-#else
-    return (vf){s, s, s, s, s, s, s, s};
-#endif
-}
 
 /* The lanes added pairwise, halves first: a fixed order. */
 static inline float lane_sum(vf v) {

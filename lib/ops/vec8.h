@@ -64,6 +64,13 @@ static inline f8 interleave_hi8(f8 a, f8 b) {
 #endif
 }
 
+/* The lanes of v added one after another, lane 0 first. */
+static inline float lane_sum8(f8 v) {
+    float s = 0.0f;
+    for (int i = 0; i < 8; i++) s += v[i];
+    return s;
+}
+
 /* v where mask is -1, 0 where it is 0 */
 static inline f8 select8(f8 v, i32x8 mask) { return (f8)((i32x8)v & mask); }
 

@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include <errno.h>
+#include <float.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
@@ -194,6 +195,17 @@ bool expect_close(const char *what, const float *got, const float *want, int64_t
            what, (long long)bad, (long long)n, (long long)first, (double)got[first],
            (double)want[first], (double)atol, (double)rtol, worst);
     return false;
+}
+
+bool expect_sums_close(const char *what, const float *got, const double *want, const double *mag,
+                       int64_t n, double roundings) {
+    for (int64_t i = 0; i < n; i++) {
+        const double tol = roundings * (double)FLT_EPSILON * mag[i];
+        if (!(fabs(got[i] - want[i]) <= tol))
+            return expect_true(false, "%s[%lld] = %.9g, expected %.9g (tolerance %.3g)", what,
+                               (long long)i, got[i], want[i], tol);
+    }
+    return true;
 }
 
 bool expect_true(bool cond, const char *fmt, ...) {

@@ -48,6 +48,13 @@ bool expect_close(const char *what, const float *got, const float *want, int64_t
                   float atol, float rtol);
 bool expect_true(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A float32 sum against its value in double: got[i] passes within
+ * roundings * FLT_EPSILON * mag[i], mag[i] the sum of its terms' magnitudes. The
+ * caller says how many roundings its sums may carry (terms + 2 for any order at
+ * worst; fewer where that would hide a missing term). */
+bool expect_sums_close(const char *what, const float *got, const double *want, const double *mag,
+                       int64_t n, double roundings);
+
 /* Fills x[0..n) with uniform values in [lo, hi) from a fixed seed. */
 void fill_uniform(float *x, int64_t n, uint64_t seed, float lo, float hi);
 

@@ -9,7 +9,6 @@
  * floor drops a row and a column), pooled rows of 6, 8, 16 and 20, channel and tap counts
  * that leave the register blocks partly empty, a 3x3 and a 5x4 kernel, and a 2x2
  * output. */
-#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -167,13 +166,7 @@ static void definition(double *dw, double *dw_mag, double *db, double *db_mag, c
  * are fixed and the sums thread-independent, so a pass is a pass on every run. */
 static bool sums_match(const char *what, const float *got, const double *want, const double *mag,
                        int64_t n, double terms) {
-    for (int64_t i = 0; i < n; i++) {
-        const double tol = (8 * sqrt(terms) + 2) * (double)FLT_EPSILON * mag[i];
-        if (!(fabs(got[i] - want[i]) <= tol))
-            return expect_true(false, "%s[%lld] = %.9g, expected %.9g (tolerance %.3g)", what,
-                               (long long)i, got[i], want[i], tol);
-    }
-    return true;
+    return expect_sums_close(what, got, want, mag, n, 8 * sqrt(terms) + 2);
 }
 
 static int check_backward(void) {

@@ -314,13 +314,7 @@ static void conv_backward_definition(double *din, double *din_mag, double *dw, d
  * that many terms in any order. */
 static bool sums_match(const char *what, const float *got, const double *want, const double *mag,
                        int64_t n, double terms) {
-    for (int64_t i = 0; i < n; i++) {
-        double tol = (terms + 2) * (double)FLT_EPSILON * mag[i];
-        if (!(fabs(got[i] - want[i]) <= tol))
-            return expect_true(false, "%s[%lld] = %.9g, expected %.9g (tolerance %.3g)", what,
-                               (long long)i, got[i], want[i], tol);
-    }
-    return true;
+    return expect_sums_close(what, got, want, mag, n, terms + 2);
 }
 
 /* Input, weight and bias gradients against the definition on the CNN's own two
