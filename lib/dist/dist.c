@@ -24,7 +24,12 @@ static bool built(const char *backend) {
  * to launch instead. */
 static const char *choose(const char *asked, const Launch *l, Device device) {
     if (strcmp(asked, "auto") == 0) {
-        if (device == DEVICE_CUDA && l->world_size > 1 && built("nccl")) return "nccl";
+        /* GPU tensors: NCCL, also for one rank (MPI moves host memory) */
+        if (device == DEVICE_CUDA && built("nccl")) return "nccl";
+        if (device == DEVICE_CUDA && l->world_size > 1)
+            fatal("%s started %d ranks on GPUs, but this build has no NCCL (make config): GPU "
+                  "ranks talk through NCCL; install it with the CUDA toolkit and rebuild",
+                  l->name, l->world_size);
         if (l->by_mpi && built("mpi")) return "mpi";
         if (l->world_size == 1) return "single";
         if (!built("mpi"))
@@ -59,7 +64,7 @@ Dist *dist_init(const DistOptions *opt) {
     snprintf(d->launcher, sizeof d->launcher, "%s", l.name);
     d->timeout_s = opt->timeout_s > 0 ? opt->timeout_s : 300.0;
     d->device = strcmp(backend, "nccl") == 0 ? DEVICE_CUDA : DEVICE_CPU;
-    if (strcmp(backend, "single") == 0) dist_single_init(d, &l);
+    if (strcmp(backend, "single") == 0) dist_single_init(d, &l, opt->device);
 #ifdef HAVE_MPI
     if (strcmp(backend, "mpi") == 0) dist_mpi_init(d, &l);
 #endif

@@ -35,7 +35,7 @@ struct DistBackend {
 };
 
 /* The backends' starts; each fills d (ranks, sizes, ops, impl) or says why not. */
-void dist_single_init(Dist *d, const Launch *l);
+void dist_single_init(Dist *d, const Launch *l, Device device);
 #ifdef HAVE_MPI
 void dist_mpi_init(Dist *d, const Launch *l);
 /* The NCCL backend's use of MPI in an MPI-launched job: the id from rank 0, and the end. */

@@ -1,9 +1,13 @@
 /* The single-process backend, in every build: world size 1, so a broadcast or an
- * all-reduce changes nothing, a gather or scatter is a copy, and nothing can be sent. */
+ * all-reduce changes nothing, a gather or scatter is a copy, and nothing can be sent.
+ * Its tensors live on the program's device: host memory, or the GPU of --device cuda
+ * in a build without NCCL. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
+#include "core/tensor.h"
+#include "cuda/device.h"
 #include "dist_backend.h"
 
 /* Every operation is done when it starts: one request stands for all of them. */
@@ -25,8 +29,10 @@ static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp
 }
 
 static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
-    (void)d;
-    if (out != in) memmove(out, in, (size_t)n * dist_type_size(t));
+    const size_t bytes = (size_t)n * dist_type_size(t);
+    if (out == in) return nothing_to_do();
+    if (d->device == DEVICE_CPU) memmove(out, in, bytes);
+    else device_copy(out, d->device, in, d->device, bytes);
     return nothing_to_do();
 }
 
@@ -73,8 +79,10 @@ static const DistBackend SINGLE = {broadcast, all_reduce, all_gather, reduce_sca
                                    sendrecv,  test,       wait,       split,          finalize,
                                    abort_job};
 
-void dist_single_init(Dist *d, const Launch *l) {
+void dist_single_init(Dist *d, const Launch *l, Device device) {
     (void)l;
+    if (device == DEVICE_CUDA) cuda_require(); /* the GPU the tensors will live on */
+    d->device = device;
     d->rank = 0;
     d->world_size = 1;
     d->local_rank = 0;

@@ -879,10 +879,9 @@ static bool same_grads(const Transformer *gpu, const Transformer *cpu) {
     return true;
 }
 
-static int compare_transformer(float dropout, uint64_t seed) {
-    const TransformerConfig c = {.vocab = 41, .d_model = 24, .heads = 3, .d_ff = 40, .layers = 2,
-                                 .max_len = 64, .dropout = dropout};
-    const int B = 3, T = 13, N = B * T;
+static int compare_transformer(TransformerConfig c, int B, int T, float lr, uint64_t seed) {
+    const int N = B * T;
+    const float dropout = c.dropout;
     int *tokens = random_tokens(N, c.vocab, seed), *targets = random_tokens(N, c.vocab, seed + 1);
     int *gtokens = ints_on_gpu(tokens, N), *gtargets = ints_on_gpu(targets, N);
     Transformer cpu, gpu;
@@ -905,8 +904,8 @@ static int compare_transformer(float dropout, uint64_t seed) {
      * so losses stay within 1e-4 and parameters within 1e-4 of each other */
     transformer_set_seq_len(&cpu, T), transformer_set_seq_len(&gpu, T);
     Sgd oc, og;
-    sgd_init(&oc, &cpu.params, 0.5f, 0.0f, 0.0f);
-    sgd_init(&og, &gpu.params, 0.5f, 0.0f, 0.0f);
+    sgd_init(&oc, &cpu.params, lr, 0.0f, 0.0f);
+    sgd_init(&og, &gpu.params, lr, 0.0f, 0.0f);
     for (int step = 1; ok && step <= 4; step++) {
         params_zero_grad(&cpu.params), params_zero_grad(&gpu.params);
         const float lc = transformer_forward_backward(&cpu, tokens, targets);
@@ -939,8 +938,22 @@ static int compare_transformer(float dropout, uint64_t seed) {
 
 static int check_transformer(void) {
     REQUIRE_GPU();
-    if (compare_transformer(0.0f, 21) != CHECK_PASS) return CHECK_FAIL;
-    return compare_transformer(0.2f, 22);
+    TransformerConfig c = {.vocab = 41, .d_model = 24, .heads = 3, .d_ff = 40, .layers = 2,
+                           .max_len = 64, .dropout = 0.0f};
+    if (compare_transformer(c, 3, 13, 0.5f, 21) != CHECK_PASS) return CHECK_FAIL;
+    c.dropout = 0.2f;
+    return compare_transformer(c, 3, 13, 0.5f, 22);
+}
+
+/* Lesson 04's run at its real size: the tutorial's model with the fortunes text's
+ * vocabulary of 55,327 words, 20 sequences of 35 tokens, SGD at the lesson's lr 5 with
+ * clipping at 0.5. Long sums (700 rows, 55,327 logits a row) and large tensors (11M
+ * embedding entries) that the small model above does not reach. */
+static int check_transformer_full_size(void) {
+    REQUIRE_GPU();
+    const TransformerConfig c = {.vocab = 55327, .d_model = 200, .heads = 2, .d_ff = 200,
+                                 .layers = 2, .max_len = 64, .dropout = 0.2f};
+    return compare_transformer(c, 20, 35, 5.0f, 23);
 }
 
 /* Lesson 07's step on one stage (the single backend: no messages): 4 micro-batches in
@@ -1053,6 +1066,7 @@ int main(void) {
     check_run(NULL, "softmax cross-entropy over a vocabulary (fast version): loss and gradient", GPU_CHECK(check_softmax_xent_fast), 60);
     check_run(NULL, "gradient clipping by global norm: the norm, clipped and untouched gradients", GPU_CHECK(check_clip), 60);
     check_run(NULL, "transformer: loss and every gradient (dropout off and on, a shorter batch), 4 SGD steps, evaluation", GPU_CHECK(check_transformer), 180);
+    check_run(NULL, "transformer at lesson 04's size (55,327 words, 20 x 35 tokens, lr 5): the same checks", GPU_CHECK(check_transformer_full_size), 300);
     check_run(NULL, "a one-stage pipeline: 4 micro-batches in activation slots, loss shares scaled on the GPU", GPU_CHECK(check_pipeline_stage), 120);
     check_run(NULL, "the local rank picks the device", GPU_CHECK(check_local_rank), 60);
     return check_end();

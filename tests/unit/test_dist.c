@@ -12,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/timer.h"
+#include "cuda/device.h"
 #include "dist/dist.h"
 #include "dist/launcher.h"
 #include "dist/rendezvous.h"
@@ -248,6 +249,16 @@ static void body_expect_four(void *arg) {
     dist_init(&(DistOptions){.backend = "auto", .expect_world = 4});
 }
 
+/* GPU tensors on one rank: dist_init starts the GPU itself, and the communicator moves
+ * GPU memory. Lesson 07 on one GPU once made CUDA tensors with no GPU started. */
+static void body_gpu_one_rank(void *arg) {
+    (void)arg;
+    clear_launch_env();
+    Dist *d = dist_init(&(DistOptions){.backend = "auto", .device = DEVICE_CUDA});
+    printf("%s backend, tensors on %s\n", d->backend, device_name(d->device));
+    exit(d->device == DEVICE_CUDA && cuda_current_device() >= 0 ? 0 : 3);
+}
+
 static void body_unknown(void *arg) {
     (void)arg;
     clear_launch_env();
@@ -269,6 +280,12 @@ static int check_wrong_launches(void) {
     ok = ok && expect_exit("2 CPU ranks in a build without MPI", &r, 1, "this build has no MPI",
                            "sudo make deps", (const char *)NULL);
 #endif
+    run_child(body_gpu_one_rank, NULL, &r);
+    if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) /* a GPU node */
+        ok = ok && expect_exit("GPU tensors on one rank", &r, 0, "tensors on cuda", (const char *)NULL);
+    else /* no GPU here: the reason, before any tensor exists */
+        ok = ok && expect_exit("GPU tensors on one rank, no GPU", &r, 1, "--device cuda:",
+                               (const char *)NULL);
     run_child(body_expect_four, NULL, &r);
     ok = ok && expect_exit("1 rank where 4 were asked for", &r, 1, "1 rank but 4 were asked for",
                            (const char *)NULL);
