@@ -17,7 +17,7 @@ make --no-print-directory BUILD="$BUILD" NVCC= "$BUILD/libcourse.a" \
     "$BUILD/obj/tests/framework/check.o" "$BUILD/obj/tests/framework/gradcheck.o" >/dev/null
 OUT="$BUILD/emulator"
 mkdir -p "$OUT"
-FLAGS="-O1 -g -fopenmp -I$HERE -Ilib/cuda -Ilib -Itests -DHAVE_CUDA"
+FLAGS="-O1 -g -fopenmp -I$HERE -Ilib/cuda -Ilib -Itests -DHAVE_CUDA -DCUDA_EMULATOR"
 # kernel<<<grid, block>>>(args) -> EMU_LAUNCH(kernel, grid, block)(args)
 for f in lib/cuda/*.cu; do
     b=$(basename "$f" .cu)
