@@ -126,7 +126,7 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
 typedef enum { CUT_M, CUT_N, CUT_K } Cut;
 
 enum {
-    TILE_MIN_MACS = 1 << 23, /* 8 M multiply-adds (16 MFLOP, ~0.1 ms on a core) a tile */
+    TILE_MIN_MACS = 1 << 21, /* 2 M multiply-adds (4 MFLOP, ~25 us on a core) a tile */
     TILE_MAX = 8,            /* tiles of a product at most (a power of two) */
     TILE_ALIGN = 16,         /* a cut M or N falls on a multiple of this */
     TILE_K_ALIGN = 256,      /* a cut K falls on a multiple of this */
