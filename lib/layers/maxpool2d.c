@@ -51,6 +51,29 @@ static void pool2x2_row(float *restrict y, int *restrict arg, const float *restr
     }
 }
 
+/* Rows of 4 outputs (the CNN's second pool, 8x8 -> 4x4): two output rows fill one
+ * vector, the top candidates from input rows 2oh and 2oh + 2, the bottom ones from
+ * 2oh + 1 and 2oh + 3; compared in the order of pool2x2_row. Returns the output rows
+ * done (an even number; the last row of an odd count is pool2x2_row's). */
+static int pool2x2_rows_of_4(float *restrict y, int *restrict arg, const float *restrict x,
+                             int W, int IW, int OH) {
+    const i32x8 at = {0, 2, 4, 6, 2 * IW, 2 * IW + 2, 2 * IW + 4, 2 * IW + 6};
+    int oh = 0;
+    for (; oh + 2 <= OH; oh += 2) {
+        const float *r = x + (size_t)2 * oh * W;
+        const f8 t0 = load8(r), b0 = load8(r + W), t1 = load8(r + 2 * W), b1 = load8(r + 3 * W);
+        const i32x8 i = at + 2 * oh * IW;
+        f8 m = even_lanes8(t0, t1);
+        i32x8 best = i;
+        take_larger(&m, &best, odd_lanes8(t0, t1), i + 1);
+        take_larger(&m, &best, even_lanes8(b0, b1), i + IW);
+        take_larger(&m, &best, odd_lanes8(b0, b1), i + IW + 1);
+        store8(y + 4 * oh, m);
+        memcpy(arg + 4 * oh, &best, sizeof best);
+    }
+    return oh;
+}
+
 void maxpool2d_check_forward(const Tensor *out, const Tensor *in, int kernel, int stride) {
     CHECK(kernel >= 1 && stride >= 1, "max-pool kernel %d, stride %d", kernel, stride);
     CHECK_SHAPE(in, -1, -1, -1, -1);
@@ -69,7 +92,8 @@ void maxpool2d_check_backward(const Tensor *din, const Tensor *dout) {
 void maxpool2d_plane(float *y, int *arg, const float *x, int W, int IW, int OH, int OW, int kernel,
                      int stride) {
     if (kernel == 2 && stride == 2) {
-        for (int oh = 0; oh < OH; oh++)
+        const int done = OW == 4 ? pool2x2_rows_of_4(y, arg, x, W, IW, OH) : 0;
+        for (int oh = done; oh < OH; oh++)
             pool2x2_row(y + oh * OW, arg + oh * OW, x + 2 * oh * W, W, 2 * oh * IW, IW, OW);
         return;
     }

@@ -608,12 +608,16 @@ static int check_pool_grad(void) {
  * maximum and, among equal maxima, the first in row-major order, as PyTorch. */
 static int check_pool_forward_ties(void) {
     bool ok = true;
-    /* the last six: 2x2 windows 8 at a time (rows of 16 to 27 inputs, odd heights; a
+    /* from the seventh: 2x2 windows 8 at a time (rows of 16 to 27 inputs, odd heights; a
      * row of 9 to 13 outputs ends on a vector overlapping the one before) */
     const int cases[][6] = {{2, 3, 6, 8, 2, 2},  {1, 2, 7, 7, 2, 2},  {2, 2, 7, 9, 3, 2},
                             {1, 3, 5, 6, 2, 1},  {2, 1, 10, 8, 3, 3}, {1, 1, 5, 5, 1, 1},
                             {2, 3, 7, 16, 2, 2}, {1, 2, 5, 17, 2, 2}, {2, 2, 9, 20, 2, 2},
-                            {1, 3, 4, 21, 2, 2}, {1, 2, 5, 24, 2, 2}, {2, 1, 4, 27, 2, 2}};
+                            {1, 3, 4, 21, 2, 2}, {1, 2, 5, 24, 2, 2}, {2, 1, 4, 27, 2, 2},
+                            /* rows of 4 outputs, two rows a vector; an odd row count ends
+                             * on the row path */
+                            {2, 3, 8, 8, 2, 2},  {1, 2, 9, 9, 2, 2},  {2, 2, 7, 8, 2, 2},
+                            {1, 1, 2, 8, 2, 2}};
     for (size_t k = 0; ok && k < sizeof cases / sizeof cases[0]; k++) {
         const int *c = cases[k];
         const int N = c[0], C = c[1], H = c[2], W = c[3], kernel = c[4], stride = c[5];
