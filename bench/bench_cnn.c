@@ -17,9 +17,6 @@
 #include "peak_flops.h"
 #include "train/optim.h"
 
-/* A peak on T threads under this times T times one core's is not trusted. */
-#define PEAK_SUSPECT 0.6
-
 /* Mean times of one step's parts, in seconds. */
 typedef struct {
     double forward, backward, other, step;
@@ -88,22 +85,12 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < images.size; i++) images.data[i] = rng_uniform(&rng);
     for (int i = 0; i < batch; i++) labels[i] = (int)rng_below(&rng, 10);
 
-    /* The peak before and after the steps, the higher counting: on a shared machine a
-     * disturbed measurement understates the peak and overstates the share of it. */
-    const double peak_before = measure_peak_gflops(threads);
+    const double peak_before = measure_peak_gflops(threads); /* and after: settle_peak_gflops */
     const StepTimes t = run_steps(&model, &adam, &images, labels, warmup, steps);
     double images_per_s = batch / t.step;
     double gflops = images_per_s * cnn_train_flops(&model) / 1e9;
-    double peak = measure_peak_gflops(threads);
-    if (peak_before > peak) peak = peak_before;
-    /* One core's too: a peak on T threads far under T times it means cores were taken
-     * from us while it was measured (on a shared VM), and the share is not meaningful.
-     * 0.6, not 1: all-core clocks run lower than one core's on real machines too. */
-    const double core_peak = threads > 1 ? measure_peak_gflops(1) : peak;
-    if (peak < PEAK_SUSPECT * threads * core_peak)
-        fprintf(stderr, "warning: the FMA peak on %d threads (%.1f GFLOP/s) is under %.1f x %d x one "
-                "core's (%.1f): cores were busy while it was measured, so the share of it is not "
-                "meaningful; run again\n", threads, peak, PEAK_SUSPECT, threads, core_peak);
+    double core_peak;
+    const double peak = settle_peak_gflops(threads, peak_before, &core_peak);
 
     if (json) {
         printf("{\"impl\": \"c\", \"threads\": %d, \"batch\": %d, \"shape\": [%d, %d, %d], "

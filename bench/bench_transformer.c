@@ -236,6 +236,7 @@ int main(int argc, char **argv) {
         batch_at(&data, s, bptt, vocab, tokens, targets);
         train_step(&m, &opt, tokens, targets, &ignored);
     }
+    const double peak_before = measure_peak_gflops(threads); /* and after: settle_peak_gflops */
     double best_step = 1e30;
     const double start = now_seconds();
     for (int s = 0; s < steps; s++) {
@@ -254,7 +255,8 @@ int main(int argc, char **argv) {
     /* the GEMMs alone: the linear layers' FLOPs over the time spent in the linear
      * layers, measured in the profile below (0 without --profile) */
     double gemm_gflops = 0.0;
-    const double peak = measure_peak_gflops(threads);
+    double core_peak;
+    const double peak = settle_peak_gflops(threads, peak_before, &core_peak);
 
     if (profile) {
         wrap_layers(&m);
@@ -300,11 +302,12 @@ int main(int argc, char **argv) {
         printf("{\"impl\": \"c\", \"model\": \"%s\", \"threads\": %d, \"batch\": %d, \"bptt\": %d, "
                "\"vocab\": %d, \"corpus_vocab\": %d, \"params\": %lld, \"steps\": %d, "
                "\"tokens_per_s\": %.1f, \"best_step_ms\": %.2f, \"gflops\": %.2f, "
-               "\"gemm_gflops\": %.2f, \"peak_gflops\": %.1f, \"flops_per_token\": %.4g, "
+               "\"gemm_gflops\": %.2f, \"peak_gflops\": %.1f, \"peak_one_core_gflops\": %.1f, "
+               "\"flops_per_token\": %.4g, "
                "\"forward_ms\": %.2f, \"loss_ms\": %.2f, \"backward_ms\": %.2f, "
                "\"other_ms\": %.2f, \"loss\": %.4f, \"gemm\": \"%s\"}\n",
                model_name, threads, batch, bptt, vocab, corpus.vocab.count, (long long)params,
-               steps, tokens_per_s, 1e3 * best_step, gflops, gemm_gflops, peak, fpt,
+               steps, tokens_per_s, 1e3 * best_step, gflops, gemm_gflops, peak, core_peak, fpt,
                1e3 * t.forward / steps, 1e3 * t.loss / steps, 1e3 * t.backward / steps,
                1e3 * (t.zero + t.clip + t.sgd) / steps, (double)loss, gemm_backend_name());
     } else {

@@ -1,6 +1,7 @@
 #include "peak_flops.h"
 
 #include <omp.h>
+#include <stdio.h>
 
 #include "core/timer.h"
 
@@ -44,4 +45,16 @@ double measure_peak_gflops(int threads) {
     }
     (void)sink;
     return best / 1e9;
+}
+
+double settle_peak_gflops(int threads, double before, double *one_core) {
+    double peak = measure_peak_gflops(threads);
+    if (before > peak) peak = before;
+    *one_core = threads > 1 ? measure_peak_gflops(1) : peak;
+    const double suspect = 0.6;
+    if (peak < suspect * threads * *one_core)
+        fprintf(stderr, "warning: the FMA peak on %d threads (%.1f GFLOP/s) is under %.1f x %d x one "
+                "core's (%.1f): cores were busy while it was measured, so the share of it is not "
+                "meaningful; run again\n", threads, peak, suspect, threads, *one_core);
+    return peak;
 }
