@@ -20,16 +20,15 @@ static bool built(const char *backend) {
     return false;
 }
 
-/* The backend for this launch and these tensors; a wrong launch stops here, saying how
- * to launch instead. */
-static const char *choose(const char *asked, const Launch *l, Device device) {
+const char *dist_choose_backend(const char *asked, const Launch *l, Device device) {
     if (strcmp(asked, "auto") == 0) {
-        /* GPU tensors: NCCL, also for one rank (MPI moves host memory) */
-        if (device == DEVICE_CUDA && built("nccl")) return "nccl";
-        if (device == DEVICE_CUDA && l->world_size > 1)
+        if (device == DEVICE_CUDA) { /* GPU tensors: NCCL, also on one rank; MPI moves host memory */
+            if (built("nccl")) return "nccl";
+            if (l->world_size == 1) return "single";
             fatal("%s started %d ranks on GPUs, but this build has no NCCL (make config): GPU "
-                  "ranks talk through NCCL; install it with the CUDA toolkit and rebuild",
-                  l->name, l->world_size);
+                  "ranks talk through NCCL; install NVIDIA's NCCL (libnccl-dev, or the HPC SDK) "
+                  "and rebuild", l->name, l->world_size);
+        }
         if (l->by_mpi && built("mpi")) return "mpi";
         if (l->world_size == 1) return "single";
         if (!built("mpi"))
@@ -53,13 +52,16 @@ static const char *choose(const char *asked, const Launch *l, Device device) {
               "or srun --mpi=pmix", l->name, l->world_size);
     if (strcmp(asked, "nccl") == 0 && device != DEVICE_CUDA)
         fatal("the nccl backend moves GPU tensors: run with --device cuda, or use --dist mpi");
+    if (strcmp(asked, "mpi") == 0 && device == DEVICE_CUDA)
+        fatal("the mpi backend moves host memory, and --device cuda puts the tensors on GPUs: "
+              "use --dist nccl (or auto)");
     return asked;
 }
 
 Dist *dist_init(const DistOptions *opt) {
     Launch l = launcher_read();
     Dist *d = xcalloc(1, sizeof *d);
-    const char *backend = choose(opt->backend ? opt->backend : "auto", &l, opt->device);
+    const char *backend = dist_choose_backend(opt->backend ? opt->backend : "auto", &l, opt->device);
     snprintf(d->backend, sizeof d->backend, "%s", backend);
     snprintf(d->launcher, sizeof d->launcher, "%s", l.name);
     d->timeout_s = opt->timeout_s > 0 ? opt->timeout_s : 300.0;

@@ -12,13 +12,14 @@
  * SLURM_JOB_NODELIST as the master), torchrun-style RANK / WORLD_SIZE / LOCAL_RANK /
  * MASTER_ADDR / MASTER_PORT, or nothing: a single process. The backends:
  *
- *   single  every build: world size 1, every collective is the identity
+ *   single  every build: world size 1, every collective is the identity; CPU or GPU
+ *           tensors (it starts the GPU for DEVICE_CUDA)
  *   mpi     where Open MPI was found (make config): host tensors, MPI's own collectives
  *   nccl    where NCCL was found: GPU tensors, on a CUDA stream of its own; its unique id
  *           goes out over MPI, or over MASTER_ADDR:MASTER_PORT when there is no MPI
  *
- * Tensors are float32 and contiguous, on the backend's device (the CPU for mpi and
- * single, the GPU for nccl). A collective that does not finish within timeout_s ends
+ * Tensors are float32 and contiguous, on the backend's device (the CPU for mpi, the
+ * GPU for nccl, the program's device for single). A collective that does not finish within timeout_s ends
  * the whole job with a message naming the ranks that stopped answering, never a hang;
  * a rank that dies ends it too (the launcher sees the exit). */
 #ifndef DIST_DIST_H
@@ -32,9 +33,10 @@
 typedef enum { DIST_SUM, DIST_AVG, DIST_MAX } DistOp;
 
 typedef struct {
-    const char *backend;  /* "auto" (nccl for a GPU job, else mpi when launched by MPI, else
-                           * single), "single", "mpi" or "nccl" */
-    Device device;        /* where the tensors will be: DEVICE_CUDA makes auto pick nccl */
+    const char *backend;  /* "auto" (a GPU job: nccl, or single for one rank without NCCL;
+                           * else mpi when launched by MPI, else single), "single", "mpi"
+                           * or "nccl" */
+    Device device;        /* where the tensors will be */
     double timeout_s;     /* longest wait of one operation; 0: 300 s */
     int expect_world;     /* > 0: stop with a message unless the job has this many ranks */
 } DistOptions;

@@ -34,6 +34,10 @@ struct DistBackend {
     __attribute__((noreturn)) void (*abort_job)(Dist *d, int status);
 };
 
+/* The backend dist_init takes for this launch and these tensors ("single", "mpi" or
+ * "nccl"); a wrong launch stops here (exit status 1), saying how to launch instead. */
+const char *dist_choose_backend(const char *asked, const Launch *l, Device device);
+
 /* The backends' starts; each fills d (ranks, sizes, ops, impl) or says why not. */
 void dist_single_init(Dist *d, const Launch *l, Device device);
 #ifdef HAVE_MPI

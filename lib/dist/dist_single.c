@@ -1,7 +1,8 @@
 /* The single-process backend, in every build: world size 1, so a broadcast or an
  * all-reduce changes nothing, a gather or scatter is a copy, and nothing can be sent.
- * Its tensors live on the program's device: host memory, or the GPU of --device cuda
- * in a build without NCCL. */
+ * Its float tensors live on the program's device: host memory, or the GPU with
+ * --dist single --device cuda (and --device cuda in a build without NCCL); F64 and I64
+ * buffers are host scalars, as for every backend. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp
 static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
     const size_t bytes = (size_t)n * dist_type_size(t);
     if (out == in) return nothing_to_do();
-    if (d->device == DEVICE_CPU) memmove(out, in, bytes);
+    if (d->device == DEVICE_CPU || t != DIST_F32) memmove(out, in, bytes); /* host scalars */
     else device_copy(out, d->device, in, d->device, bytes);
     return nothing_to_do();
 }

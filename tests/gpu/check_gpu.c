@@ -951,13 +951,39 @@ static int check_transformer(void) {
  * embedding entries) that the small model above does not reach. */
 static int check_transformer_full_size(void) {
     REQUIRE_GPU();
-#ifdef CUDA_EMULATOR /* tests/gpu/emulator: a thread per fiber would take hours here */
+#ifdef CUDA_EMULATOR /* tests/gpu/emulator: a fiber per thread would take hours here */
     printf("skipped on the CPU emulator: the kernels' logic is the small model's above\n");
     return CHECK_SKIP;
 #endif
     const TransformerConfig c = {.vocab = 55327, .d_model = 200, .heads = 2, .d_ff = 200,
                                  .layers = 2, .max_len = 64, .dropout = 0.2f};
     return compare_transformer(c, 20, 35, 5.0f, 23);
+}
+
+/* The single-process backend with GPU tensors (--dist single --device cuda, or one GPU
+ * rank in a build without NCCL): float tensors stay in GPU memory through every
+ * collective, the doubles and integers of the helpers are host scalars. */
+static int check_single_backend_gpu(void) {
+    REQUIRE_GPU();
+    Dist *d = dist_init(&(DistOptions){.backend = "single", .device = DEVICE_CUDA});
+    Tensor want = random_tensor(41, 1, 1, 10, 100);
+    Tensor a = on_gpu(&want), g = tensor_zeros_like(&a);
+    dist_broadcast(d, &a, 0);
+    dist_all_reduce(d, &a, DIST_SUM);
+    dist_all_reduce(d, &a, DIST_AVG);
+    dist_all_gather(d, &g, &a);
+    dist_reduce_scatter(d, &a, &g, DIST_SUM);
+    double all[1] = {0.0};
+    dist_all_gather_double(d, 2.5, all);
+    const double sum = dist_sum_double(d, 1.5);
+    dist_check_same(d, 42, "a count");
+    bool ok = same("all-reduced, broadcast, reduce-scattered", &a, &want, 0.0f, 0.0f) &&
+              same("all-gathered", &g, &want, 0.0f, 0.0f) &&
+              expect_true(all[0] == 2.5 && sum == 1.5, "host scalars: gathered %g, summed %g; "
+                          "expected 2.5 and 1.5", all[0], sum);
+    tensor_free(&a), tensor_free(&g), tensor_free(&want);
+    dist_finalize(d);
+    return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
 /* Lesson 07's step on one stage (the single backend: no messages): 4 micro-batches in
@@ -1071,6 +1097,7 @@ int main(void) {
     check_run(NULL, "gradient clipping by global norm: the norm, clipped and untouched gradients", GPU_CHECK(check_clip), 60);
     check_run(NULL, "transformer: loss and every gradient (dropout off and on, a shorter batch), 4 SGD steps, evaluation", GPU_CHECK(check_transformer), 180);
     check_run(NULL, "transformer at lesson 04's size (55,327 words, 20 x 35 tokens, lr 5): the same checks", GPU_CHECK(check_transformer_full_size), 300);
+    check_run(NULL, "single-process backend with GPU tensors: every collective, host scalars", GPU_CHECK(check_single_backend_gpu), 60);
     check_run(NULL, "a one-stage pipeline: 4 micro-batches in activation slots, loss shares scaled on the GPU", GPU_CHECK(check_pipeline_stage), 120);
     check_run(NULL, "the local rank picks the device", GPU_CHECK(check_local_rank), 60);
     return check_end();

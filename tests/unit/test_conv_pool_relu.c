@@ -37,6 +37,8 @@ static const Case CASES[] = {
     {4, 4, 11, 14, 12, 3, 3},   /* 36 taps, 9x12 output */
     {2, 3, 9, 10, 3, 5, 4},     /* a 5x4 kernel, 3 channels: blocks mostly empty */
     {1, 1, 6, 6, 1, 5, 5},      /* a 2x2 output, one channel */
+    {2, 1, 12, 12, 5, 5, 5},    /* 8x8 output: pooled rows of 4, two rows a vector */
+    {2, 2, 11, 12, 5, 5, 5},    /* 7x8 output: pooled to 3x4, the last row alone */
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 

@@ -14,6 +14,7 @@
 #include "core/timer.h"
 #include "cuda/device.h"
 #include "dist/dist.h"
+#include "dist/dist_backend.h"
 #include "dist/launcher.h"
 #include "dist/rendezvous.h"
 #include "framework/check.h"
@@ -249,8 +250,8 @@ static void body_expect_four(void *arg) {
     dist_init(&(DistOptions){.backend = "auto", .expect_world = 4});
 }
 
-/* GPU tensors on one rank: dist_init starts the GPU itself, and the communicator moves
- * GPU memory. Lesson 07 on one GPU once made CUDA tensors with no GPU started. */
+/* GPU tensors on one rank: dist_init starts the GPU itself (check_gpu runs the
+ * collectives on it). Lesson 07 on one GPU once made CUDA tensors with no GPU started. */
 static void body_gpu_one_rank(void *arg) {
     (void)arg;
     clear_launch_env();
@@ -259,10 +260,77 @@ static void body_gpu_one_rank(void *arg) {
     exit(d->device == DEVICE_CUDA && cuda_current_device() >= 0 ? 0 : 3);
 }
 
+/* Whether this machine has a GPU, asked in a child: CUDA does not survive fork. */
+static void body_gpu_probe(void *arg) {
+    (void)arg;
+    char why[512];
+    exit(cuda_init(why, sizeof why) ? 0 : 1);
+}
+
+static void body_mpi_for_gpu(void *arg) {
+    (void)arg;
+    clear_launch_env();
+    dist_init(&(DistOptions){.backend = "mpi", .device = DEVICE_CUDA});
+}
+
+#ifndef HAVE_NCCL
+static void body_gpus_without_nccl(void *arg) {
+    (void)arg;
+    clear_launch_env();
+    setenv("RANK", "0", 1), setenv("WORLD_SIZE", "2", 1);
+    dist_init(&(DistOptions){.backend = "auto", .device = DEVICE_CUDA});
+}
+#endif
+
 static void body_unknown(void *arg) {
     (void)arg;
     clear_launch_env();
     dist_init(&(DistOptions){.backend = "gloo"});
+}
+
+/* The backend for each launch and device that is not an error: GPU tensors take NCCL
+ * where it is built, on any number of ranks and whoever launched them (mpirun -n 1 with
+ * --device cuda once took MPI), else the single backend on one rank. */
+static int check_backend_choice(void) {
+#ifdef HAVE_NCCL
+    const char *gpu = "nccl";
+#else
+    const char *gpu = "single";
+#endif
+#ifdef HAVE_MPI
+    const char *mpi = "mpi";
+#else
+    const char *mpi = "single";
+#endif
+    const struct {
+        const char *asked;
+        int world;
+        bool by_mpi;
+        Device device;
+        const char *want;
+    } cases[] = {
+        {"auto", 1, false, DEVICE_CPU, "single"}, {"auto", 1, true, DEVICE_CPU, mpi},
+        {"auto", 1, false, DEVICE_CUDA, gpu},     {"auto", 1, true, DEVICE_CUDA, gpu},
+        {"single", 1, false, DEVICE_CUDA, "single"}, {"single", 1, true, DEVICE_CPU, "single"},
+#ifdef HAVE_MPI
+        {"auto", 2, true, DEVICE_CPU, "mpi"},     {"mpi", 1, false, DEVICE_CPU, "mpi"},
+#endif
+#ifdef HAVE_NCCL
+        {"auto", 2, true, DEVICE_CUDA, "nccl"},   {"auto", 2, false, DEVICE_CUDA, "nccl"},
+        {"nccl", 1, false, DEVICE_CUDA, "nccl"},
+#endif
+    };
+    bool ok = true;
+    for (size_t i = 0; ok && i < sizeof cases / sizeof cases[0]; i++) {
+        Launch l = {.world_size = cases[i].world, .by_mpi = cases[i].by_mpi, .name = "a test"};
+        const char *got = dist_choose_backend(cases[i].asked, &l, cases[i].device);
+        ok = expect_true(strcmp(got, cases[i].want) == 0,
+                         "--dist %s, %d rank%s%s, %s tensors: the %s backend, expected %s",
+                         cases[i].asked, cases[i].world, cases[i].world == 1 ? "" : "s",
+                         cases[i].by_mpi ? " by MPI" : "", device_name(cases[i].device), got,
+                         cases[i].want);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
 static int check_wrong_launches(void) {
@@ -280,12 +348,22 @@ static int check_wrong_launches(void) {
     ok = ok && expect_exit("2 CPU ranks in a build without MPI", &r, 1, "this build has no MPI",
                            "sudo make deps", (const char *)NULL);
 #endif
+    ChildResult probe;
+    run_child(body_gpu_probe, NULL, &probe);
     run_child(body_gpu_one_rank, NULL, &r);
-    if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) /* a GPU node */
+    if (WIFEXITED(probe.status) && WEXITSTATUS(probe.status) == 0) /* a GPU node */
         ok = ok && expect_exit("GPU tensors on one rank", &r, 0, "tensors on cuda", (const char *)NULL);
     else /* no GPU here: the reason, before any tensor exists */
         ok = ok && expect_exit("GPU tensors on one rank, no GPU", &r, 1, "--device cuda:",
                                (const char *)NULL);
+    run_child(body_mpi_for_gpu, NULL, &r);
+    ok = ok && expect_exit("--dist mpi with GPU tensors", &r, 1, "moves host memory", "--dist nccl",
+                           (const char *)NULL);
+#ifndef HAVE_NCCL
+    run_child(body_gpus_without_nccl, NULL, &r);
+    ok = ok && expect_exit("2 GPU ranks in a build without NCCL", &r, 1, "this build has no NCCL",
+                           (const char *)NULL);
+#endif
     run_child(body_expect_four, NULL, &r);
     ok = ok && expect_exit("1 rank where 4 were asked for", &r, 1, "1 rank but 4 were asked for",
                            (const char *)NULL);
@@ -368,6 +446,7 @@ int main(void) {
     check_run(NULL, "rendezvous: rank 0 hands 128 bytes to 2 forked ranks over TCP", check_rendezvous, 30);
     check_run(NULL, "rendezvous: a rank that never comes is named within the timeout", check_rendezvous_missing, 30);
     check_run(NULL, "single backend: every collective of one rank is the identity", check_single, 10);
+    check_run(NULL, "the backend for each launch and device: NCCL for GPU tensors, also on one rank", check_backend_choice, 10);
     check_run(NULL, "wrong launches and backends: one clear message each", check_wrong_launches, 20);
     check_run(NULL, "DDP: buckets in reverse order, started as they fill up, reset", check_ddp_buckets, 10);
     check_run(NULL, "DDP: a gradient reported twice stops with status 2", check_ddp_misuse, 10);

@@ -8,8 +8,8 @@
 # logic can be checked before a GPU is at hand. It is NOT a GPU run: blocks run one after
 # the other (no races between them can show), memory is host memory, expf/erff are
 # glibc's and the GEMMs the double-precision host model of cublasSgemm. Its PASS lines
-# say that the CUDA code computes what the CPU code computes, not that it runs on a GPU;
-# `make check-gpu` on a GPU node stays owed. Needs x86-64 or ucontext, g++ and python3.
+# say that the CUDA code computes what the CPU code computes, not that it runs on a GPU
+# (`make check-gpu` on a GPU node does that). Needs x86-64 or ucontext, g++ and python3.
 set -e
 BUILD=${1:-build/emulator}
 HERE=tests/gpu/emulator
