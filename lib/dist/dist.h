@@ -19,9 +19,9 @@
  *           goes out over MPI, or over MASTER_ADDR:MASTER_PORT when there is no MPI
  *
  * Tensors are float32 and contiguous, on the backend's device (the CPU for mpi, the
- * GPU for nccl, the program's device for single). A collective that does not finish within timeout_s ends
- * the whole job with a message naming the ranks that stopped answering, never a hang;
- * a rank that dies ends it too (the launcher sees the exit). */
+ * GPU for nccl, the program's device for single). A collective that does not finish
+ * within timeout_s ends the whole job with a message naming the ranks that stopped
+ * answering, never a hang; a rank that dies ends it too (the launcher sees the exit). */
 #ifndef DIST_DIST_H
 #define DIST_DIST_H
 
