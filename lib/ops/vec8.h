@@ -30,39 +30,21 @@ static inline i32x8 load_mask8(const int32_t *p) {
 
 static inline f8 splat8(float s) { return (f8){s, s, s, s, s, s, s, s}; }
 
-/* The even and the odd lanes of the 16 floats a, b (0, 2, ..., 14 and 1, 3, ..., 15). */
-static inline f8 even_lanes8(f8 a, f8 b) {
+/* Lanes of a and b (0-7 a's, 8-15 b's) in the order given: GCC and clang spell it
+ * differently. */
 #if defined(__clang__)
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#define SHUFFLE8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
 #else
-    return __builtin_shuffle(a, b, (i32x8){0, 2, 4, 6, 8, 10, 12, 14});
+#define SHUFFLE8(a, b, ...) __builtin_shuffle(a, b, (i32x8){__VA_ARGS__})
 #endif
-}
 
-static inline f8 odd_lanes8(f8 a, f8 b) {
-#if defined(__clang__)
-    return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-#else
-    return __builtin_shuffle(a, b, (i32x8){1, 3, 5, 7, 9, 11, 13, 15});
-#endif
-}
+/* The even and the odd lanes of the 16 floats a, b (0, 2, ..., 14 and 1, 3, ..., 15). */
+static inline f8 even_lanes8(f8 a, f8 b) { return SHUFFLE8(a, b, 0, 2, 4, 6, 8, 10, 12, 14); }
+static inline f8 odd_lanes8(f8 a, f8 b) { return SHUFFLE8(a, b, 1, 3, 5, 7, 9, 11, 13, 15); }
 
 /* Lanes 0-3 (lo) or 4-7 (hi) of a and b, interleaved: a0 b0 a1 b1 ... */
-static inline f8 interleave_lo8(f8 a, f8 b) {
-#if defined(__clang__)
-    return __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
-#else
-    return __builtin_shuffle(a, b, (i32x8){0, 8, 1, 9, 2, 10, 3, 11});
-#endif
-}
-
-static inline f8 interleave_hi8(f8 a, f8 b) {
-#if defined(__clang__)
-    return __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
-#else
-    return __builtin_shuffle(a, b, (i32x8){4, 12, 5, 13, 6, 14, 7, 15});
-#endif
-}
+static inline f8 interleave_lo8(f8 a, f8 b) { return SHUFFLE8(a, b, 0, 8, 1, 9, 2, 10, 3, 11); }
+static inline f8 interleave_hi8(f8 a, f8 b) { return SHUFFLE8(a, b, 4, 12, 5, 13, 6, 14, 7, 15); }
 
 /* The lanes of v added one after another, lane 0 first. */
 static inline float lane_sum8(f8 v) {
