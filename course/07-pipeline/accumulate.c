@@ -11,15 +11,16 @@
 
 float lesson_micro_loss_grad(Pipeline *p, int micro) {
 #ifdef SOLUTION
-    const float loss = transformer_loss_grad(p->model, p->targets[micro]);
-    tensor_scale(&p->model->dlogits, 1.0f / (float)p->micro);
+    const float loss = pipeline_loss_grad(p, micro);
+    tensor_scale(&p->dloss, 1.0f / (float)p->micro);
     return loss / (float)p->micro;
 #else
-    /* TODO 7.5: transformer_loss_grad(p->model, targets) returns the micro-batch's mean
-     * loss and writes its gradient into p->model->dlogits (overwriting it; the targets
-     * of this micro-batch: p->targets[micro]). Make both the micro-batch's share of the batch's: scale
-     * the gradient (tensor_scale, lib/core/tensor.h: on either device) and return the
-     * share of the loss. The library adds the m shares into the step's loss. */
+    /* TODO 7.5: pipeline_loss_grad(p, micro) returns micro-batch `micro`'s mean loss (the
+     * model's loss on the output of its forward, against its targets) and writes its
+     * gradient into p->dloss (overwriting it). Make both the micro-batch's share of the
+     * batch's: scale the gradient (tensor_scale, lib/core/tensor.h: on either device)
+     * and return the share of the loss. The library adds the m shares into the step's
+     * loss. */
     TODO_STOP("7.5");
 #endif
 }

@@ -117,7 +117,7 @@ static void print_memory(Job *job, Transformer *m) {
  * 4.2) always, your attention and layer norm (4.3-4.6) on the CPU with --ops mine. */
 static void build_model(Transformer *m, const Job *job, int B, Device device) {
     transformer_init(m, &job->cfg, B, job->opt->lm.bptt, (uint64_t)job->opt->seed);
-    lesson_positional_table(&m->pe); /* on the host, before the model moves */
+    lesson_positional_table(transformer_positions(m)); /* on the host, before the model moves */
     if (device == DEVICE_CPU) {
         if (strcmp(job->opt->ops, "mine") == 0) lesson_use_my_layers(m);
     } else {

@@ -7,15 +7,17 @@
  * 5 for 32x32 (191,935 with three). Initialised like PyTorch: weights and biases
  * uniform in +-1/sqrt(fan_in).
  *
- * Written once for both devices: the layers are called through m->layers, the table
- * of the device the model lives on (layers/layer_ops.h), and every tensor the model
- * holds is on that device. A lesson swaps in its own layers in that table.
+ * Four blocks (models/block.h): two convolution blocks (models/conv_block.h: conv,
+ * max-pool, ReLU), then two dense ones (models/dense_block.h). Written once for both
+ * devices: the layers are called through m->layers, the table of the device the model
+ * lives on (layers/layer_ops.h), and every tensor the model holds is on that device. A
+ * lesson swaps in its own layers in that table.
  *
  * With the library's own CPU layers in the table, the first convolution, max-pool and
  * ReLU run fused (layers/conv_pool_relu.h: the same activations, conv1's gradients to
- * float rounding, and 11-14 % off a step of 100 MNIST images on an Ice Lake VM);
- * conv1, d_conv1 and d_pool1 are then left as they were. Any other function in one of
- * those entries (a lesson's, a timing wrapper) makes the model run them one by one.
+ * float rounding, and 11-14 % off a step of 100 MNIST images on an Ice Lake VM). Any
+ * other function in one of those entries (a lesson's, a timing wrapper) makes the model
+ * run them one by one.
  *
  *   cnn_init(&m, 1, 28, 28, 10, batch, &rng);  // on the CPU
  *   cnn_to_device(&m, DEVICE_CUDA);            // optional: weights, buffers, table move */
@@ -25,24 +27,18 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "layers/layer_ops.h"
+#include "models/block.h"
 #include "models/params.h"
 
 typedef struct {
     int max_batch, channels, height, width, classes;
     Device device;
     ParamList params;  /* conv1.weight, conv1.bias, conv2.*, fc1.*, fc2.* */
-    Param *conv1_w, *conv1_b, *conv2_w, *conv2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
     LayerOps layers;   /* the device's layers, or a lesson's */
-
-    /* activations for max_batch images (B); the forward uses the first N rows */
-    Tensor conv1, pool1, relu1;  /* [B, 50, H-4, W-4], [B, 50, h1, w1] twice */
-    Tensor conv2, pool2, relu2;  /* [B, 75, h1-4, w1-4], [B, 75, d, d] twice */
-    Tensor fc1, relu3;           /* [B, 50] */
-    Tensor logits;               /* [B, classes] */
-    int *pool1_arg, *pool2_arg;  /* argmax of each pooled value (device memory) */
-    /* gradients of the loss with respect to each activation, same shapes */
-    Tensor d_conv1, d_pool1, d_relu1, d_conv2, d_pool2, d_relu2, d_fc1, d_relu3, d_logits;
-} Cnn;
+    BlockList blocks;  /* conv1-pool-relu, conv2-pool-relu, fc1-relu, fc2 (their activations
+                        * for max_batch images: the forward uses the first N rows) */
+    Tensor d_logits;   /* [max_batch, classes] the loss's gradient, where the backward starts */
+} Cnn;                 /* stays where it was made: its blocks point to params and layers */
 
 void cnn_init(Cnn *m, int channels, int height, int width, int classes, int max_batch, Rng *rng);
 /* Moves parameters, gradients, activations and argmax buffers to `device` and takes
@@ -51,7 +47,8 @@ void cnn_to_device(Cnn *m, Device device);
 void cnn_free(Cnn *m);
 
 /* Forward of N = images->shape[0] <= max_batch images [N, C, H, W] on the model's
- * device; the result is in the first N rows of m->logits. Returns a view of them. */
+ * device. Returns the logits [N, classes], a view of the last block's output (the
+ * model's until the next forward). */
 Tensor cnn_forward(Cnn *m, const Tensor *images);
 
 /* Backward from d_logits (the first N rows, N as in the last forward): adds the

@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "core/check.h"
-#include "layers/linear_small.h"
-#include "layers/tanh.h"
+#include "models/mlp_block.h"
 
 /* ---------------------------------------------------------------- orthogonal init */
 
@@ -46,58 +45,29 @@ void orthogonal_init(float *w, int rows, int cols, float gain, Rng *rng) {
 
 /* ---------------------------------------------------------------- one network */
 
-static void mlp_declare(Mlp *m, ParamList *list, const char *name, int in, int hidden, int out, int max_batch) {
-    *m = (Mlp){.in = in, .hidden = hidden, .out = out, .max_batch = max_batch};
-    const int sizes[3][2] = {{hidden, in}, {hidden, hidden}, {out, hidden}};
+static void mlp_declare(Mlp *m, ParamList *list, const char *name, int in, int hidden, int out,
+                        float head_gain, int max_batch) {
+    *m = (Mlp){.in = in, .hidden = hidden, .out = out, .max_batch = max_batch,
+               .wt_version = MLP_NO_VERSION};
+    blocks_init(&m->blocks, list, layer_ops(DEVICE_CPU), 0, 3, max_batch, 1);
+    const int sizes[3][2] = {{in, hidden}, {hidden, hidden}, {hidden, out}}; /* [in, out] */
     for (int l = 0; l < 3; l++) {
-        char pname[PARAM_NAME_MAX];
-        snprintf(pname, sizeof pname, "%s.%d.weight", name, 2 * l);
-        m->w[l] = params_add(list, pname, 2, sizes[l]);
-        snprintf(pname, sizeof pname, "%s.%d.bias", name, 2 * l);
-        m->b[l] = params_add(list, pname, 1, &sizes[l][0]);
+        char prefix[PARAM_NAME_MAX];
+        snprintf(prefix, sizeof prefix, "%s.%d", name, 2 * l);
+        mlp_block_add(&m->blocks, prefix, sizes[l][0], sizes[l][1], l < 2, l < 2 ? sqrtf(2.0f) : head_gain);
     }
-    for (int l = 0; l < 3; l++) m->wt[l] = xcalloc((size_t)sizes[l][0] * sizes[l][1], sizeof(float));
-    m->wt_version = MLP_NO_VERSION;
-    m->h1 = xcalloc((size_t)max_batch * hidden, sizeof(float));
-    m->h2 = xcalloc((size_t)max_batch * hidden, sizeof(float));
-    m->y = xcalloc((size_t)max_batch * out, sizeof(float));
-    m->dh = xcalloc((size_t)max_batch * hidden, sizeof(float));
-    m->dz = xcalloc((size_t)max_batch * hidden, sizeof(float));
-}
-
-static void mlp_init_values(Mlp *m, float head_gain, Rng *rng) {
-    const float gains[3] = {sqrtf(2.0f), sqrtf(2.0f), head_gain};
-    for (int l = 0; l < 3; l++) {
-        Tensor *w = &m->w[l]->value;
-        orthogonal_init(w->data, w->shape[0], w->shape[1], gains[l], rng);
-        tensor_fill(&m->b[l]->value, 0.0f);
-    }
-}
-
-static void mlp_free(Mlp *m) {
-    float *bufs[] = {m->wt[0], m->wt[1], m->wt[2], m->h1, m->h2, m->y, m->dh, m->dz};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) xfree(bufs[i]);
-    memset(m, 0, sizeof *m);
-}
-
-/* The forward on the transposed weights m->wt, as they are. */
-static const float *forward_t(Mlp *m, const float *x, int batch) {
-    CHECK(batch >= 1 && batch <= m->max_batch, "mlp_forward: batch of %d, room for 1 to %d", batch, m->max_batch);
-    const int H = m->hidden;
-    const int64_t nh = (int64_t)batch * H;
-#define LAYER(l) m->w[l]->value.data, m->wt[l], m->b[l]->value.data
-    linear_small_forward_t(m->h1, x, LAYER(0), batch, m->in, H);
-    tanh_values(m->h1, m->h1, nh);
-    linear_small_forward_t(m->h2, m->h1, LAYER(1), batch, H, H);
-    tanh_values(m->h2, m->h2, nh);
-    linear_small_forward_t(m->y, m->h2, LAYER(2), batch, H, m->out);
-#undef LAYER
-    return m->y;
 }
 
 static void transpose_all(Mlp *m) {
-    const int sizes[3][2] = {{m->in, m->hidden}, {m->hidden, m->hidden}, {m->hidden, m->out}}; /* [in, out] */
-    for (int l = 0; l < 3; l++) linear_small_transpose(m->wt[l], m->w[l]->value.data, sizes[l][0], sizes[l][1]);
+    for (int l = 0; l < 3; l++) mlp_block_transpose(&m->blocks.items[l]);
+}
+
+/* The forward on the blocks' W^T, as they are. */
+static const float *forward_t(Mlp *m, const float *x, int batch) {
+    CHECK(batch >= 1 && batch <= m->max_batch, "mlp_forward: batch of %d, room for 1 to %d", batch, m->max_batch);
+    blocks_set_batch(&m->blocks, batch, 1);
+    const Tensor in = {.data = (float *)x, .ndim = 2, .shape = {batch, m->in}, .size = (int64_t)batch * m->in};
+    return blocks_forward(&m->blocks, &m->blocks.acts, 0, 3, NULL, &in)->data;
 }
 
 const float *mlp_forward(Mlp *m, const float *x, int batch) {
@@ -117,20 +87,9 @@ const float *mlp_forward_cached(Mlp *m, const float *x, int batch, int64_t versi
 
 void mlp_backward(Mlp *m, const float *x, const float *dy, int batch) {
     CHECK(batch >= 1 && batch <= m->max_batch, "mlp_backward: batch of %d, room for 1 to %d", batch, m->max_batch);
-    const int H = m->hidden;
-    const size_t bytes = (size_t)batch * H * sizeof(float);
-    const int64_t nh = (int64_t)batch * H;
-#define GRADS(l) m->w[l]->grad.data, m->b[l]->grad.data
-    memset(m->dh, 0, bytes); /* dh = dL/dh2 */
-    linear_small_backward(m->dh, GRADS(2), dy, m->h2, m->w[2]->value.data, batch, H, m->out);
-    memset(m->dz, 0, bytes); /* dz = dL/d(h2 before tanh) */
-    tanh_backward_values(m->dz, m->dh, m->h2, nh);
-    memset(m->dh, 0, bytes); /* dh = dL/dh1 */
-    linear_small_backward(m->dh, GRADS(1), m->dz, m->h1, m->w[1]->value.data, batch, H, H);
-    memset(m->dz, 0, bytes);
-    tanh_backward_values(m->dz, m->dh, m->h1, nh);
-    linear_small_backward(NULL, GRADS(0), m->dz, x, m->w[0]->value.data, batch, m->in, H);
-#undef GRADS
+    const Tensor in = {.data = (float *)x, .ndim = 2, .shape = {batch, m->in}, .size = (int64_t)batch * m->in};
+    const Tensor dout = {.data = (float *)dy, .ndim = 2, .shape = {batch, m->out}, .size = (int64_t)batch * m->out};
+    blocks_backward(&m->blocks, &m->blocks.acts, 0, 3, &dout, &in, NULL); /* no gradient for x */
 }
 
 /* ---------------------------------------------------------------- the policy */
@@ -144,18 +103,23 @@ void mlp_policy_init(MlpPolicy *p, int obs_dim, int actor_out, bool continuous, 
     p->obs_dim = obs_dim;
     p->actor_out = actor_out;
     p->continuous = continuous;
-    mlp_declare(&p->critic, &p->params, "critic", obs_dim, hidden, 1, max_batch);
-    mlp_declare(&p->actor, &p->params, continuous ? "actor_mean" : "actor", obs_dim, hidden, actor_out, max_batch);
+    /* gains: sqrt(2) for the hidden layers, 1 for the critic's head, 0.01 for the actor's */
+    mlp_declare(&p->critic, &p->params, "critic", obs_dim, hidden, 1, 1.0f, max_batch);
+    mlp_declare(&p->actor, &p->params, continuous ? "actor_mean" : "actor", obs_dim, hidden, actor_out,
+                0.01f, max_batch);
     if (continuous) p->logstd = params_add(&p->params, "actor_logstd", 2, (int[]){1, actor_out});
     params_allocate(&p->params);
-    mlp_init_values(&p->critic, 1.0f, rng);
-    mlp_init_values(&p->actor, 0.01f, rng);
+    Mlp *nets[2] = {&p->critic, &p->actor}; /* critic first, as CleanRL draws them */
+    for (int n = 0; n < 2; n++) {
+        for (int l = 0; l < 3; l++) nets[n]->blocks.items[l].type->init(&nets[n]->blocks.items[l], rng);
+        blocks_allocate(&nets[n]->blocks);
+    }
     /* actor_logstd starts at 0 (standard deviation 1): params_allocate zeroed it */
 }
 
 void mlp_policy_free(MlpPolicy *p) {
-    mlp_free(&p->critic);
-    mlp_free(&p->actor);
+    blocks_free(&p->critic.blocks);
+    blocks_free(&p->actor.blocks);
     params_free(&p->params);
     memset(p, 0, sizeof *p);
 }

@@ -16,7 +16,8 @@
  * Shapes are [batch, features], rows are samples. A forward keeps its activations for
  * the backward that follows it (one batch at a time per network); the backward adds the
  * gradients into the ParamList's grads. Nothing allocates after mlp_policy_init, so the
- * training loop runs without malloc. */
+ * training loop runs without malloc. A policy stays where it was made (its networks'
+ * blocks point to its ParamList). */
 #ifndef MODELS_MLP_POLICY_H
 #define MODELS_MLP_POLICY_H
 
@@ -24,17 +25,15 @@
 #include <stdint.h>
 
 #include "core/rng.h"
+#include "models/block.h"
 #include "models/params.h"
 
-/* One network: in -> hidden -> tanh -> hidden -> tanh -> out. */
+/* One network: in -> hidden -> tanh -> hidden -> tanh -> out, three blocks
+ * (models/mlp_block.h) named as an nn.Sequential's layers 0, 2 and 4. */
 typedef struct {
     int in, hidden, out, max_batch;
-    Param *w[3], *b[3]; /* layers 0, 2, 4 of an nn.Sequential: [hidden, in], [hidden, hidden], [out, hidden] */
-    float *wt[3];       /* [in, hidden], [hidden, hidden], [hidden, out]: the weights transposed */
-    int64_t wt_version; /* the version they were made for (mlp_forward_cached) */
-    float *h1, *h2;     /* [max_batch, hidden]: the two hidden layers after tanh */
-    float *y;           /* [max_batch, out]: the outputs */
-    float *dh, *dz;     /* [max_batch, hidden]: gradients after and before a tanh (scratch) */
+    BlockList blocks;   /* its activations for up to max_batch rows */
+    int64_t wt_version; /* the weights' version the blocks' W^T were made for (mlp_forward_cached) */
 } Mlp;
 
 typedef struct {
@@ -60,7 +59,7 @@ const float *mlp_forward(Mlp *m, const float *x, int batch);
 const float *mlp_forward_cached(Mlp *m, const float *x, int batch, int64_t version);
 #define MLP_NO_VERSION INT64_MIN
 /* After mlp_forward(m, x, batch): the parameters' grads += d(loss)/d(parameters), given
- * dy = d(loss)/dy [batch, out]. */
+ * dy = d(loss)/dy [batch, out] (the same batch as the forward's). */
 void mlp_backward(Mlp *m, const float *x, const float *dy, int batch);
 
 /* torch.nn.init.orthogonal_(w, gain) on w [rows, cols]: a matrix with orthonormal rows

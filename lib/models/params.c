@@ -61,9 +61,28 @@ Param *params_find(ParamList *list, const char *name) {
     return NULL;
 }
 
+void params_listen(ParamList *list, GradReadyFn fn, void *ctx) {
+    CHECK(list->listener_count < PARAM_LISTENERS_MAX, "more than %d listeners to one parameter list",
+          PARAM_LISTENERS_MAX);
+    list->listeners[list->listener_count].fn = fn;
+    list->listeners[list->listener_count++].ctx = ctx;
+}
+
+void params_unlisten(ParamList *list, GradReadyFn fn, void *ctx) {
+    int k = 0;
+    while (k < list->listener_count && (list->listeners[k].fn != fn || list->listeners[k].ctx != ctx)) k++;
+    CHECK(k < list->listener_count, "params_unlisten of a listener that never listened");
+    for (; k + 1 < list->listener_count; k++) list->listeners[k] = list->listeners[k + 1];
+    list->listener_count--;
+}
+
 void params_zero_grad(ParamList *list) { tensor_fill(&list->grads, 0.0f); }
 
 int64_t params_count(const ParamList *list) { return list->total; }
+
+void param_uniform(Param *p, float bound, Rng *rng) {
+    for (int64_t i = 0; i < p->value.size; i++) p->value.data[i] = rng_uniform_range(rng, -bound, bound);
+}
 
 void params_to_device(ParamList *list, Device device) {
     CHECK(list->values.data != NULL, "params_to_device before params_allocate");

@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "core/rng.h"
 #include "core/tensor.h"
 
 enum { PARAM_NAME_MAX = 64 };
@@ -33,13 +34,18 @@ typedef struct {
  * training starts reducing a bucket of gradients while the backward goes on. */
 typedef void (*GradReadyFn)(void *ctx, const Param *p);
 
+enum { PARAM_LISTENERS_MAX = 4 };
+
 typedef struct {
     Param **items;        /* count parameters, in the order they were added */
     int count, capacity;
     int64_t total;        /* scalars in all of them */
     Tensor values, grads; /* [total] each, after params_allocate */
-    GradReadyFn on_grad_ready; /* NULL: nobody listens */
-    void *grad_ready_ctx;
+    struct {              /* who is told of each final gradient, in the order they listened */
+        GradReadyFn fn;
+        void *ctx;
+    } listeners[PARAM_LISTENERS_MAX];
+    int listener_count;
 } ParamList;
 
 /* Declares a parameter of the given shape (before params_allocate); returns it. */
@@ -48,11 +54,18 @@ Param *params_add(ParamList *list, const char *name, int ndim, const int *shape)
 void params_allocate(ParamList *list);
 Param *params_find(ParamList *list, const char *name);
 void params_zero_grad(ParamList *list);      /* one fill of the grads buffer */
+/* fn(ctx, p) for every gradient a backward finishes, from now until params_unlisten
+ * (several listeners: data-parallel buckets, a trace, a sharded optimiser...). */
+void params_listen(ParamList *list, GradReadyFn fn, void *ctx);
+void params_unlisten(ParamList *list, GradReadyFn fn, void *ctx);
 /* A model's backward calls this for each parameter whose gradient it has finished. */
 static inline void params_grad_ready(const ParamList *list, const Param *p) {
-    if (list->on_grad_ready) list->on_grad_ready(list->grad_ready_ctx, p);
+    for (int i = 0; i < list->listener_count; i++) list->listeners[i].fn(list->listeners[i].ctx, p);
 }
 int64_t params_count(const ParamList *list); /* number of scalars */
+/* Every value of p drawn uniformly from [-bound, bound] (PyTorch's Linear and Conv2d
+ * initialise weight and bias so, with bound 1/sqrt(fan_in)). */
+void param_uniform(Param *p, float bound, Rng *rng);
 /* Moves both buffers to `device` (the values are copied, the gradients zeroed). */
 void params_to_device(ParamList *list, Device device);
 void params_free(ParamList *list);

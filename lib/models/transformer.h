@@ -17,12 +17,13 @@
  * block draws from its own stream of the seed, so a model split into stages starts
  * with the weights of the unsplit one.
  *
- * A model is a list of blocks, run from block i to block j:
- *   block 0            embedding, positions, dropout     tokens -> x [N, D]
- *   blocks 1 .. L      encoder layer l - 1                x [N, D] -> x [N, D]
- *   block L + 1        decoder                            x [N, D] -> logits [N, V]
- * transformer_init_blocks allocates the parameters and activations of a range only
- * (a pipeline stage); transformer_init the whole model.
+ * The model is a list of blocks (models/block.h), run from block i to block j:
+ *   block 0            embedding, positions, dropout     tokens -> x [N, D]   (embed_block.h)
+ *   blocks 1 .. L      encoder layer l - 1                x [N, D] -> x [N, D] (encoder_block.h)
+ *   block L + 1        decoder                            x [N, D] -> logits [N, V] (lm_head_block.h)
+ * plus its loss, the mean cross-entropy of the logits. transformer_init_blocks builds
+ * the parameters and activations of a range only (a pipeline stage: its m->blocks is
+ * what lib/parallel/pipeline.h runs); transformer_init the whole model.
  *
  * Written once for both devices, as the CNN is: the layers are called through
  * m->layers, the table of the device the model lives on (layers/layer_ops.h), and a
@@ -43,6 +44,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "layers/layer_ops.h"
+#include "models/block.h"
 #include "models/params.h"
 
 typedef struct {
@@ -63,15 +65,6 @@ void transformer_config_check(const TransformerConfig *c);
 /* The number of parameters, without building the model. */
 int64_t transformer_param_count(const TransformerConfig *c);
 
-typedef struct { /* one encoder layer's parameters */
-    Param *in_w, *in_b, *out_w, *out_b, *l1_w, *l1_b, *l2_w, *l2_b, *n1_w, *n1_b, *n2_w, *n2_b;
-} EncoderParams;
-
-typedef struct { /* one encoder layer's activations, kept for the backward ([N = B*T rows]) */
-    Tensor qkv, probs, dropped, ctx, a, a_mask, r1, y1, mean1, rstd1;
-    Tensor h, h_mask, f, f_mask, r2, out, mean2, rstd2;
-} EncoderActs;
-
 typedef struct {
     TransformerConfig cfg;
     int B, T, N;           /* sequences, positions, rows (N = B * T) of the current batches */
@@ -79,29 +72,11 @@ typedef struct {
     Device device;         /* where parameters and buffers live */
     LayerOps layers;       /* that device's layers, or a lesson's */
     int first, last;       /* the blocks this model holds: [first, last) */
-    bool training;         /* dropout on (transformer_train) or off (transformer_eval) */
     uint64_t seed;
-    Rng *rngs;             /* [L + 2] each block's dropout masks, its own stream of the seed:
-                            * a stage of a split model draws what the whole model draws */
-    ParamList params;
-    Param *embedding, *decoder_w, *decoder_b; /* NULL outside the range */
-    EncoderParams *enc;    /* [layers], set for the layers in the range */
-    EncoderActs *acts;     /* [layers], allocated for the layers in the range */
-    Tensor pe;             /* [max_len, D] positions (block 0) */
-    Tensor x0, x0_mask;    /* block 0's output and its dropout mask */
-    const int *tokens;     /* block 0's input of the last forward (device memory) */
-    Tensor logits, dlogits; /* [N, V] block L+1's output, and the loss's gradient */
-    /* workspaces of the backward, allocated once: [N, D] unless said */
-    Tensor dx, d_in, d_out, d_a, d_r, d_y, d_f, d_ctx;
-    Tensor d_h, d_h2, d_qkv, d_scores; /* [N, F], [N, F], [N, 3D], [B, H, T, T] */
-    /* micro-batches in flight (a pipeline stage, transformer_use_slot): slot k's copy of
-     * every activation kept for the backward, and its block 0 input */
-    int slots, slot;       /* slots allocated (0: only the buffers above), the one in use */
-    Tensor *slot_acts;     /* [slots][saved activations] */
-    const int **slot_tokens; /* [slots] */
-    Tensor **slot_live;    /* [saved activations] the model's own fields that slots swap */
-    int slot_count;        /* how many: the saved activations of the model's blocks */
-} Transformer;
+    ParamList params;      /* its blocks' parameters, in block order */
+    BlockList blocks;      /* blocks [first, last) and their activations (blocks.acts) */
+    Tensor dlogits;        /* [N, V] the loss's gradient (a model with the decoder) */
+} Transformer;             /* stays where it was made: its blocks point to params and layers */
 
 /* The whole model, blocks 0 .. L+1, for batches of B sequences of T tokens. */
 void transformer_init(Transformer *m, const TransformerConfig *c, int B, int T, uint64_t seed);
@@ -111,27 +86,32 @@ void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, 
 void transformer_free(Transformer *m);
 /* Moves parameters, gradients, buffers and the positions to `device` and takes that
  * device's layer table; a table without one of the transformer's layers is an error
- * that names it. */
+ * that names it. A model does not move once its blocks' activations have other sets
+ * (a pipeline's): move it first. */
 void transformer_to_device(Transformer *m, Device device);
 /* Batches of T tokens from now on, 1 <= T <= the T the model was built with: the
  * last batch of a pass is shorter (get_batch). The buffers are shortened in place. */
 void transformer_set_seq_len(Transformer *m, int T);
 /* The bytes of activations the forward keeps for the backward, as allocated (for the
- * T the model was built with), and the same counted from the shapes alone: floats
- * per token for blocks [first, last) of a configuration with sequences of T tokens.
- * Workspaces of the backward, parameters and optimiser state are not included. */
+ * T the model was built with), and floats per token for blocks [first, last) of a
+ * configuration with sequences of T tokens: both summed over the blocks' saved
+ * activations. Workspaces of the backward, parameters and optimiser state are not
+ * included. */
 int64_t transformer_activation_bytes(Transformer *m);
 double transformer_activation_floats_per_token(const TransformerConfig *c, int T, int first,
                                                int last);
 static inline int transformer_block_count(const TransformerConfig *c) { return c->layers + 2; }
+/* The forward FLOPs per token of each of the model's blocks for sequences of T tokens
+ * (embedding: next to none, an encoder layer: its GEMMs and attention, the decoder: its
+ * GEMM), into costs[0 .. L+2): what a pipeline's partition balances. */
+void transformer_block_costs(const TransformerConfig *c, int T, double *costs);
+/* A block's name for messages: "embedding", "layer 0", ..., "decoder". */
+const char *transformer_block_name(const TransformerConfig *c, int k, char *buf, int cap);
 
-/* Several micro-batches in flight, as a pipeline stage has them: slot k holds one
- * micro-batch's activations, from its forward until its backward. After
- * transformer_use_slot(m, k), the forward writes and the backward reads slot k's; a
- * slot is allocated when first used (as large as the model's buffers for its longest
- * sequences), so m->slots is the most micro-batches a run ever had in flight at once,
- * and that times transformer_activation_bytes the activation memory it took. */
-void transformer_use_slot(Transformer *m, int slot);
+/* The positions table [max_len, D] (block 0; lesson 04 fills it with its own), and the
+ * logits [N, V] of the last forward (the decoder's output). */
+Tensor *transformer_positions(Transformer *m);
+const Tensor *transformer_logits(Transformer *m);
 
 void transformer_train(Transformer *m); /* dropout on (the default after init) */
 void transformer_eval(Transformer *m);  /* dropout off: the identity */
@@ -157,7 +137,7 @@ float transformer_forward_backward(Transformer *m, const int *tokens, const int 
 /* The mean cross-entropy of the last forward's logits (no gradient): evaluation. */
 float transformer_loss(Transformer *m, const int *targets);
 /* The same, and its gradient in m->dlogits (overwritten): what the decoder's block
- * takes as dout in transformer_backward (a pipeline's last stage). */
+ * takes as dout in transformer_backward. */
 float transformer_loss_grad(Transformer *m, const int *targets);
 
 #endif

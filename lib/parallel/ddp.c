@@ -45,8 +45,7 @@ void ddp_init(Ddp *p, Dist *dist, ParamList *params, double bucket_mb, bool over
         b->waiting++;
         p->bucket_of[i] = (int)(b - p->buckets);
     }
-    params->on_grad_ready = grad_ready;
-    params->grad_ready_ctx = p;
+    params_listen(params, grad_ready, p);
 }
 
 void ddp_broadcast_params(Ddp *p) { dist_broadcast(p->dist, &p->params->values, 0); }
@@ -70,8 +69,7 @@ void ddp_finish_gradients(Ddp *p) {
 }
 
 void ddp_free(Ddp *p) {
-    p->params->on_grad_ready = NULL;
-    p->params->grad_ready_ctx = NULL;
+    params_unlisten(p->params, grad_ready, p);
     xfree(p->buckets);
     xfree(p->bucket_of);
     *p = (Ddp){0};

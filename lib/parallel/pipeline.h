@@ -1,4 +1,4 @@
-/* Pipeline-parallel training (GPipe and 1F1B), in C: the transformer's blocks are cut
+/* Pipeline-parallel training (GPipe and 1F1B), in C: a model's blocks are cut
  * into p stages, one per rank; a batch is cut into m micro-batches; stage s receives
  * each micro-batch's activations from stage s - 1, runs its blocks and sends its output
  * to stage s + 1; the gradients travel back the same way. While stage 1 works on
@@ -6,13 +6,19 @@
  * the start and end of each step (the bubble, (p - 1) / (m + p - 1) of the step when
  * every stage takes the same time).
  *
+ *   transformer_block_costs(&cfg, T, costs);           // the blocks' forward FLOPs
  *   pipeline_partition(costs, blocks, p, first);       // balanced stages: first[0..p]
  *   transformer_init_blocks(&m, &cfg, B / micro, T, seed, first[s], first[s + 1]);
  *   Pipeline pipe;
- *   pipeline_init(&pipe, dist, &m, micro, PIPE_1F1B);
+ *   pipeline_init(&pipe, dist, &m.blocks, micro, PIPE_1F1B);
  *   for each step:
  *       loss = pipeline_step(&pipe, tokens, targets);   // [micro][B/micro * T] each
  *       optimiser step on m.params (each stage its own parameters)
+ *
+ * The pipeline sees only the block interface (models/block.h): this stage's slice of
+ * the model's blocks, their inputs and outputs, and the model's loss on the last stage.
+ * It keeps one set of activations per micro-batch in flight (BlockActs), from the
+ * forward to the backward.
  *
  * A step runs the schedule's list of forwards and backwards (pipeline_schedule). The
  * gradients of all micro-batches are added up (the backward adds, +=), each scaled by
@@ -33,7 +39,7 @@
 #include <stdbool.h>
 
 #include "dist/dist.h"
-#include "models/transformer.h"
+#include "models/block.h"
 
 typedef enum { PIPE_GPIPE, PIPE_1F1B } PipeSchedule;
 typedef enum { PIPE_FORWARD, PIPE_BACKWARD } PipeOpKind;
@@ -54,9 +60,6 @@ const char *pipeline_schedule_name(PipeSchedule schedule); /* "gpipe", "1f1b" */
  * nothing: (p - 1) / (m + p - 1). */
 double pipeline_bubble_formula(int stages, int micro);
 
-/* The forward FLOPs per token of each block (embedding: none, an encoder layer: its
- * GEMMs and attention, the decoder: its GEMM), what the partition balances. */
-void pipeline_block_costs(const TransformerConfig *c, int T, double *costs);
 /* Contiguous stages with at least one block each whose largest cost is the least
  * possible: stage s holds blocks [first[s], first[s + 1]), first[0] = 0,
  * first[stages] = blocks. Ties: the earliest cuts. */
@@ -80,7 +83,7 @@ typedef struct {
     void (*recv_activation)(Pipeline *p, Tensor *x);                 /* from stage - 1 */
     DistRequest *(*send_gradient)(Pipeline *p, const Tensor *dx);    /* to stage - 1 */
     void (*recv_gradient)(Pipeline *p, Tensor *dy);                  /* from stage + 1 */
-    float (*micro_loss_grad)(Pipeline *p, int micro);  /* last stage: loss, dlogits (1/m) */
+    float (*micro_loss_grad)(Pipeline *p, int micro);  /* last stage: loss, dloss (1/m) */
     void (*run_gpipe)(Pipeline *p);                    /* the step's forwards and backwards */
     void (*run_1f1b)(Pipeline *p);
 } PipelineOps;
@@ -91,18 +94,21 @@ struct Pipeline {
     Dist *gradients;          /* the same ranks: gradients, stage s + 1 to s */
     int stage, stages, micro; /* this stage, how many, micro-batches per step */
     PipeSchedule schedule;
-    Transformer *model;       /* this stage's blocks [model->first, model->last) */
+    BlockList *model;         /* this stage's blocks [first, first + count) of the model */
     PipelineOps ops;
     /* one step's micro-batches (device memory): tokens for stage 0, targets for the last */
     const int *const *tokens, *const *targets;
-    /* per activation slot (a micro-batch in flight): the input received from the stage
-     * before, the gradient to send back to it, and the sends still in flight from it */
-    Tensor *in, *din;         /* [slots] of [N, D] */
+    /* per activation slot (a micro-batch in flight): its blocks' activations, the input
+     * received from the stage before, the gradient to send back to it, and the sends
+     * still in flight from it */
+    BlockActs *acts;          /* [slots] */
+    Tensor *in, *din;         /* [slots] of the first block's input shape ([N, D]) */
     DistRequest **send_act, **send_grad; /* [slots] */
     int *slot_of;             /* [micro] the slot of each micro-batch, -1: none */
     bool *slot_busy;          /* [micro] slot k holds a micro-batch in flight */
     int max_slots;            /* slots allocated so far (the peak in flight) */
     Tensor dout;              /* [N, D] the gradient received from the stage after */
+    Tensor dloss;             /* last stage: [N, V] the loss's gradient of a micro-batch */
     float loss_sum;           /* last stage: the step's loss, summed over micro-batches */
     /* the last step's record */
     PipeEvent *events;
@@ -114,9 +120,10 @@ struct Pipeline {
     int log_count;
 };
 
-/* The stage of this rank (stage = rank of d, stages = its world size) over `model`
- * (built with transformer_init_blocks for the stage's blocks and a micro-batch's B). */
-void pipeline_init(Pipeline *p, Dist *d, Transformer *model, int micro, PipeSchedule schedule);
+/* The stage of this rank (stage = rank of d, stages = its world size) over `model`,
+ * its slice of the model's blocks, built for a micro-batch (transformer_init_blocks:
+ * m.blocks). The stages must tile the model in rank order; the last one holds its loss. */
+void pipeline_init(Pipeline *p, Dist *d, BlockList *model, int micro, PipeSchedule schedule);
 void pipeline_free(Pipeline *p);
 
 /* One step: zero the gradients, run the schedule over tokens[0..m) / targets[0..m)
@@ -124,14 +131,18 @@ void pipeline_free(Pipeline *p);
  * sends. Returns the batch's mean loss on every rank (the last stage's, shared). */
 float pipeline_step(Pipeline *p, const int *const *tokens, const int *const *targets);
 
-/* The batch's mean loss, forwards only (evaluation: call transformer_eval first for
- * no dropout); the same arguments as pipeline_step. */
+/* The batch's mean loss, forwards only (evaluation: dropout off first, model->training
+ * false: transformer_eval); the same arguments as pipeline_step. */
 float pipeline_evaluate(Pipeline *p, const int *const *tokens, const int *const *targets);
 
 /* The forward and the backward of micro-batch i on this stage, with their receives
  * and sends: what a schedule calls, in its order. */
 void pipeline_forward(Pipeline *p, int micro);
 void pipeline_backward(Pipeline *p, int micro);
+
+/* The last stage: micro-batch i's mean loss, from the output of its forward, and its
+ * gradient in p->dloss (overwritten): what the backward starts from. */
+float pipeline_loss_grad(Pipeline *p, int micro);
 
 /* The library's own versions of PipelineOps. */
 DistRequest *pipeline_send_activation(Pipeline *p, const Tensor *x);

@@ -140,7 +140,7 @@ EpochStats lm_evaluate_share(Run *run) {
         for (int b = n; b < B; b++) run->seq[b] = run->seq[0];
         load_sequences(run, &run->corpus.test);
         transformer_forward(&run->lm, 0, blocks, run->dev_tokens, NULL);
-        Tensor logits = tensor_rows(&run->lm.logits, n * T); /* the first n sequences' rows */
+        Tensor logits = tensor_rows(transformer_logits(&run->lm), n * T); /* the first n sequences' rows */
         s.loss_sum += (double)run->lm.layers.softmax_cross_entropy_fast(NULL, &logits, run->dev_targets) * n * T;
         s.correct += run->lm.layers.count_correct(&logits, run->dev_targets); /* next token right */
         s.examples += (double)n * T;

@@ -10,7 +10,7 @@
 #include "lesson.h"
 
 float lesson_micro_loss_grad(Pipeline *p, int micro) {
-    const float loss = transformer_loss_grad(p->model, p->targets[micro]);
-    tensor_scale(&p->model->dlogits, 1.0f / (float)p->micro);
+    const float loss = pipeline_loss_grad(p, micro);
+    tensor_scale(&p->dloss, 1.0f / (float)p->micro);
     return loss / (float)p->micro;
 }

@@ -46,7 +46,7 @@ void lesson_run_gpipe(Pipeline *p);
 void lesson_run_1f1b(Pipeline *p);
 
 /* TODO 7.5 (accumulate.c): the last stage's loss of micro-batch i and its gradient
- * in p->model->dlogits, each the micro-batch's share of the whole batch's. */
+ * in p->dloss, each the micro-batch's share of the whole batch's. */
 float lesson_micro_loss_grad(Pipeline *p, int micro);
 
 /* TODO 7.6 (bubble.c): the bubble of a step, measured: the ranks' idle share of the

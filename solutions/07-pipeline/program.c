@@ -153,13 +153,6 @@ static void load_text(Run *run) {
                    c->lm.bptt + 1);
 }
 
-static const char *block_name(const TransformerConfig *m, int k, char *buf, size_t cap) {
-    if (k == 0) snprintf(buf, cap, "embedding");
-    else if (k <= m->layers) snprintf(buf, cap, "layer %d", k - 1);
-    else snprintf(buf, cap, "decoder");
-    return buf;
-}
-
 static void build_stage(Run *run) {
     const Config *c = &run->cfg;
     const int P = run->pipe_dist->world_size, s = run->pipe_dist->rank;
@@ -179,7 +172,7 @@ static void build_stage(Run *run) {
     run->Bm = c->batch_size / (c->micro * c->dp);
     double *costs = xcalloc((size_t)blocks, sizeof *costs);
     int *first = xcalloc((size_t)P + 1, sizeof *first);
-    pipeline_block_costs(m, run->T, costs);
+    transformer_block_costs(m, run->T, costs);
     if (c->split) pipeline_parse_split(c->split, blocks, P, first);
     else lesson_partition(costs, blocks, P, first); /* TODO 7.1 */
     print0("model: %s, %d blocks (embedding, %d encoder layers, decoder), %lld parameters; "
@@ -194,7 +187,7 @@ static void build_stage(Run *run) {
         double cost = 0;
         for (int k = first[t]; k < first[t + 1]; k++) cost += costs[k];
         char a[32], b[32], range[112];
-        block_name(m, first[t], a, sizeof a), block_name(m, first[t + 1] - 1, b, sizeof b);
+        transformer_block_name(m, first[t], a, sizeof a), transformer_block_name(m, first[t + 1] - 1, b, sizeof b);
         if (first[t + 1] - first[t] == 1) snprintf(range, sizeof range, "block %d (%s)", first[t], a);
         else snprintf(range, sizeof range, "blocks %d-%d (%s .. %s)", first[t], first[t + 1] - 1, a, b);
         print0("  stage %d: %s, %.0f%% of the forward FLOPs\n", t, range, 100 * cost / total);
@@ -202,7 +195,7 @@ static void build_stage(Run *run) {
     transformer_init_blocks(&run->stage, m, run->Bm, run->T, (uint64_t)c->seed, first[s], first[s + 1]);
     const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
     if (device != DEVICE_CPU) transformer_to_device(&run->stage, device);
-    pipeline_init(&run->pipe, run->pipe_dist, &run->stage, c->micro,
+    pipeline_init(&run->pipe, run->pipe_dist, &run->stage.blocks, c->micro,
                   strcmp(c->schedule, "1f1b") == 0 ? PIPE_1F1B : PIPE_GPIPE);
     lesson_install(&run->pipe);
     sgd_init(&run->opt, &run->stage.params, c->lr, 0.0f, 0.0f);

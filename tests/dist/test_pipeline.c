@@ -37,7 +37,7 @@ static void build_stage(Transformer *stage, const TransformerConfig *c, int micr
     const int blocks = transformer_block_count(c), p = g_dist->world_size;
     double costs[64];
     int first[16];
-    pipeline_block_costs(c, T, costs);
+    transformer_block_costs(c, T, costs);
     pipeline_partition(costs, blocks, p, first);
     transformer_init_blocks(stage, c, B / micro, T, 5, first[g_dist->rank], first[g_dist->rank + 1]);
 }
@@ -71,7 +71,7 @@ static bool same_as_unsplit(PipeSchedule schedule, int micro, float dropout, boo
     const float want = transformer_forward_backward(&whole, tokens, targets);
     build_stage(&stage, &c, micro);
     Pipeline pipe;
-    pipeline_init(&pipe, g_dist, &stage, micro, schedule);
+    pipeline_init(&pipe, g_dist, &stage.blocks, micro, schedule);
     const int *tok[16], *tgt[16];
     for (int i = 0; i < micro; i++) tok[i] = tokens + i * (B / micro) * T, tgt[i] = targets + i * (B / micro) * T;
     const float loss = pipeline_step(&pipe, tok, tgt);

@@ -1006,8 +1006,8 @@ static int check_pipeline_stage(void) {
     transformer_init(&gpu, &c, Bm, T, 9);
     transformer_to_device(&gpu, DEVICE_CUDA);
     Pipeline pc, pg;
-    pipeline_init(&pc, d, &cpu, M, PIPE_GPIPE);
-    pipeline_init(&pg, d, &gpu, M, PIPE_GPIPE);
+    pipeline_init(&pc, d, &cpu.blocks, M, PIPE_GPIPE);
+    pipeline_init(&pg, d, &gpu.blocks, M, PIPE_GPIPE);
     const float lc = pipeline_step(&pc, tc, yc), lg = pipeline_step(&pg, gc, yg);
     printf("one stage, %d micro-batches: loss %.6f on the CPU, %.6f on the GPU; %d slots\n", M,
            (double)lc, (double)lg, pg.max_slots);

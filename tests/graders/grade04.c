@@ -627,7 +627,7 @@ static int check_layers_in_model(void) {
     Transformer mine, ref;
     transformer_init(&mine, &cfg, B, T, 5);
     transformer_init(&ref, &cfg, B, T, 5);
-    lesson_positional_table(&mine.pe);
+    lesson_positional_table(transformer_positions(&mine));
     lesson_use_my_layers(&mine);
     TokenStream s = random_stream(2 * B * T, cfg.vocab, 17);
     for (int step = 0; step < 2; step++) {
@@ -916,7 +916,7 @@ static int check_evaluate(void) {
     ok = ok && expect_close("perplexity", &ppl, &want_ppl, 1, 0, 1e-4f);
     if (!ok && fabsf(ppl - want_ppl) > 1e-4f * want_ppl && fabs(got.ppl - exp(got.loss)) > 1e-4 * got.ppl)
         printf("hint: the perplexity is exp(mean loss per token)\n");
-    ok = ok && expect_true(mine.training, "the model is still in evaluation mode afterwards: "
+    ok = ok && expect_true(mine.blocks.training, "the model is still in evaluation mode afterwards: "
                            "transformer_train(m) at the end");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
@@ -952,7 +952,7 @@ static int check_learns(void) {
     transformer_init(&e, &cfg, eval_B, bptt, 3);
     Transformer *both[2] = {&m, &e};
     for (int k = 0; k < 2; k++) {
-        lesson_positional_table(&both[k]->pe);
+        lesson_positional_table(transformer_positions(both[k]));
         lesson_use_my_layers(both[k]);
     }
     Optimizer opt;

@@ -367,11 +367,11 @@ static bool step_as_unsplit(Dist *d, PipeSchedule schedule, int micro, const cha
     const int blocks = transformer_block_count(&c), P = d->world_size, s = d->rank;
     double costs[64];
     int first[16];
-    pipeline_block_costs(&c, SEQ, costs);
+    transformer_block_costs(&c, SEQ, costs);
     __real_pipeline_partition(costs, blocks, P, first);
     transformer_init_blocks(&stage, &c, BATCH / micro, SEQ, 5, first[s], first[s + 1]);
     Pipeline pipe;
-    pipeline_init(&pipe, d, &stage, micro, schedule);
+    pipeline_init(&pipe, d, &stage.blocks, micro, schedule);
     g_act = pipe.activations, g_grad = pipe.gradients; /* which communicator each direction uses */
     if (strcmp(which, "gpipe") == 0) pipe.ops.run_gpipe = lesson_run_gpipe;
     else if (strcmp(which, "1f1b") == 0) pipe.ops.run_1f1b = lesson_run_1f1b;
@@ -428,7 +428,7 @@ static bool step_as_unsplit(Dist *d, PipeSchedule schedule, int micro, const cha
                      "(1 / p->micro)? write 1.0f / p->micro");
         else if (fabs(times - 1) > 1e-3 && fabs(times) > 1e-9)
             snprintf(why, sizeof why, ": they are about %.4g times the unsplit model's: the scale of "
-                     "dlogits (TODO 7.5: 1/m)?", times);
+                     "p->dloss (TODO 7.5: 1/m)?", times);
         say(false, "%s, m = %d, stage %d of %d: the gradients differ from the unsplit model's by %.3g "
             "of the largest (allowed %g), most in %s%s", schedule_title(schedule), micro, s, P, diff,
             tol, where, why);
@@ -562,7 +562,7 @@ static int check_partition_tutorial(void) {
                                  .layers = 2, .max_len = 64, .dropout = 0.2f};
     const int blocks = transformer_block_count(&c);
     double costs[8];
-    pipeline_block_costs(&c, 35, costs);
+    transformer_block_costs(&c, 35, costs);
     for (int stages = 2; stages <= 4; stages++) {
         char name[96];
         snprintf(name, sizeof name, "the tutorial's model (embedding, 2 layers, decoder), %d stages", stages);
@@ -593,7 +593,7 @@ static int check_all(void) { return on_2_and_3_step("all", "your functions toget
 
 /* lesson_micro_loss_grad against the library's on a one-stage pipeline (dist "single"):
  * after the forward of micro-batch i, each writes micro-batch i's loss share and its
- * gradient in dlogits. m = 4 micro-batches of 3 sequences of 5 tokens: every wrong
+ * gradient in p->dloss. m = 4 micro-batches of 3 sequences of 5 tokens: every wrong
  * scale (1, m, 1/m^2, 1/B, 1/tokens) gives another ratio. */
 static bool loss_case(int micro, int Bm, int T) {
     const TransformerConfig c = {.vocab = VOCAB, .d_model = 16, .heads = 2, .d_ff = 24,
@@ -605,19 +605,19 @@ static bool loss_case(int micro, int Bm, int T) {
     Transformer m;
     transformer_init_blocks(&m, &c, Bm, T, 5, 0, transformer_block_count(&c));
     Pipeline p;
-    pipeline_init(&p, d, &m, micro, PIPE_GPIPE);
+    pipeline_init(&p, d, &m.blocks, micro, PIPE_GPIPE);
     const int *tok[16], *tgt[16];
     for (int i = 0; i < micro; i++) tok[i] = tokens + i * Bm * T, tgt[i] = targets + i * Bm * T;
     p.tokens = tok, p.targets = tgt;
     bool ok = true;
     for (int i = micro - 1; i >= 0 && ok; i--) { /* the last first: micro-batch 0's targets are wrong there */
-        transformer_forward(&m, m.first, m.last, tok[i], NULL);
+        pipeline_forward(&p, i);
         const float got = lesson_micro_loss_grad(&p, i);
-        Tensor mine = tensor_to(&m.dlogits, DEVICE_CPU);
-        transformer_forward(&m, m.first, m.last, tok[i], NULL);
+        Tensor mine = tensor_to(&p.dloss, DEVICE_CPU);
         const float want = pipeline_micro_loss_grad(&p, i);
-        Tensor ref = tensor_to(&m.dlogits, DEVICE_CPU);
-        /* the gradient's scale: got / want over the whole dlogits (least squares) */
+        Tensor ref = tensor_to(&p.dloss, DEVICE_CPU);
+        pipeline_backward(&p, i); /* its slot free again (the library's loss once more) */
+        /* the gradient's scale: got / want over the whole gradient (least squares) */
         double dot = 0, rr = 0, worst = 0, big = 0;
         for (int64_t k = 0; k < ref.size; k++) dot += (double)mine.data[k] * ref.data[k], rr += (double)ref.data[k] * ref.data[k];
         const double ratio = rr > 0 ? dot / rr : 0;
@@ -630,8 +630,8 @@ static bool loss_case(int micro, int Bm, int T) {
         /* named scales, as multiples of the right one (1/m) */
         const struct { double scale; const char *hint; } scales[] = {
             {1.0, ""},
-            {micro, "m times the right one: the micro-batch's share is 1/m of it (scale p->model->dlogits, after transformer_loss_grad has written it, by 1.0f / p->micro)"},
-            {1.0 / micro, "1/m of the right one: 1/m applied twice (transformer_loss_grad already takes the micro-batch's mean)"},
+            {micro, "m times the right one: the micro-batch's share is 1/m of it (scale p->dloss, after pipeline_loss_grad has written it, by 1.0f / p->micro)"},
+            {1.0 / micro, "1/m of the right one: 1/m applied twice (pipeline_loss_grad already takes the micro-batch's mean)"},
             {(double)micro / Bm, "scaled by 1/B of the micro-batch (sequences): each micro-batch counts 1/m (p->micro), the mean over its tokens is already taken"},
             {(double)micro / B, "scaled by 1/B of the whole batch: the mean over the tokens is already taken; each micro-batch counts 1/m"},
             {(double)micro / (Bm * T), "scaled by 1/(tokens of the micro-batch): the mean is already taken; each micro-batch counts 1/m"},
@@ -647,14 +647,14 @@ static bool loss_case(int micro, int Bm, int T) {
         char head[96];
         snprintf(head, sizeof head, "m = %d micro-batches of %d x %d tokens, micro-batch %d", micro, Bm, T, i);
         if (!ghint || *ghint) {
-            ok = expect_true(false, "%s: the gradient in dlogits is %s%s%s", head,
+            ok = expect_true(false, "%s: the gradient in p->dloss is %s%s%s", head,
                              ghint ? "" : proportional ? "a multiple of the right one, by " : "not the micro-batch's: ",
                              ghint ? ghint : "", ghint ? "" : proportional ? "a factor with no name here" :
                              "the loss of another micro-batch (its targets: p->targets[micro])?");
             if (!ghint && proportional) printf("        (%.6g times the library's)\n", ratio);
         } else if (!lhint || *lhint) {
             ok = expect_true(false, "%s: the returned loss is %.7g, its share of the batch's loss is %.7g: %s", head,
-                             (double)got, (double)want, lhint ? lhint : "return the micro-batch's loss (transformer_loss_grad's) times 1/m");
+                             (double)got, (double)want, lhint ? lhint : "return the micro-batch's loss (pipeline_loss_grad's) times 1/m");
         }
         tensor_free(&mine), tensor_free(&ref);
     }

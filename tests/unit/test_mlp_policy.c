@@ -16,6 +16,10 @@
 #include "layers/tanh.h"
 #include "models/mlp_policy.h"
 
+/* A network's layer l's weight and bias: its block's parameters */
+#define WEIGHT(net, l) ((net).blocks.params->items[(net).blocks.items[l].first_param])
+#define BIAS(net, l) ((net).blocks.params->items[(net).blocks.items[l].first_param + 1])
+
 /* ------------------------------------------------------------ tanh */
 
 static double ulps(float got, double want) {
@@ -210,15 +214,15 @@ static int check_mlp_grad(void) {
         mlp_forward(&pol.actor, x, B);
         mlp_backward(&pol.actor, x, R, B);
         for (int l = 0; l < 3; l++) {
-            Param *ps[2] = {pol.actor.w[l], pol.actor.b[l]};
+            Param *ps[2] = {WEIGHT(pol.actor, l), BIAS(pol.actor, l)};
             for (int j = 0; j < 2; j++)
                 ok = fd_check(ps[j]->name, ps[j]->value.data, ps[j]->grad.data, ps[j]->value.size, mlp_objective, &s,
                               1e-2f, 1e-3, 2e-3) && ok;
         }
         /* the critic's gradients stay 0: only the actor ran backward */
         for (int l = 0; l < 3; l++)
-            for (int64_t i = 0; ok && i < pol.critic.w[l]->grad.size; i++)
-                ok = expect_true(pol.critic.w[l]->grad.data[i] == 0.0f, "%s got a gradient", pol.critic.w[l]->name);
+            for (int64_t i = 0; ok && i < WEIGHT(pol.critic, l)->grad.size; i++)
+                ok = expect_true(WEIGHT(pol.critic, l)->grad.data[i] == 0.0f, "%s got a gradient", WEIGHT(pol.critic, l)->name);
         xfree(x);
         xfree(R);
         mlp_policy_free(&pol);
@@ -241,7 +245,7 @@ static int check_mlp_cached(void) {
         memcpy(yc, mlp_forward_cached(&p.actor, x, batches[k], 1), sizeof(float) * 2 * batches[k]);
         ok = expect_close("cached against plain forward", yc, y, 2 * batches[k], 0, 0) && ok;
     }
-    for (int64_t i = 0; i < p.actor.w[1]->value.size; i++) p.actor.w[1]->value.data[i] *= 2.0f;
+    for (int64_t i = 0; i < WEIGHT(p.actor, 1)->value.size; i++) WEIGHT(p.actor, 1)->value.data[i] *= 2.0f;
     memcpy(yc, mlp_forward_cached(&p.actor, x, 4, 1), sizeof(float) * 8); /* same version: the old weights */
     ok = expect_close("version 1 again: the weights it was made for", yc, y, 8, 0, 0) && ok;
     memcpy(y, mlp_forward(&p.actor, x, 4), sizeof(float) * 8);
@@ -302,12 +306,12 @@ static int check_policy_layout(void) {
     for (int i = 0; ok && i < 12; i++)
         ok = expect_true(strcmp(p.params.items[i]->name, names[i]) == 0, "parameter %d is %s, want %s", i,
                          p.params.items[i]->name, names[i]);
-    ok = ok && orthonormal(p.critic.w[0]->value.data, 64, 4, sqrtf(2.0f)) &&
-         orthonormal(p.critic.w[1]->value.data, 64, 64, sqrtf(2.0f)) &&
-         orthonormal(p.critic.w[2]->value.data, 1, 64, 1.0f) && orthonormal(p.actor.w[2]->value.data, 2, 64, 0.01f);
+    ok = ok && orthonormal(WEIGHT(p.critic, 0)->value.data, 64, 4, sqrtf(2.0f)) &&
+         orthonormal(WEIGHT(p.critic, 1)->value.data, 64, 64, sqrtf(2.0f)) &&
+         orthonormal(WEIGHT(p.critic, 2)->value.data, 1, 64, 1.0f) && orthonormal(WEIGHT(p.actor, 2)->value.data, 2, 64, 0.01f);
     for (int l = 0; ok && l < 3; l++)
-        for (int64_t i = 0; ok && i < p.actor.b[l]->value.size; i++)
-            ok = expect_true(p.actor.b[l]->value.data[i] == 0.0f && p.critic.b[l]->value.data[0] == 0.0f,
+        for (int64_t i = 0; ok && i < BIAS(p.actor, l)->value.size; i++)
+            ok = expect_true(BIAS(p.actor, l)->value.data[i] == 0.0f && BIAS(p.critic, l)->value.data[0] == 0.0f,
                              "a bias starts non-zero");
     ok = ok && expect_true(p.logstd == NULL, "a discrete policy has no log std");
     mlp_policy_free(&p);

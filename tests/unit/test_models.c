@@ -17,6 +17,7 @@
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
 #include "models/cnn.h"
+#include "models/conv_block.h"
 #include "models/params.h"
 #include "train/optim.h"
 
@@ -171,9 +172,10 @@ static int check_cnn_params(void) {
             ok = ok && expect_true(maxabs <= bound * (1 + 1e-6) && maxabs > 0.5 * bound,
                                    "%s: largest |value| %g, PyTorch's init bound is %g", p->name, maxabs, bound);
         }
-        ok = ok && expect_true(m.conv1_w == params_find(&m.params, "conv1.weight") &&
-                                   m.fc2_b == params_find(&m.params, "fc2.bias"),
-                               "the model's parameter pointers are not its list's entries");
+        for (int k = 0; ok && k < 4; k++) /* each block holds its layer's weight and bias */
+            ok = expect_true(m.blocks.items[k].first_param == 2 * k && m.blocks.items[k].params == 2,
+                             "block %d holds parameters %d and up (%d of them), not %d and %d",
+                             k, m.blocks.items[k].first_param, m.blocks.items[k].params, 2 * k, 2 * k + 1);
         cnn_free(&m);
     }
     /* the same seed gives the same weights */
@@ -248,16 +250,20 @@ static float cnn_gradients(Cnn *m, const Tensor *images, const int *labels) {
     return loss;
 }
 
+/* Block k's saved activation j of the last forward (j = 0: its output). */
+static Tensor *saved_of(Cnn *m, int k, int j) { return &blocks_saved(&m->blocks, &m->blocks.acts, k)[j]; }
+
 /* Which way every kink of the network went in the last forward: each max-pool's
- * choice and each ReLU's sign (pool1 > 0, pool2 > 0, fc1 > 0). buf may be NULL;
- * returns the number of entries. */
-static int64_t kink_state(const Cnn *m, int *buf) {
-    const Tensor *signs[3] = {&m->pool1, &m->pool2, &m->fc1};
+ * choice and each ReLU's sign (the ReLUs' outputs > 0). buf may be NULL; returns the
+ * number of entries. */
+static int64_t kink_state(Cnn *m, int *buf) {
+    const Tensor *signs[3] = {saved_of(m, 0, CONV_OUT), saved_of(m, 1, CONV_OUT), saved_of(m, 2, 0)};
     int64_t n = 0;
-    for (int64_t i = 0; i < m->pool1.size; i++, n++)
-        if (buf) buf[n] = m->pool1_arg[i];
-    for (int64_t i = 0; i < m->pool2.size; i++, n++)
-        if (buf) buf[n] = m->pool2_arg[i];
+    for (int k = 0; k < 2; k++) {
+        const Tensor *arg = saved_of(m, k, CONV_ARGMAX);
+        for (int64_t i = 0; i < arg->size; i++, n++)
+            if (buf) buf[n] = ((const int *)arg->data)[i];
+    }
     for (int t = 0; t < 3; t++)
         for (int64_t i = 0; i < signs[t]->size; i++, n++)
             if (buf) buf[n] = signs[t]->data[i] > 0.0f;
@@ -376,7 +382,7 @@ static int check_cnn_small_batch(void) {
     fill_uniform(x.data, x.size, 5, 0.0f, 1.0f);
     Tensor full = cnn_forward(&m, &x);
     bool ok = expect_true(full.ndim == 2 && full.shape[0] == MAXB && full.shape[1] == 10 &&
-                              full.data == m.logits.data,
+                              full.data == saved_of(&m, 3, 0)->data,
                           "cnn_forward returned a [%d, %d] view, expected the [8, 10] rows of logits",
                           full.shape[0], full.shape[1]);
     float want[MAXB * 10];
@@ -459,7 +465,7 @@ static bool same_gradients(const Cnn *a, const Cnn *b, const char *how) {
         const Param *pa = a->params.items[i], *pb = b->params.items[i];
         char what[200];
         snprintf(what, sizeof what, "%s gradient, %s", pa->name, how);
-        if (pa == a->conv1_w || pa == a->conv1_b) {
+        if (i < a->blocks.items[0].params) { /* conv1's */
             float scale = 0.0f;
             for (int64_t j = 0; j < pb->grad.size; j++) scale = fmaxf(scale, fabsf(pb->grad.data[j]));
             ok = expect_close(what, pa->grad.data, pb->grad.data, pa->grad.size, 1e-5f * scale, 1e-5f);
@@ -499,7 +505,7 @@ static int check_cnn_fused_block(void) {
         snprintf(how, sizeof how, "fused vs a table with entries %#x swapped", swap);
         ok = expect_true(calls == want, "%s: the swapped layers were called %d times in a step, expected %d",
                          how, calls, want);
-        ok = ok && expect_true(memcmp(fused.logits.data, mixed.logits.data, sizeof(float) * B * 10) == 0,
+        ok = ok && expect_true(memcmp(saved_of(&fused, 3, 0)->data, saved_of(&mixed, 3, 0)->data, sizeof(float) * B * 10) == 0,
                                "%s: the logits differ in their bits", how);
         ok = ok && same_gradients(&fused, &mixed, how);
         cnn_free(&mixed);

@@ -21,6 +21,7 @@
 #include "core/check.h"
 #include "core/tensor.h"
 #include "framework/check.h"
+#include "models/encoder_block.h"
 #include "models/transformer.h"
 #include "reference/transformer_reference.h"
 
@@ -32,6 +33,9 @@ static TransformerConfig ref_config(float dropout) {
                                .heads = TF_REF_MODEL_H, .d_ff = TF_REF_MODEL_HID,
                                .layers = TF_REF_MODEL_LAYERS, .max_len = 64, .dropout = dropout};
 }
+
+/* Block k's output in the model's own activations (the embedding's, a layer's, the logits). */
+static const Tensor *output_of(Transformer *m, int k) { return &blocks_saved(&m->blocks, &m->blocks.acts, k)[0]; }
 
 static int check_against_pytorch(void) {
     const TransformerConfig c = ref_config(0.0f);
@@ -51,15 +55,15 @@ static int check_against_pytorch(void) {
     params_zero_grad(&m.params);
     const float loss = transformer_forward_backward(&m, TF_REF_MODEL_TOKENS, TF_REF_MODEL_TARGETS);
     const int64_t ND = (int64_t)m.N * c.d_model;
-    ok = expect_close("hidden state after the positions", m.x0.data, TF_REF_MODEL_HIDDEN, ND,
+    ok = expect_close("hidden state after the positions", output_of(&m, 0)->data, TF_REF_MODEL_HIDDEN, ND,
                       REF_ATOL, REF_RTOL);
     for (int l = 0; l < c.layers; l++) {
         char what[64];
         snprintf(what, sizeof what, "hidden state after layer %d", l);
-        ok = expect_close(what, m.acts[l].out.data, TF_REF_MODEL_HIDDEN + (l + 1) * ND, ND,
+        ok = expect_close(what, output_of(&m, l + 1)->data, TF_REF_MODEL_HIDDEN + (l + 1) * ND, ND,
                           REF_ATOL, REF_RTOL) && ok;
     }
-    ok = expect_close("logits", m.logits.data, TF_REF_MODEL_LOGITS, m.logits.size, REF_ATOL,
+    ok = expect_close("logits", transformer_logits(&m)->data, TF_REF_MODEL_LOGITS, transformer_logits(&m)->size, REF_ATOL,
                       REF_RTOL) && ok;
     ok = expect_true(fabsf(loss - TF_REF_MODEL_LOSS) <= 1e-5f * TF_REF_MODEL_LOSS,
                      "loss %.9g, PyTorch %.9g", loss, TF_REF_MODEL_LOSS) && ok;
@@ -193,12 +197,19 @@ static int check_errors_and_sizes(void) {
                            (long long)transformer_param_count(&small));
     /* the tutorial's initialisation: embedding within +-0.1, norms 1 and 0, decoder bias 0 */
     bool in_range = true;
-    for (int64_t i = 0; i < m.embedding->value.size; i++)
-        in_range = in_range && fabsf(m.embedding->value.data[i]) <= 0.1f;
+    const Param *emb = params_find(&m.params, "embedding.weight");
+    for (int64_t i = 0; i < emb->value.size; i++) in_range = in_range && fabsf(emb->value.data[i]) <= 0.1f;
     const Param *n1 = params_find(&m.params, "transformer_encoder.layers.1.norm1.weight");
+    const Param *bias = params_find(&m.params, "linear.bias");
     ok = ok && expect_true(in_range, "an embedding weight outside +-0.1") &&
          expect_true(n1 && n1->value.data[0] == 1.0f, "norm1.weight does not start at 1") &&
-         expect_true(m.decoder_b->value.data[0] == 0.0f, "the decoder's bias does not start at 0");
+         expect_true(bias->value.data[0] == 0.0f, "the decoder's bias does not start at 0");
+    /* each block declared its own parameters: 1, 12 per layer, 2 */
+    for (int k = 0; ok && k < m.blocks.count; k++) {
+        const int want = k == 0 ? 1 : k <= small.layers ? 12 : 2;
+        ok = expect_true(m.blocks.items[k].params == want, "block %d holds %d parameters, not %d",
+                         k, m.blocks.items[k].params, want);
+    }
     transformer_free(&m);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
@@ -238,9 +249,16 @@ static int check_shorter_batch(void) {
                           "built for %d", T, SHORT, SHORT);
     Transformer m;
     transformer_init(&m, &c, B, T, 1);
+    int all[B * T] = {0};
     transformer_set_seq_len(&m, 3);
+    transformer_forward(&m, 0, m.last, all, NULL);
+    const Tensor *probs = &blocks_saved(&m.blocks, &m.blocks.acts, 1)[ENCODER_PROBS];
+    ok = ok && expect_true(probs->shape[2] == 3 && probs->shape[3] == 3 && transformer_logits(&m)->shape[0] == B * 3,
+                           "at 3 tokens: attention [%d, %d] per head, %d rows of logits", probs->shape[2],
+                           probs->shape[3], transformer_logits(&m)->shape[0]);
     transformer_set_seq_len(&m, T); /* back to the full length */
-    ok = ok && expect_true(m.N == B * T && m.acts[0].probs.shape[3] == T,
+    transformer_forward(&m, 0, m.last, all, NULL);
+    ok = ok && expect_true(m.N == B * T && probs->shape[3] == T && m.dlogits.shape[0] == B * T,
                            "after growing back to %d tokens: %d rows", T, m.N);
     ChildResult r;
     run_child(too_long, &m, &r);
@@ -258,14 +276,23 @@ static int check_activation_bytes(void) {
     enum { B = 3, T = 10 };
     bool ok = true;
     const int blocks = transformer_block_count(&c);
+    /* per token: the embedding's output and mask 2D; a layer's qkv 3D, attention
+     * probabilities and their dropped copy 2 H T, ctx, a's mask, r1, y1, f's mask, r2, out
+     * 7D, h and its mask 2F, two means and two deviations 4; the logits V */
+    const double D = c.d_model, H = c.heads, F = c.d_ff, V = c.vocab;
+    const double per_layer = 3 * D + 2 * H * T + 7 * D + 2 * F + 4;
     for (int first = 0; ok && first < blocks; first++) {
+        double floats = 0;
+        for (int k = first; k < blocks; k++) floats += k == 0 ? 2 * D : k <= c.layers ? per_layer : V;
         Transformer m;
         transformer_init_blocks(&m, &c, B, T, 1, first, blocks);
-        const double want = transformer_activation_floats_per_token(&c, T, first, blocks) * 4.0 * B * T;
+        const double counted = transformer_activation_floats_per_token(&c, T, first, blocks);
         const int64_t got = transformer_activation_bytes(&m);
-        ok = expect_true((double)got == want,
-                         "blocks [%d, %d): %lld bytes of activations allocated, %.0f from the shapes",
-                         first, blocks, (long long)got, want);
+        ok = expect_true((double)got == floats * 4.0 * B * T,
+                         "blocks [%d, %d): %lld bytes of activations allocated, %.0f by the formula",
+                         first, blocks, (long long)got, floats * 4.0 * B * T) &&
+             expect_true(counted == floats, "blocks [%d, %d): %.1f floats per token counted, %.1f "
+                         "by the formula", first, blocks, counted, floats);
         transformer_free(&m);
     }
     return ok ? CHECK_PASS : CHECK_FAIL;

@@ -1,0 +1,322 @@
+#include "block.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/check.h"
+
+Tensor block_shape(int ndim, ...) {
+    CHECK(ndim >= 1 && ndim <= TENSOR_MAX_DIMS, "a shape of %d dimensions", ndim);
+    Tensor t = {.ndim = ndim, .size = 1};
+    va_list ap;
+    va_start(ap, ndim);
+    for (int i = 0; i < ndim; i++) t.shape[i] = va_arg(ap, int), t.size *= t.shape[i];
+    va_end(ap);
+    return t;
+}
+
+/* A zero-filled tensor of that shape on the device. */
+static Tensor zeros_like_shape(Device device, const Tensor *s) {
+    const int *d = s->shape;
+    switch (s->ndim) {
+    case 1: return tensor_zeros_on(device, 1, d[0]);
+    case 2: return tensor_zeros_on(device, 2, d[0], d[1]);
+    case 3: return tensor_zeros_on(device, 3, d[0], d[1], d[2]);
+    default: return tensor_zeros_on(device, 4, d[0], d[1], d[2], d[3]);
+    }
+}
+
+/* Scratch views start on 64-byte boundaries, as separate allocations would. */
+static int64_t padded(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+static Block *item(const BlockList *l, int index) {
+    CHECK(index >= l->first && index < l->first + l->count,
+          "block %d: this model holds blocks %d to %d", index, l->first, l->first + l->count - 1);
+    return &l->items[index - l->first];
+}
+
+void blocks_init(BlockList *l, ParamList *params, const LayerOps *layers, int first, int total,
+                 int B_max, int T_max) {
+    CHECK(B_max >= 1 && T_max >= 1 && first >= 0 && first < total,
+          "blocks from %d of %d for batches of %d x %d", first, total, B_max, T_max);
+    memset(l, 0, sizeof *l);
+    l->params = params, l->layers = layers, l->device = layers->device;
+    l->first = first, l->total = total, l->training = true;
+    l->B_max = l->B = B_max, l->T_max = l->T = T_max;
+}
+
+Block *blocks_add(BlockList *l, const BlockType *type, void *state, const char *name, int first_param) {
+    CHECK(l->acts.count == 0, "block '%s' added after blocks_allocate", name);
+    CHECK(l->first + l->count < l->total, "block '%s' is one more than the model's %d", name, l->total);
+    if (l->count == l->capacity) {
+        const int cap = l->capacity ? 2 * l->capacity : 8;
+        Block *items = xcalloc((size_t)cap, sizeof *items);
+        if (l->count) memcpy(items, l->items, (size_t)l->count * sizeof *items);
+        xfree(l->items);
+        l->items = items, l->capacity = cap;
+    }
+    Block *b = &l->items[l->count];
+    *b = (Block){.type = type, .state = state, .index = l->first + l->count,
+                 .first_param = first_param, .params = l->params->count - first_param};
+    snprintf(b->name, sizeof b->name, "%s", name);
+    l->count++;
+    return b;
+}
+
+/* ---------------------------------------------------------------- activations */
+
+Tensor *blocks_saved(const BlockList *l, BlockActs *a, int index) {
+    return &a->saved[(size_t)(item(l, index) - l->items) * BLOCK_SAVED_MAX];
+}
+
+void blocks_acts_init(const BlockList *l, BlockActs *a) {
+    memset(a, 0, sizeof *a);
+    a->count = l->count;
+    a->saved = xcalloc((size_t)l->count * BLOCK_SAVED_MAX, sizeof *a->saved);
+    a->saved_count = xcalloc((size_t)l->count, sizeof *a->saved_count);
+    for (int i = 0; i < l->count; i++) {
+        const Block *b = &l->items[i];
+        Tensor *t = &a->saved[(size_t)i * BLOCK_SAVED_MAX];
+        const int n = b->type->saved(b, l->B_max, l->T_max, t);
+        CHECK(n >= 1 && n <= BLOCK_SAVED_MAX, "block '%s' keeps %d activations", b->name, n);
+        for (int j = 0; j < n; j++) t[j] = zeros_like_shape(l->device, &t[j]);
+        a->saved_count[i] = n;
+    }
+    a->B = l->B_max, a->T = l->T_max;
+}
+
+void blocks_acts_free(BlockActs *a) {
+    for (int i = 0; i < a->count; i++)
+        for (int j = 0; j < a->saved_count[i]; j++) tensor_free(&a->saved[(size_t)i * BLOCK_SAVED_MAX + j]);
+    xfree(a->saved), xfree(a->saved_count);
+    memset(a, 0, sizeof *a);
+}
+
+/* Every activation of a reshaped for B x T: a prefix of its buffer, which stays put. */
+static void shape_acts(const BlockList *l, BlockActs *a, int B, int T) {
+    CHECK(a->count == l->count, "activations of %d blocks for a model of %d", a->count, l->count);
+    if (a->B == B && a->T == T) return;
+    Tensor shapes[BLOCK_SAVED_MAX];
+    for (int i = 0; i < l->count; i++) {
+        const Block *b = &l->items[i];
+        const int n = b->type->saved(b, B, T, shapes);
+        for (int j = 0; j < n; j++) {
+            Tensor *t = &a->saved[(size_t)i * BLOCK_SAVED_MAX + j];
+            t->ndim = shapes[j].ndim, t->size = shapes[j].size;
+            memcpy(t->shape, shapes[j].shape, sizeof t->shape);
+        }
+    }
+    a->B = B, a->T = T;
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+static int64_t scratch_floats(const Block *b, int B, int T) {
+    if (!b->type->scratch) return 0;
+    Tensor shapes[BLOCK_SAVED_MAX];
+    const int n = b->type->scratch(b, B, T, shapes);
+    CHECK(n >= 0 && n <= BLOCK_SAVED_MAX, "block '%s' asks for %d scratch tensors", b->name, n);
+    int64_t floats = 0;
+    for (int j = 0; j < n; j++) floats += padded(shapes[j].size);
+    return floats;
+}
+
+void blocks_allocate(BlockList *l) {
+    CHECK(l->count > 0 && l->acts.count == 0, "blocks_allocate of %s",
+          l->count ? "a list allocated before" : "an empty list");
+    blocks_acts_init(l, &l->acts);
+    int64_t work = 0, grad = 0;
+    for (int i = 0; i < l->count; i++) {
+        const Block *b = &l->items[i];
+        const int64_t w = scratch_floats(b, l->B_max, l->T_max);
+        work = w > work ? w : work;
+        Tensor in;
+        b->type->input(b, l->B_max, l->T_max, &in);
+        if (i > 0 && in.ndim > 0) grad = in.size > grad ? in.size : grad; /* items[0]'s: din */
+    }
+    CHECK(work <= INT32_MAX && grad <= INT32_MAX, "scratch of %lld floats", (long long)work);
+    if (work) l->work = tensor_zeros_on(l->device, 1, (int)work);
+    for (int k = 0; grad && k < 2; k++) l->grad[k] = tensor_zeros_on(l->device, 1, (int)grad);
+}
+
+void blocks_free(BlockList *l) {
+    for (int i = 0; i < l->count; i++) {
+        Block *b = &l->items[i];
+        if (b->type->free) b->type->free(b);
+        else xfree(b->state);
+    }
+    blocks_acts_free(&l->acts);
+    tensor_free(&l->work), tensor_free(&l->grad[0]), tensor_free(&l->grad[1]);
+    xfree(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+static void move(Tensor *t, Device device) {
+    Tensor moved = tensor_to(t, device);
+    tensor_free(t);
+    *t = moved;
+}
+
+void blocks_to_device(BlockList *l, Device device) {
+    if (l->device == device) return;
+    for (int i = 0; i < l->count; i++)
+        if (l->items[i].type->to_device) l->items[i].type->to_device(&l->items[i], device);
+    l->device = device;
+    if (l->acts.count) { /* contents are scratch: new buffers, as large as at the start */
+        blocks_acts_free(&l->acts);
+        blocks_acts_init(l, &l->acts);
+    }
+    move(&l->work, device), move(&l->grad[0], device), move(&l->grad[1], device);
+}
+
+void blocks_set_batch(BlockList *l, int B, int T) {
+    if (B < 1 || B > l->B_max || T < 1 || T > l->T_max)
+        fatal("a batch of %d x %d: the model was built for 1 to %d sequences of 1 to %d "
+              "tokens", B, T, l->B_max, l->T_max);
+    l->B = B, l->T = T;
+}
+
+/* ---------------------------------------------------------------- running */
+
+static void hooks(BlockList *l, Block *b, BlockPass pass, bool after) {
+    for (int i = 0; i < l->hook_count; i++) l->hooks[i].fn(l->hooks[i].ctx, l, b, pass, after);
+}
+
+/* Block b's scratch for B x T, laid out in the list's buffer. */
+static Tensor *scratch_views(const BlockList *l, const Block *b, int B, int T, Tensor *views) {
+    if (!b->type->scratch) return NULL;
+    const int n = b->type->scratch(b, B, T, views);
+    float *p = l->work.data;
+    for (int j = 0; j < n; j++) {
+        views[j].data = p, views[j].device = l->device;
+        p += padded(views[j].size);
+    }
+    return views;
+}
+
+static void check_range(const BlockList *l, int first, int last) {
+    CHECK(first >= l->first && last <= l->first + l->count && first < last,
+          "blocks [%d, %d) outside the model's [%d, %d)", first, last, l->first, l->first + l->count);
+}
+
+const Tensor *blocks_forward(BlockList *l, BlockActs *a, int first, int last, const int *ids,
+                             const Tensor *in) {
+    check_range(l, first, last);
+    shape_acts(l, a, l->B, l->T);
+    Block *b = item(l, first);
+    Tensor want;
+    b->type->input(b, l->B, l->T, &want);
+    if (want.ndim == 0) {
+        CHECK(ids, "block %d (%s) reads ids, and none were given", first, b->name);
+        a->ids = ids;
+    } else {
+        CHECK(in, "block %d (%s)'s input is missing", first, b->name);
+        if (!tensor_same_shape(in, &want)) {
+            char got[64], exp[64];
+            die_at(__FILE__, __LINE__, "block %d (%s) takes %s, given %s", first, b->name,
+                   tensor_shape_str(&want, exp, 64), tensor_shape_str(in, got, 64));
+        }
+        CHECK_DEVICE(in, l->device);
+    }
+    const Tensor *x = in;
+    Tensor work[BLOCK_SAVED_MAX];
+    for (int k = first; k < last; k++) {
+        b = item(l, k);
+        const BlockCall c = {.ops = l->layers, .device = l->device, .B = l->B, .T = l->T,
+                             .training = l->training, .rng = &b->rng,
+                             .saved = blocks_saved(l, a, k), .in = x, .ids = a->ids,
+                             .work = scratch_views(l, b, l->B, l->T, work)};
+        hooks(l, b, BLOCK_FORWARD, false);
+        b->type->forward(b, &c);
+        hooks(l, b, BLOCK_FORWARD, true);
+        x = &c.saved[0];
+    }
+    return x;
+}
+
+void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tensor *dout,
+                     const Tensor *in, Tensor *din) {
+    check_range(l, first, last);
+    CHECK_SAME_SHAPE(dout, &blocks_saved(l, a, last - 1)[0]);
+    /* between blocks, the gradient goes to one of two buffers in turn, so that a block
+     * never reads what it writes */
+    Tensor between[2], work[BLOCK_SAVED_MAX];
+    const Tensor *g = dout;
+    for (int k = last - 1, turn = 0; k >= first; k--, turn ^= 1) {
+        Block *b = item(l, k);
+        const Tensor *x = k == first ? in : &blocks_saved(l, a, k - 1)[0];
+        Tensor *target = din;
+        if (k > first) { /* the input's gradient: the previous block's output's shape */
+            between[turn] = l->grad[turn];
+            between[turn].ndim = x->ndim, between[turn].size = x->size;
+            memcpy(between[turn].shape, x->shape, sizeof x->shape);
+            tensor_fill(&between[turn], 0.0f);
+            target = &between[turn];
+        } else if (din) {
+            CHECK(in, "block %d (%s) reads ids: it has no input gradient", k, b->name);
+            CHECK_SAME_SHAPE(din, in);
+        }
+        const BlockCall c = {.ops = l->layers, .device = l->device, .B = a->B, .T = a->T,
+                             .training = l->training, .rng = &b->rng,
+                             .saved = blocks_saved(l, a, k), .in = x, .ids = a->ids,
+                             .work = scratch_views(l, b, a->B, a->T, work), .dout = g,
+                             .din = target};
+        hooks(l, b, BLOCK_BACKWARD, false);
+        b->type->backward(b, &c);
+        for (int j = b->params - 1; j >= 0; j--) /* final: data parallel may reduce them */
+            params_grad_ready(l->params, l->params->items[b->first_param + j]);
+        hooks(l, b, BLOCK_BACKWARD, true);
+        g = target;
+    }
+}
+
+float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout) {
+    CHECK(l->loss, "this model has no loss of its own");
+    if (!out) out = &blocks_saved(l, &l->acts, l->first + l->count - 1)[0];
+    return l->loss(l->layers, out, targets, dout);
+}
+
+void blocks_add_hook(BlockList *l, BlockHookFn fn, void *ctx) {
+    CHECK(l->hook_count < BLOCK_HOOKS_MAX, "more than %d hooks on one model", BLOCK_HOOKS_MAX);
+    l->hooks[l->hook_count].fn = fn;
+    l->hooks[l->hook_count++].ctx = ctx;
+}
+
+void blocks_remove_hook(BlockList *l, BlockHookFn fn, void *ctx) {
+    int k = 0;
+    while (k < l->hook_count && (l->hooks[k].fn != fn || l->hooks[k].ctx != ctx)) k++;
+    CHECK(k < l->hook_count, "blocks_remove_hook of a hook that was never added");
+    for (; k + 1 < l->hook_count; k++) l->hooks[k] = l->hooks[k + 1];
+    l->hook_count--;
+}
+
+/* ---------------------------------------------------------------- counts */
+
+int64_t blocks_saved_bytes(const BlockList *l, int first, int last, int B, int T) {
+    check_range(l, first, last);
+    Tensor shapes[BLOCK_SAVED_MAX];
+    int64_t floats = 0;
+    for (int k = first; k < last; k++) {
+        const Block *b = item(l, k);
+        const int n = b->type->saved(b, B, T, shapes);
+        for (int j = 0; j < n; j++) floats += shapes[j].size;
+    }
+    return floats * (int64_t)sizeof(float);
+}
+
+void blocks_costs(const BlockList *l, int T, double *costs) {
+    for (int i = 0; i < l->count; i++) costs[i] = l->items[i].type->flops(&l->items[i], T);
+}
+
+void blocks_input_shape(const BlockList *l, int index, int B, int T, Tensor *shape) {
+    const Block *b = item(l, index);
+    b->type->input(b, B, T, shape);
+}
+
+void blocks_output_shape(const BlockList *l, int index, int B, int T, Tensor *shape) {
+    const Block *b = item(l, index);
+    Tensor shapes[BLOCK_SAVED_MAX];
+    b->type->saved(b, B, T, shapes);
+    *shape = shapes[0];
+}

@@ -1,0 +1,13 @@
+/* The language model's last block, the tutorial's decoder: a linear layer from the
+ * model's width to the vocabulary, x [N, D] -> logits [N, V], with PREFIX.weight
+ * uniform in +-0.1 and PREFIX.bias 0 (init_weights), and its loss: the mean
+ * cross-entropy of the logits against the next tokens (lm_head_loss, a BlockLossFn). */
+#ifndef MODELS_LM_HEAD_BLOCK_H
+#define MODELS_LM_HEAD_BLOCK_H
+
+#include "models/block.h"
+
+Block *lm_head_block_add(BlockList *l, const char *prefix, int d_model, int vocab);
+float lm_head_loss(const LayerOps *ops, const Tensor *logits, const int *targets, Tensor *dlogits);
+
+#endif
