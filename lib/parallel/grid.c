@@ -196,7 +196,7 @@ void grid_init(Grid *g, Dist *world, GridShape shape) {
     if (!g->inside_node[GRID_TENSOR])
         print0("warning: tensor groups of %d ranks span nodes (%d ranks per node): every layer's "
                "all-reduces cross the network; a tensor size that divides %d keeps them inside "
-               "a node\n", shape.tp, g->per_node, g->per_node);
+               "a node where ranks are placed in blocks (srun's and mpirun's default)\n", shape.tp, g->per_node, g->per_node);
 }
 
 void grid_describe(const Grid *g, char *out, size_t cap) {

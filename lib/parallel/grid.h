@@ -62,8 +62,9 @@ const char *grid_axis_name(GridAxis a);
 int grid_axis_size(GridShape s, GridAxis a);
 
 /* 0 when dp x pp x tp = world (a 0 among them is first replaced by what remains);
- * else -1 with a message in msg that names the sizes and the divisors of world:
- * "grid: data 3 x pipeline 1 x tensor 2 is 6 ranks, but the job has 8: ..." */
+ * else -1 with a message in msg (when not NULL) that names the sizes, the divisors of
+ * world and a shape that fits: "grid: data 3 x pipeline 1 x tensor 2 is 6 ranks, but
+ * the job has 8; sizes that divide 8: 1, 2, 4, 8 (e.g. data 4 x pipeline 1 x tensor 2)" */
 int grid_check_shape(GridShape *s, int world, char *msg, size_t cap);
 
 /* rank <-> (d, p, t) */
