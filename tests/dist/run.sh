@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # lib/dist with several ranks, as users start them: mpirun with 2 and 3 CPU ranks
 # (more ranks than cores is fine: --oversubscribe); lib/parallel/pipeline with 2, 3
-# and 4 stages against the unsplit transformer; then the faults a job must
+# and 4 stages against the unsplit transformer; lib/parallel/grid: every layout of 1,
+# 2, 4, 8 and 16 ranks checked with collectives on its axes; then the faults a job must
 # survive by ending: a rank that hangs, a rank that dies, ranks with different models.
 # Each must end the whole job within a bounded time, with a message naming the cause.
 # Last line: "N passed, M failed[, K skipped]". Skipped (never passed) without mpirun.
@@ -10,11 +11,12 @@ set -u
 build=${1:-build}
 bin=$build/tests/dist/test_collectives
 pipe_bin=$build/tests/dist/test_pipeline
+grid_bin=$build/tests/dist/test_grid
 passed=0 failed=0 skipped=0
 pass() { echo "PASS  $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
 
-if ! command -v mpirun >/dev/null || [ ! -x "$bin" ] || [ ! -x "$pipe_bin" ]; then
+if ! command -v mpirun >/dev/null || [ ! -x "$bin" ] || [ ! -x "$pipe_bin" ] || [ ! -x "$grid_bin" ]; then
     echo "SKIP  lib/dist with several ranks: needs ranks: Open MPI's mpirun (sudo make deps) and $bin"
     echo "0 passed, 0 failed, 1 skipped"
     exit 0
@@ -23,9 +25,11 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(mpirun --oversubscribe --mca btl self,vader,tcp)
 
-for run in "$bin 2" "$bin 3" "$pipe_bin 2" "$pipe_bin 3" "$pipe_bin 4"; do
+for run in "$bin 2" "$bin 3" "$pipe_bin 2" "$pipe_bin 3" "$pipe_bin 4" \
+    "$grid_bin 1" "$grid_bin 2" "$grid_bin 4" "$grid_bin 8" "$grid_bin 16"; do
     prog=${run% *} n=${run##* } what=lib/dist
     [ "$prog" = "$pipe_bin" ] && what=lib/parallel/pipeline
+    [ "$prog" = "$grid_bin" ] && what=lib/parallel/grid
     out=$(timeout 300 "${mpi[@]}" -n "$n" "$prog" 2>&1)
     printf '%s\n' "$out" | grep -E '^(PASS|FAIL|==|        )' | sed 's/^/    /'
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)
