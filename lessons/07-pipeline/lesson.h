@@ -18,6 +18,7 @@
 #include "data/text.h"
 #include "dist/dist.h"
 #include "models/transformer.h"
+#include "parallel/grid.h"
 #include "parallel/pipeline.h"
 #include "train/lm_options.h"
 #include "train/optim.h"

@@ -91,7 +91,9 @@ static Config parse_args(int argc, char **argv) {
 
 typedef struct {
     Config cfg;
-    Dist *world, *pipe_dist, *dp_dist; /* all ranks; this pipeline's stages; this stage's replicas */
+    Dist *world;                    /* all ranks */
+    Grid grid;                      /* data x pipeline (x tensor 1): lib/parallel/grid.h */
+    Dist *pipe_dist, *dp_dist;      /* this pipeline's stages; this stage's replicas (--dp > 1) */
     TextCorpus corpus;
     TextBatches train, valid, test; /* batchify: batch_size columns */
     TransformerConfig model_cfg;
@@ -121,9 +123,9 @@ static void join(Run *run) {
     if (W % c->dp != 0)
         fatal("%d ranks cannot form --dp %d pipelines of equal length", W, c->dp);
     /* ranks 0 .. P-1 are pipeline 0, P .. 2P-1 pipeline 1, ...; rank r is stage r % P */
-    const int P = W / c->dp, r = run->world->rank;
-    run->pipe_dist = c->dp > 1 ? dist_split(run->world, r / P, r) : run->world;
-    run->dp_dist = c->dp > 1 ? dist_split(run->world, r % P, r) : NULL;
+    grid_init(&run->grid, run->world, (GridShape){.dp = c->dp, .pp = W / c->dp, .tp = 1});
+    run->pipe_dist = run->grid.pipe;
+    run->dp_dist = c->dp > 1 ? run->grid.data : NULL;
     char line[256];
     dist_describe(run->world, line, sizeof line);
     print0("%s\n", line);
@@ -378,8 +380,7 @@ static void finish(Run *run) {
     transformer_free(&run->stage);
     text_batches_free(&run->train), text_batches_free(&run->valid), text_batches_free(&run->test);
     text_free(&run->corpus);
-    if (run->dp_dist) dist_finalize(run->dp_dist);
-    if (run->pipe_dist != run->world) dist_finalize(run->pipe_dist);
+    grid_free(&run->grid);
     dist_finalize(run->world);
 }
 
