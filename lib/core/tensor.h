@@ -28,7 +28,8 @@
 
 typedef enum { DEVICE_CPU = 0, DEVICE_CUDA = 1 } Device;
 
-/* The storage is a union, last: a nested {0} initialises ndim, not half of it. */
+/* The storage last: a {0} inside another initialiser (a struct of tensors) then sets
+ * ndim, a plain int, rather than a union left without its braces (-Wmissing-braces). */
 typedef struct {
     int ndim;
     int shape[TENSOR_MAX_DIMS];
@@ -78,6 +79,7 @@ typedef struct {
 /* Called by the backend when it starts; NULL unregisters (device tensors then stop
  * with a message saying the backend was not started). */
 void tensor_register_device(Device device, const TensorDeviceOps *ops);
+const char *device_name(Device device); /* "cpu" or "cuda" */
 
 /* What a device backend provides for 16-bit tensors, registered apart from the rest
  * (lib/cuda/tensor.cu, when a program that uses the GPU starts); the backend must be
@@ -89,7 +91,6 @@ typedef struct {
     void (*convert)(void *dst, DType dst_dtype, const void *src, DType src_dtype, int64_t n);
 } TensorDtypeOps;
 void tensor_register_dtype_ops(Device device, const TensorDtypeOps *ops);
-const char *device_name(Device device); /* "cpu" or "cuda" */
 
 /* Raw memory on a device, for what is not a float tensor (max-pool's argmax, labels):
  * zero-filled; device_free(device, NULL) does nothing. */

@@ -37,8 +37,9 @@
  *                             reduce-scatter then an all-gather)
  *   all-gather into W n,      sent = received = (W - 1) / W x B     (B = W n s: the
  *   reduce-scatter from W n   full buffer; each rank sends its block to W - 1 others)
- *   broadcast of n            a pipelined chain from the root: the root sends B, the
- *                             rank before it in the ring receives B, every other rank
+ *   broadcast of n            a pipelined chain from the root around the ring: the
+ *                             root sends B and receives nothing, the rank just before
+ *                             it receives B and sends nothing, every other rank
  *                             receives and sends B (each receives B once: the least)
  *   send, receive             the tensor's bytes, exactly
  *   barrier                   calls only

@@ -1,6 +1,6 @@
-// The NCCL backend: GPU tensors, NCCL's collectives on a CUDA stream of their own, so
-// that they overlap with the computation on the default stream. Compiled where NCCL
-// was found (HAVE_NCCL).
+// The NCCL backend: GPU tensors (float32, bfloat16, float16: NCCL's own types), NCCL's
+// collectives on a CUDA stream of their own, so that they overlap with the computation
+// on the default stream. Compiled where NCCL was found (HAVE_NCCL).
 //
 // Ordering: an operation first makes its stream wait for everything queued so far on
 // the default stream (an event), so it reduces finished gradients; waiting for it
