@@ -10,7 +10,9 @@
  * MPI: HAVE_MPI); --device cuda the NCCL backend on one GPU per rank. Each size: warm-up calls, then the best of --rounds rounds
  * of --iters calls, each round's time the ranks' mean (they start together after a
  * barrier and a collective ends nearly together on all). Prints a table; --metrics
- * writes one JSON line per size. */
+ * writes one JSON line per size. --dtype bfloat16 or float16 sums 16-bit values
+ * (half the bytes per element; MPI through lib/dist's own 16-bit sum, so without the
+ * plain MPI_Allreduce, which has no such type). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@
 #endif
 
 typedef struct {
-    const char *device, *metrics, *max_bytes;
+    const char *device, *metrics, *max_bytes, *dtype;
     int iters, rounds, ranks;
 } Config;
 
@@ -67,10 +69,11 @@ static double time_all_reduce(Dist *d, Tensor *t, int iters, int blocking) {
 }
 
 int main(int argc, char **argv) {
-    Config c = {.device = "cpu", .max_bytes = "256M", .iters = 20, .rounds = 3};
+    Config c = {.device = "cpu", .max_bytes = "256M", .dtype = "float32", .iters = 20, .rounds = 3};
     ArgSpec specs[] = {
         {"device", ARG_CHOICE, &c.device, "cpu: MPI backend; cuda: NCCL, one GPU per rank", "cpu|cuda"},
         {"max-bytes", ARG_STRING, &c.max_bytes, "largest message (8 bytes up to it, x2 each step)", NULL},
+        {"dtype", ARG_CHOICE, &c.dtype, "element type of the messages", "float32|bfloat16|float16"},
         {"iters", ARG_INT, &c.iters, "all-reduces per timed round (fewer for large messages)", NULL},
         {"rounds", ARG_INT, &c.rounds, "timed rounds per size; the best counts", NULL},
         {"ranks", ARG_INT, &c.ranks, "stop unless the job has this many ranks (0: any)", NULL},
@@ -81,26 +84,30 @@ int main(int argc, char **argv) {
     if (c.iters < 1 || c.rounds < 1) fatal("--iters and --rounds must be at least 1");
     const int64_t max_bytes = parse_bytes(c.max_bytes);
     const Device device = strcmp(c.device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
+    DType dtype = DTYPE_F32;
+    dtype_parse(c.dtype, &dtype); /* one of the choices: args_parse checked */
+    const int64_t esize = (int64_t)dtype_size(dtype);
     if (device == DEVICE_CUDA) cuda_require();
     Dist *d = dist_init(&(DistOptions){.device = device, .expect_world = c.ranks});
     const int W = d->world_size;
     char about[256];
     dist_describe(d, about, sizeof about);
     /* the plain MPI_Allreduce beside the library's: MPI ranks on host buffers only */
-    const int blocking = d->device == DEVICE_CPU && strcmp(d->backend, "mpi") == 0;
+    const int blocking = d->device == DEVICE_CPU && strcmp(d->backend, "mpi") == 0 &&
+                         dtype == DTYPE_F32;
 #ifndef HAVE_MPI
     if (blocking) fatal("the mpi backend without HAVE_MPI: rebuild (make bench-comm)");
 #endif
-    print0("%s\nall-reduce (sum, float32), best of %d rounds, the ranks' mean time; %s\n", about,
-           c.rounds, blocking ? "lib/dist is MPI_Iallreduce, polled; beside it a plain blocking "
-                                "MPI_Allreduce, the two taking turns" : "lib/dist");
-    print0("%12s %12s %10s %12s %12s", "bytes", "floats", "time (us)", "algbw GB/s", "busbw GB/s");
+    print0("%s\nall-reduce (sum, %s), best of %d rounds, the ranks' mean time; %s\n", about,
+           dtype_name(dtype), c.rounds, blocking ? "lib/dist is MPI_Iallreduce, polled; beside "
+           "it a plain blocking MPI_Allreduce, the two taking turns" : "lib/dist");
+    print0("%12s %12s %10s %12s %12s", "bytes", "elements", "time (us)", "algbw GB/s", "busbw GB/s");
     if (blocking) print0(" %12s %14s", "MPI_Allreduce", "busbw GB/s");
     print0("\n");
     MetricsFile *mf = d->rank == 0 ? metrics_open(c.metrics) : NULL;
     for (int64_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
-        const int64_t n = bytes / 4;
-        Tensor t = tensor_zeros_on(device, 1, (int)n);
+        const int64_t n = bytes / esize;
+        Tensor t = tensor_zeros_typed(device, dtype, 1, (int)n);
         /* the same amount of data per round for every size, within limits */
         int iters = c.iters;
         if (bytes > ((int64_t)1 << 20)) iters = (int)(c.iters * ((int64_t)1 << 20) / bytes) + 1;
@@ -121,6 +128,7 @@ int main(int argc, char **argv) {
         print0("\n");
         metrics_begin(mf);
         metrics_str(mf, "backend", d->backend);
+        metrics_str(mf, "dtype", dtype_name(dtype));
         metrics_int(mf, "ranks", W);
         metrics_int(mf, "nodes", d->nodes);
         metrics_int(mf, "bytes", bytes);

@@ -8,10 +8,16 @@
 #include "check.h"
 
 static const TensorDeviceOps *g_device_ops[2]; /* [DEVICE_CUDA]: set by the backend */
+static const TensorDtypeOps *g_dtype_ops[2];    /* its 16-bit fill and conversions */
 
 void tensor_register_device(Device device, const TensorDeviceOps *ops) {
     CHECK(device == DEVICE_CUDA, "only DEVICE_CUDA takes a backend, not %d", (int)device);
     g_device_ops[device] = ops;
+}
+
+void tensor_register_dtype_ops(Device device, const TensorDtypeOps *ops) {
+    CHECK(device == DEVICE_CUDA, "only DEVICE_CUDA takes a backend, not %d", (int)device);
+    g_dtype_ops[device] = ops;
 }
 
 const char *device_name(Device device) { return device == DEVICE_CUDA ? "cuda" : "cpu"; }
@@ -25,6 +31,14 @@ static const TensorDeviceOps *device_ops(Device device) {
     return g_device_ops[device];
 }
 
+/* The backend's 16-bit operations (once it is started); `what` names the caller. */
+static const TensorDtypeOps *dtype_ops(Device device, const char *what) {
+    const TensorDeviceOps *ops = device_ops(device);
+    CHECK(g_dtype_ops[device] != NULL, "%s of 16-bit %s tensors: the %s backend of this build "
+          "has no 16-bit kernels", what, device_name(device), ops->name);
+    return g_dtype_ops[device];
+}
+
 void *device_alloc(Device device, size_t bytes) {
     if (device == DEVICE_CPU) return xcalloc(bytes, 1);
     return device_ops(device)->alloc_zeroed(bytes);
@@ -36,11 +50,17 @@ void device_free(Device device, void *p) {
     else device_ops(device)->release(p);
 }
 
-static float *alloc_on(Device device, int64_t size) {
-    CHECK(size >= 0 && (uint64_t)size <= SIZE_MAX / sizeof(float), "tensor of %lld floats",
-          (long long)size);
-    return device_alloc(device, (size_t)size * sizeof(float));
+/* Room for t's elements on its device, zero-filled, into t->raw. */
+static void alloc_data(Tensor *t) {
+    CHECK(t->dtype < DTYPE_COUNT, "a tensor of dtype %d (DTYPE_F32, DTYPE_BF16 or DTYPE_F16)",
+          (int)t->dtype);
+    const size_t elem = dtype_size(t->dtype);
+    CHECK(t->size >= 0 && (uint64_t)t->size <= SIZE_MAX / elem, "tensor of %lld %s elements",
+          (long long)t->size, dtype_name(t->dtype));
+    t->raw = device_alloc(t->device, (size_t)t->size * elem);
 }
+
+size_t tensor_bytes(const Tensor *t) { return (size_t)t->size * dtype_size(t->dtype); }
 
 static Tensor tensor_from_dims(int ndim, const int *dims) {
     CHECK(ndim >= 1 && ndim <= TENSOR_MAX_DIMS, "tensor with %d dimensions (1..%d allowed)",
@@ -57,19 +77,20 @@ static Tensor tensor_from_dims(int ndim, const int *dims) {
     return t;
 }
 
-static Tensor zeros_on(Device device, int ndim, va_list ap) {
+static Tensor zeros_on(Device device, DType dtype, int ndim, va_list ap) {
     int dims[TENSOR_MAX_DIMS] = {0};
     for (int i = 0; i < ndim && i < TENSOR_MAX_DIMS; i++) dims[i] = va_arg(ap, int);
     Tensor t = tensor_from_dims(ndim, dims);
     t.device = device;
-    t.data = alloc_on(device, t.size);
+    t.dtype = dtype;
+    alloc_data(&t);
     return t;
 }
 
 Tensor tensor_zeros(int ndim, ...) {
     va_list ap;
     va_start(ap, ndim);
-    Tensor t = zeros_on(DEVICE_CPU, ndim, ap);
+    Tensor t = zeros_on(DEVICE_CPU, DTYPE_F32, ndim, ap);
     va_end(ap);
     return t;
 }
@@ -77,7 +98,15 @@ Tensor tensor_zeros(int ndim, ...) {
 Tensor tensor_zeros_on(Device device, int ndim, ...) {
     va_list ap;
     va_start(ap, ndim);
-    Tensor t = zeros_on(device, ndim, ap);
+    Tensor t = zeros_on(device, DTYPE_F32, ndim, ap);
+    va_end(ap);
+    return t;
+}
+
+Tensor tensor_zeros_typed(Device device, DType dtype, int ndim, ...) {
+    va_list ap;
+    va_start(ap, ndim);
+    Tensor t = zeros_on(device, dtype, ndim, ap);
     va_end(ap);
     return t;
 }
@@ -85,19 +114,21 @@ Tensor tensor_zeros_on(Device device, int ndim, ...) {
 Tensor tensor_zeros_like(const Tensor *t) {
     Tensor r = tensor_from_dims(t->ndim, t->shape);
     r.device = t->device;
-    r.data = alloc_on(r.device, r.size);
+    r.dtype = t->dtype;
+    alloc_data(&r);
     return r;
 }
 
 void tensor_free(Tensor *t) {
-    device_free(t->device, t->data);
+    device_free(t->device, t->raw);
     memset(t, 0, sizeof *t);
 }
 
 Tensor tensor_to(const Tensor *t, Device device) {
     Tensor r = tensor_from_dims(t->ndim, t->shape);
     r.device = device;
-    r.data = alloc_on(device, r.size);
+    r.dtype = t->dtype;
+    alloc_data(&r);
     tensor_copy(&r, t);
     return r;
 }
@@ -112,8 +143,9 @@ Tensor tensor_view(const Tensor *t, int ndim, ...) {
     char s[64];
     CHECK(v.size == t->size, "cannot view %s (%lld elements) with %lld elements",
           tensor_shape_str(t, s, 64), (long long)t->size, (long long)v.size);
-    v.data = t->data;
+    v.raw = t->raw;
     v.device = t->device;
+    v.dtype = t->dtype;
     return v;
 }
 
@@ -130,16 +162,18 @@ Tensor tensor_range(const Tensor *t, int64_t start, int64_t n) {
           "elements %lld..%lld of a tensor with %lld", (long long)start,
           (long long)(start + n), (long long)t->size);
     Tensor v = {0};
-    v.data = t->data + start;
+    v.raw = (char *)t->raw + start * (int64_t)dtype_size(t->dtype);
     v.ndim = 1;
     v.shape[0] = (int)n;
     CHECK(v.shape[0] == n, "a range of %lld elements does not fit a dimension", (long long)n);
     v.size = n;
     v.device = t->device;
+    v.dtype = t->dtype;
     return v;
 }
 
 void tensor_scale(Tensor *t, float factor) {
+    CHECK_DTYPE(t, DTYPE_F32);
     if (t->device != DEVICE_CPU) {
         device_ops(t->device)->scale(t->data, t->size, factor);
         return;
@@ -150,7 +184,31 @@ void tensor_scale(Tensor *t, float factor) {
     for (int64_t i = 0; i < n; i++) x[i] *= factor;
 }
 
+/* A 16-bit tensor filled with one pattern (value converted once). */
+static void fill16(Tensor *t, float value) {
+    CHECK(t->dtype == DTYPE_BF16 || t->dtype == DTYPE_F16, "tensor_fill of a tensor of dtype %d",
+          (int)t->dtype);
+    const uint16_t bits = t->dtype == DTYPE_BF16 ? dtype_bf16_from_f32(value)
+                                                 : dtype_f16_from_f32(value);
+    if (t->device != DEVICE_CPU) {
+        dtype_ops(t->device, "tensor_fill")->fill16(t->bits16, t->size, bits);
+        return;
+    }
+    uint16_t *x = t->bits16;
+    const int64_t size = t->size;
+    if (bits == 0) {
+        memset(x, 0, (size_t)size * sizeof *x);
+        return;
+    }
+#pragma omp parallel for simd if (parallel : size > (1 << 18)) schedule(static)
+    for (int64_t i = 0; i < size; i++) x[i] = bits;
+}
+
 void tensor_fill(Tensor *t, float value) {
+    if (t->dtype != DTYPE_F32) {
+        fill16(t, value);
+        return;
+    }
     if (t->device != DEVICE_CPU) {
         device_ops(t->device)->fill(t->data, t->size, value);
         return;
@@ -188,7 +246,30 @@ void device_copy(void *dst, Device dst_device, const void *src, Device src_devic
 void tensor_copy(Tensor *dst, const Tensor *src) {
     CHECK(dst->size == src->size, "copy of %lld elements into %lld", (long long)src->size,
           (long long)dst->size);
-    device_copy(dst->data, dst->device, src->data, src->device, (size_t)src->size * sizeof(float));
+    CHECK(dst->dtype == src->dtype, "tensor_copy of a %s tensor into a %s one: a copy keeps "
+          "the dtype; tensor_convert converts", dtype_name(src->dtype), dtype_name(dst->dtype));
+    device_copy(dst->raw, dst->device, src->raw, src->device, tensor_bytes(src));
+}
+
+void tensor_convert(Tensor *dst, const Tensor *src) {
+    CHECK(dst->size == src->size, "tensor_convert of %lld elements into %lld",
+          (long long)src->size, (long long)dst->size);
+    if (dst->dtype == src->dtype) {
+        tensor_copy(dst, src);
+        return;
+    }
+    CHECK(dst->device == src->device, "tensor_convert from a %s tensor to a %s one: convert on "
+          "one device, and move with tensor_to or tensor_copy", device_name(src->device),
+          device_name(dst->device));
+    const char *d = dst->raw, *s = src->raw;
+    CHECK(d + tensor_bytes(dst) <= s || s + tensor_bytes(src) <= d,
+          "tensor_convert from %s to %s in overlapping memory: convert into another tensor",
+          dtype_name(src->dtype), dtype_name(dst->dtype));
+    if (dst->device == DEVICE_CPU)
+        dtype_convert_cpu(dst->raw, dst->dtype, src->raw, src->dtype, src->size);
+    else
+        dtype_ops(dst->device, "tensor_convert")->convert(dst->raw, dst->dtype, src->raw,
+                                                          src->dtype, src->size);
 }
 
 bool tensor_same_shape(const Tensor *a, const Tensor *b) {
@@ -223,6 +304,14 @@ void tensor_check_shape_at(const char *file, int line, const char *name, const T
                            : snprintf(exp + k, sizeof exp - (size_t)k, i ? ", %d" : "%d", want[i]);
     snprintf(exp + k, sizeof exp - (size_t)k, "]");
     die_at(file, line, "%s has shape %s, expected %s", name, tensor_shape_str(t, got, 64), exp);
+}
+
+void tensor_check_dtype_at(const char *file, int line, const char *func, const char *name,
+                           const Tensor *t, DType dtype) {
+    if (!t || t->dtype == dtype) return;
+    die_at(file, line, "%s: %s is a %s tensor, but %s takes %s ones: make a %s copy with "
+           "tensor_convert", func, name, dtype_name(t->dtype), func, dtype_name(dtype),
+           dtype_name(dtype));
 }
 
 void tensor_check_device_at(const char *file, int line, const char *name, const Tensor *t,

@@ -22,6 +22,7 @@ static __global__ void add_backward_kernel(float *da, float *db, const float *do
 }
 
 extern "C" void cuda_add_forward(Tensor *out, const Tensor *a, const Tensor *b) {
+    CHECK_FLOAT32(out, a, b);
     add_check_forward(out, a, b);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(a);
@@ -33,6 +34,7 @@ extern "C" void cuda_add_forward(Tensor *out, const Tensor *a, const Tensor *b) 
 }
 
 extern "C" void cuda_add_backward(Tensor *da, Tensor *db, const Tensor *dout) {
+    CHECK_FLOAT32(da, db, dout);
     add_check_backward(da, db, dout);
     CHECK_ON_GPU(da);
     CHECK_ON_GPU(db);

@@ -80,6 +80,7 @@ static void products(const AttentionSizes *s, AttentionGemm which, const float *
 extern "C" void cuda_attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropped,
                                        const Tensor *qkv, float dropout_p, bool training,
                                        Rng *rng) {
+    CHECK_FLOAT32(ctx, probs, dropped, qkv);
     const AttentionSizes s =
         attention_check_forward(ctx, probs, dropped, qkv, dropout_p, training, rng);
     CHECK_ON_GPU(ctx);
@@ -100,6 +101,7 @@ extern "C" void cuda_attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropp
 extern "C" void cuda_attention_backward(Tensor *dqkv, Tensor *dscores, const Tensor *dctx,
                                         const Tensor *qkv, const Tensor *probs,
                                         const Tensor *dropped) {
+    CHECK_FLOAT32(dqkv, dscores, dctx, qkv, probs, dropped);
     const AttentionSizes s = attention_check_backward(dqkv, dscores, dctx, qkv, probs, dropped);
     CHECK_ON_GPU(dqkv);
     CHECK_ON_GPU(dscores);

@@ -69,6 +69,7 @@ extern "C" void cuda_conv2d_release_workspace(void) {
 extern "C" void cuda_conv2d_forward_with(const CudaKernels *k, Tensor *out, const Tensor *in,
                                          const Tensor *weight, const Tensor *bias, int stride,
                                          int pad) {
+    CHECK_FLOAT32(out, in, weight, bias);
     CHECK_ON_GPU(in);
     CHECK_ON_GPU(weight);
     CHECK_ON_GPU(out);
@@ -92,6 +93,7 @@ extern "C" void cuda_conv2d_forward_with(const CudaKernels *k, Tensor *out, cons
 extern "C" void cuda_conv2d_backward_with(const CudaKernels *k, Tensor *din, Tensor *dweight,
                                           Tensor *dbias, const Tensor *dout, const Tensor *in,
                                           const Tensor *weight, int stride, int pad) {
+    CHECK_FLOAT32(din, dweight, dbias, dout, in, weight);
     CHECK_ON_GPU(in);
     CHECK_ON_GPU(weight);
     CHECK_ON_GPU(dout);

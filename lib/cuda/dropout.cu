@@ -29,6 +29,7 @@ static __global__ void dropout_backward_kernel(float *din, const float *dout, co
 
 extern "C" void cuda_dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p,
                                      bool training, Rng *rng) {
+    CHECK_FLOAT32(out, mask, in);
     dropout_check_forward(out, mask, in, p, training, rng);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(mask);
@@ -47,6 +48,7 @@ extern "C" void cuda_dropout_forward(Tensor *out, Tensor *mask, const Tensor *in
 }
 
 extern "C" void cuda_dropout_backward(Tensor *din, const Tensor *dout, const Tensor *mask) {
+    CHECK_FLOAT32(din, dout, mask);
     dropout_check_backward(din, dout, mask);
     CHECK_ON_GPU(din);
     CHECK_ON_GPU(dout);

@@ -117,6 +117,7 @@ static void stop_on_bad_token(const int *tokens, int N, int V) {
 
 extern "C" void cuda_embedding_forward(Tensor *out, const int *tokens, const Tensor *table,
                                        float scale) {
+    CHECK_FLOAT32(out, table);
     embedding_check_forward(out, table);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(table);
@@ -134,6 +135,7 @@ extern "C" void cuda_embedding_forward(Tensor *out, const int *tokens, const Ten
 
 extern "C" void cuda_embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens,
                                         float scale) {
+    CHECK_FLOAT32(dtable, dout);
     embedding_check_backward(dtable, dout);
     CHECK_ON_GPU(dtable);
     CHECK_ON_GPU(dout);

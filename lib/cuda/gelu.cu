@@ -29,6 +29,7 @@ static __global__ void gelu_backward_kernel(float *din, const float *dout, const
 }
 
 extern "C" void cuda_gelu_forward(Tensor *out, const Tensor *in) {
+    CHECK_FLOAT32(out, in);
     gelu_check_forward(out, in);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(in);
@@ -39,6 +40,7 @@ extern "C" void cuda_gelu_forward(Tensor *out, const Tensor *in) {
 }
 
 extern "C" void cuda_gelu_backward(Tensor *din, const Tensor *dout, const Tensor *in) {
+    CHECK_FLOAT32(din, dout, in);
     gelu_check_backward(din, dout, in);
     CHECK_ON_GPU(din);
     CHECK_ON_GPU(dout);

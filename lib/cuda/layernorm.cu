@@ -112,6 +112,7 @@ static double *partials(int64_t count) {
 
 extern "C" void cuda_layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, const Tensor *in,
                                        const Tensor *gamma, const Tensor *beta, float eps) {
+    CHECK_FLOAT32(out, mean, rstd, in, gamma, beta);
     layernorm_check_forward(out, mean, rstd, in, gamma, beta, eps);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(mean);
@@ -129,6 +130,7 @@ extern "C" void cuda_layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, 
 extern "C" void cuda_layernorm_backward(Tensor *din, Tensor *dgamma, Tensor *dbeta,
                                         const Tensor *dout, const Tensor *in, const Tensor *mean,
                                         const Tensor *rstd, const Tensor *gamma) {
+    CHECK_FLOAT32(din, dgamma, dbeta, dout, in, mean, rstd, gamma);
     layernorm_check_backward(din, dgamma, dbeta, dout, in, mean, rstd, gamma);
     CHECK_ON_GPU(din);
     CHECK_ON_GPU(dgamma);

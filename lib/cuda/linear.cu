@@ -27,6 +27,7 @@ static __global__ void bias_rows_backward_kernel(float *dbias, const float *dout
 
 extern "C" void cuda_linear_forward_with(const CudaKernels *k, Tensor *out, const Tensor *in,
                                          const Tensor *weight, const Tensor *bias) {
+    CHECK_FLOAT32(out, in, weight, bias);
     linear_check_forward(out, in, weight, bias);
     CHECK_ON_GPU(in);
     CHECK_ON_GPU(out);
@@ -45,6 +46,7 @@ extern "C" void cuda_linear_forward_with(const CudaKernels *k, Tensor *out, cons
 extern "C" void cuda_linear_backward_with(const CudaKernels *k, Tensor *din, Tensor *dweight,
                                           Tensor *dbias, const Tensor *dout, const Tensor *in,
                                           const Tensor *weight) {
+    CHECK_FLOAT32(din, dweight, dbias, dout, in, weight);
     linear_check_backward(din, dweight, dbias, dout, in, weight);
     CHECK_ON_GPU(dout);
     CHECK_ON_GPU(in);

@@ -61,6 +61,7 @@ static void maxpool_backward(float *din, const float *dout, const int *argmax,
 
 extern "C" void cuda_maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel,
                                        int stride) {
+    CHECK_FLOAT32(out, in);
     maxpool2d_check_forward(out, in, kernel, stride);
     CHECK_ON_GPU(in);
     CHECK_ON_GPU(out);
@@ -70,6 +71,7 @@ extern "C" void cuda_maxpool2d_forward(Tensor *out, int *argmax, const Tensor *i
 }
 
 extern "C" void cuda_maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax) {
+    CHECK_FLOAT32(din, dout);
     maxpool2d_check_backward(din, dout);
     CHECK_ON_GPU(din);
     CHECK_ON_GPU(dout);

@@ -19,6 +19,7 @@ static __global__ void positional_kernel(float *out, const float *in, const floa
 
 extern "C" void cuda_positional_forward(Tensor *out, const Tensor *in, const Tensor *table,
                                         int T) {
+    CHECK_FLOAT32(out, in, table);
     positional_check_forward(out, in, table, T);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(in);

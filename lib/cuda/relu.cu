@@ -31,6 +31,7 @@ extern "C" void cuda_relu_backward_raw(float *din, const float *dout, const floa
 }
 
 extern "C" void cuda_relu_forward_with(const CudaKernels *k, Tensor *out, const Tensor *in) {
+    CHECK_FLOAT32(out, in);
     relu_check_forward(out, in);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(in);
@@ -39,6 +40,7 @@ extern "C" void cuda_relu_forward_with(const CudaKernels *k, Tensor *out, const 
 
 extern "C" void cuda_relu_backward_with(const CudaKernels *k, Tensor *din, const Tensor *dout,
                                         const Tensor *out) {
+    CHECK_FLOAT32(din, dout, out);
     relu_check_backward(din, dout, out);
     CHECK_ON_GPU(din);
     CHECK_ON_GPU(dout);

@@ -135,6 +135,7 @@ static bool loss_begin(const Tensor *dlogits, const Tensor *logits, const int *l
 
 extern "C" float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logits,
                                             const int *labels) {
+    CHECK_FLOAT32(dlogits, logits);
     if (!loss_begin(dlogits, logits, labels)) return NAN; // as the CPU's 0 / 0
     const int N = logits->shape[0], K = logits->shape[1];
     softmax_xent(g_row_loss, g_bad_row, dlogits ? dlogits->data : NULL, logits->data, labels, N, K);
@@ -143,6 +144,7 @@ extern "C" float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logit
 
 extern "C" float cuda_softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits,
                                                  const int *labels) {
+    CHECK_FLOAT32(dlogits, logits);
     if (!loss_begin(dlogits, logits, labels)) return 0.0f; // as the CPU's fast version
     const int N = logits->shape[0], K = logits->shape[1];
     CHECK(K > 0, "softmax cross-entropy over 0 classes");
@@ -156,6 +158,7 @@ extern "C" float cuda_softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *
 // Evaluation only, a few rows at a time: the logits and labels come to the host and
 // the CPU counts (the same ties rule, no kernel to keep in step with it).
 extern "C" int cuda_count_correct(const Tensor *logits, const int *labels) {
+    CHECK_FLOAT32(logits);
     CHECK_SHAPE(logits, -1, -1);
     CHECK_ON_GPU(logits);
     const int N = logits->shape[0];

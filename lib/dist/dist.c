@@ -112,9 +112,17 @@ __attribute__((noreturn)) void dist_timed_out(Dist *d, const char *what, size_t 
 /* ---------------------------------------------------------------- argument checks */
 
 static void check_tensor(const Dist *d, const Tensor *t, const char *what) {
-    CHECK(t && t->data, "%s: no tensor", what);
+    CHECK(t && t->raw, "%s: no tensor", what);
+    CHECK(t->dtype < DTYPE_COUNT, "%s: a tensor of dtype %d", what, (int)t->dtype);
     CHECK(t->device == d->device, "%s: a %s tensor, but the %s backend moves %s tensors (tensor_to)",
           what, device_name(t->device), d->backend, device_name(d->device));
+}
+
+/* Both tensors of one call of one dtype. */
+static void check_same_dtype(const Tensor *a, const Tensor *b, const char *what, const char *na,
+                             const char *nb) {
+    CHECK(a->dtype == b->dtype, "%s: %s is %s but %s is %s: the tensors of one call have one "
+          "dtype (tensor_convert)", what, na, dtype_name(a->dtype), nb, dtype_name(b->dtype));
 }
 
 static void check_peer(const Dist *d, int peer, const char *what) {
@@ -123,17 +131,50 @@ static void check_peer(const Dist *d, int peer, const char *what) {
           d->world_size);
 }
 
+/* ---------------------------------------------------------------- counters */
+
+const char *dist_kind_name(DistKind kind) {
+    static const char *const NAMES[DIST_KINDS] = {"all-reduce", "broadcast", "all-gather",
+                                                  "reduce-scatter", "send", "receive", "barrier"};
+    return kind >= 0 && kind < DIST_KINDS ? NAMES[kind] : "unknown kind";
+}
+
+DistCounts dist_counts(const Dist *d, DistKind kind) {
+    CHECK(kind >= 0 && kind < DIST_KINDS, "dist_counts of kind %d (a DistKind)", (int)kind);
+    return d->counts[kind];
+}
+
+void dist_counts_reset(Dist *d) { memset(d->counts, 0, sizeof d->counts); }
+
+static void count(Dist *d, DistKind kind, int64_t sent, int64_t received) {
+    d->counts[kind].calls++;
+    d->counts[kind].bytes_sent += sent;
+    d->counts[kind].bytes_received += received;
+}
+
+/* (W - 1) / W of `phases` times `bytes`, rounded down: a ring's share (dist.h). */
+static int64_t ring_bytes(const Dist *d, int phases, size_t bytes) {
+    const int64_t W = d->world_size;
+    return (int64_t)phases * (W - 1) * (int64_t)bytes / W;
+}
+
 /* ---------------------------------------------------------------- collectives */
 
 void dist_broadcast(Dist *d, Tensor *t, int root) {
     check_tensor(d, t, "dist_broadcast");
     CHECK(root >= 0 && root < d->world_size, "dist_broadcast from rank %d of %d", root, d->world_size);
-    d->ops->wait(d, d->ops->broadcast(d, t->data, t->size, DIST_F32, root));
+    /* the chain root -> root + 1 -> ... -> root - 1 (dist.h) */
+    const int64_t B = d->world_size > 1 ? (int64_t)tensor_bytes(t) : 0;
+    const bool last = d->rank == (root + d->world_size - 1) % d->world_size;
+    count(d, DIST_KIND_BROADCAST, last ? 0 : B, d->rank == root ? 0 : B);
+    d->ops->wait(d, d->ops->broadcast(d, t->raw, t->size, dist_type_of(t->dtype), root));
 }
 
 DistRequest *dist_all_reduce_start(Dist *d, Tensor *t, DistOp op) {
     check_tensor(d, t, "dist_all_reduce");
-    return d->ops->all_reduce(d, t->data, t->size, DIST_F32, op);
+    const int64_t bytes = ring_bytes(d, 2, tensor_bytes(t));
+    count(d, DIST_KIND_ALL_REDUCE, bytes, bytes);
+    return d->ops->all_reduce(d, t->raw, t->size, dist_type_of(t->dtype), op);
 }
 
 void dist_all_reduce(Dist *d, Tensor *t, DistOp op) { dist_wait(d, dist_all_reduce_start(d, t, op)); }
@@ -141,27 +182,41 @@ void dist_all_reduce(Dist *d, Tensor *t, DistOp op) { dist_wait(d, dist_all_redu
 void dist_all_gather(Dist *d, Tensor *out, const Tensor *in) {
     check_tensor(d, out, "dist_all_gather (out)");
     check_tensor(d, in, "dist_all_gather (in)");
+    check_same_dtype(out, in, "dist_all_gather", "out", "in");
     CHECK(out->size == in->size * d->world_size, "dist_all_gather: out has %lld values, in %lld "
           "on each of %d ranks", (long long)out->size, (long long)in->size, d->world_size);
-    d->ops->wait(d, d->ops->all_gather(d, out->data, in->data, in->size, DIST_F32));
+    const int64_t bytes = ring_bytes(d, 1, tensor_bytes(out));
+    count(d, DIST_KIND_ALL_GATHER, bytes, bytes);
+    d->ops->wait(d, d->ops->all_gather(d, out->raw, in->raw, in->size, dist_type_of(in->dtype)));
 }
 
 void dist_reduce_scatter(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
     check_tensor(d, out, "dist_reduce_scatter (out)");
     check_tensor(d, in, "dist_reduce_scatter (in)");
+    check_same_dtype(out, in, "dist_reduce_scatter", "out", "in");
     CHECK(in->size == out->size * d->world_size, "dist_reduce_scatter: in has %lld values, out "
           "%lld on each of %d ranks", (long long)in->size, (long long)out->size, d->world_size);
-    d->ops->wait(d, d->ops->reduce_scatter(d, out->data, in->data, out->size, DIST_F32, op));
+    const int64_t bytes = ring_bytes(d, 1, tensor_bytes(in));
+    count(d, DIST_KIND_REDUCE_SCATTER, bytes, bytes);
+    d->ops->wait(d, d->ops->reduce_scatter(d, out->raw, in->raw, out->size,
+                                           dist_type_of(in->dtype), op));
 }
 
-void dist_barrier(Dist *d) { d->ops->wait(d, d->ops->barrier(d)); }
+void dist_barrier(Dist *d) {
+    count(d, DIST_KIND_BARRIER, 0, 0);
+    d->ops->wait(d, d->ops->barrier(d));
+}
 
 DistRequest *dist_sendrecv_start(Dist *d, const Tensor *out, int to, Tensor *in, int from) {
     CHECK(out || in, "dist_sendrecv with nothing to send or receive");
     if (out) check_tensor(d, out, "dist_send"), check_peer(d, to, "dist_send");
     if (in) check_tensor(d, in, "dist_recv"), check_peer(d, from, "dist_recv");
-    return d->ops->sendrecv(d, out ? out->data : NULL, out ? out->size : 0, to,
-                            in ? in->data : NULL, in ? in->size : 0, from);
+    if (out && in) check_same_dtype(out, in, "dist_sendrecv", "out", "in");
+    if (out) count(d, DIST_KIND_SEND, (int64_t)tensor_bytes(out), 0);
+    if (in) count(d, DIST_KIND_RECV, 0, (int64_t)tensor_bytes(in));
+    return d->ops->sendrecv(d, out ? out->raw : NULL, out ? out->size : 0, to,
+                            in ? in->raw : NULL, in ? in->size : 0, from,
+                            dist_type_of(out ? out->dtype : in->dtype));
 }
 
 DistRequest *dist_send_start(Dist *d, const Tensor *t, int peer) {
@@ -212,5 +267,7 @@ void dist_check_same(Dist *d, int64_t value, const char *what) {
 
 Dist *dist_split(Dist *d, int color, int key) {
     CHECK(color >= 0, "dist_split: color %d (0 or more)", color);
-    return d->ops->split(d, color, key);
+    Dist *s = d->ops->split(d, color, key);
+    dist_counts_reset(s); /* the backends copy the parent: its counts are not this one's */
+    return s;
 }

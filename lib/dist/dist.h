@@ -18,10 +18,36 @@
  *   nccl    where NCCL was found: GPU tensors, on a CUDA stream of its own; its unique id
  *           goes out over MPI, or over MASTER_ADDR:MASTER_PORT when there is no MPI
  *
- * Tensors are float32 and contiguous, on the backend's device (the CPU for mpi, the
- * GPU for nccl, the program's device for single). A collective that does not finish
- * within timeout_s ends the whole job with a message naming the ranks that stopped
- * answering, never a hang; a rank that dies ends it too (the launcher sees the exit). */
+ * Tensors are contiguous, on the backend's device (the CPU for mpi, the GPU for nccl,
+ * the program's device for single), of any dtype: float32, bfloat16 or float16 (all
+ * tensors of one call the same; sizes count elements of that dtype). A sum of 16-bit
+ * values is rounded back to 16 bits at every step that adds (NCCL's ncclBfloat16 and
+ * ncclFloat16; MPI moves them as MPI_UINT16_T and adds with an operation of its own
+ * that converts to float32, adds and rounds back), so it can differ from a float32 sum
+ * rounded once, and between backends. A collective that does not finish within
+ * timeout_s ends the whole job with a message naming the ranks that stopped answering,
+ * never a hang; a rank that dies ends it too (the launcher sees the exit).
+ *
+ * Every Dist counts its calls and the bytes this rank sent and received, per kind of
+ * operation (dist_counts), the same way on every backend: the bytes a
+ * bandwidth-optimal ring moves, whatever algorithm the backend really runs, so that
+ * a lesson can check a strategy's communication against its formula. With W ranks and
+ * a buffer of B bytes (n elements of s bytes):
+ *   all-reduce of n           sent = received = 2 (W - 1) / W x B   (B = n s; a
+ *                             reduce-scatter then an all-gather)
+ *   all-gather into W n,      sent = received = (W - 1) / W x B     (B = W n s: the
+ *   reduce-scatter from W n   full buffer; each rank sends its block to W - 1 others)
+ *   broadcast of n            a pipelined chain from the root around the ring: the
+ *                             root sends B and receives nothing, the rank just before
+ *                             it receives B and sends nothing, every other rank
+ *                             receives and sends B (each receives B once: the least)
+ *   send, receive             the tensor's bytes, exactly
+ *   barrier                   calls only
+ * (nccl-tests' bus bandwidth uses the same factors: 2 (W - 1) / W, (W - 1) / W, 1.)
+ * Fractions are rounded down to whole bytes. On one rank every count of bytes is 0.
+ * Counted when the operation starts; the host scalars of dist_sum_double,
+ * dist_all_gather_double and dist_check_same are not counted (the checks that read
+ * the counters use them). A dist_split communicator counts from zero on its own. */
 #ifndef DIST_DIST_H
 #define DIST_DIST_H
 
@@ -31,6 +57,23 @@
 #include "core/tensor.h"
 
 typedef enum { DIST_SUM, DIST_AVG, DIST_MAX } DistOp;
+
+/* The kinds of operation the counters tell apart. */
+typedef enum {
+    DIST_KIND_ALL_REDUCE,
+    DIST_KIND_BROADCAST,
+    DIST_KIND_ALL_GATHER,
+    DIST_KIND_REDUCE_SCATTER,
+    DIST_KIND_SEND,
+    DIST_KIND_RECV,
+    DIST_KIND_BARRIER,
+    DIST_KINDS
+} DistKind;
+
+typedef struct {
+    int64_t calls;
+    int64_t bytes_sent, bytes_received; /* by this rank, by the rule above */
+} DistCounts;
 
 typedef struct {
     const char *backend;  /* "auto" (a GPU job: nccl, or single for one rank without NCCL;
@@ -54,6 +97,7 @@ typedef struct Dist {
     double timeout_s;
     const DistBackend *ops;
     void *impl;                  /* the backend's own state */
+    DistCounts counts[DIST_KINDS]; /* dist_counts */
 } Dist;
 
 /* Joins the job the launcher started; a wrong launch (the backend asked for is not in
@@ -64,7 +108,15 @@ Dist *dist_init(const DistOptions *opt);
 void dist_describe(const Dist *d, char *out, int cap);
 void dist_finalize(Dist *d);
 
-/* Collectives: every rank calls them in the same order with the same sizes. */
+/* This rank's counts of one kind (the rule at the top), and their names for messages
+ * ("all-reduce", "broadcast", "all-gather", "reduce-scatter", "send", "receive",
+ * "barrier"); dist_counts_reset sets every kind back to zero. */
+DistCounts dist_counts(const Dist *d, DistKind kind);
+const char *dist_kind_name(DistKind kind);
+void dist_counts_reset(Dist *d);
+
+/* Collectives: every rank calls them in the same order with the same sizes and
+ * dtypes. */
 void dist_broadcast(Dist *d, Tensor *t, int root);
 void dist_all_reduce(Dist *d, Tensor *t, DistOp op);
 /* out [world * n] = the in [n] of every rank, in rank order */
@@ -73,12 +125,13 @@ void dist_all_gather(Dist *d, Tensor *out, const Tensor *in);
 void dist_reduce_scatter(Dist *d, Tensor *out, const Tensor *in, DistOp op);
 void dist_barrier(Dist *d);
 
-/* Point to point: a matching dist_recv (same size) on `peer`. */
+/* Point to point: a matching dist_recv (same size and dtype) on `peer`. */
 void dist_send(Dist *d, const Tensor *t, int peer);
 void dist_recv(Dist *d, Tensor *t, int peer);
 /* Sends out to rank `to` while receiving in from rank `from` (either tensor may be
- * NULL; both NULL: nothing happens): the step of a ring or a pipeline. Two blocking calls in a row could wait for
- * each other forever when every rank sends first; this pairs them. */
+ * NULL; both NULL: nothing happens; both: of one dtype): the step of a ring or a
+ * pipeline. Two blocking calls in a row could wait for each other forever when every
+ * rank sends first; this pairs them. Counted as a send and a receive. */
 void dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int from);
 
 /* Non-blocking forms: started now, finished by dist_wait (which frees the request).

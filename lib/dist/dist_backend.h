@@ -3,28 +3,43 @@
 #ifndef DIST_DIST_BACKEND_H
 #define DIST_DIST_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "dist/dist.h"
 #include "dist/launcher.h"
 
-typedef enum { DIST_F32, DIST_F64, DIST_I64 } DistType;
+/* Tensors' dtypes (F32, BF16, F16: on the backend's device) and host scalars (F64,
+ * I64: host memory on every backend). */
+typedef enum { DIST_F32, DIST_F64, DIST_I64, DIST_BF16, DIST_F16 } DistType;
 
 /* Bytes of one element. */
-static inline size_t dist_type_size(DistType t) { return t == DIST_F32 ? 4 : 8; }
+static inline size_t dist_type_size(DistType t) {
+    return t == DIST_F32 ? 4 : t == DIST_BF16 || t == DIST_F16 ? 2 : 8;
+}
+
+/* True for the host scalars' types, whose buffers are host memory on every backend. */
+static inline bool dist_type_on_host(DistType t) { return t == DIST_F64 || t == DIST_I64; }
+
+/* The type of a tensor's elements. */
+static inline DistType dist_type_of(DType dtype) {
+    return dtype == DTYPE_BF16 ? DIST_BF16 : dtype == DTYPE_F16 ? DIST_F16 : DIST_F32;
+}
 
 struct DistBackend {
-    /* Non-blocking starts; buffers on the backend's device for F32, on the host for
-     * F64 and I64 (scalars). DIST_AVG is the sum divided by the world size. */
+    /* Non-blocking starts; buffers on the backend's device for the tensors' types, on
+     * the host for F64 and I64 (scalars). DIST_AVG is the sum divided by the world
+     * size (16-bit values: the rounded sum, divided and rounded again). */
     DistRequest *(*broadcast)(Dist *d, void *buf, int64_t n, DistType t, int root);
     DistRequest *(*all_reduce)(Dist *d, void *buf, int64_t n, DistType t, DistOp op);
     DistRequest *(*all_gather)(Dist *d, void *out, const void *in, int64_t n, DistType t);
     DistRequest *(*reduce_scatter)(Dist *d, void *out, const void *in, int64_t n, DistType t,
                                    DistOp op);
     DistRequest *(*barrier)(Dist *d);
-    /* F32 only; either side may be absent (NULL buffer, no count) */
+    /* Tensors' types only, both sides of type t; either side may be absent (NULL
+     * buffer, no count) */
     DistRequest *(*sendrecv)(Dist *d, const void *out, int64_t out_n, int to, void *in,
-                             int64_t in_n, int from);
+                             int64_t in_n, int from, DistType t);
     /* Finished yet? Never blocks. wait: until finished, or the job ends after timeout_s. */
     bool (*test)(Dist *d, DistRequest *r);
     void (*wait)(Dist *d, DistRequest *r);

@@ -1,12 +1,18 @@
 /* The MPI backend: host tensors, Open MPI's own non-blocking collectives (MPI-3), waited
  * for with a timeout. Compiled where mpicc was found (HAVE_MPI), with its flags.
  *
+ * 16-bit tensors: MPI has no standard bfloat16 or float16 type (Open MPI 4.1 none at
+ * all), so they travel as MPI_UINT16_T and are reduced by operations of our own
+ * (MPI_Op_create): each addition converts both to float32, adds and rounds back to
+ * 16 bits (core/dtype.h), as NCCL does at every hop; a maximum picks one of the two.
+ *
  * Why a wait loop and not MPI_Wait: MPI_Wait blocks forever when a peer hangs. Here a
  * wait polls MPI_Test, and while polling answers "are you there?" pings from other
  * ranks on a communicator of their own. When timeout_s passes, the waiting rank pings
  * every other rank, names the ones that do not answer, and aborts the job. */
 #ifdef HAVE_MPI
 #include <limits.h>
+#include <math.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdio.h>
@@ -14,6 +20,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/timer.h"
 #include "dist_backend.h"
 
@@ -38,10 +45,77 @@ enum { TAG_DATA = 1, TAG_PING = 2, TAG_PONG = 3 };
 static Mpi *impl(const Dist *d) { return (Mpi *)d->impl; }
 
 static MPI_Datatype mpi_type(DistType t) {
-    return t == DIST_F32 ? MPI_FLOAT : t == DIST_F64 ? MPI_DOUBLE : MPI_INT64_T;
+    switch (t) {
+    case DIST_F32: return MPI_FLOAT;
+    case DIST_F64: return MPI_DOUBLE;
+    case DIST_I64: return MPI_INT64_T;
+    case DIST_BF16:
+    case DIST_F16: return MPI_UINT16_T;
+    }
+    return MPI_DATATYPE_NULL;
 }
 
-static MPI_Op mpi_op(DistOp op) { return op == DIST_MAX ? MPI_MAX : MPI_SUM; }
+/* ---------------------------------------------------------------- 16-bit sums */
+
+static float f32_of(DistType t, uint16_t h) {
+    return t == DIST_BF16 ? dtype_f32_from_bf16(h) : dtype_f32_from_f16(h);
+}
+static uint16_t bits_of(DistType t, float x) {
+    return t == DIST_BF16 ? dtype_bf16_from_f32(x) : dtype_f16_from_f32(x);
+}
+
+static void sum16(DistType t, const uint16_t *in, uint16_t *inout, int n) {
+    for (int i = 0; i < n; i++) inout[i] = bits_of(t, f32_of(t, in[i]) + f32_of(t, inout[i]));
+}
+
+/* The larger of the two, a NaN if either is one: no rounding, one of them is taken. */
+static void max16(DistType t, const uint16_t *in, uint16_t *inout, int n) {
+    for (int i = 0; i < n; i++) {
+        const float a = f32_of(t, in[i]), b = f32_of(t, inout[i]);
+        if (a > b || isnan(a)) inout[i] = in[i];
+    }
+}
+
+/* MPI's reduction callbacks: inout[i] = in[i] op inout[i], for *n values. */
+static void sum_bf16(void *in, void *inout, int *n, MPI_Datatype *type) {
+    (void)type;
+    sum16(DIST_BF16, in, inout, *n);
+}
+static void sum_f16(void *in, void *inout, int *n, MPI_Datatype *type) {
+    (void)type;
+    sum16(DIST_F16, in, inout, *n);
+}
+static void max_bf16(void *in, void *inout, int *n, MPI_Datatype *type) {
+    (void)type;
+    max16(DIST_BF16, in, inout, *n);
+}
+static void max_f16(void *in, void *inout, int *n, MPI_Datatype *type) {
+    (void)type;
+    max16(DIST_F16, in, inout, *n);
+}
+
+/* [bf16, f16][sum, max]: made once MPI runs, freed before MPI_Finalize. */
+static MPI_Op g_ops16[2][2] = {{MPI_OP_NULL, MPI_OP_NULL}, {MPI_OP_NULL, MPI_OP_NULL}};
+
+static void make_ops16(void) {
+    if (g_ops16[0][0] != MPI_OP_NULL) return;
+    MPI_Op_create(sum_bf16, 1, &g_ops16[0][0]); /* 1: commutative */
+    MPI_Op_create(max_bf16, 1, &g_ops16[0][1]);
+    MPI_Op_create(sum_f16, 1, &g_ops16[1][0]);
+    MPI_Op_create(max_f16, 1, &g_ops16[1][1]);
+}
+
+static void free_ops16(void) {
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++)
+            if (g_ops16[i][k] != MPI_OP_NULL) MPI_Op_free(&g_ops16[i][k]);
+}
+
+/* DIST_AVG is a sum here, divided once done (finish). */
+static MPI_Op mpi_op(DistOp op, DistType t) {
+    if (t == DIST_BF16 || t == DIST_F16) return g_ops16[t == DIST_F16][op == DIST_MAX];
+    return op == DIST_MAX ? MPI_MAX : MPI_SUM;
+}
 
 static int count(int64_t n, const char *what) {
     CHECK(n >= 0 && n <= INT_MAX, "%s of %lld values: more than MPI's int counts", what, (long long)n);
@@ -125,6 +199,10 @@ static void finish(Dist *d, DistRequest *r) {
         } else if (r->type == DIST_F64) {
             double *x = r->buf;
             for (int64_t i = 0; i < r->n; i++) x[i] /= d->world_size;
+        } else if (r->type == DIST_BF16 || r->type == DIST_F16) {
+            uint16_t *x = r->buf;
+            const float inv = 1.0f / (float)d->world_size;
+            for (int64_t i = 0; i < r->n; i++) x[i] = bits_of(r->type, f32_of(r->type, x[i]) * inv);
         }
     }
     xfree(r);
@@ -161,7 +239,7 @@ static DistRequest *broadcast(Dist *d, void *buf, int64_t n, DistType t, int roo
 
 static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp op) {
     DistRequest *r = request("all-reduce", buf, n, t, op);
-    MPI_Iallreduce(MPI_IN_PLACE, buf, count(n, r->what), mpi_type(t), mpi_op(op), impl(d)->comm,
+    MPI_Iallreduce(MPI_IN_PLACE, buf, count(n, r->what), mpi_type(t), mpi_op(op, t), impl(d)->comm,
                    &r->req[0]);
     return r;
 }
@@ -176,7 +254,7 @@ static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, Di
 static DistRequest *reduce_scatter(Dist *d, void *out, const void *in, int64_t n, DistType t,
                                    DistOp op) {
     DistRequest *r = request("reduce-scatter", out, n, t, op);
-    MPI_Ireduce_scatter_block(in, out, count(n, r->what), mpi_type(t), mpi_op(op), impl(d)->comm,
+    MPI_Ireduce_scatter_block(in, out, count(n, r->what), mpi_type(t), mpi_op(op, t), impl(d)->comm,
                               &r->req[0]);
     return r;
 }
@@ -188,11 +266,11 @@ static DistRequest *barrier(Dist *d) {
 }
 
 static DistRequest *sendrecv(Dist *d, const void *out, int64_t out_n, int to, void *in,
-                             int64_t in_n, int from) {
+                             int64_t in_n, int from, DistType t) {
     DistRequest *r = request(in ? (out ? "send and receive" : "receive") : "send", NULL,
-                             out_n + in_n, DIST_F32, DIST_SUM);
-    if (in) MPI_Irecv(in, count(in_n, r->what), MPI_FLOAT, from, TAG_DATA, impl(d)->comm, &r->req[1]);
-    if (out) MPI_Isend(out, count(out_n, r->what), MPI_FLOAT, to, TAG_DATA, impl(d)->comm, &r->req[0]);
+                             out_n + in_n, t, DIST_SUM);
+    if (in) MPI_Irecv(in, count(in_n, r->what), mpi_type(t), from, TAG_DATA, impl(d)->comm, &r->req[1]);
+    if (out) MPI_Isend(out, count(out_n, r->what), mpi_type(t), to, TAG_DATA, impl(d)->comm, &r->req[0]);
     return r;
 }
 
@@ -236,7 +314,7 @@ static void finalize(Dist *d) {
     Mpi *m = impl(d);
     MPI_Comm_free(&m->ping);
     MPI_Comm_free(&m->comm);
-    if (m->owns_world) MPI_Finalize();
+    if (m->owns_world) free_ops16(), MPI_Finalize();
     xfree(m);
 }
 
@@ -256,6 +334,7 @@ void dist_mpi_init(Dist *d, const Launch *l) {
     int ready = 0, level = 0;
     MPI_Initialized(&ready);
     if (!ready) MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &level);
+    make_ops16();
     MPI_Comm world;
     MPI_Comm_dup(MPI_COMM_WORLD, &world);
     Dist *w = wrap(d, world, !ready);

@@ -1,6 +1,6 @@
-// The NCCL backend: GPU tensors, NCCL's collectives on a CUDA stream of their own, so
-// that they overlap with the computation on the default stream. Compiled where NCCL
-// was found (HAVE_NCCL).
+// The NCCL backend: GPU tensors (float32, bfloat16, float16: NCCL's own types), NCCL's
+// collectives on a CUDA stream of their own, so that they overlap with the computation
+// on the default stream. Compiled where NCCL was found (HAVE_NCCL).
 //
 // Ordering: an operation first makes its stream wait for everything queued so far on
 // the default stream (an event), so it reduces finished gradients; waiting for it
@@ -49,7 +49,14 @@ static Nccl *impl(const Dist *d) { return (Nccl *)d->impl; }
     } while (0)
 
 static ncclDataType_t nccl_type(DistType t) {
-    return t == DIST_F32 ? ncclFloat32 : t == DIST_F64 ? ncclFloat64 : ncclInt64;
+    switch (t) {
+    case DIST_F32: return ncclFloat32;
+    case DIST_F64: return ncclFloat64;
+    case DIST_I64: return ncclInt64;
+    case DIST_BF16: return ncclBfloat16;
+    case DIST_F16: return ncclFloat16;
+    }
+    return ncclFloat32;
 }
 
 static ncclRedOp_t nccl_op(DistOp op) {
@@ -64,7 +71,7 @@ static DistRequest *begin(Dist *d, const char *what, void **buf, int64_t n, Dist
     DistRequest *r = (DistRequest *)xcalloc(1, sizeof *r);
     r->what = what;
     r->bytes = (size_t)n * dist_type_size(t);
-    if (t != DIST_F32 && buf) {
+    if (dist_type_on_host(t) && buf) {
         size_t need = (size_t)scratch_n * dist_type_size(t);
         if (m->scratch_bytes < need) {
             cuda_free(m->scratch);
@@ -105,7 +112,7 @@ static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp
 }
 
 static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
-    if (t == DIST_F32) {
+    if (!dist_type_on_host(t)) {
         DistRequest *r = begin(d, "all-gather", NULL, n, t, 0);
         NCCL_CHECK(ncclAllGather(in, out, (size_t)n, nccl_type(t), impl(d)->comm, impl(d)->stream));
         return end(d, r, 0);
@@ -123,7 +130,7 @@ static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, Di
 
 static DistRequest *reduce_scatter(Dist *d, void *out, const void *in, int64_t n, DistType t,
                                    DistOp op) {
-    CHECK(t == DIST_F32, "reduce-scatter of host scalars is not provided");
+    CHECK(!dist_type_on_host(t), "reduce-scatter of host scalars is not provided");
     DistRequest *r = begin(d, "reduce-scatter", NULL, n, t, 0);
     NCCL_CHECK(ncclReduceScatter(in, out, (size_t)n, nccl_type(t), nccl_op(op), impl(d)->comm,
                                  impl(d)->stream));
@@ -142,12 +149,12 @@ static DistRequest *barrier(Dist *d) { // NCCL has none: an all-reduce of one va
 // A send and a receive in one NCCL group: they progress together, so two ranks that
 // exchange never wait for each other.
 static DistRequest *sendrecv(Dist *d, const void *out, int64_t out_n, int to, void *in,
-                             int64_t in_n, int from) {
+                             int64_t in_n, int from, DistType t) {
     DistRequest *r = begin(d, in ? (out ? "send and receive" : "receive") : "send", NULL,
-                           out_n + in_n, DIST_F32, 0);
+                           out_n + in_n, t, 0);
     NCCL_CHECK(ncclGroupStart());
-    if (out) NCCL_CHECK(ncclSend(out, (size_t)out_n, ncclFloat32, to, impl(d)->comm, impl(d)->stream));
-    if (in) NCCL_CHECK(ncclRecv(in, (size_t)in_n, ncclFloat32, from, impl(d)->comm, impl(d)->stream));
+    if (out) NCCL_CHECK(ncclSend(out, (size_t)out_n, nccl_type(t), to, impl(d)->comm, impl(d)->stream));
+    if (in) NCCL_CHECK(ncclRecv(in, (size_t)in_n, nccl_type(t), from, impl(d)->comm, impl(d)->stream));
     NCCL_CHECK(ncclGroupEnd());
     return end(d, r, 0);
 }

@@ -1,8 +1,8 @@
 /* The single-process backend, in every build: world size 1, so a broadcast or an
  * all-reduce changes nothing, a gather or scatter is a copy, and nothing can be sent.
- * Its float tensors live on the program's device: host memory, or the GPU with
- * --dist single --device cuda (and --device cuda in a build without NCCL); F64 and I64
- * buffers are host scalars, as for every backend. */
+ * Its tensors (of any dtype) live on the program's device: host memory, or the GPU
+ * with --dist single --device cuda (and --device cuda in a build without NCCL); F64
+ * and I64 buffers are host scalars, as for every backend. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +32,7 @@ static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp
 static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
     const size_t bytes = (size_t)n * dist_type_size(t);
     if (out == in) return nothing_to_do();
-    if (d->device == DEVICE_CPU || t != DIST_F32) memmove(out, in, bytes); /* host scalars */
+    if (d->device == DEVICE_CPU || dist_type_on_host(t)) memmove(out, in, bytes);
     else device_copy(out, d->device, in, d->device, bytes);
     return nothing_to_do();
 }
@@ -50,8 +50,8 @@ static DistRequest *barrier(Dist *d) {
 
 /* Unreachable: dist.c refuses a peer that is not another rank of the job. */
 static DistRequest *sendrecv(Dist *d, const void *out, int64_t out_n, int to, void *in,
-                             int64_t in_n, int from) {
-    (void)d, (void)out, (void)out_n, (void)in, (void)in_n;
+                             int64_t in_n, int from, DistType t) {
+    (void)d, (void)out, (void)out_n, (void)in, (void)in_n, (void)t;
     CHECK(false, "a send to %d or receive from %d, but this job is a single process", to, from);
 }
 

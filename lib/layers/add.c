@@ -17,6 +17,7 @@ void add_check_backward(const Tensor *da, const Tensor *db, const Tensor *dout) 
 }
 
 void add_forward(Tensor *out, const Tensor *a, const Tensor *b) {
+    CHECK_FLOAT32(out, a, b);
     add_check_forward(out, a, b);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(a, DEVICE_CPU);
@@ -37,6 +38,7 @@ static void accumulate(Tensor *d, const Tensor *dout) {
 }
 
 void add_backward(Tensor *da, Tensor *db, const Tensor *dout) {
+    CHECK_FLOAT32(da, db, dout);
     add_check_backward(da, db, dout);
     CHECK_DEVICE(da, DEVICE_CPU);
     CHECK_DEVICE(db, DEVICE_CPU);

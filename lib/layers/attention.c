@@ -112,6 +112,7 @@ static void head_forward(const AttentionSizes *s, Head hd, float *ctx, bool drop
 
 void attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
                        float dropout_p, bool training, Rng *rng) {
+    CHECK_FLOAT32(ctx, probs, dropped, qkv);
     const AttentionSizes s =
         attention_check_forward(ctx, probs, dropped, qkv, dropout_p, training, rng);
     CHECK_DEVICE(ctx, DEVICE_CPU);
@@ -157,6 +158,7 @@ static void head_backward(const AttentionSizes *s, Head hd, float *dq, float *ds
 
 void attention_backward(Tensor *dqkv, Tensor *dscores, const Tensor *dctx, const Tensor *qkv,
                         const Tensor *probs, const Tensor *dropped) {
+    CHECK_FLOAT32(dqkv, dscores, dctx, qkv, probs, dropped);
     const AttentionSizes s = attention_check_backward(dqkv, dscores, dctx, qkv, probs, dropped);
     CHECK_DEVICE(dqkv, DEVICE_CPU);
     CHECK_DEVICE(dscores, DEVICE_CPU);

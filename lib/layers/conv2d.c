@@ -79,6 +79,7 @@ static void chunk_images(int c, int nchunks, int N, int *n0, int *nimg) {
 
 void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias,
                     int stride, int pad) {
+    CHECK_FLOAT32(out, in, weight, bias);
     check_on_cpu(out, in, weight, bias, NULL);
     ConvGeometry g = conv2d_check_shapes(out, in, weight, stride, pad);
     const int N = in->shape[0], Cout = weight->shape[0];
@@ -127,6 +128,7 @@ static void direct_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const T
 
 void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
                      const Tensor *in, const Tensor *weight, int stride, int pad) {
+    CHECK_FLOAT32(din, dweight, dbias, dout, in, weight);
     check_on_cpu(dout, in, weight, dweight, dbias);
     CHECK_DEVICE(din, DEVICE_CPU);
     ConvGeometry g = conv2d_check_shapes(dout, in, weight, stride, pad);

@@ -26,6 +26,7 @@ static ConvGeometry geometry(const Tensor *in, const Tensor *weight) {
 
 void conv_pool_relu_forward(Tensor *pool, int *argmax, Tensor *relu, const Tensor *in,
                             const Tensor *weight, const Tensor *bias) {
+    CHECK_FLOAT32(pool, relu, in, weight, bias);
     const ConvGeometry g = geometry(in, weight);
     const int N = in->shape[0], Cout = weight->shape[0];
     CHECK_SHAPE(pool, N, Cout, g.OH / 2, g.OW / 2);
@@ -109,6 +110,7 @@ static float plane_grad(float *d, const ConvWide *p, const ConvGeometry *g, cons
 void conv_pool_relu_backward(Tensor *dweight, Tensor *dbias, const Tensor *drelu,
                              const Tensor *relu, const int *argmax, const Tensor *in,
                              const Tensor *weight) {
+    CHECK_FLOAT32(dweight, dbias, drelu, relu, in, weight);
     const ConvGeometry g = geometry(in, weight);
     const int N = in->shape[0], Cout = weight->shape[0];
     CHECK_SHAPE(relu, N, Cout, g.OH / 2, g.OW / 2);

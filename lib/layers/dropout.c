@@ -35,6 +35,7 @@ uint64_t dropout_threshold(float p) { return (uint64_t)((double)p * 4294967296.0
 
 void dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
                      Rng *rng) {
+    CHECK_FLOAT32(out, mask, in);
     dropout_check_forward(out, mask, in, p, training, rng);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(mask, DEVICE_CPU);
@@ -60,6 +61,7 @@ void dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, bool 
 }
 
 void dropout_backward(Tensor *din, const Tensor *dout, const Tensor *mask) {
+    CHECK_FLOAT32(din, dout, mask);
     dropout_check_backward(din, dout, mask);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

@@ -24,6 +24,7 @@ void embedding_check_tokens(const int *tokens, int n, int V) {
 }
 
 void embedding_forward(Tensor *out, const int *tokens, const Tensor *table, float scale) {
+    CHECK_FLOAT32(out, table);
     embedding_check_forward(out, table);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(table, DEVICE_CPU);
@@ -39,6 +40,7 @@ void embedding_forward(Tensor *out, const int *tokens, const Tensor *table, floa
 }
 
 void embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens, float scale) {
+    CHECK_FLOAT32(dtable, dout);
     embedding_check_backward(dtable, dout);
     CHECK_DEVICE(dtable, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

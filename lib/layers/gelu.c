@@ -18,6 +18,7 @@ void gelu_check_backward(const Tensor *din, const Tensor *dout, const Tensor *in
 }
 
 void gelu_forward(Tensor *out, const Tensor *in) {
+    CHECK_FLOAT32(out, in);
     gelu_check_forward(out, in);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(in, DEVICE_CPU);
@@ -29,6 +30,7 @@ void gelu_forward(Tensor *out, const Tensor *in) {
 }
 
 void gelu_backward(Tensor *din, const Tensor *dout, const Tensor *in) {
+    CHECK_FLOAT32(din, dout, in);
     gelu_check_backward(din, dout, in);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

@@ -37,6 +37,7 @@ void layernorm_check_backward(const Tensor *din, const Tensor *dgamma, const Ten
 
 void layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, const Tensor *in,
                        const Tensor *gamma, const Tensor *beta, float eps) {
+    CHECK_FLOAT32(out, mean, rstd, in, gamma, beta);
     layernorm_check_forward(out, mean, rstd, in, gamma, beta, eps);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(in, DEVICE_CPU);
@@ -119,6 +120,7 @@ static void layernorm_input_grad(Tensor *din, const Tensor *dout, const Tensor *
 void layernorm_backward(Tensor *din, Tensor *dgamma, Tensor *dbeta, const Tensor *dout,
                         const Tensor *in, const Tensor *mean, const Tensor *rstd,
                         const Tensor *gamma) {
+    CHECK_FLOAT32(din, dgamma, dbeta, dout, in, mean, rstd, gamma);
     layernorm_check_backward(din, dgamma, dbeta, dout, in, mean, rstd, gamma);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dgamma, DEVICE_CPU);

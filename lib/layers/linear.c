@@ -43,6 +43,7 @@ static void bias_grad(Tensor *dbias, const Tensor *dout) {
 }
 
 void linear_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias) {
+    CHECK_FLOAT32(out, in, weight, bias);
     linear_check_forward(out, in, weight, bias);
     CHECK_DEVICE(in, DEVICE_CPU);
     CHECK_DEVICE(out, DEVICE_CPU);
@@ -59,6 +60,7 @@ void linear_forward(Tensor *out, const Tensor *in, const Tensor *weight, const T
 
 void linear_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
                      const Tensor *in, const Tensor *weight) {
+    CHECK_FLOAT32(din, dweight, dbias, dout, in, weight);
     linear_check_backward(din, dweight, dbias, dout, in, weight);
     CHECK_DEVICE(dout, DEVICE_CPU);
     CHECK_DEVICE(dweight, DEVICE_CPU);

@@ -111,6 +111,7 @@ void maxpool2d_plane(float *y, int *arg, const float *x, int W, int IW, int OH, 
 }
 
 void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, int stride) {
+    CHECK_FLOAT32(out, in);
     maxpool2d_check_forward(out, in, kernel, stride);
     CHECK_DEVICE(in, DEVICE_CPU);
     CHECK_DEVICE(out, DEVICE_CPU);
@@ -124,6 +125,7 @@ void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, i
 }
 
 void maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax) {
+    CHECK_FLOAT32(din, dout);
     maxpool2d_check_backward(din, dout);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

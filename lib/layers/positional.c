@@ -5,6 +5,7 @@
 #include "core/check.h"
 
 void positional_table_fill(Tensor *table) {
+    CHECK_FLOAT32(table);
     CHECK_SHAPE(table, -1, -1);
     CHECK_DEVICE(table, DEVICE_CPU);
     const int max_len = table->shape[0], D = table->shape[1];
@@ -32,6 +33,7 @@ void positional_check_forward(const Tensor *out, const Tensor *in, const Tensor 
 }
 
 void positional_forward(Tensor *out, const Tensor *in, const Tensor *table, int T) {
+    CHECK_FLOAT32(out, in, table);
     positional_check_forward(out, in, table, T);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(in, DEVICE_CPU);

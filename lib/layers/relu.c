@@ -13,6 +13,7 @@ void relu_check_backward(const Tensor *din, const Tensor *dout, const Tensor *ou
 }
 
 void relu_forward(Tensor *out, const Tensor *in) {
+    CHECK_FLOAT32(out, in);
     relu_check_forward(out, in);
     CHECK_DEVICE(in, DEVICE_CPU);
     CHECK_DEVICE(out, DEVICE_CPU);
@@ -22,6 +23,7 @@ void relu_forward(Tensor *out, const Tensor *in) {
 }
 
 void relu_backward(Tensor *din, const Tensor *dout, const Tensor *out) {
+    CHECK_FLOAT32(din, dout, out);
     relu_check_backward(din, dout, out);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

@@ -7,6 +7,7 @@
 #include "softmax_exp.h"
 
 float softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels) {
+    CHECK_FLOAT32(dlogits, logits);
     CHECK_SHAPE(logits, -1, -1);
     CHECK_DEVICE(logits, DEVICE_CPU);
     CHECK_DEVICE(dlogits, DEVICE_CPU);
@@ -34,6 +35,7 @@ float softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *la
 }
 
 int count_correct(const Tensor *logits, const int *labels) {
+    CHECK_FLOAT32(logits);
     CHECK_SHAPE(logits, -1, -1);
     CHECK_DEVICE(logits, DEVICE_CPU);
     const int N = logits->shape[0], K = logits->shape[1];
@@ -165,10 +167,12 @@ static float xent_fast(Tensor *dlogits, const Tensor *logits, const int *labels,
 }
 
 float softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits, const int *labels) {
+    CHECK_FLOAT32(dlogits, logits);
     return xent_fast(dlogits, logits, labels, true);
 }
 
 float softmax_cross_entropy_fast_store(Tensor *dlogits, const Tensor *logits, const int *labels) {
+    CHECK_FLOAT32(dlogits, logits);
     CHECK(dlogits != NULL, "softmax_cross_entropy_fast_store: dlogits is its output, not NULL");
     return xent_fast(dlogits, logits, labels, false);
 }

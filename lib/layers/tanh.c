@@ -49,6 +49,7 @@ void tanh_backward_values(float *din, const float *dout, const float *out, int64
 }
 
 void tanh_forward(Tensor *out, const Tensor *in) {
+    CHECK_FLOAT32(out, in);
     CHECK(out->size == in->size, "tanh: %lld outputs for %lld inputs", (long long)out->size,
           (long long)in->size);
     CHECK_DEVICE(in, DEVICE_CPU);
@@ -57,6 +58,7 @@ void tanh_forward(Tensor *out, const Tensor *in) {
 }
 
 void tanh_backward(Tensor *din, const Tensor *dout, const Tensor *out) {
+    CHECK_FLOAT32(din, dout, out);
     CHECK(din->size == dout->size && out->size == dout->size, "tanh backward: sizes %lld, %lld, %lld",
           (long long)din->size, (long long)dout->size, (long long)out->size);
     CHECK(din->data != dout->data, "tanh backward: din and dout are the same buffer (it adds into din)");

@@ -48,6 +48,10 @@ static void *grow(void *items, int count, int *cap, size_t size) {
 void ckpt_add_tensor(Checkpoint *c, const char *name, const Tensor *t) {
     CHECK(!name_taken(c, name), "checkpoint entry '%s' added twice", name);
     CHECK(t && t->data, "checkpoint tensor '%s' without data", name);
+    /* the format stores float32 (TYPE_F32): a 16-bit working copy is not state to keep */
+    CHECK(t->dtype == DTYPE_F32, "checkpoint tensor '%s' is a %s tensor, but checkpoints hold "
+          "float32 ones: save its float32 master copy (tensor_convert makes one)", name,
+          dtype_name(t->dtype));
     c->tensors = grow(c->tensors, c->ntensors, &c->tensors_cap, sizeof *c->tensors);
     CkptTensor *e = &c->tensors[c->ntensors++];
     copy_name(e->name, name, "tensor");

@@ -87,7 +87,8 @@ int ckpt_error(CkptError *err, const char *fmt, ...) __attribute__((format(print
 
 /* ------------------------------------------------------------ the manifest */
 
-/* t's data is saved and loaded (on the CPU or a GPU); it must stay where it is. */
+/* t's data is saved and loaded (on the CPU or a GPU); it must stay where it is. A
+ * float32 tensor only (the file format's one type): another dtype stops by name. */
 void ckpt_add_tensor(Checkpoint *c, const char *name, const Tensor *t);
 void ckpt_add_i64(Checkpoint *c, const char *name, int64_t *v);
 void ckpt_add_u64(Checkpoint *c, const char *name, uint64_t *v);

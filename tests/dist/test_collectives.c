@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -120,6 +121,138 @@ static bool check_scalars_and_split(Dist *d) {
     ok = expect(t.data[2] == want, "all-reduce within the group", 2, t.data[2], want) && ok;
     dist_finalize(g);
     tensor_free(&t);
+    return ok;
+}
+
+/* ------------------------------------------------------------ 16-bit tensors */
+
+static float value16(DType dt, uint16_t h) {
+    return dt == DTYPE_BF16 ? dtype_f32_from_bf16(h) : dtype_f32_from_f16(h);
+}
+static uint16_t bits16(DType dt, float x) {
+    return dt == DTYPE_BF16 ? dtype_bf16_from_f32(x) : dtype_f16_from_f32(x);
+}
+
+/* bfloat16 and float16 through every collective: small integers whose sums are exact
+ * in 16 bits (sum, maximum, reduce-scatter), an average within one rounding, sums that
+ * round at every hop the same on every rank, and every 16-bit pattern (NaNs too)
+ * gathered, broadcast and sent bit for bit. */
+static bool check_16_bit(Dist *d) {
+    const int W = d->world_size, n = 10007, next = (d->rank + 1) % W, prev = (d->rank + W - 1) % W;
+    bool ok = true;
+    for (int k = DTYPE_BF16; k <= DTYPE_F16 && ok; k++) {
+        const DType dt = (DType)k;
+        const double ulp = dt == DTYPE_BF16 ? 1.0 / 128 : 1.0 / 1024; /* relative, at most */
+        Tensor t = tensor_zeros_typed(DEVICE_CPU, dt, 1, n);
+        const DistOp ops[3] = {DIST_SUM, DIST_AVG, DIST_MAX};
+        for (int o = 0; o < 3 && ok; o++) {
+            for (int i = 0; i < n; i++) t.bits16[i] = bits16(dt, (float)(d->rank + i % 17));
+            dist_all_reduce(d, &t, ops[o]);
+            for (int i = 0; i < n && ok; i++) {
+                const double sum = W * (double)(i % 17) + W * (W - 1) / 2.0;
+                const double want = o == 0 ? sum : o == 1 ? sum / W : (double)(W - 1 + i % 17);
+                const double got = value16(dt, t.bits16[i]);
+                ok = expect(o == 1 ? fabs(got - want) <= ulp * want : got == want,
+                            o == 0 ? "16-bit all-reduce sum" : o == 1 ? "16-bit all-reduce average"
+                                                                     : "16-bit all-reduce max",
+                            i, got, want);
+            }
+        }
+        /* sums that do not fit 16 bits: rounded at every addition, the same bits everywhere */
+        for (int i = 0; i < n; i++) t.bits16[i] = bits16(dt, 1.0f + (float)((i * 31 + d->rank * 7) % 97) / 97.0f);
+        dist_all_reduce(d, &t, DIST_SUM);
+        uint64_t hash = 1469598103934665603ULL;
+        for (int i = 0; i < n; i++) {
+            double exact = 0;
+            for (int r = 0; r < W; r++) exact += value16(dt, bits16(dt, 1.0f + (float)((i * 31 + r * 7) % 97) / 97.0f));
+            const double got = value16(dt, t.bits16[i]);
+            if (ok) ok = expect(fabs(got - exact) <= W * ulp * exact, "16-bit rounded sum", i, got, exact);
+            hash = (hash ^ t.bits16[i]) * 1099511628211ULL;
+        }
+        dist_check_same(d, (int64_t)hash, "a 16-bit all-reduce's bits (a hash)");
+        /* every pattern, rank by rank, gathered */
+        Tensor all = tensor_zeros_typed(DEVICE_CPU, dt, 1, 65536), mine = tensor_zeros_typed(DEVICE_CPU, dt, 1, 65536 / 4);
+        Tensor got = tensor_zeros_typed(DEVICE_CPU, dt, 1, 65536 / 4 * W);
+        for (int i = 0; i < 65536 / 4; i++) mine.bits16[i] = (uint16_t)(i * 4 + d->rank);
+        dist_all_gather(d, &got, &mine);
+        for (int j = 0; j < 65536 / 4 * W && ok; j++)
+            ok = expect(got.bits16[j] == (uint16_t)(j % (65536 / 4) * 4 + j / (65536 / 4)),
+                        "16-bit all-gather", j, got.bits16[j], j % (65536 / 4) * 4 + j / (65536 / 4));
+        /* reduce-scatter: block r of the exact small sums */
+        for (int j = 0; j < 65536 / 4 * W; j++) got.bits16[j] = bits16(dt, (float)((d->rank + j) % 5));
+        dist_reduce_scatter(d, &mine, &got, DIST_SUM);
+        for (int i = 0; i < 65536 / 4 && ok; i++) {
+            double want = 0;
+            for (int r = 0; r < W; r++) want += (r + d->rank * (65536 / 4) + i) % 5;
+            ok = expect(value16(dt, mine.bits16[i]) == want, "16-bit reduce-scatter", i,
+                        value16(dt, mine.bits16[i]), want);
+        }
+        /* every pattern broadcast from the last rank, and sent around the ring */
+        for (int i = 0; i < 65536; i++) all.bits16[i] = d->rank == W - 1 ? (uint16_t)i : 0;
+        dist_broadcast(d, &all, W - 1);
+        for (int i = 0; i < 65536 && ok; i++) ok = expect(all.bits16[i] == i, "16-bit broadcast", i, all.bits16[i], i);
+        Tensor out = tensor_zeros_typed(DEVICE_CPU, dt, 1, 65536), in = tensor_zeros_typed(DEVICE_CPU, dt, 1, 65536);
+        for (int i = 0; i < 65536; i++) out.bits16[i] = (uint16_t)(i ^ d->rank);
+        dist_sendrecv(d, &out, next, &in, prev);
+        for (int i = 0; i < 65536 && ok; i++)
+            ok = expect(in.bits16[i] == (uint16_t)(i ^ prev), "16-bit send and receive", i, in.bits16[i], i ^ prev);
+        tensor_free(&t), tensor_free(&all), tensor_free(&mine), tensor_free(&got);
+        tensor_free(&out), tensor_free(&in);
+    }
+    return ok;
+}
+
+/* The counters after a known sequence of calls, against the ring formulas of dist.h;
+ * and over all ranks, the bytes sent of each kind are the bytes received (sends'
+ * bytes the receives'). */
+static bool check_byte_counts(Dist *d) {
+    const int64_t W = d->world_size, r = d->rank, n = 100003; /* W does not divide n */
+    const int next = (int)((r + 1) % W), prev = (int)((r + W - 1) % W);
+    Tensor f = tensor_zeros(1, (int)n), f2 = tensor_zeros(1, (int)n);
+    Tensor b = tensor_zeros_typed(DEVICE_CPU, DTYPE_BF16, 1, (int)n);
+    Tensor h = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 1, 1000), h2 = tensor_zeros_like(&h);
+    Tensor hw = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 1, (int)(1000 * W));
+    dist_counts_reset(d);
+    dist_all_reduce(d, &f, DIST_SUM);                              /* 4 n bytes */
+    dist_wait(d, dist_all_reduce_start(d, &b, DIST_AVG));         /* 2 n bytes */
+    dist_all_gather(d, &hw, &h);                                   /* into 2000 W bytes */
+    dist_reduce_scatter(d, &h, &hw, DIST_SUM);                     /* from 2000 W bytes */
+    dist_broadcast(d, &b, 0);                                      /* 2 n bytes from rank 0 */
+    dist_sendrecv(d, &h, next, &h2, prev);                         /* 2000 bytes each way */
+    DistRequest *s = dist_send_start(d, &f, next), *q = dist_recv_start(d, &f2, prev);
+    dist_wait(d, s), dist_wait(d, q);                              /* 4 n bytes each way */
+    dist_barrier(d);
+    const int64_t ar = 2 * (W - 1) * 4 * n / W + 2 * (W - 1) * 2 * n / W, ag = (W - 1) * 2000;
+    const int64_t bs = r == W - 1 ? 0 : 2 * n, br = r == 0 ? 0 : 2 * n;
+    const struct { DistKind kind; int64_t calls, sent, received; } want[] = {
+        {DIST_KIND_ALL_REDUCE, 2, ar, ar},        {DIST_KIND_ALL_GATHER, 1, ag, ag},
+        {DIST_KIND_REDUCE_SCATTER, 1, ag, ag},    {DIST_KIND_BROADCAST, 1, bs, br},
+        {DIST_KIND_SEND, 2, 2000 + 4 * n, 0},     {DIST_KIND_RECV, 2, 0, 2000 + 4 * n},
+        {DIST_KIND_BARRIER, 1, 0, 0}};
+    bool ok = true;
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        const DistCounts c = dist_counts(d, want[k].kind);
+        const char *name = dist_kind_name(want[k].kind);
+        ok = expect(c.calls == want[k].calls, name, 0, (double)c.calls, (double)want[k].calls) &&
+             expect(c.bytes_sent == want[k].sent, name, 1, (double)c.bytes_sent, (double)want[k].sent) &&
+             expect(c.bytes_received == want[k].received, name, 2, (double)c.bytes_received,
+                    (double)want[k].received) && ok;
+        if (want[k].kind == DIST_KIND_SEND || want[k].kind == DIST_KIND_RECV) continue;
+        const double sent = dist_sum_double(d, (double)c.bytes_sent);
+        const double received = dist_sum_double(d, (double)c.bytes_received);
+        ok = expect(sent == received, name, 3, sent, received) && ok;
+    }
+    /* what was sent point to point is what was received */
+    const double sent = dist_sum_double(d, (double)dist_counts(d, DIST_KIND_SEND).bytes_sent);
+    const double received = dist_sum_double(d, (double)dist_counts(d, DIST_KIND_RECV).bytes_received);
+    ok = expect(sent == received, "sends and receives", 3, sent, received) && ok;
+    if (d->rank == 0)
+        printf("        rank 0 of %d: all-reduce %lld bytes sent, broadcast %lld, all-gather %lld\n",
+               d->world_size, (long long)dist_counts(d, DIST_KIND_ALL_REDUCE).bytes_sent,
+               (long long)dist_counts(d, DIST_KIND_BROADCAST).bytes_sent,
+               (long long)dist_counts(d, DIST_KIND_ALL_GATHER).bytes_sent);
+    tensor_free(&f), tensor_free(&f2), tensor_free(&b), tensor_free(&h), tensor_free(&h2);
+    tensor_free(&hw);
     return ok;
 }
 
@@ -259,6 +392,8 @@ int main(int argc, char **argv) {
     run("all-gather and reduce-scatter in rank order", check_gather_scatter);
     run("send and receive around a ring, non-blocking; barrier", check_ring_send_recv);
     run("sum of doubles, same-value check, split into even and odd groups", check_scalars_and_split);
+    run("bfloat16 and float16: all-reduce (sum, average, maximum, rounded sums), all-gather, reduce-scatter, broadcast, send and receive", check_16_bit);
+    run("byte counters against the ring formulas; over all ranks bytes sent = bytes received", check_byte_counts);
     run("distributed sampler: every example once per epoch, padding repeats the first", check_distributed_sampler);
     run("DDP: 4 Adam steps on the ranks' shares equal one big batch; ranks bit-identical", check_ddp_equals_one_big_batch);
     const int status = rank_checks_end();

@@ -55,6 +55,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "data/dataset.h"
+#include "dist/dist.h"
 #include "gpu/gpu_check.h"
 #include "layers/add.h"
 #include "layers/attention.h"
@@ -136,6 +137,115 @@ static int check_copies(void) {
     Tensor z = tensor_zeros_on(DEVICE_CUDA, 2, 300, 301), hz = tensor_zeros(2, 300, 301);
     ok = ok && same("tensor_zeros_on(DEVICE_CUDA)", &z, &hz, EXACT, EXACT);
     return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* dtype conversions on the GPU give the CPU's bits (core/dtype.h is compiled into
+ * both), for every pair of dtypes: float32 from every bit class (zeros, subnormals,
+ * ties, float16's overflow and underflow, infinities, NaNs with payloads) and at
+ * random, every 16-bit pattern; through views at an odd offset, so element sizes
+ * count. 16-bit fill and copies too, and the single backend's copy of 16-bit tensors. */
+static int check_convert(void) {
+    REQUIRE_GPU();
+    enum { N = 65536 * 3 };
+    static const uint32_t SPECIAL[] = {
+        0x00000000, 0x80000000, 0x00000001, 0x007fffff, 0x00008000, 0x00018000, 0x00800000,
+        0x7f7fffff, 0x3f808000, 0x3f818000, 0x3f801000, 0x3f803000, 0x477fe000, 0x477fefff,
+        0x477ff000, 0x7f7f8000, 0x387fffff, 0x33000000, 0x33000001, 0x33c00000, 0x7f800000,
+        0xff800000, 0x7fc00000, 0x7f800001, 0x7fa00000, 0xff812345, 0x7fffffff};
+    const int nspecial = (int)(sizeof SPECIAL / sizeof SPECIAL[0]);
+    Rng rng;
+    rng_seed(&rng, 77, 0);
+    bool ok = true;
+    for (int from = 0; from < DTYPE_COUNT && ok; from++) {
+        Tensor h = tensor_zeros_typed(DEVICE_CPU, (DType)from, 1, N);
+        for (int i = 0; i < N; i++) {
+            if (from != DTYPE_F32) h.bits16[i] = (uint16_t)i;
+            else {
+                const uint32_t u = i < nspecial ? SPECIAL[i] : rng_u32(&rng);
+                memcpy(&h.data[i], &u, 4);
+            }
+        }
+        Tensor d = tensor_to(&h, DEVICE_CUDA);
+        ok = expect_true(d.dtype == h.dtype && d.device == DEVICE_CUDA, "tensor_to lost the dtype");
+        for (int to = 0; to < DTYPE_COUNT && ok; to++) {
+            Tensor hc = tensor_zeros_typed(DEVICE_CPU, (DType)to, 1, N + 1);
+            Tensor dc = tensor_zeros_typed(DEVICE_CUDA, (DType)to, 1, N + 1);
+            Tensor hv = tensor_range(&hc, 1, N), dv = tensor_range(&dc, 1, N);
+            tensor_convert(&hv, &h);
+            tensor_convert(&dv, &d);
+            Tensor back = tensor_to(&dc, DEVICE_CPU);
+            const size_t esize = dtype_size((DType)to);
+            for (int64_t i = 0; i < N + 1 && ok; i++) {
+                uint32_t g = 0, c = 0;
+                memcpy(&g, (char *)back.raw + i * esize, esize);
+                memcpy(&c, (char *)hc.raw + i * esize, esize);
+                ok = expect_true(g == c, "%s -> %s: element %lld is 0x%x on the GPU, 0x%x on the "
+                                 "CPU (from 0x%x)", dtype_name((DType)from), dtype_name((DType)to),
+                                 (long long)i - 1, g, c, i ? (unsigned)(from == DTYPE_F32
+                                 ? ((uint32_t *)h.raw)[i - 1] : h.bits16[i - 1]) : 0u);
+            }
+            tensor_free(&hc), tensor_free(&dc), tensor_free(&back);
+        }
+        tensor_free(&h), tensor_free(&d);
+    }
+    /* fill: the value converted once, the same bits on both */
+    for (int k = DTYPE_BF16; k <= DTYPE_F16 && ok; k++) {
+        Tensor h = tensor_zeros_typed(DEVICE_CPU, (DType)k, 2, 300, 7);
+        Tensor d = tensor_zeros_typed(DEVICE_CUDA, (DType)k, 2, 300, 7);
+        tensor_fill(&h, -1.0f / 3.0f), tensor_fill(&d, -1.0f / 3.0f);
+        Tensor back = tensor_to(&d, DEVICE_CPU);
+        ok = expect_true(memcmp(back.raw, h.raw, tensor_bytes(&h)) == 0, "%s fill on the GPU",
+                         dtype_name((DType)k));
+        /* the single backend gathers a 16-bit GPU tensor with its element size */
+        Dist *dist = dist_init(&(DistOptions){.backend = "single", .device = DEVICE_CUDA});
+        Tensor g = tensor_zeros_like(&d);
+        dist_all_gather(dist, &g, &d);
+        Tensor gb = tensor_to(&g, DEVICE_CPU);
+        ok = ok && expect_true(memcmp(gb.raw, h.raw, tensor_bytes(&h)) == 0,
+                               "%s all-gather of the single backend on the GPU",
+                               dtype_name((DType)k));
+        dist_finalize(dist);
+        tensor_free(&h), tensor_free(&d), tensor_free(&back), tensor_free(&g), tensor_free(&gb);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* The NCCL backend on one rank (this GPU): 16-bit tensors go as ncclBfloat16 and
+ * ncclFloat16 through every collective and come back unchanged (every finite pattern);
+ * calls are counted, no bytes. */
+static int check_nccl_16_bit(void) {
+    REQUIRE_GPU();
+#ifndef HAVE_NCCL
+    printf("needs NCCL: this build has none (make config)\n");
+    return CHECK_SKIP;
+#else
+    Dist *d = dist_init(&(DistOptions){.backend = "nccl", .device = DEVICE_CUDA});
+    bool ok = true;
+    for (int k = DTYPE_BF16; k <= DTYPE_F16 && ok; k++) {
+        const uint16_t inf = k == DTYPE_BF16 ? 0x7f80 : 0x7c00;
+        Tensor h = tensor_zeros_typed(DEVICE_CPU, (DType)k, 1, 2 * inf);
+        for (int i = 0; i < 2 * inf; i++) h.bits16[i] = (uint16_t)(i < inf ? i : 0x8000 | (i - inf));
+        Tensor a = tensor_to(&h, DEVICE_CUDA), g = tensor_zeros_like(&a);
+        dist_broadcast(d, &a, 0);
+        dist_all_reduce(d, &a, DIST_SUM);
+        dist_all_reduce(d, &a, DIST_AVG);
+        dist_all_reduce(d, &a, DIST_MAX);
+        dist_all_gather(d, &g, &a);
+        dist_reduce_scatter(d, &a, &g, DIST_SUM);
+        Tensor ba = tensor_to(&a, DEVICE_CPU), bg = tensor_to(&g, DEVICE_CPU);
+        for (int i = 0; i < 2 * inf && ok; i++)
+            ok = expect_true(ba.bits16[i] == h.bits16[i] && bg.bits16[i] == h.bits16[i],
+                             "%s 0x%04x: 0x%04x after the collectives, 0x%04x gathered",
+                             dtype_name((DType)k), h.bits16[i], ba.bits16[i], bg.bits16[i]);
+        tensor_free(&h), tensor_free(&a), tensor_free(&g), tensor_free(&ba), tensor_free(&bg);
+    }
+    const DistCounts c = dist_counts(d, DIST_KIND_ALL_REDUCE);
+    ok = ok && expect_true(c.calls == 6 && c.bytes_sent == 0 && c.bytes_received == 0,
+                           "one rank's all-reduces: %lld calls, %lld bytes; expected 6, 0",
+                           (long long)c.calls, (long long)c.bytes_sent);
+    dist_finalize(d);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+#endif
 }
 
 /* ---------------------------------------------------------------- GEMM */
@@ -1074,6 +1184,8 @@ static int check_local_rank(void) {
 int main(void) {
     check_begin("check-gpu: CUDA against CPU");
     check_run(NULL, "tensors: host -> device -> host, device -> device, fill", GPU_CHECK(check_copies), 60);
+    check_run(NULL, "dtype conversions: the CPU's bits for every dtype pair and float32 bit class; 16-bit fill and copies", GPU_CHECK(check_convert), 60);
+    check_run(NULL, "NCCL on one rank: bfloat16 and float16 through every collective, unchanged; counted", GPU_CHECK(check_nccl_16_bit), 60);
     check_run(NULL, "GEMM (cuBLAS, row-major): 4 transposes, padded strides, alpha, beta", GPU_CHECK(check_gemm), 60);
     check_run(NULL, "im2col and col2im: 20 random geometries, exact", GPU_CHECK(check_im2col), 60);
     check_run(NULL, "ReLU forward and backward, exact", GPU_CHECK(check_relu), 60);

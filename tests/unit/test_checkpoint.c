@@ -824,6 +824,24 @@ static int check_data_fingerprint(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* The format holds float32 only: a 16-bit tensor in the manifest stops at once, by
+ * its entry's name, before anything is written. */
+static void body_bf16_entry(void *arg) {
+    (void)arg;
+    Checkpoint c = {0};
+    Tensor w = tensor_zeros(1, 3), h = tensor_zeros_typed(DEVICE_CPU, DTYPE_BF16, 1, 3);
+    ckpt_add_tensor(&c, "fc1.weight", &w);
+    ckpt_add_tensor(&c, "fc1.weight_bf16", &h);
+}
+
+static int check_refuses_16_bit(void) {
+    ChildResult r;
+    run_child(body_bf16_entry, NULL, &r);
+    return expect_exit("a bfloat16 tensor in a checkpoint", &r, 2, "checkpoint.c",
+                       "'fc1.weight_bf16' is a bfloat16 tensor", "float32", (const char *)NULL)
+               ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("lib/train/checkpoint");
     check_run(NULL, "round trip: parameters, Adam, SGD, training state, NaN/inf/-0, bit for bit", check_round_trip, 20);
@@ -844,5 +862,6 @@ int main(void) {
     check_run(NULL, "hash: every bit and length counts; parameter digest", check_hash, 20);
     check_run(NULL, "real models: the CNN (MNIST, CIFAR-10 shapes) and a transformer with Adam round-trip bit for bit", check_models, 30);
     check_run(NULL, "data fingerprint: the same data the same value (pinned); pixels, labels, sizes, another set change it", check_data_fingerprint, 20);
+    check_run(NULL, "a bfloat16 tensor is refused by its entry's name (the format holds float32)", check_refuses_16_bit, 20);
     return check_end();
 }
