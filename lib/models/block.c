@@ -296,13 +296,13 @@ void blocks_remove_hook(BlockList *l, BlockHookFn fn, void *ctx) {
 int64_t blocks_saved_bytes(const BlockList *l, int first, int last, int B, int T) {
     check_range(l, first, last);
     Tensor shapes[BLOCK_SAVED_MAX];
-    int64_t floats = 0;
+    int64_t bytes = 0;
     for (int k = first; k < last; k++) {
         const Block *b = item(l, k);
         const int n = b->type->saved(b, B, T, shapes);
-        for (int j = 0; j < n; j++) floats += shapes[j].size;
+        for (int j = 0; j < n; j++) bytes += (int64_t)tensor_bytes(&shapes[j]);
     }
-    return floats * (int64_t)sizeof(float);
+    return bytes;
 }
 
 void blocks_costs(const BlockList *l, int T, double *costs) {

@@ -327,5 +327,5 @@ int64_t pipeline_activation_bytes(Pipeline *p) {
     Tensor in = {0};
     if (p->stage > 0) blocks_input_shape(m, first_block(p), m->B_max, m->T_max, &in);
     const int64_t saved = blocks_saved_bytes(m, first_block(p), end_block(p), m->B_max, m->T_max);
-    return (int64_t)p->max_slots * (saved + in.size * (int64_t)sizeof(float));
+    return (int64_t)p->max_slots * (saved + (int64_t)tensor_bytes(&in));
 }
