@@ -1,12 +1,48 @@
 #include "mlp_block.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/check.h"
 #include "layers/linear_small.h"
 #include "layers/tanh.h"
-#include "models/mlp_policy.h"
+
+void orthogonal_init(float *w, int rows, int cols, float gain, Rng *rng) {
+    CHECK(rows > 0 && cols > 0, "orthogonal_init: a %d x %d matrix", rows, cols);
+    /* QR of a tall Gaussian matrix m [tall, wide] (w's transpose when w is wide); Gram-Schmidt
+     * gives R a positive diagonal, which is PyTorch's q * sign(diag(r)) */
+    const bool wide = rows < cols;
+    const int tall = wide ? cols : rows, narrow = wide ? rows : cols;
+    double *m = xcalloc((size_t)tall * narrow, sizeof *m); /* column j: m[j * tall ...] */
+    for (int r = 0; r < rows; r++) /* drawn in w's row-major order, as PyTorch fills it */
+        for (int c = 0; c < cols; c++) {
+            const double g = rng_normal(rng);
+            if (wide) m[(size_t)r * tall + c] = g; /* column r of w^T */
+            else m[(size_t)c * tall + r] = g;      /* column c of w */
+        }
+    for (int j = 0; j < narrow; j++) {
+        double *q = m + (size_t)j * tall;
+        for (int pass = 0; pass < 2; pass++) /* twice: orthogonal to float precision */
+            for (int i = 0; i < j; i++) {
+                const double *qi = m + (size_t)i * tall;
+                double dot = 0;
+                for (int k = 0; k < tall; k++) dot += qi[k] * q[k];
+                for (int k = 0; k < tall; k++) q[k] -= dot * qi[k];
+            }
+        double norm = 0;
+        for (int k = 0; k < tall; k++) norm += q[k] * q[k];
+        norm = sqrt(norm);
+        CHECK(norm > 1e-12, "orthogonal_init: a degenerate Gaussian draw (column %d)", j);
+        for (int k = 0; k < tall; k++) q[k] /= norm;
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            w[(size_t)r * cols + c] = (float)(gain * (wide ? m[(size_t)r * tall + c] : m[(size_t)c * tall + r]));
+    xfree(m);
+}
+
+/* ---------------------------------------------------------------- the block */
 
 typedef struct {
     int in, out;

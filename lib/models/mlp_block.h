@@ -15,4 +15,10 @@ Block *mlp_block_add(BlockList *l, const char *prefix, int in, int out, bool tan
 /* W^T from the weights as they are now. */
 void mlp_block_transpose(Block *b);
 
+/* torch.nn.init.orthogonal_(w, gain) on w [rows, cols]: a matrix with orthonormal rows
+ * (rows <= cols) or columns (rows >= cols), times gain, drawn uniformly (Haar) from a
+ * Gaussian matrix by QR. The numbers differ from PyTorch's (another generator); the
+ * distribution is the same. */
+void orthogonal_init(float *w, int rows, int cols, float gain, Rng *rng);
+
 #endif

@@ -26,6 +26,7 @@
 
 #include "core/rng.h"
 #include "models/block.h"
+#include "models/mlp_block.h"
 #include "models/params.h"
 
 /* One network: in -> hidden -> tanh -> hidden -> tanh -> out, three blocks
@@ -61,11 +62,5 @@ const float *mlp_forward_cached(Mlp *m, const float *x, int batch, int64_t versi
 /* After mlp_forward(m, x, batch): the parameters' grads += d(loss)/d(parameters), given
  * dy = d(loss)/dy [batch, out] (the same batch as the forward's). */
 void mlp_backward(Mlp *m, const float *x, const float *dy, int batch);
-
-/* torch.nn.init.orthogonal_(w, gain) on w [rows, cols]: a matrix with orthonormal rows
- * (rows <= cols) or columns (rows >= cols), times gain, drawn uniformly (Haar) from a
- * Gaussian matrix by QR. The numbers differ from PyTorch's (another generator); the
- * distribution is the same. */
-void orthogonal_init(float *w, int rows, int cols, float gain, Rng *rng);
 
 #endif
