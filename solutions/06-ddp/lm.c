@@ -3,7 +3,7 @@
  * The same recipe as the CNN's, the same TODOs: every rank builds the model from its
  * own seed and takes rank 0's weights (TODO 6.2), the sampler deals out sequences
  * (6.3), the gradients are averaged after each backward (6.4, or the library's
- * buckets, which transformer.c feeds as its backward finishes each parameter), the
+ * buckets, which the model's blocks feed as their backwards finish each parameter), the
  * sums are the job's (6.5), rank 0 prints and saves (6.6).
  *
  * How the text is shared. Lesson 04 batchifies the stream into B columns and walks down
