@@ -1,7 +1,7 @@
 /* Numbers from environment variables, read the one way the library reads them: a
- * malformed value is a user error naming the variable. The local rank is here, below
- * both of its readers: the CUDA backend picks its GPU by it, lib/dist's launcher
- * reads it with the rest of a process's place in the job. */
+ * malformed value is a user error naming the variable. Here in core, below both of
+ * their readers: lib/dist's launcher reads a process's place in the job with env_int,
+ * the CUDA backend picks its GPU by env_local_rank (and needs nothing of lib/dist). */
 #ifndef CORE_ENVVARS_H
 #define CORE_ENVVARS_H
 

@@ -150,7 +150,7 @@ static inline int on_2_and_3(const char *worker, const char *what, double timeou
 /* `<grader> --worker main ARGS...`: a rank running the lesson's program (program_main)
  * with ARGS, whose status main returns. `<grader> --worker NAME ...`: a rank running the
  * grader's worker NAME (worker returns false for a name it does not know: a message and
- * exit status 2), after which the worker's communicator is closed. `<grader>` alone:
+ * exit status 1), after which the worker's communicator is closed. `<grader>` alone:
  * g_self is set (run_ranks starts this program again), then the suite's checks run and
  * the last line is "N passed, M failed[, K skipped]". */
 static inline int ranks_main(int argc, char **argv, const char *suite, void (*checks)(void),
