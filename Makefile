@@ -130,7 +130,8 @@ LIB_CU  := $(if $(HAVE_CUDA),$(sort $(wildcard lib/*/*.cu)))
 LIB_CPP := $(if $(HAVE_BOX2D),$(sort $(wildcard lib/*/*.cpp)))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.o) $(LIB_CPP:%.cpp=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libcourse.a
-FRAMEWORK_OBJ := $(BUILD)/obj/tests/framework/check.o $(BUILD)/obj/tests/framework/gradcheck.o
+FRAMEWORK_OBJ := $(BUILD)/obj/tests/framework/check.o $(BUILD)/obj/tests/framework/gradcheck.o \
+                 $(BUILD)/obj/tests/framework/tensors.o
 
 # A stamp named after the flags: when a flag changes (an optional part appears,
 # ARCH=...), every object is rebuilt.

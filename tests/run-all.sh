@@ -19,25 +19,19 @@
 set -u
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
-passed=0 failed=0 skipped=0
+. tests/lib-tally.sh
 
 tally() { # $1: title; the rest: the command whose last result line is counted
-    local title=$1 out line p f s
+    local title=$1 out
     shift
     echo
     echo "#### $title"
     out=$("$@" 2>&1)
     printf '%s\n' "$out"
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)
-    if [ -z "$line" ]; then
+    if ! tally_add "$out"; then
         echo "FAIL  $title: no result line (did it build?)"
         failed=$((failed + 1))
-        return
     fi
-    p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line")
-    f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
-    s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$line")
-    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
 }
 
 sync_check() {
@@ -66,9 +60,4 @@ tally "sbatch scripts under Slurm" make --no-print-directory -s check-slurm
 tally "slides: decks against lessons, every slide in headless Chromium" tests/slides/run.sh
 
 echo
-if [ $skipped -gt 0 ]; then
-    echo "$passed passed, $failed failed, $skipped skipped"
-else
-    echo "$passed passed, $failed failed"
-fi
-[ $failed -eq 0 ]
+tally_total

@@ -4,29 +4,19 @@
 # failure. Exit status 0 only when nothing failed.
 #   tests/run-suites.sh PROGRAM...
 set -u
-passed=0 failed=0 skipped=0
+. "$(dirname "$0")/lib-tally.sh"
 for prog in "$@"; do
     out=$("$prog" 2>&1)
     status=$?
     printf '%s\n' "$out"
-    line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
-    if [ -z "$line" ]; then
+    if ! tally_add "$out"; then
         echo "FAIL  $prog ended (status $status) without a result line"
         failed=$((failed + 1))
         continue
     fi
-    p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line")
-    f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
-    s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$line")
-    passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
-    if [ "$f" -eq 0 ] && [ $status -ne 0 ]; then
+    if [ "$tally_failed" -eq 0 ] && [ $status -ne 0 ]; then
         echo "FAIL  $prog exited with status $status"
         failed=$((failed + 1))
     fi
 done
-if [ $skipped -gt 0 ]; then
-    echo "$passed passed, $failed failed, $skipped skipped"
-else
-    echo "$passed passed, $failed failed"
-fi
-[ $failed -eq 0 ]
+tally_total

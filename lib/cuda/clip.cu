@@ -1,16 +1,13 @@
-// Gradient clipping by global norm on the GPU (lib/train/clip.c is the CPU twin): one
-// block per CLIP_BLOCK elements of the flat gradient buffer sums its squares in double,
-// one block adds those sums in a fixed tree, the norm comes back to the host (the caller
-// needs it), and one launch scales the gradients when the norm is above max_norm. The
-// same gradients give the same bits on every run.
-#include <math.h>
-
+// The sum of squares behind gradient clipping, on the GPU (lib/train/clip.c takes the
+// norm from it; its CPU loop is the twin): one GPU block per `block` elements of the flat
+// gradient buffer sums their squares in double, one GPU block adds those sums in a fixed
+// tree, and the total comes back to the host (the caller needs it). The same gradients
+// give the same bits on every run.
+#include "cuda/clip.h"
 #include "cuda_check.h"
-#include "launch.h"
 extern "C" {
 #include "device.h"
 #include "core/check.h"
-#include "train/clip.h"
 }
 
 enum { SUM_THREADS = 256 };
@@ -27,10 +24,11 @@ static __device__ double block_sum(double v) {
     return s[0];
 }
 
-// partial[b] = sum of g[k]^2 over block b's CLIP_BLOCK elements
-static __global__ void chunk_squares_kernel(const float *g, int64_t n, double *partial) {
-    const int64_t start = (int64_t)blockIdx.x * CLIP_BLOCK;
-    const int64_t end = start + CLIP_BLOCK < n ? start + CLIP_BLOCK : n;
+// partial[b] = sum of g[k]^2 over block b's `block` elements
+static __global__ void chunk_squares_kernel(const float *g, int64_t n, int64_t block,
+                                            double *partial) {
+    const int64_t start = (int64_t)blockIdx.x * block;
+    const int64_t end = start + block < n ? start + block : n;
     double v = 0.0;
     for (int64_t k = start + threadIdx.x; k < end; k += SUM_THREADS) v += (double)g[k] * (double)g[k];
     const double sum = block_sum(v);
@@ -45,40 +43,24 @@ static __global__ void sum_partials_kernel(const double *partial, int64_t blocks
     if (threadIdx.x == 0) *total = sum;
 }
 
-static __global__ void scale_kernel(float *g, int64_t n, float coef) {
-    GRID_STRIDE_LOOP(k, n) g[k] *= coef;
-}
-
 // Room for the partial sums, kept between calls (one model per process).
 static double *scratch;
 static int64_t scratch_count;
 
-extern "C" float cuda_grad_norm(const ParamList *params) {
-    CHECK_DEVICE(&params->grads, DEVICE_CUDA);
-    const int64_t n = params->total;
-    if (n == 0) return 0.0f;
-    const int64_t blocks = (n + CLIP_BLOCK - 1) / CLIP_BLOCK;
+extern "C" double cuda_sum_squares(const float *x, int64_t n, int64_t block) {
+    if (n == 0) return 0.0;
+    const int64_t blocks = (n + block - 1) / block;
     CHECK(blocks < INT32_MAX, "%lld gradient values: too many for one grid", (long long)n);
     if (scratch_count < blocks + 1) {
         cuda_free(scratch);
         scratch = (double *)cuda_malloc((size_t)(blocks + 1) * sizeof *scratch);
         scratch_count = blocks + 1;
     }
-    chunk_squares_kernel<<<(unsigned)blocks, SUM_THREADS>>>(params->grads.data, n, scratch);
+    chunk_squares_kernel<<<(unsigned)blocks, SUM_THREADS>>>(x, n, block, scratch);
     CUDA_CHECK_LAUNCH();
     sum_partials_kernel<<<1, SUM_THREADS>>>(scratch, blocks, scratch + blocks);
     CUDA_CHECK_LAUNCH();
     double total = 0.0;
     cuda_copy_to_host(&total, scratch + blocks, sizeof total);
-    return (float)sqrt(total);
-}
-
-extern "C" float cuda_clip_grad_norm(ParamList *params, float max_norm) {
-    const float norm = cuda_grad_norm(params);
-    const float coef = max_norm / (norm + 1e-6f); // as clip_grad_norm computes it
-    if (!(coef < 1.0f) && !isnan(coef)) return norm;
-    const int64_t n = params->total;
-    scale_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(params->grads.data, n, coef);
-    CUDA_CHECK_LAUNCH();
-    return norm;
+    return total;
 }

@@ -4,10 +4,10 @@
 #include <stdio.h>
 
 #include "core/check.h"
+#include "cuda/clip.h"
+#include "cuda/optim.h"
 #include "device.h"
 #include "layers/layer_ops.h"
-#include "train/clip.h"
-#include "train/optim.h"
 
 #define NO_CUDA_MSG                                                                       \
     "this build has no CUDA: nvcc was not found when the library was built (`make config` " \
@@ -64,20 +64,20 @@ bool cuda_is_device_pointer(const void *p) {
 
 const LayerOps *layer_ops_cuda(void) { no_cuda("the CUDA layers"); }
 
-void cuda_adam_step(Adam *opt, ParamList *params) {
-    (void)opt, (void)params;
+void cuda_adam_update(float *p, const float *g, float *m, float *v, int64_t n, float b1, float b2,
+                      float step_size, float bias2_sqrt, float eps, float lr, float wd,
+                      bool decoupled) {
+    (void)p, (void)g, (void)m, (void)v, (void)n, (void)b1, (void)b2, (void)step_size;
+    (void)bias2_sqrt, (void)eps, (void)lr, (void)wd, (void)decoupled;
     no_cuda(__func__);
 }
-void cuda_sgd_step(Sgd *opt, ParamList *params) {
-    (void)opt, (void)params;
+void cuda_sgd_update(float *p, const float *g, float *buf, int64_t n, float lr, float momentum,
+                     float wd, bool first_step) {
+    (void)p, (void)g, (void)buf, (void)n, (void)lr, (void)momentum, (void)wd, (void)first_step;
     no_cuda(__func__);
 }
-float cuda_grad_norm(const ParamList *params) {
-    (void)params;
-    no_cuda(__func__);
-}
-float cuda_clip_grad_norm(ParamList *params, float max_norm) {
-    (void)params, (void)max_norm;
+double cuda_sum_squares(const float *x, int64_t n, int64_t block) {
+    (void)x, (void)n, (void)block;
     no_cuda(__func__);
 }
 #endif

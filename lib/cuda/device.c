@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/envvars.h"
 #include "core/tensor.h"
 #include "cuda_check.h"
 #include "device.h"
-#include "dist/launcher.h"
 #include "kernels.h"
 
 static int g_device = -1;
@@ -216,7 +216,7 @@ bool cuda_init(char *why, size_t why_cap) {
     if (g_device >= 0) return true;
     int count = cuda_device_count(why, why_cap);
     if (count < 1) return false;
-    int dev = cuda_pick_device(launcher_local_rank(), count);
+    int dev = cuda_pick_device(env_local_rank(), count);
     cudaError_t e = cudaSetDevice(dev);
     if (e == cudaSuccess) e = cudaFree(NULL); /* creates the context now, not at first use */
     if (e != cudaSuccess) {

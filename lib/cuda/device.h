@@ -13,7 +13,7 @@
 /* True when this build contains the CUDA backend (nvcc was found). */
 bool cuda_built(void);
 
-/* Starts the backend on one device: the local rank (dist/launcher.h) modulo the
+/* Starts the backend on one device: the local rank (core/envvars.h) modulo the
  * number of visible devices. Registers DEVICE_CUDA tensors, creates the cuBLAS handle.
  * Returns false with the reason in why (no CUDA in this build, no driver, driver older
  * than the runtime, no device visible) instead of crashing. Safe to call again. */

@@ -1,13 +1,8 @@
 // Optimiser updates on the GPU, one kernel launch over the whole flat parameter
 // buffer, with the arithmetic of lib/train/optim.c (adam_update, sgd_step).
-#include <math.h>
-
 #include "cuda_check.h"
 #include "launch.h"
-extern "C" {
-#include "core/check.h"
-#include "train/optim.h"
-}
+#include "cuda/optim.h"
 
 static __global__ void adam_kernel(float *p, const float *g, float *m, float *v, int64_t n,
                                    float b1, float b2, float step_size, float bias2_sqrt,
@@ -38,27 +33,18 @@ static __global__ void sgd_kernel(float *p, const float *g, float *buf, int64_t 
     }
 }
 
-// adam_step/sgd_step have checked that the state matches the list and its device.
-extern "C" void cuda_adam_step(Adam *opt, ParamList *params) {
-    CHECK_DEVICE(&params->grads, DEVICE_CUDA);
-    opt->step++;
-    const int64_t t = opt->step, n = params->total;
-    // the bias corrections exactly as adam_update computes them
-    const float bias1 = 1.0f - powf(opt->beta1, (float)t);
-    const float bias2_sqrt = sqrtf(1.0f - powf(opt->beta2, (float)t));
+// adam_step/sgd_step have checked that the state matches the list, all on the GPU.
+extern "C" void cuda_adam_update(float *p, const float *g, float *m, float *v, int64_t n,
+                                 float b1, float b2, float step_size, float bias2_sqrt,
+                                 float eps, float lr, float wd, bool decoupled) {
     adam_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-        params->values.data, params->grads.data, opt->m.data, opt->v.data, n, opt->beta1,
-        opt->beta2, opt->lr / bias1, bias2_sqrt, opt->eps, opt->lr, opt->weight_decay,
-        opt->decoupled);
+        p, g, m, v, n, b1, b2, step_size, bias2_sqrt, eps, lr, wd, decoupled);
     CUDA_CHECK_LAUNCH();
 }
 
-extern "C" void cuda_sgd_step(Sgd *opt, ParamList *params) {
-    CHECK_DEVICE(&params->grads, DEVICE_CUDA);
-    opt->step++;
-    const int64_t n = params->total;
-    sgd_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-        params->values.data, params->grads.data, opt->buf.data, n, opt->lr, opt->momentum,
-        opt->weight_decay, opt->step == 1);
+extern "C" void cuda_sgd_update(float *p, const float *g, float *buf, int64_t n, float lr,
+                                float momentum, float wd, bool first_step) {
+    sgd_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(p, g, buf, n, lr, momentum,
+                                                                   wd, first_step);
     CUDA_CHECK_LAUNCH();
 }

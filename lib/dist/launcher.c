@@ -1,38 +1,12 @@
 #include "launcher.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
-
-/* The variable as a number in [lo, hi]; `fallback` when it is not set. */
-static int env_int(const char *name, int lo, int hi, int fallback) {
-    const char *v = getenv(name);
-    if (!v || !*v) return fallback;
-    char *end;
-    errno = 0;
-    long r = strtol(v, &end, 10);
-    if (errno || *end || r < lo || r > hi)
-        fatal("%s=\"%s\" is not a number from %d to %d: unset it or fix the job script", name, v,
-              lo, hi);
-    return (int)r;
-}
-
-static bool set(const char *name) {
-    const char *v = getenv(name);
-    return v && *v;
-}
-
-int launcher_local_rank(void) {
-    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK",
-                                 "MPI_LOCALRANKID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (set(vars[i])) return env_int(vars[i], 0, 65535, 0);
-    return 0;
-}
+#include "core/envvars.h"
 
 bool launcher_first_node(const char *list, char *out, int cap) {
     /* the first entry: up to a ',' outside brackets */
@@ -75,22 +49,22 @@ static void master(Launch *l) {
 Launch launcher_read(void) {
     Launch l = {.rank = 0, .world_size = 1, .local_rank = 0};
     snprintf(l.name, sizeof l.name, "none");
-    if (set("OMPI_COMM_WORLD_SIZE")) {
+    if (env_is_set("OMPI_COMM_WORLD_SIZE")) {
         l.world_size = env_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, 1);
         l.rank = env_int("OMPI_COMM_WORLD_RANK", 0, l.world_size - 1, 0);
         l.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, l.world_size - 1, 0);
         l.local_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, l.world_size, 0);
         l.by_mpi = true;
         snprintf(l.name, sizeof l.name, "mpirun");
-    } else if (set("SLURM_STEP_NUM_TASKS") && set("SLURM_PROCID")) {
+    } else if (env_is_set("SLURM_STEP_NUM_TASKS") && env_is_set("SLURM_PROCID")) {
         l.world_size = env_int("SLURM_STEP_NUM_TASKS", 1, 1 << 20, 1);
         l.rank = env_int("SLURM_PROCID", 0, l.world_size - 1, 0);
         l.local_rank = env_int("SLURM_LOCALID", 0, l.world_size - 1, 0);
         l.nodes = env_int("SLURM_STEP_NUM_NODES", 1, l.world_size, 0);
-        l.by_mpi = set("PMIX_RANK") || set("PMI_RANK");
+        l.by_mpi = env_is_set("PMIX_RANK") || env_is_set("PMI_RANK");
         snprintf(l.name, sizeof l.name, l.by_mpi ? "srun --mpi=pmix" : "srun");
-    } else if (set("WORLD_SIZE") || set("RANK")) {
-        if (!set("WORLD_SIZE") || !set("RANK"))
+    } else if (env_is_set("WORLD_SIZE") || env_is_set("RANK")) {
+        if (!env_is_set("WORLD_SIZE") || !env_is_set("RANK"))
             fatal("RANK and WORLD_SIZE must be set together (torchrun style), or neither");
         l.world_size = env_int("WORLD_SIZE", 1, 1 << 20, 1);
         l.rank = env_int("RANK", 0, l.world_size - 1, 0);

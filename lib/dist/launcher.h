@@ -1,6 +1,6 @@
 /* What the launcher (mpirun, srun, torchrun, mpiexec) tells a process about its place
- * in the job, read from the environment. No communication: any part of the library
- * may ask (the CUDA backend picks its GPU by the local rank). */
+ * in the job, read from the environment. No communication. (The local rank alone, as
+ * the CUDA backend reads it to pick its GPU, is core/envvars.h's env_local_rank.) */
 #ifndef DIST_LAUNCHER_H
 #define DIST_LAUNCHER_H
 
@@ -21,11 +21,6 @@ typedef struct {
  * srun; a batch script alone is not a step), torchrun's RANK / WORLD_SIZE / LOCAL_RANK,
  * in that order. A malformed or inconsistent value is a user error naming the variable. */
 Launch launcher_read(void);
-
-/* This process's rank on its node: OMPI_COMM_WORLD_LOCAL_RANK (Open MPI),
- * SLURM_LOCALID (srun), LOCAL_RANK (torchrun style), MPI_LOCALRANKID (MPICH's
- * mpiexec), the first that is set; 0 when none is. A malformed value is a user error. */
-int launcher_local_rank(void);
 
 /* The first host of a Slurm node list ("gpu[003-008,011],cpu01" -> "gpu003"), as
  * `scontrol show hostnames | head -1` gives it. False when the list is malformed. */

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/check.h"
+#include "cuda/clip.h"
 
 /* sum of g^2 over g[0..n): each block in double, in parallel, then the blocks' sums
  * added in order, so any number of threads gives the same bits */
@@ -24,17 +25,21 @@ static double sum_squares(const float *g, int64_t n) {
 }
 
 float grad_norm(const ParamList *params) {
-    if (params->grads.device != DEVICE_CPU) return cuda_grad_norm(params);
+    if (params->grads.device != DEVICE_CPU)
+        return (float)sqrt(cuda_sum_squares(params->grads.data, params->total, CLIP_BLOCK));
     CHECK(params->grads.data || params->total == 0, "grad_norm before params_allocate");
     return (float)sqrt(sum_squares(params->grads.data, params->total));
 }
 
 float clip_grad_norm(ParamList *params, float max_norm) {
     CHECK(max_norm > 0.0f, "clip_grad_norm with max_norm %g: it must be positive", max_norm);
-    if (params->grads.device != DEVICE_CPU) return cuda_clip_grad_norm(params, max_norm);
     const float norm = grad_norm(params);
     const float coef = max_norm / (norm + 1e-6f); /* float, as PyTorch computes it */
     if (!(coef < 1.0f) && !isnan(coef)) return norm;
+    if (params->grads.device != DEVICE_CPU) { /* one kernel launch: g *= coef */
+        tensor_scale(&params->grads, coef);
+        return norm;
+    }
     float *g = params->grads.data;
 #pragma omp parallel for simd schedule(static)
     for (int64_t k = 0; k < params->total; k++) g[k] *= coef;

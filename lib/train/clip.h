@@ -8,8 +8,8 @@
  * order, so the norm does not depend on the number of threads (or GPU blocks). A NaN or
  * infinite gradient gives a NaN or infinite norm, returned as it is (and, as in PyTorch
  * with error_if_nonfinite=False, the gradients are scaled by NaN or 0): the caller can
- * test isfinite() and stop. The gradients' device picks the CPU loop or the CUDA kernels
- * (lib/cuda/clip.cu). */
+ * test isfinite() and stop. The gradients' device picks the CPU loops or the CUDA kernels
+ * (lib/cuda/clip.h, and tensor_scale's). */
 #ifndef TRAIN_CLIP_H
 #define TRAIN_CLIP_H
 
@@ -18,10 +18,6 @@
 float clip_grad_norm(ParamList *params, float max_norm);
 /* The global L2 norm of the gradients alone (nothing scaled), e.g. for the log. */
 float grad_norm(const ParamList *params);
-
-/* The CUDA twins (lib/cuda/clip.cu); clip_grad_norm and grad_norm call them. */
-float cuda_clip_grad_norm(ParamList *params, float max_norm);
-float cuda_grad_norm(const ParamList *params);
 
 /* Elements per block of the sum: each block is added up in order, then the blocks. */
 enum { CLIP_BLOCK = 1 << 14 };

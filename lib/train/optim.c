@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "cuda/optim.h"
 
 /* Parameters below this many are updated on one thread (a parallel region costs more). */
 enum { OPTIM_PARALLEL_MIN = 1 << 16 };
@@ -28,7 +29,10 @@ void sgd_init(Sgd *opt, const ParamList *params, float lr, float momentum, float
 void sgd_step(Sgd *opt, ParamList *params) {
     check_state(&opt->buf, params, "SGD");
     if (params->values.device != DEVICE_CPU) {
-        cuda_sgd_step(opt, params);
+        CHECK_DEVICE(&params->grads, DEVICE_CUDA);
+        opt->step++;
+        cuda_sgd_update(params->values.data, params->grads.data, opt->buf.data, params->total,
+                        opt->lr, opt->momentum, opt->weight_decay, opt->step == 1);
         return;
     }
     opt->step++;
@@ -90,7 +94,15 @@ void adam_update(float *p, const float *g, float *m, float *v, int64_t n, const 
 void adam_step(Adam *opt, ParamList *params) {
     check_state(&opt->m, params, "Adam");
     if (params->values.device != DEVICE_CPU) {
-        cuda_adam_step(opt, params);
+        CHECK_DEVICE(&params->grads, DEVICE_CUDA);
+        opt->step++;
+        const int64_t t = opt->step;
+        /* the bias corrections exactly as adam_update computes them */
+        const float bias1 = 1.0f - powf(opt->beta1, (float)t);
+        const float bias2_sqrt = sqrtf(1.0f - powf(opt->beta2, (float)t));
+        cuda_adam_update(params->values.data, params->grads.data, opt->m.data, opt->v.data,
+                         params->total, opt->beta1, opt->beta2, opt->lr / bias1, bias2_sqrt,
+                         opt->eps, opt->lr, opt->weight_decay, opt->decoupled);
         return;
     }
     opt->step++;

@@ -10,7 +10,7 @@
  * The state (momentum, m, v) is flat like the parameter list it was made for: one
  * buffer each, element k belonging to element k of params->values. A step is one
  * loop over all of them on the CPU, one kernel launch on the GPU (the parameters'
- * device picks which: lib/cuda/optim.cu is the CUDA twin). */
+ * device picks which: lib/cuda/optim.h is the CUDA twin). */
 #ifndef TRAIN_OPTIM_H
 #define TRAIN_OPTIM_H
 
@@ -46,10 +46,5 @@ void adam_free(Adam *opt);
 /* One Adam update of n values at step t (t >= 1): the loop adam_step runs on the CPU. */
 void adam_update(float *p, const float *g, float *m, float *v, int64_t n, const Adam *opt,
                  int64_t t);
-
-/* The CUDA twins (lib/cuda/optim.cu), for parameters and state on the GPU; adam_step
- * and sgd_step call them. In a build without CUDA they stop with a message. */
-void cuda_adam_step(Adam *opt, ParamList *params);
-void cuda_sgd_step(Sgd *opt, ParamList *params);
 
 #endif

@@ -11,12 +11,12 @@
 #include <sys/wait.h>
 
 #include "core/check.h"
+#include "core/envvars.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "cuda/attention_plan.h"
 #include "cuda/dropout_draw.h"
 #include "cuda/gemm_map.h"
-#include "dist/launcher.h"
 #include "cuda/device.h"
 #include "cuda/launch.h"
 #include "framework/check.h"
@@ -254,15 +254,15 @@ static int check_local_rank(void) {
     unsetenv("SLURM_LOCALID");
     unsetenv("LOCAL_RANK");
     unsetenv("MPI_LOCALRANKID");
-    bool ok = expect_true(launcher_local_rank() == 0, "no variable set: rank %d", launcher_local_rank());
+    bool ok = expect_true(env_local_rank() == 0, "no variable set: rank %d", env_local_rank());
     setenv("MPI_LOCALRANKID", "7", 1);
-    ok = ok && expect_true(launcher_local_rank() == 7, "MPICH's MPI_LOCALRANKID=7: rank %d", launcher_local_rank());
+    ok = ok && expect_true(env_local_rank() == 7, "MPICH's MPI_LOCALRANKID=7: rank %d", env_local_rank());
     setenv("LOCAL_RANK", "5", 1);
-    ok = ok && expect_true(launcher_local_rank() == 5, "LOCAL_RANK=5 before MPICH's: rank %d", launcher_local_rank());
+    ok = ok && expect_true(env_local_rank() == 5, "LOCAL_RANK=5 before MPICH's: rank %d", env_local_rank());
     setenv("SLURM_LOCALID", "2", 1);
-    ok = ok && expect_true(launcher_local_rank() == 2, "SLURM_LOCALID=2 before LOCAL_RANK: %d", launcher_local_rank());
+    ok = ok && expect_true(env_local_rank() == 2, "SLURM_LOCALID=2 before LOCAL_RANK: %d", env_local_rank());
     setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
-    ok = ok && expect_true(launcher_local_rank() == 3, "Open MPI's first: %d", launcher_local_rank());
+    ok = ok && expect_true(env_local_rank() == 3, "Open MPI's first: %d", env_local_rank());
     ok = ok && expect_true(cuda_pick_device(5, 4) == 1 && cuda_pick_device(3, 1) == 0 &&
                                cuda_pick_device(0, 8) == 0,
                            "rank modulo count: 5 of 4 -> %d, 3 of 1 -> %d", cuda_pick_device(5, 4),
@@ -274,7 +274,7 @@ static void bad_rank_body(void *arg) {
     (void)arg;
     unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
     setenv("SLURM_LOCALID", "two", 1);
-    launcher_local_rank();
+    env_local_rank();
 }
 
 static int check_bad_rank(void) {

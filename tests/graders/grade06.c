@@ -193,7 +193,8 @@ static void worker_ring(void) {
     say(true, "%s", "");
 }
 
-static int worker(int argc, char **argv) {
+/* The worker argv[2] (ranks_main runs "main" itself); false: no such worker. */
+static bool worker(int argc, char **argv) {
     const char *name = argv[2];
     if (strcmp(name, "setup") == 0) worker_setup(argc > 3 ? atoi(argv[3]) : 0);
     else if (strcmp(name, "broadcast") == 0) worker_broadcast();
@@ -202,12 +203,8 @@ static int worker(int argc, char **argv) {
     else if (strcmp(name, "stats") == 0) worker_stats();
     else if (strcmp(name, "report") == 0 && argc > 3) worker_report(argv[3]);
     else if (strcmp(name, "ring") == 0) worker_ring();
-    else if (strcmp(name, "main") == 0) {
-        argv[2] = argv[0]; /* the program's own options follow */
-        return lesson_main(argc - 2, argv + 2);
-    } else fatal("unknown worker %s", name);
-    if (g_dist) dist_finalize(g_dist);
-    return 0;
+    else return false;
+    return true;
 }
 
 /* ================================================================ the grader's side */
@@ -660,11 +657,7 @@ static int body_script_launch(const char *dir) {
 }
 static int check_script_launch(void) { return with_tmpdir("grade06", body_script_launch); }
 
-int main(int argc, char **argv) {
-    if (argc > 2 && strcmp(argv[1], "--worker") == 0) return worker(argc, argv);
-    ssize_t len = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
-    g_self[len > 0 ? len : 0] = '\0';
-    check_begin("lesson 06: ddp");
+static void checks(void) {
     check_run("TODO 6.1", "setup: 2 and 3 ranks each know their rank, world and local rank", check_setup, 120);
     check_run("TODO 6.1", "setup: 2 ranks where the script asked for 4 stop with a message", check_setup_wrong_count, 90);
     check_run("TODO 6.2", "every rank starts from rank 0's weights (2 and 3 ranks)", check_broadcast, 120);
@@ -679,5 +672,8 @@ int main(int argc, char **argv) {
     check_run("TODO 6.8", "bus bandwidth as nccl-tests define it", check_bus_bandwidth, 10);
     check_run("TODO 6.9", "job script: 2 nodes x 4 tasks, 8 cores each, 4 GPUs per node", check_script_resources, 10);
     check_run("TODO 6.10-6.11", "job script: MASTER_ADDR/PORT and the launch line (GPU and CPU ranks)", check_script_launch, 60);
-    return check_end();
+}
+
+int main(int argc, char **argv) {
+    return ranks_main(argc, argv, "lesson 06: ddp", checks, worker, lesson_main);
 }

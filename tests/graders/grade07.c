@@ -453,16 +453,13 @@ static void worker_step(const char *which) {
     say(true, "%s", "");
 }
 
-static int worker(int argc, char **argv) {
+/* The worker argv[2] (ranks_main runs "main" itself); false: no such worker. */
+static bool worker(int argc, char **argv) {
     const char *name = argv[2];
     if (strcmp(name, "comm") == 0) worker_comm();
     else if (strcmp(name, "step") == 0 && argc > 3) worker_step(argv[3]);
-    else if (strcmp(name, "main") == 0) {
-        argv[2] = argv[0]; /* the program's own options follow */
-        return lesson_main(argc - 2, argv + 2);
-    } else fatal("unknown worker %s", name);
-    if (g_dist) dist_finalize(g_dist);
-    return 0;
+    else return false;
+    return true;
 }
 
 /* ================================================================ the grader's side */
@@ -872,14 +869,10 @@ static int body_program_bubble(const char *dir) {
 }
 static int check_program_bubble(void) { return with_tmpdir("grade07", body_program_bubble); }
 
-int main(int argc, char **argv) {
-    if (argc > 2 && strcmp(argv[1], "--worker") == 0) return worker(argc, argv);
-    ssize_t len = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
-    g_self[len > 0 ? len : 0] = '\0';
+static void checks(void) {
     /* one OpenMP thread per rank: 3 ranks of the machine's cores each on 2 cores spin
      * against each other (the program's --threads is 1 too) */
     setenv("OMP_NUM_THREADS", "1", 1);
-    check_begin("lesson 07: pipeline");
     check_run("TODO 7.1", "partition: the least largest stage, contiguous, every stage a block (random costs)", check_partition_random, 20);
     check_run("TODO 7.1", "partition of the tutorial's model (its decoder outweighs its layers), 2-4 stages", check_partition_tutorial, 10);
     check_run("TODO 7.2", "activations to stage + 1, gradients to stage - 1; both neighbours sending at once (2 and 3 ranks)", check_comm, 120);
@@ -891,5 +884,8 @@ int main(int argc, char **argv) {
     check_run("TODO 7.2-7.5", "all your functions installed: the unsplit model's loss and gradients (2 and 3 ranks)", check_all, 120);
     check_run("TODO 7.1-7.6", "the program on 2 and 3 ranks, GPipe and 1F1B, m = 1, 2, 4: the losses of 1 rank", check_program_loss, 240);
     check_run("TODO 7.1-7.6", "the program on 2 balanced stages: bubble measured = formula (GPipe and 1F1B, m = 4)", check_program_bubble, 120);
-    return check_end();
+}
+
+int main(int argc, char **argv) {
+    return ranks_main(argc, argv, "lesson 07: pipeline", checks, worker, lesson_main);
 }

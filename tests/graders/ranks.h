@@ -3,11 +3,20 @@
  * whose ranks each run one of the lesson's functions and print one line,
  * "WORKER rank R ok ..." or "WORKER rank R FAIL: ...", which the check reads. A check
  * that needs ranks SKIPs where there is no mpirun (never PASSes); the check's time
- * limit turns a deadlock into a failure of that check alone. The grader's main sets
- * g_self (readlink /proc/self/exe) before it runs a check:
+ * limit turns a deadlock into a failure of that check alone. The grader's main is
+ * ranks_main, which runs either a worker or the checks:
  *
  *   #include "graders/ranks.h"
+ *   static bool worker(int argc, char **argv) {          // argv[2]: the worker's name
+ *       if (strcmp(argv[2], "average") == 0) worker_average();
+ *       else return false;
+ *       return true;
+ *   }
  *   static int check_average(void) { return on_2_and_3("average", "the gradient average", 60); }
+ *   static void checks(void) { check_run("TODO 6.4", "...", check_average, 120); }
+ *   int main(int argc, char **argv) {
+ *       return ranks_main(argc, argv, "lesson 06: ddp", checks, worker, lesson_main);
+ *   }
  *
  * The functions are static inline: a grader that uses only some of them compiles clean. */
 #ifndef GRADERS_RANKS_H
@@ -21,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/check.h"
 #include "dist/dist.h"
 #include "framework/check.h"
 
@@ -48,7 +58,7 @@ static inline Dist *library_dist(void) {
 
 /* ================================================================ the grader's side */
 
-static char g_self[1024]; /* this program, for mpirun */
+static char g_self[1024]; /* this program, for mpirun (ranks_main sets it) */
 
 static inline bool have_mpirun(void) {
     const char *path = getenv("PATH");
@@ -133,6 +143,33 @@ static inline int on_2_and_3(const char *worker, const char *what, double timeou
         if (!all_ok(ranks, &r, what)) return CHECK_FAIL;
     }
     return CHECK_PASS;
+}
+
+/* ================================================================ the grader's main */
+
+/* `<grader> --worker main ARGS...`: a rank running the lesson's program (program_main)
+ * with ARGS, whose status main returns. `<grader> --worker NAME ...`: a rank running the
+ * grader's worker NAME (worker returns false for a name it does not know: a message and
+ * exit status 1), after which the worker's communicator is closed. `<grader>` alone:
+ * g_self is set (run_ranks starts this program again), then the suite's checks run and
+ * the last line is "N passed, M failed[, K skipped]". */
+static inline int ranks_main(int argc, char **argv, const char *suite, void (*checks)(void),
+                             bool (*worker)(int argc, char **argv),
+                             int (*program_main)(int argc, char **argv)) {
+    if (argc > 2 && strcmp(argv[1], "--worker") == 0) {
+        if (strcmp(argv[2], "main") == 0) {
+            argv[2] = argv[0]; /* the program's own options follow */
+            return program_main(argc - 2, argv + 2);
+        }
+        if (!worker(argc, argv)) fatal("unknown worker %s", argv[2]);
+        if (g_dist) dist_finalize(g_dist);
+        return 0;
+    }
+    ssize_t len = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+    g_self[len > 0 ? len : 0] = '\0';
+    check_begin(suite);
+    checks();
+    return check_end();
 }
 
 #endif

@@ -24,6 +24,7 @@
 #include "core/tensor.h"
 #include "framework/check.h"
 #include "framework/gradcheck.h"
+#include "framework/tensors.h"
 #include "layers/conv2d.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
@@ -32,29 +33,11 @@
 #include "ops/conv_direct.h"
 #include "ops/conv_direct16.h"
 
-/* ------------------------------------------------------------ helpers */
-
 /* one_thread_note: the gradient checks run thousands of tiny forwards; each opens an
  * OpenMP parallel region, and on a loaded machine every region's barrier can wait a
  * scheduler tick (seconds in all, more under the sanitizers). They run on one thread;
  * what several threads do is checked by check_conv_threads. Every check runs in a
  * child process of its own, so the setting does not leak into the others. */
-
-static Tensor random4(uint64_t seed, int a, int b, int c, int d) {
-    Tensor t = tensor_zeros(4, a, b, c, d);
-    fill_uniform(t.data, t.size, seed, -1.0f, 1.0f);
-    return t;
-}
-static Tensor random2(uint64_t seed, int a, int b) {
-    Tensor t = tensor_zeros(2, a, b);
-    fill_uniform(t.data, t.size, seed, -1.0f, 1.0f);
-    return t;
-}
-static Tensor random1(uint64_t seed, int a) {
-    Tensor t = tensor_zeros(1, a);
-    fill_uniform(t.data, t.size, seed, -1.0f, 1.0f);
-    return t;
-}
 
 /* ------------------------------------------------------------ conv2d */
 
@@ -454,15 +437,6 @@ static int check_conv_threads(void) {
 
 /* Fills each gradient with P, runs the backward, and compares with P + the gradient
  * from zeros (to float rounding of that one addition and the sums' order). */
-static bool expect_added(const char *what, const Tensor *from_p, const Tensor *p,
-                         const Tensor *from_zero) {
-    float *want = malloc(sizeof(float) * (size_t)p->size);
-    for (int64_t i = 0; i < p->size; i++) want[i] = p->data[i] + from_zero->data[i];
-    bool ok = expect_close(what, from_p->data, want, p->size, 1e-5f, 1e-5f);
-    free(want);
-    return ok;
-}
-
 static int check_backward_adds(void) {
     omp_set_num_threads(1); /* thousands of tiny forwards: see one_thread_note */
     bool ok = true;
@@ -481,11 +455,10 @@ static int check_backward_adds(void) {
         tensor_copy(&db2, &pb);
         conv2d_backward(&din, &dw, &db, &s.R, &s.in, &s.w, c.stride, c.pad);
         conv2d_backward(&din2, &dw2, &db2, &s.R, &s.in, &s.w, c.stride, c.pad);
-        ok = expect_added("conv2d d input", &din2, &pin, &din) && ok;
-        ok = expect_added("conv2d d weight", &dw2, &pw, &dw) && ok;
-        ok = expect_added("conv2d d bias", &db2, &pb, &db) && ok;
-        Tensor *all[] = {&din, &dw, &db, &pin, &pw, &pb, &din2, &dw2, &db2};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        ok = expect_added("conv2d d input", &din2, &pin, &din, 1e-5f) && ok;
+        ok = expect_added("conv2d d weight", &dw2, &pw, &dw, 1e-5f) && ok;
+        ok = expect_added("conv2d d bias", &db2, &pb, &db, 1e-5f) && ok;
+        FREE_ALL(&din, &dw, &db, &pin, &pw, &pb, &din2, &dw2, &db2);
         conv_free(&s);
     }
     /* linear */
@@ -499,11 +472,10 @@ static int check_backward_adds(void) {
         tensor_copy(&db2, &pb);
         linear_backward(&din, &dw, &db, &R, &in, &w);
         linear_backward(&din2, &dw2, &db2, &R, &in, &w);
-        ok = expect_added("linear d input", &din2, &pin, &din) && ok;
-        ok = expect_added("linear d weight", &dw2, &pw, &dw) && ok;
-        ok = expect_added("linear d bias", &db2, &pb, &db) && ok;
-        Tensor *all[] = {&in, &w, &R, &din, &dw, &db, &pin, &pw, &pb, &din2, &dw2, &db2};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        ok = expect_added("linear d input", &din2, &pin, &din, 1e-5f) && ok;
+        ok = expect_added("linear d weight", &dw2, &pw, &dw, 1e-5f) && ok;
+        ok = expect_added("linear d bias", &db2, &pb, &db, 1e-5f) && ok;
+        FREE_ALL(&in, &w, &R, &din, &dw, &db, &pin, &pw, &pb, &din2, &dw2, &db2);
     }
     /* max-pool (overlapping windows: a pixel can receive from several outputs) */
     {
@@ -515,9 +487,8 @@ static int check_backward_adds(void) {
         maxpool2d_forward(&out, arg, &in, 3, 2);
         maxpool2d_backward(&din, &R, arg);
         maxpool2d_backward(&din2, &R, arg);
-        ok = expect_added("max-pool d input", &din2, &p, &din) && ok;
-        Tensor *all[] = {&in, &out, &R, &p, &din, &din2};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        ok = expect_added("max-pool d input", &din2, &p, &din, 1e-5f) && ok;
+        FREE_ALL(&in, &out, &R, &p, &din, &din2);
         free(arg);
     }
     /* ReLU */
@@ -528,9 +499,8 @@ static int check_backward_adds(void) {
         relu_forward(&out, &in);
         relu_backward(&din, &R, &out);
         relu_backward(&din2, &R, &out);
-        ok = expect_added("relu d input", &din2, &p, &din) && ok;
-        Tensor *all[] = {&in, &out, &R, &p, &din, &din2};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        ok = expect_added("relu d input", &din2, &p, &din, 1e-5f) && ok;
+        FREE_ALL(&in, &out, &R, &p, &din, &din2);
     }
     /* softmax cross-entropy */
     {
@@ -540,7 +510,7 @@ static int check_backward_adds(void) {
         tensor_copy(&dz2, &p);
         float l1 = softmax_cross_entropy(&dz, &z, labels);
         float l2 = softmax_cross_entropy(&dz2, &z, labels);
-        ok = expect_added("softmax cross-entropy d logits", &dz2, &p, &dz) && ok;
+        ok = expect_added("softmax cross-entropy d logits", &dz2, &p, &dz, 1e-5f) && ok;
         ok = expect_true(l1 == l2, "the loss depends on what dlogits held: %g vs %g", l1, l2) && ok;
         tensor_free(&z);
         tensor_free(&p);
@@ -732,8 +702,7 @@ static int check_relu_grad(void) {
         ok = expect_true(bigout.data[i] == (big.data[i] > 0 ? big.data[i] : 0.0f) &&
                              bigd.data[i] == (big.data[i] > 0 ? bigR.data[i] : 0.0f),
                          "large tensor, entry %lld wrong", (long long)i);
-    Tensor *all[] = {&s.in, &s.out, &s.R, &din, &copy, &big, &bigout, &bigR, &bigd};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    FREE_ALL(&s.in, &s.out, &s.R, &din, &copy, &big, &bigout, &bigR, &bigd);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -784,8 +753,7 @@ static int check_linear_grad(void) {
         ok = ok && expect_close("linear d weight without din", dw2.data, dw.data, dw.size, 0, 0);
         ok = ok && expect_close("linear d bias without din", db2.data, db.data, db.size, 0, 0);
         if (!ok) printf("case: in [%d, %d], weight [%d, %d]\n", N, IN, OUT, IN);
-        Tensor *all[] = {&s.in, &s.w, &s.b, &s.out, &s.R, &din, &dw, &db, &dw2, &db2};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        FREE_ALL(&s.in, &s.w, &s.b, &s.out, &s.R, &din, &dw, &db, &dw2, &db2);
     }
     return ok ? CHECK_PASS : CHECK_FAIL;
 }

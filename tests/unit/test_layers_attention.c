@@ -23,21 +23,11 @@
 #include "core/tensor.h"
 #include "framework/check.h"
 #include "framework/gradcheck.h"
+#include "framework/tensors.h"
 #include "layers/attention.h"
 #include "layers/dropout.h"
 #include "layers/softmax_exp.h"
 #include "layers/softmax_xent.h"
-
-static Tensor random2(uint64_t seed, int a, int b) {
-    Tensor t = tensor_zeros(2, a, b);
-    fill_uniform(t.data, t.size, seed, -1.0f, 1.0f);
-    return t;
-}
-
-static bool bits_equal(const char *what, const Tensor *a, const Tensor *b) {
-    return expect_true(memcmp(a->data, b->data, sizeof(float) * (size_t)a->size) == 0,
-                       "%s: 1 and 2 threads give different bits", what);
-}
 
 /* ------------------------------------------------------------ attention */
 

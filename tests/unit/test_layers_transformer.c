@@ -21,6 +21,7 @@
 #include "core/tensor.h"
 #include "framework/check.h"
 #include "framework/gradcheck.h"
+#include "framework/tensors.h"
 #include "layers/add.h"
 #include "layers/dropout.h"
 #include "layers/embedding.h"
@@ -32,31 +33,6 @@
  * region's barrier can cost a scheduler tick on a loaded machine); what several
  * threads do is checked by check_threads. Each check is a child process, so the
  * setting does not leak. */
-
-static Tensor random2(uint64_t seed, int a, int b) {
-    Tensor t = tensor_zeros(2, a, b);
-    fill_uniform(t.data, t.size, seed, -1.0f, 1.0f);
-    return t;
-}
-static Tensor random1(uint64_t seed, int a) {
-    Tensor t = tensor_zeros(1, a);
-    fill_uniform(t.data, t.size, seed, -1.0f, 1.0f);
-    return t;
-}
-
-static void free_all(Tensor **ts, size_t n) {
-    for (size_t i = 0; i < n; i++) tensor_free(ts[i]);
-}
-#define FREE_ALL(...)                                                     \
-    do {                                                                  \
-        Tensor *all_[] = {__VA_ARGS__};                                   \
-        free_all(all_, sizeof all_ / sizeof all_[0]);                     \
-    } while (0)
-
-static bool bits_equal(const char *what, const Tensor *a, const Tensor *b) {
-    return expect_true(memcmp(a->data, b->data, sizeof(float) * (size_t)a->size) == 0,
-                       "%s: 1 and 2 threads give different bits", what);
-}
 
 /* ------------------------------------------------------------ embedding */
 
@@ -488,14 +464,6 @@ static int check_threads(void) {
 
 /* Fills each gradient with P, runs the backward, and compares with P + the gradient
  * from zeros (to the rounding of that one addition). */
-static bool expect_added(const char *what, const Tensor *from_p, const Tensor *p, const Tensor *from_zero) {
-    float *want = malloc(sizeof(float) * (size_t)p->size);
-    for (int64_t i = 0; i < p->size; i++) want[i] = p->data[i] + from_zero->data[i];
-    bool ok = expect_close(what, from_p->data, want, p->size, 1e-6f, 1e-6f);
-    free(want);
-    return ok;
-}
-
 /* A gradient buffer filled with P, the same from zero, and P itself. */
 typedef struct {
     Tensor from_zero, from_p, p;
@@ -508,7 +476,7 @@ static Added added_make(uint64_t seed, int rows, int cols) {
 }
 
 static bool added_check(const char *what, Added *a) {
-    bool ok = expect_added(what, &a->from_p, &a->p, &a->from_zero);
+    bool ok = expect_added(what, &a->from_p, &a->p, &a->from_zero, 1e-6f);
     FREE_ALL(&a->from_zero, &a->from_p, &a->p);
     return ok;
 }

@@ -19,6 +19,7 @@
 
 #include "core/tensor.h"
 #include "framework/check.h"
+#include "framework/tensors.h"
 #include "layers/attention.h"
 #include "layers/embedding.h"
 #include "layers/gelu.h"
@@ -110,8 +111,7 @@ static int check_ref_layernorm(void) {
     ok = close_layer("layer norm d input", &din, TF_REF_LN_DIN) && ok;
     ok = close_layer("layer norm d gamma", &dg, TF_REF_LN_DGAMMA) && ok;
     ok = close_layer("layer norm d beta", &db, TF_REF_LN_DBETA) && ok;
-    Tensor *all[] = {&in, &g, &b, &R, &out, &mean, &rstd, &din, &dg, &db};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    FREE_ALL(&in, &g, &b, &R, &out, &mean, &rstd, &din, &dg, &db);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -140,9 +140,8 @@ static int check_ref_attention(void) {
     ok = close_layer("attention d in_proj_bias", &db_in, TF_REF_ATT_DIN_PROJ_BIAS) && ok;
     ok = close_layer("attention d out_proj.weight", &dw_out, TF_REF_ATT_DOUT_PROJ_WEIGHT) && ok;
     ok = close_layer("attention d out_proj.bias", &db_out, TF_REF_ATT_DOUT_PROJ_BIAS) && ok;
-    Tensor *all[] = {&x, &R, &w_in, &b_in, &w_out, &b_out, &qkv, &ctx, &out, &probs, &dscores,
-                     &dx, &dw_in, &db_in, &dw_out, &db_out, &dctx, &dqkv};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    FREE_ALL(&x, &R, &w_in, &b_in, &w_out, &b_out, &qkv, &ctx, &out, &probs, &dscores, &dx, &dw_in,
+             &db_in, &dw_out, &db_out, &dctx, &dqkv);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -268,8 +267,7 @@ static void block_backward(Block *k, Tensor *dx, const Tensor *dout, const Tenso
     linear_backward(&dctx, &k->out_w.grad, &k->out_b.grad, &dr1, &k->ctx, &k->out_w.value);
     attention_backward(&dqkv, &dscores, &dctx, &k->qkv, &k->probs, NULL);
     linear_backward(dx, &k->in_w.grad, &k->in_b.grad, &dqkv, x, &k->in_w.value);
-    Tensor *all[] = {&dr2, &dh, &dy1, &dr1, &dctx, &dqkv, &dh_pre, &dscores};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    FREE_ALL(&dr2, &dh, &dy1, &dr1, &dctx, &dqkv, &dh_pre, &dscores);
 }
 
 static bool param_grads_match(Param *const *ps, size_t n) {
@@ -338,8 +336,7 @@ static int check_ref_model(void) {
     param_free(&emb);
     param_free(&dec_w);
     param_free(&dec_b);
-    Tensor *all[] = {&pe, &x0, &logits, &dlogits};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    FREE_ALL(&pe, &x0, &logits, &dlogits);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 

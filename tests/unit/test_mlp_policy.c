@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "framework/check.h"
+#include "framework/tensors.h"
 #include "framework/gradcheck.h"
 #include "layers/linear_small.h"
 #include "layers/tanh.h"
@@ -87,8 +88,7 @@ static int check_tanh_backward(void) {
         ok = expect_true(fabs(dx.data[i] - want) <= 1e-6 * (1 + fabs(want)), "dx[%lld] = %g, want %g (+= dy (1 - y^2))",
                          (long long)i, (double)dx.data[i], want);
     }
-    Tensor *all[] = {&x, &y, &dy, &dx, &start};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    FREE_ALL(&x, &y, &dy, &dx, &start);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
