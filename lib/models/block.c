@@ -27,8 +27,9 @@ static Tensor zeros_like_shape(Device device, const Tensor *s) {
     }
 }
 
-/* Scratch views start on 64-byte boundaries, as separate allocations would. */
-static int64_t padded(int64_t floats) { return (floats + 15) / 16 * 16; }
+/* Scratch views start on 256-byte boundaries, as separate cudaMalloc allocations would
+ * (cuBLAS may pick its kernels by the pointers' alignment). */
+static int64_t padded(int64_t floats) { return (floats + 63) / 64 * 64; }
 
 static Block *item(const BlockList *l, int index) {
     CHECK(index >= l->first && index < l->first + l->count,
