@@ -138,6 +138,7 @@ void blocks_allocate(BlockList *l) {
     }
     CHECK(work <= INT32_MAX && grad <= INT32_MAX, "scratch of %lld floats", (long long)work);
     if (work) l->work = tensor_zeros_on(l->device, 1, (int)work);
+    l->work_views = xcalloc((size_t)l->count * BLOCK_SAVED_MAX, sizeof *l->work_views);
     for (int k = 0; grad && k < 2; k++) l->grad[k] = tensor_zeros_on(l->device, 1, (int)grad);
 }
 
@@ -149,6 +150,7 @@ void blocks_free(BlockList *l) {
     }
     blocks_acts_free(&l->acts);
     tensor_free(&l->work), tensor_free(&l->grad[0]), tensor_free(&l->grad[1]);
+    xfree(l->work_views);
     xfree(l->items);
     memset(l, 0, sizeof *l);
 }
@@ -169,6 +171,7 @@ void blocks_to_device(BlockList *l, Device device) {
         blocks_acts_init(l, &l->acts);
     }
     move(&l->work, device), move(&l->grad[0], device), move(&l->grad[1], device);
+    l->views_B = l->views_T = 0; /* laid out again in the new buffer */
 }
 
 void blocks_set_batch(BlockList *l, int B, int T) {
@@ -184,16 +187,23 @@ static void hooks(BlockList *l, Block *b, BlockPass pass, bool after) {
     for (int i = 0; i < l->hook_count; i++) l->hooks[i].fn(l->hooks[i].ctx, l, b, pass, after);
 }
 
-/* Block b's scratch for B x T, laid out in the list's buffer. */
-static Tensor *scratch_views(const BlockList *l, const Block *b, int B, int T, Tensor *views) {
-    if (!b->type->scratch) return NULL;
-    const int n = b->type->scratch(b, B, T, views);
-    float *p = l->work.data;
-    for (int j = 0; j < n; j++) {
-        views[j].data = p, views[j].device = l->device;
-        p += padded(views[j].size);
+/* Block i's scratch for B x T, laid out in the list's buffer; every block's, made again
+ * only when the batch changes (a step's passes, PPO's many small ones, reuse them). */
+static Tensor *scratch_views(BlockList *l, int i, int B, int T) {
+    if (l->views_B != B || l->views_T != T) {
+        for (int k = 0; k < l->count; k++) {
+            const Block *b = &l->items[k];
+            Tensor *views = &l->work_views[(size_t)k * BLOCK_SAVED_MAX];
+            const int n = b->type->scratch ? b->type->scratch(b, B, T, views) : 0;
+            float *p = l->work.data;
+            for (int j = 0; j < n; j++) {
+                views[j].data = p, views[j].device = l->device;
+                p += padded(views[j].size);
+            }
+        }
+        l->views_B = B, l->views_T = T;
     }
-    return views;
+    return &l->work_views[(size_t)i * BLOCK_SAVED_MAX];
 }
 
 static void check_range(const BlockList *l, int first, int last) {
@@ -221,13 +231,13 @@ const Tensor *blocks_forward(BlockList *l, BlockActs *a, int first, int last, co
         CHECK_DEVICE(in, l->device);
     }
     const Tensor *x = in;
-    Tensor work[BLOCK_SAVED_MAX];
     for (int k = first; k < last; k++) {
-        b = item(l, k);
+        const int i = k - l->first;
+        b = &l->items[i];
         const BlockCall c = {.ops = l->layers, .device = l->device, .B = l->B, .T = l->T,
                              .training = l->training, .rng = &b->rng,
-                             .saved = blocks_saved(l, a, k), .in = x, .ids = a->ids,
-                             .work = scratch_views(l, b, l->B, l->T, work)};
+                             .saved = &a->saved[(size_t)i * BLOCK_SAVED_MAX], .in = x,
+                             .ids = a->ids, .work = scratch_views(l, i, l->B, l->T)};
         hooks(l, b, BLOCK_FORWARD, false);
         b->type->forward(b, &c);
         hooks(l, b, BLOCK_FORWARD, true);
@@ -242,11 +252,12 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
     CHECK_SAME_SHAPE(dout, &blocks_saved(l, a, last - 1)[0]);
     /* between blocks, the gradient goes to one of two buffers in turn, so that a block
      * never reads what it writes */
-    Tensor between[2], work[BLOCK_SAVED_MAX];
+    Tensor between[2];
     const Tensor *g = dout;
     for (int k = last - 1, turn = 0; k >= first; k--, turn ^= 1) {
-        Block *b = item(l, k);
-        const Tensor *x = k == first ? in : &blocks_saved(l, a, k - 1)[0];
+        const int i = k - l->first;
+        Block *b = &l->items[i];
+        const Tensor *x = k == first ? in : &a->saved[(size_t)(i - 1) * BLOCK_SAVED_MAX];
         Tensor *target = din;
         if (k > first) { /* the input's gradient: the previous block's output's shape */
             between[turn] = l->grad[turn];
@@ -260,8 +271,8 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
         }
         const BlockCall c = {.ops = l->layers, .device = l->device, .B = a->B, .T = a->T,
                              .training = l->training, .rng = &b->rng,
-                             .saved = blocks_saved(l, a, k), .in = x, .ids = a->ids,
-                             .work = scratch_views(l, b, a->B, a->T, work), .dout = g,
+                             .saved = &a->saved[(size_t)i * BLOCK_SAVED_MAX], .in = x,
+                             .ids = a->ids, .work = scratch_views(l, i, a->B, a->T), .dout = g,
                              .din = target};
         hooks(l, b, BLOCK_BACKWARD, false);
         b->type->backward(b, &c);

@@ -121,6 +121,9 @@ struct BlockList {
     BlockLossFn loss;          /* NULL: the model has no loss of its own */
     BlockActs acts;            /* its own activations: one batch in flight */
     Tensor work;               /* [the most any block asks] scratch, shared in turn */
+    Tensor *work_views;        /* [count * BLOCK_SAVED_MAX] each block's scratch laid out in
+                                * work, for a batch of views_B x views_T (made when it changes) */
+    int views_B, views_T;
     Tensor grad[2];            /* gradients between blocks, in turn */
     struct {
         BlockHookFn fn;
