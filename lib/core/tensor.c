@@ -8,16 +8,10 @@
 #include "check.h"
 
 static const TensorDeviceOps *g_device_ops[2]; /* [DEVICE_CUDA]: set by the backend */
-static const TensorDtypeOps *g_dtype_ops[2];    /* its 16-bit fill and conversions */
 
 void tensor_register_device(Device device, const TensorDeviceOps *ops) {
     CHECK(device == DEVICE_CUDA, "only DEVICE_CUDA takes a backend, not %d", (int)device);
     g_device_ops[device] = ops;
-}
-
-void tensor_register_dtype_ops(Device device, const TensorDtypeOps *ops) {
-    CHECK(device == DEVICE_CUDA, "only DEVICE_CUDA takes a backend, not %d", (int)device);
-    g_dtype_ops[device] = ops;
 }
 
 const char *device_name(Device device) { return device == DEVICE_CUDA ? "cuda" : "cpu"; }
@@ -32,11 +26,11 @@ static const TensorDeviceOps *device_ops(Device device) {
 }
 
 /* The backend's 16-bit operations (once it is started); `what` names the caller. */
-static const TensorDtypeOps *dtype_ops(Device device, const char *what) {
+static const TensorDeviceOps *dtype_ops(Device device, const char *what) {
     const TensorDeviceOps *ops = device_ops(device);
-    CHECK(g_dtype_ops[device] != NULL, "%s of 16-bit %s tensors: the %s backend of this build "
+    CHECK(ops->fill16 && ops->convert, "%s of 16-bit %s tensors: the %s backend of this build "
           "has no 16-bit kernels", what, device_name(device), ops->name);
-    return g_dtype_ops[device];
+    return ops;
 }
 
 void *device_alloc(Device device, size_t bytes) {

@@ -12,9 +12,9 @@
  * lib/dist) that such code refuses by name (CHECK_DTYPE) instead of reading its bits
  * as floats. Byte counts are elements times dtype_size (tensor_bytes).
  *
- * The CUDA backend (lib/cuda/) registers how to allocate, free, fill and copy GPU
- * memory when it starts (cuda_init), and its 16-bit fill and conversions (tensor.cu);
- * this file knows no CUDA, so CPU-only programs do not link it. */
+ * The CUDA backend (lib/cuda/) registers how to allocate, free, fill, copy and convert
+ * GPU memory when it starts (cuda_init); this file knows no CUDA, so CPU-only programs
+ * do not link it. */
 #ifndef CORE_TENSOR_H
 #define CORE_TENSOR_H
 
@@ -74,6 +74,10 @@ typedef struct {
     void (*scale)(float *p, int64_t n, float factor);
     /* dst on dst_dev, src on src_dev; one of them is this device */
     void (*copy)(void *dst, Device dst_dev, const void *src, Device src_dev, size_t bytes);
+    /* 16-bit tensors: p[0..n) = bits; dst[0..n) of dst_dtype = src[0..n) of src_dtype
+     * (different dtypes), dtype.h's conversions */
+    void (*fill16)(uint16_t *p, int64_t n, uint16_t bits);
+    void (*convert)(void *dst, DType dst_dtype, const void *src, DType src_dtype, int64_t n);
 } TensorDeviceOps;
 
 /* Called by the backend when it starts; NULL unregisters (device tensors then stop
@@ -81,16 +85,6 @@ typedef struct {
 void tensor_register_device(Device device, const TensorDeviceOps *ops);
 const char *device_name(Device device); /* "cpu" or "cuda" */
 
-/* What a device backend provides for 16-bit tensors, registered apart from the rest
- * (lib/cuda/tensor.cu, when a program that uses the GPU starts); the backend must be
- * started too before they run. */
-typedef struct {
-    void (*fill16)(uint16_t *p, int64_t n, uint16_t bits);   /* p[0..n) = bits */
-    /* dst[0..n) of dst_dtype = src[0..n) of src_dtype (different dtypes), dtype.h's
-     * conversions */
-    void (*convert)(void *dst, DType dst_dtype, const void *src, DType src_dtype, int64_t n);
-} TensorDtypeOps;
-void tensor_register_dtype_ops(Device device, const TensorDtypeOps *ops);
 
 /* Raw memory on a device, for what is not a float tensor (max-pool's argmax, labels):
  * zero-filled; device_free(device, NULL) does nothing. */

@@ -16,6 +16,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "core/dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,6 +36,9 @@ cublasHandle_t cuda_cublas(void);
 void cuda_fill(float *x, int64_t n, float value);
 /* x[0..n) *= factor, device memory (DEVICE_CUDA tensors' tensor_scale). */
 void cuda_scale(float *x, int64_t n, float factor);
+/* 16-bit tensors (tensor.cu): x[0..n) = bits; dst = src converted (core/dtype.h) */
+void cuda_fill16(uint16_t *x, int64_t n, uint16_t bits);
+void cuda_convert(void *dst, DType dst_dtype, const void *src, DType src_dtype, int64_t n);
 
 #ifdef __cplusplus
 }

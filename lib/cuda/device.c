@@ -208,7 +208,7 @@ static void tensor_copy_bytes(void *dst, Device dd, const void *src, Device sd, 
 }
 
 static const TensorDeviceOps CUDA_TENSORS = {"CUDA", tensor_alloc, cuda_free, cuda_fill,
-                                             cuda_scale, tensor_copy_bytes};
+                                             cuda_scale, tensor_copy_bytes, cuda_fill16, cuda_convert};
 
 /* ---------------------------------------------------------------- start */
 

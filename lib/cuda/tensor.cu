@@ -33,7 +33,7 @@ static __global__ void fill16_kernel(uint16_t *x, int64_t n, uint16_t bits) {
     GRID_STRIDE_LOOP(i, n) x[i] = bits;
 }
 
-static void cuda_fill16(uint16_t *x, int64_t n, uint16_t bits) {
+extern "C" void cuda_fill16(uint16_t *x, int64_t n, uint16_t bits) {
     if (n == 0) return;
     fill16_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(x, n, bits);
     CUDA_CHECK_LAUNCH();
@@ -54,7 +54,7 @@ static __global__ void between16_kernel(uint16_t *y, int dst, const uint16_t *x,
     GRID_STRIDE_LOOP(i, n) y[i] = dtype_bits16_from_f32_bits(dst, dtype_f32_bits_from_bits16(src, x[i]));
 }
 
-static void cuda_convert(void *dst, DType dst_dtype, const void *src, DType src_dtype, int64_t n) {
+extern "C" void cuda_convert(void *dst, DType dst_dtype, const void *src, DType src_dtype, int64_t n) {
     if (n == 0) return;
     const int blocks = cuda_blocks_for(n, CUDA_THREADS);
     if (src_dtype == DTYPE_F32)
@@ -66,10 +66,3 @@ static void cuda_convert(void *dst, DType dst_dtype, const void *src, DType src_
                                                    (const uint16_t *)src, src_dtype, n);
     CUDA_CHECK_LAUNCH();
 }
-
-// Registered when the program starts (lib/cuda/device.c registers the rest when the
-// backend does); they run only on tensors of a started backend.
-static const TensorDtypeOps CUDA_DTYPES = {cuda_fill16, cuda_convert};
-static struct RegisterDtypes {
-    RegisterDtypes() { tensor_register_dtype_ops(DEVICE_CUDA, &CUDA_DTYPES); }
-} g_register_dtypes;

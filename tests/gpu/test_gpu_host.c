@@ -318,7 +318,8 @@ static void fake_copy(void *dst, Device dd, const void *src, Device sd, size_t b
     g_copies++;
     memcpy(dst, src, bytes);
 }
-static const TensorDeviceOps FAKE = {"fake", fake_alloc, fake_free, fake_fill, fake_scale, fake_copy};
+static const TensorDeviceOps FAKE = {"fake", fake_alloc, fake_free, fake_fill, fake_scale, fake_copy,
+                                     NULL, NULL}; /* no 16-bit kernels */
 
 static int check_device_tensors(void) {
     tensor_register_device(DEVICE_CUDA, &FAKE);

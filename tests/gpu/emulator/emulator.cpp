@@ -16,6 +16,8 @@ extern "C" {
 #include "cuda/gemm_map.h"
 void cuda_fill(float *x, int64_t n, float value); // lib/cuda/tensor.cu
 void cuda_scale(float *x, int64_t n, float factor);
+void cuda_fill16(uint16_t *x, int64_t n, uint16_t bits);
+void cuda_convert(void *dst, DType dst_dtype, const void *src, DType src_dtype, int64_t n);
 }
 
 /* ---------------------------------------------------------------- fibers */
@@ -210,7 +212,7 @@ static void tensor_copy_bytes(void *dst, Device dd, const void *src, Device sd, 
 }
 
 static const TensorDeviceOps EMULATED = {"CUDA (emulated)", tensor_alloc, cuda_free, cuda_fill, cuda_scale,
-                                         tensor_copy_bytes};
+                                         tensor_copy_bytes, cuda_fill16, cuda_convert};
 
 extern "C" {
 void cuda_fail_at(const char *file, int line, const char *call, int code, const char *name,
