@@ -49,6 +49,8 @@ void blocks_init(BlockList *l, ParamList *params, const LayerOps *layers, int fi
 
 Block *blocks_add(BlockList *l, const BlockType *type, void *state, const char *name, int first_param) {
     CHECK(l->acts.count == 0, "block '%s' added after blocks_allocate", name);
+    CHECK(type->saved && type->input && type->forward && type->backward && type->flops && type->init,
+          "block type '%s' lacks one of saved, input, forward, backward, flops, init", type->kind);
     CHECK(l->first + l->count < l->total, "block '%s' is one more than the model's %d", name, l->total);
     if (l->count == l->capacity) {
         const int cap = l->capacity ? 2 * l->capacity : 8;
@@ -81,7 +83,10 @@ void blocks_acts_init(const BlockList *l, BlockActs *a) {
         Tensor *t = &a->saved[(size_t)i * BLOCK_SAVED_MAX];
         const int n = b->type->saved(b, l->B_max, l->T_max, t);
         CHECK(n >= 1 && n <= BLOCK_SAVED_MAX, "block '%s' keeps %d activations", b->name, n);
-        for (int j = 0; j < n; j++) t[j] = zeros_like_shape(l->device, &t[j]);
+        for (int j = 0; j < n; j++) {
+            t[j] = zeros_like_shape(l->device, &t[j]);
+            a->bytes += (int64_t)tensor_bytes(&t[j]);
+        }
         a->saved_count[i] = n;
     }
     a->B = l->B_max, a->T = l->T_max;
@@ -136,8 +141,14 @@ void blocks_allocate(BlockList *l) {
         b->type->input(b, l->B_max, l->T_max, &in);
         if (i > 0 && in.ndim > 0) grad = in.size > grad ? in.size : grad; /* items[0]'s: din */
     }
-    CHECK(work <= INT32_MAX && grad <= INT32_MAX, "scratch of %lld floats", (long long)work);
+    CHECK(work <= INT32_MAX && grad <= INT32_MAX, "scratch of %lld and gradients between blocks "
+          "of %lld floats: more than a tensor holds", (long long)work, (long long)grad);
     if (work) l->work = tensor_zeros_on(l->device, 1, (int)work);
+    if (l->loss) { /* the loss's gradient: the last block's output shape */
+        Tensor out;
+        blocks_output_shape(l, l->first + l->count - 1, l->B_max, l->T_max, &out);
+        l->dloss = zeros_like_shape(l->device, &out);
+    }
     l->work_views = xcalloc((size_t)l->count * BLOCK_SAVED_MAX, sizeof *l->work_views);
     for (int k = 0; grad && k < 2; k++) l->grad[k] = tensor_zeros_on(l->device, 1, (int)grad);
 }
@@ -148,14 +159,20 @@ void blocks_free(BlockList *l) {
         if (b->type->free) b->type->free(b);
         else xfree(b->state);
     }
+    CHECK(l->pinned == 0, "a model freed while a strategy (a pipeline) still holds its buffers: "
+          "free that first");
     blocks_acts_free(&l->acts);
     tensor_free(&l->work), tensor_free(&l->grad[0]), tensor_free(&l->grad[1]);
+    tensor_free(&l->dloss);
     xfree(l->work_views);
     xfree(l->items);
     memset(l, 0, sizeof *l);
 }
 
+/* A buffer to `device`; one never allocated (a list without scratch, a one-block list's
+ * gradients between blocks) stays empty. */
 static void move(Tensor *t, Device device) {
+    if (!t->raw) return;
     Tensor moved = tensor_to(t, device);
     tensor_free(t);
     *t = moved;
@@ -163,6 +180,8 @@ static void move(Tensor *t, Device device) {
 
 void blocks_to_device(BlockList *l, Device device) {
     if (l->device == device) return;
+    CHECK(l->pinned == 0, "the model moves to the %s while a strategy (a pipeline) holds buffers "
+          "made for it on the %s: move the model first", device_name(device), device_name(l->device));
     for (int i = 0; i < l->count; i++)
         if (l->items[i].type->to_device) l->items[i].type->to_device(&l->items[i], device);
     l->device = device;
@@ -171,6 +190,7 @@ void blocks_to_device(BlockList *l, Device device) {
         blocks_acts_init(l, &l->acts);
     }
     move(&l->work, device), move(&l->grad[0], device), move(&l->grad[1], device);
+    move(&l->dloss, device);
     l->views_B = l->views_T = 0; /* laid out again in the new buffer */
 }
 
@@ -211,29 +231,34 @@ static void check_range(const BlockList *l, int first, int last) {
           "blocks [%d, %d) outside the model's [%d, %d)", first, last, l->first, l->first + l->count);
 }
 
+/* Whether block `first` reads ids; else `in` must be its input for B x T, on the device. */
+static bool reads_ids(const BlockList *l, int first, int B, int T, const Tensor *in) {
+    const Block *b = item(l, first);
+    Tensor want;
+    b->type->input(b, B, T, &want);
+    if (want.ndim == 0) return true;
+    CHECK(in, "block %d (%s)'s input is missing", first, b->name);
+    if (!tensor_same_shape(in, &want)) {
+        char got[64], exp[64];
+        die_at(__FILE__, __LINE__, "block %d (%s) takes %s, given %s", first, b->name,
+               tensor_shape_str(&want, exp, 64), tensor_shape_str(in, got, 64));
+    }
+    CHECK_DEVICE(in, l->device);
+    return false;
+}
+
 const Tensor *blocks_forward(BlockList *l, BlockActs *a, int first, int last, const int *ids,
                              const Tensor *in) {
     check_range(l, first, last);
     shape_acts(l, a, l->B, l->T);
-    Block *b = item(l, first);
-    Tensor want;
-    b->type->input(b, l->B, l->T, &want);
-    if (want.ndim == 0) {
-        CHECK(ids, "block %d (%s) reads ids, and none were given", first, b->name);
+    if (reads_ids(l, first, l->B, l->T, in)) {
+        CHECK(ids, "block %d (%s) reads ids, and none were given", first, item(l, first)->name);
         a->ids = ids;
-    } else {
-        CHECK(in, "block %d (%s)'s input is missing", first, b->name);
-        if (!tensor_same_shape(in, &want)) {
-            char got[64], exp[64];
-            die_at(__FILE__, __LINE__, "block %d (%s) takes %s, given %s", first, b->name,
-                   tensor_shape_str(&want, exp, 64), tensor_shape_str(in, got, 64));
-        }
-        CHECK_DEVICE(in, l->device);
     }
     const Tensor *x = in;
     for (int k = first; k < last; k++) {
         const int i = k - l->first;
-        b = &l->items[i];
+        Block *b = &l->items[i];
         const BlockCall c = {.ops = l->layers, .device = l->device, .B = l->B, .T = l->T,
                              .training = l->training, .rng = &b->rng,
                              .saved = &a->saved[(size_t)i * BLOCK_SAVED_MAX], .in = x,
@@ -250,6 +275,10 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
                      const Tensor *in, Tensor *din) {
     check_range(l, first, last);
     CHECK_SAME_SHAPE(dout, &blocks_saved(l, a, last - 1)[0]);
+    if (reads_ids(l, first, a->B, a->T, in))
+        CHECK(!din, "block %d (%s) reads ids: it has no input gradient", first, item(l, first)->name);
+    else if (din)
+        CHECK_SAME_SHAPE(din, in);
     /* between blocks, the gradient goes to one of two buffers in turn, so that a block
      * never reads what it writes */
     Tensor between[2];
@@ -265,9 +294,6 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
             memcpy(between[turn].shape, x->shape, sizeof x->shape);
             tensor_fill(&between[turn], 0.0f);
             target = &between[turn];
-        } else if (din) {
-            CHECK(in, "block %d (%s) reads ids: it has no input gradient", k, b->name);
-            CHECK_SAME_SHAPE(din, in);
         }
         const BlockCall c = {.ops = l->layers, .device = l->device, .B = a->B, .T = a->T,
                              .training = l->training, .rng = &b->rng,

@@ -18,15 +18,18 @@
  *
  * Rows: a batch is B sequences of T positions, N = B * T rows (the CNN's images: T = 1).
  *
- *   blocks_init(&l, &params, &layers, B_max, T_max);    // then blocks_add for each block
+ *   blocks_init(&l, &params, &layers, 0, blocks, B_max, T_max);  // then blocks_add each
  *   params_allocate(&params); ... initial values ...
  *   blocks_allocate(&l);                                // its activations and scratch
  *   out = blocks_forward(&l, &l.acts, 0, l.count, tokens, NULL);
- *   loss = blocks_loss(&l, out, targets, &dout);
- *   blocks_backward(&l, &l.acts, 0, l.count, &dout, NULL, NULL);
+ *   loss = blocks_loss(&l, out, targets, &l.dloss);
+ *   blocks_backward(&l, &l.acts, 0, l.count, &l.dloss, NULL, NULL);
  *
  * Block indices in these calls are the whole model's: a pipeline stage's list holds
- * blocks [first, first + count) of it. */
+ * blocks [first, first + count) of it. A backward announces its blocks' gradients as
+ * final once it is done with them: final for this backward (a pipeline runs one per
+ * micro-batch and adds them up; data parallel across micro-batches would reduce at the
+ * last one only). */
 #ifndef MODELS_BLOCK_H
 #define MODELS_BLOCK_H
 
@@ -75,7 +78,7 @@ typedef struct {
     void (*backward)(Block *b, const BlockCall *c);
     /* Forward FLOPs per row (token, image) for sequences of T: what a pipeline balances. */
     double (*flops)(const Block *b, int T);
-    /* After params_allocate: its initial values, drawn from rng (NULL: the zeros). */
+    /* After params_allocate: its initial values, drawn from rng (and tables of its own). */
     void (*init)(Block *b, Rng *rng);
     /* Moves what it holds besides its parameters (NULL: nothing). */
     void (*to_device)(Block *b, Device device);
@@ -98,6 +101,7 @@ typedef struct {
     int count;                 /* blocks */
     const int *ids;            /* the ids its forward read (the embedding's backward needs them) */
     int B, T;                  /* the batch they are shaped for */
+    int64_t bytes;             /* what they took when allocated (B_max x T_max) */
 } BlockActs;
 
 typedef enum { BLOCK_FORWARD, BLOCK_BACKWARD } BlockPass;
@@ -119,6 +123,8 @@ struct BlockList {
     int B_max, T_max;          /* what buffers are allocated for */
     int B, T;                  /* the batch of the next forward (blocks_set_batch) */
     BlockLossFn loss;          /* NULL: the model has no loss of its own */
+    Tensor dloss;              /* with a loss: its gradient, the last output's shape at
+                                * B_max x T_max (allocated by blocks_allocate) */
     BlockActs acts;            /* its own activations: one batch in flight */
     Tensor work;               /* [the most any block asks] scratch, shared in turn */
     Tensor *work_views;        /* [count * BLOCK_SAVED_MAX] each block's scratch laid out in
@@ -130,6 +136,9 @@ struct BlockList {
         void *ctx;
     } hooks[BLOCK_HOOKS_MAX];
     int hook_count;
+    int pinned;                /* strategies holding buffers made for this list on its
+                                * device (a pipeline: pipeline_init to pipeline_free):
+                                * while any does, it does not move */
 };
 
 /* An empty list, for blocks first, first + 1, ... of a model of `total` blocks, which
@@ -138,16 +147,18 @@ struct BlockList {
  * grow when B or T shrink. */
 void blocks_init(BlockList *l, ParamList *params, const LayerOps *layers, int first, int total,
                  int B_max, int T_max);
-/* Appends a block of `type` with `state` (the type frees it), named `name`, whose
+/* Appends a block of `type` (saved, input, forward, backward, flops and init are
+ * required) with `state` (the type frees it), named `name`, whose
  * parameters are the ones declared since first_param (params->count before its
  * constructor ran); its index is first + its position. Returns it (valid until the
  * next blocks_add). */
 Block *blocks_add(BlockList *l, const BlockType *type, void *state, const char *name, int first_param);
-/* After params_allocate (and initial values): its own activations and the scratch. */
+/* After params_allocate (and initial values): its own activations, the scratch, the
+ * gradients between blocks and the loss's gradient (a list with a loss). */
 void blocks_allocate(BlockList *l);
 void blocks_free(BlockList *l);
 /* Its activations, scratch and the blocks' own tables to `device` (the parameters are the
- * model's to move). */
+ * model's to move); refused while a strategy has pinned it. */
 void blocks_to_device(BlockList *l, Device device);
 
 /* The batch of the following forwards: B <= B_max sequences of T <= T_max (a user error
@@ -175,9 +186,10 @@ float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *d
 void blocks_add_hook(BlockList *l, BlockHookFn fn, void *ctx);
 void blocks_remove_hook(BlockList *l, BlockHookFn fn, void *ctx);
 
-/* Bytes of activations kept for the backward, summed over blocks [first, last) for a
- * batch of B x T (a set as allocated: B_max x T_max), and the forward FLOPs per row of
- * each block into costs[k - first]. */
+/* Bytes of activations kept for the backward, counted from the shapes the blocks declare,
+ * summed over blocks [first, last) for a batch of B x T (a set as allocated holds
+ * B_max x T_max: BlockActs.bytes), and the forward FLOPs per row of each of the list's
+ * blocks into costs[k - first]. */
 int64_t blocks_saved_bytes(const BlockList *l, int first, int last, int B, int T);
 void blocks_costs(const BlockList *l, int T, double *costs);
 /* The shape of block `index`'s input, and of its output, for B x T. */

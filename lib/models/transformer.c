@@ -105,6 +105,11 @@ double transformer_activation_floats_per_token(const TransformerConfig *c, int T
 
 /* ---------------------------------------------------------------- set-up */
 
+/* m->dlogits: the rows of the current batch in the list's loss gradient. */
+static void point_dlogits(Transformer *m) {
+    if (m->blocks.dloss.raw) m->dlogits = tensor_rows(&m->blocks.dloss, m->B * m->T);
+}
+
 void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, int T,
                              uint64_t seed, int first, int last) {
     transformer_config_check(c);
@@ -130,7 +135,7 @@ void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, 
         b->type->init(b, &rng);
     }
     blocks_allocate(&m->blocks);
-    if (last == blocks) m->dlogits = tensor_zeros(2, B * T, c->vocab);
+    point_dlogits(m);
 }
 
 void transformer_init(Transformer *m, const TransformerConfig *c, int B, int T, uint64_t seed) {
@@ -140,7 +145,6 @@ void transformer_init(Transformer *m, const TransformerConfig *c, int B, int T, 
 void transformer_free(Transformer *m) {
     blocks_free(&m->blocks);
     params_free(&m->params);
-    tensor_free(&m->dlogits);
     memset(m, 0, sizeof *m);
 }
 
@@ -166,11 +170,7 @@ void transformer_to_device(Transformer *m, Device device) {
               device_name(device), missing, device_name(device));
     params_to_device(&m->params, device);
     blocks_to_device(&m->blocks, device);
-    if (m->dlogits.data) { /* scratch: a new one, as large as the first */
-        tensor_free(&m->dlogits);
-        m->dlogits = tensor_zeros_on(device, 2, m->B * m->T_max, m->cfg.vocab);
-        transformer_set_seq_len(m, m->T);
-    }
+    point_dlogits(m);
     m->device = device;
     m->layers = *ops;
 }
@@ -179,16 +179,11 @@ void transformer_set_seq_len(Transformer *m, int T) {
     if (T < 1 || T > m->T_max)
         fatal("a batch of sequences of %d tokens: the model was built for 1 to %d", T, m->T_max);
     blocks_set_batch(&m->blocks, m->B, T);
-    if (m->dlogits.data) { /* a prefix of the buffer */
-        m->dlogits.shape[0] = m->B * T;
-        m->dlogits.size = (int64_t)m->B * T * m->cfg.vocab;
-    }
     m->T = T, m->N = m->B * T;
+    point_dlogits(m);
 }
 
-int64_t transformer_activation_bytes(Transformer *m) {
-    return blocks_saved_bytes(&m->blocks, m->first, m->last, m->B, m->T_max);
-}
+int64_t transformer_activation_bytes(Transformer *m) { return m->blocks.acts.bytes; }
 
 void transformer_train(Transformer *m) { m->blocks.training = true; }
 void transformer_eval(Transformer *m) { m->blocks.training = false; }

@@ -75,7 +75,8 @@ typedef struct {
     uint64_t seed;
     ParamList params;      /* its blocks' parameters, in block order */
     BlockList blocks;      /* blocks [first, last) and their activations (blocks.acts) */
-    Tensor dlogits;        /* [N, V] the loss's gradient (a model with the decoder) */
+    Tensor dlogits;        /* [N, V] the loss's gradient, the current batch's rows of
+                            * blocks.dloss (a model with the decoder) */
 } Transformer;             /* stays where it was made: its blocks point to params and layers */
 
 /* The whole model, blocks 0 .. L+1, for batches of B sequences of T tokens. */
@@ -93,10 +94,10 @@ void transformer_to_device(Transformer *m, Device device);
  * last batch of a pass is shorter (get_batch). The buffers are shortened in place. */
 void transformer_set_seq_len(Transformer *m, int T);
 /* The bytes of activations the forward keeps for the backward, as allocated (for the
- * T the model was built with), and floats per token for blocks [first, last) of a
- * configuration with sequences of T tokens: both summed over the blocks' saved
- * activations. Workspaces of the backward, parameters and optimiser state are not
- * included. */
+ * T the model was built with: the model's own set), and floats per token for blocks
+ * [first, last) of a configuration with sequences of T tokens, counted from the shapes
+ * the blocks declare. Workspaces of the backward, parameters and optimiser state are
+ * not included. */
 int64_t transformer_activation_bytes(Transformer *m);
 double transformer_activation_floats_per_token(const TransformerConfig *c, int T, int first,
                                                int last);

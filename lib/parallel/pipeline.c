@@ -85,6 +85,7 @@ void pipeline_init(Pipeline *p, Dist *d, BlockList *model, int micro, PipeSchedu
     dist_check_same(d, schedule, "the schedule (0 gpipe, 1 1f1b)");
     check_stages(p);
     CHECK(!is_last(p) || model->loss, "the last stage holds no loss: its blocks end the model");
+    model->pinned++; /* its device and batch are what the buffers below are made for */
     p->acts = xcalloc((size_t)micro, sizeof *p->acts);
     p->slot_of = xcalloc((size_t)micro, sizeof *p->slot_of);
     p->slot_busy = xcalloc((size_t)micro, sizeof *p->slot_busy);
@@ -98,15 +99,17 @@ void pipeline_init(Pipeline *p, Dist *d, BlockList *model, int micro, PipeSchedu
     Tensor out; /* the gradient of the last block's output: received, or the loss's */
     blocks_output_shape(model, end_block(p) - 1, model->B_max, model->T_max, &out);
     CHECK(out.ndim == 2, "a stage's output of %d dimensions: [rows, width] only", out.ndim);
-    *(is_last(p) ? &p->dloss : &p->dout) = tensor_zeros_on(model->device, 2, out.shape[0], out.shape[1]);
+    if (is_last(p)) p->dloss = model->dloss;
+    else p->dout = tensor_zeros_on(model->device, 2, out.shape[0], out.shape[1]);
 }
 
 void pipeline_free(Pipeline *p) {
     for (int k = 0; k < p->max_slots; k++) {
-        blocks_acts_free(&p->acts[k]);
+        if (k > 0) blocks_acts_free(p->acts[k]), xfree(p->acts[k]); /* slot 0: the model's */
         tensor_free(&p->in[k]), tensor_free(&p->din[k]);
     }
-    tensor_free(&p->dout), tensor_free(&p->dloss);
+    tensor_free(&p->dout);
+    p->model->pinned--;
     xfree(p->acts), xfree(p->in), xfree(p->din), xfree(p->send_act), xfree(p->send_grad);
     xfree(p->slot_of), xfree(p->slot_busy), xfree(p->log), xfree(p->events), xfree(p->rank_busy);
     dist_finalize(p->activations), dist_finalize(p->gradients);
@@ -138,7 +141,12 @@ static int take_slot(Pipeline *p, int micro) {
     int k = 0;
     while (p->slot_busy[k]) k++;
     if (k == p->max_slots) {
-        blocks_acts_init(p->model, &p->acts[k]);
+        if (k == 0) {
+            p->acts[0] = &p->model->acts;
+        } else {
+            p->acts[k] = xcalloc(1, sizeof *p->acts[k]);
+            blocks_acts_init(p->model, p->acts[k]);
+        }
         if (p->stage > 0) p->in[k] = input_buffer(p), p->din[k] = input_buffer(p);
         p->max_slots++;
     }
@@ -171,7 +179,7 @@ static void log_op(Pipeline *p, PipeOpKind kind, int micro) {
 
 /* Micro-batch i's forward through this stage's blocks, into slot k. */
 static const Tensor *run_forward(Pipeline *p, int k, int micro) {
-    return blocks_forward(p->model, &p->acts[k], first_block(p), end_block(p),
+    return blocks_forward(p->model, p->acts[k], first_block(p), end_block(p),
                           p->stage == 0 ? p->tokens[micro] : NULL, p->stage > 0 ? &p->in[k] : NULL);
 }
 
@@ -217,7 +225,7 @@ void pipeline_backward(Pipeline *p, int micro) {
     }
     Tensor *din = p->stage > 0 ? &p->din[k] : NULL;
     if (din) tensor_fill(din, 0.0f); /* the backward adds into it */
-    blocks_backward(p->model, &p->acts[k], first_block(p), end_block(p), dy,
+    blocks_backward(p->model, p->acts[k], first_block(p), end_block(p), dy,
                     p->stage > 0 ? &p->in[k] : NULL, din);
     const double done = compute_done(p);
     record(p, PIPE_EV_BACKWARD, micro, t, done);
@@ -247,7 +255,7 @@ float pipeline_loss_grad(Pipeline *p, int micro) {
     CHECK(is_last(p), "stage %d: the loss is the last stage's", p->stage);
     const int k = micro >= 0 && micro < p->micro ? p->slot_of[micro] : -1;
     CHECK(k >= 0, "the loss of micro-batch %d before its forward", micro);
-    const Tensor *out = &blocks_saved(p->model, &p->acts[k], end_block(p) - 1)[0];
+    const Tensor *out = &blocks_saved(p->model, p->acts[k], end_block(p) - 1)[0];
     return blocks_loss(p->model, out, p->targets[micro], &p->dloss);
 }
 
@@ -323,9 +331,8 @@ float pipeline_evaluate(Pipeline *p, const int *const *tokens, const int *const 
 }
 
 int64_t pipeline_activation_bytes(Pipeline *p) {
-    const BlockList *m = p->model;
-    Tensor in = {0};
-    if (p->stage > 0) blocks_input_shape(m, first_block(p), m->B_max, m->T_max, &in);
-    const int64_t saved = blocks_saved_bytes(m, first_block(p), end_block(p), m->B_max, m->T_max);
-    return (int64_t)p->max_slots * (saved + (int64_t)tensor_bytes(&in));
+    int64_t bytes = 0;
+    for (int k = 0; k < p->max_slots; k++)
+        bytes += p->acts[k]->bytes + (int64_t)tensor_bytes(&p->in[k]);
+    return bytes;
 }

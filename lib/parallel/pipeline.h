@@ -18,7 +18,9 @@
  * The pipeline sees only the block interface (models/block.h): this stage's slice of
  * the model's blocks, their inputs and outputs, and the model's loss on the last stage.
  * It keeps one set of activations per micro-batch in flight (BlockActs), from the
- * forward to the backward.
+ * forward to the backward: the model's own set is the first, the others it makes as
+ * more micro-batches are in flight. Messages between stages are [rows, width] tensors
+ * and stage 0 reads the micro-batch's ids (tokens): a language model's shape.
  *
  * A step runs the schedule's list of forwards and backwards (pipeline_schedule). The
  * gradients of all micro-batches are added up (the backward adds, +=), each scaled by
@@ -98,17 +100,18 @@ struct Pipeline {
     PipelineOps ops;
     /* one step's micro-batches (device memory): tokens for stage 0, targets for the last */
     const int *const *tokens, *const *targets;
-    /* per activation slot (a micro-batch in flight): its blocks' activations, the input
-     * received from the stage before, the gradient to send back to it, and the sends
-     * still in flight from it */
-    BlockActs *acts;          /* [slots] */
+    /* per activation slot (a micro-batch in flight): its blocks' activations (slot 0 the
+     * model's own), the input received from the stage before, the gradient to send back
+     * to it, and the sends still in flight from it */
+    BlockActs **acts;         /* [slots] */
     Tensor *in, *din;         /* [slots] of the first block's input shape ([N, D]) */
     DistRequest **send_act, **send_grad; /* [slots] */
     int *slot_of;             /* [micro] the slot of each micro-batch, -1: none */
     bool *slot_busy;          /* [micro] slot k holds a micro-batch in flight */
     int max_slots;            /* slots allocated so far (the peak in flight) */
     Tensor dout;              /* [N, D] the gradient received from the stage after */
-    Tensor dloss;             /* last stage: [N, V] the loss's gradient of a micro-batch */
+    Tensor dloss;             /* last stage: [N, V] the loss's gradient of a micro-batch
+                               * (the model's model->dloss) */
     float loss_sum;           /* last stage: the step's loss, summed over micro-batches */
     /* the last step's record */
     PipeEvent *events;
@@ -122,7 +125,8 @@ struct Pipeline {
 
 /* The stage of this rank (stage = rank of d, stages = its world size) over `model`,
  * its slice of the model's blocks, built for a micro-batch (transformer_init_blocks:
- * m.blocks). The stages must tile the model in rank order; the last one holds its loss. */
+ * m.blocks). The stages must tile the model in rank order; the last one holds its loss.
+ * Until pipeline_free the model is pinned: it does not move to another device. */
 void pipeline_init(Pipeline *p, Dist *d, BlockList *model, int micro, PipeSchedule schedule);
 void pipeline_free(Pipeline *p);
 
@@ -158,9 +162,10 @@ void pipeline_run_1f1b(Pipeline *p);
  * pipeline_bubble_fraction(p->rank_busy, p->stages, p->seconds). */
 double pipeline_bubble_fraction(const double *busy, int ranks, double seconds);
 
-/* Activation memory of this stage: slots in use at most (the peak) times one slot's
- * activations and received input. Not counted, as the backward's workspaces are not:
- * the gradient of the input that each slot sends back, and the gradient received. */
+/* Activation memory of this stage: the slots allocated (the most micro-batches in flight
+ * at once), each one's activations and received input. Not counted, as the backward's
+ * workspaces are not: the gradient of the input that each slot sends back, and the
+ * gradient received. */
 int64_t pipeline_activation_bytes(Pipeline *p);
 
 /* Rank 0 writes every rank's events of the last step as JSON lines to path (step 1

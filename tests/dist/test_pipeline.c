@@ -92,6 +92,16 @@ static bool same_as_unsplit(PipeSchedule schedule, int micro, float dropout, boo
                 s, pipeline_schedule_name(schedule), micro, in_flight, most);
         ok = false;
     }
+    /* the memory it holds: as many sets as were in flight (the model's own the first),
+     * each with its received input ([B/m * T, D] floats) after stage 0 */
+    const int64_t input = s > 0 ? (int64_t)(B / micro) * T * c.d_model * 4 : 0;
+    const int64_t want_bytes = (int64_t)most * (transformer_activation_bytes(&stage) + input);
+    if (pipeline_activation_bytes(&pipe) != want_bytes) {
+        fprintf(stderr, "rank %d: %s, %d micro-batches: %lld bytes of activations, expected %lld\n",
+                s, pipeline_schedule_name(schedule), micro, (long long)pipeline_activation_bytes(&pipe),
+                (long long)want_bytes);
+        ok = false;
+    }
     pipeline_free(&pipe);
     transformer_free(&stage), transformer_free(&whole);
     return ok;

@@ -28,7 +28,9 @@ void free_all(Tensor **ts, size_t n) {
 }
 
 bool bits_equal(const char *what, const Tensor *a, const Tensor *b) {
-    return expect_true(memcmp(a->data, b->data, sizeof(float) * (size_t)a->size) == 0,
+    return expect_true(a->size == b->size, "%s: %lld and %lld elements", what, (long long)a->size,
+                       (long long)b->size) &&
+           expect_true(memcmp(a->data, b->data, sizeof(float) * (size_t)a->size) == 0,
                        "%s: 1 and 2 threads give different bits", what);
 }
 

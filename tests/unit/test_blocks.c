@@ -9,10 +9,13 @@
  *  - several parameter listeners each hear every final gradient once;
  *  - two batches in flight in sets of their own (as a pipeline keeps micro-batches)
  *    give what one batch at a time gives;
+ *  - a one-block stage (the decoder alone: no scratch, no gradients between blocks)
+ *    moves to another device and back, on a stand-in backend; a pinned list does not;
  *  - a batch larger than the model's, or an input of the wrong shape, stops with a
  *    message naming the block. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -210,6 +213,65 @@ static int check_sets_in_flight(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* ---------------------------------------------------------------- moving */
+
+/* A stand-in for the GPU's backend: host memory that calls itself DEVICE_CUDA. */
+static void *fake_alloc(size_t bytes) { return calloc(1, bytes); }
+static void fake_fill(float *p, int64_t n, float v) {
+    for (int64_t i = 0; i < n; i++) p[i] = v;
+}
+static void fake_scale(float *p, int64_t n, float f) {
+    for (int64_t i = 0; i < n; i++) p[i] *= f;
+}
+static void fake_copy(void *dst, Device dd, const void *src, Device sd, size_t bytes) {
+    (void)dd, (void)sd;
+    memcpy(dst, src, bytes);
+}
+static const TensorDeviceOps FAKE = {"stand-in", fake_alloc, free, fake_fill, fake_scale, fake_copy,
+                                     NULL, NULL};
+
+static bool all_on(BlockList *l, Device device, int B, int T) {
+    bool ok = expect_true(l->device == device, "the list says %s", device_name(l->device));
+    for (int i = 0; i < l->count; i++)
+        for (int j = 0; j < l->acts.saved_count[i]; j++) {
+            const Tensor *t = &l->acts.saved[(size_t)i * BLOCK_SAVED_MAX + j];
+            ok = ok && expect_true(t->device == device && t->raw, "block %d's activation %d on the %s",
+                                   i, j, device_name(t->device));
+        }
+    Tensor out;
+    blocks_output_shape(l, l->first + l->count - 1, B, T, &out);
+    return ok && expect_true(l->dloss.device == device && tensor_same_shape(&l->dloss, &out),
+                             "the loss's gradient on the %s", device_name(l->dloss.device)) &&
+           expect_true(!l->work.raw && !l->grad[0].raw && !l->grad[1].raw,
+                       "a lone decoder has scratch or gradients between blocks");
+}
+
+static void move_pinned(void *arg) {
+    BlockList *l = arg;
+    l->pinned = 1;
+    blocks_to_device(l, DEVICE_CPU);
+}
+
+static int check_move_one_block(void) {
+    const TransformerConfig c = small_config();
+    enum { B = 2, T = 4 };
+    tensor_register_device(DEVICE_CUDA, &FAKE);
+    Transformer m;
+    const int last = transformer_block_count(&c);
+    transformer_init_blocks(&m, &c, B, T, 1, last - 1, last); /* the decoder alone */
+    blocks_to_device(&m.blocks, DEVICE_CUDA);
+    bool ok = all_on(&m.blocks, DEVICE_CUDA, B, T);
+    ChildResult r;
+    run_child(move_pinned, &m.blocks, &r);
+    ok = ok && expect_exit("moving a pinned list", &r, 2, "holds buffers made for it",
+                           (const char *)NULL);
+    blocks_to_device(&m.blocks, DEVICE_CPU);
+    ok = ok && all_on(&m.blocks, DEVICE_CPU, B, T);
+    transformer_free(&m);
+    tensor_register_device(DEVICE_CUDA, NULL);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* ---------------------------------------------------------------- refusals */
 
 static void too_large_batch(void *arg) {
@@ -255,6 +317,7 @@ int main(void) {
     check_run(NULL, "hooks before and after each pass of each block, gradients final in between, several listeners", check_hooks, 30);
     check_run(NULL, "parameters handed to each block only for its passes (ZeRO-3's gather and free): the same bits", check_gather_free, 30);
     check_run(NULL, "two batches in flight in sets of their own: the gradients of one at a time", check_sets_in_flight, 30);
+    check_run(NULL, "a one-block stage to another device and back (stand-in backend); a pinned model stays", check_move_one_block, 30);
     check_run(NULL, "a batch too large, an input of the wrong shape, a listener too many: stopped with a message", check_refusals, 30);
     return check_end();
 }
