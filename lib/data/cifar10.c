@@ -70,7 +70,7 @@ static void dataset_init(Dataset *d, const char *source, int count) {
 int dataset_parse_cifar10(const uint8_t *batch, size_t len, const char *name, Dataset *d,
                           char *msg, size_t cap) {
     memset(d, 0, sizeof *d);
-    int n;
+    int n = 0; /* set by cifar_records; a newer gcc cannot see that and warns */
     if (cifar_records(name, (long long)len, &n, msg, cap) != 0) return -1;
     dataset_init(d, name, n);
     if (cifar_decode(batch, n, name, d->images, d->labels, msg, cap) == 0) return 0;
