@@ -16,15 +16,11 @@ Tensor block_shape(int ndim, ...) {
     return t;
 }
 
-/* A zero-filled tensor of that shape on the device. */
+/* A zero-filled tensor of a shape-only tensor's shape and dtype, on the device. */
 static Tensor zeros_like_shape(Device device, const Tensor *s) {
-    const int *d = s->shape;
-    switch (s->ndim) {
-    case 1: return tensor_zeros_on(device, 1, d[0]);
-    case 2: return tensor_zeros_on(device, 2, d[0], d[1]);
-    case 3: return tensor_zeros_on(device, 3, d[0], d[1], d[2]);
-    default: return tensor_zeros_on(device, 4, d[0], d[1], d[2], d[3]);
-    }
+    Tensor where = *s;
+    where.device = device;
+    return tensor_zeros_like(&where);
 }
 
 /* Scratch views start on 256-byte boundaries, as separate cudaMalloc allocations would
@@ -154,13 +150,13 @@ void blocks_allocate(BlockList *l) {
 }
 
 void blocks_free(BlockList *l) {
+    CHECK(l->pinned == 0, "a model freed while a strategy (a pipeline) still holds its buffers: "
+          "free that first");
     for (int i = 0; i < l->count; i++) {
         Block *b = &l->items[i];
         if (b->type->free) b->type->free(b);
         else xfree(b->state);
     }
-    CHECK(l->pinned == 0, "a model freed while a strategy (a pipeline) still holds its buffers: "
-          "free that first");
     blocks_acts_free(&l->acts);
     tensor_free(&l->work), tensor_free(&l->grad[0]), tensor_free(&l->grad[1]);
     tensor_free(&l->dloss);
@@ -311,7 +307,6 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
 
 float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout) {
     CHECK(l->loss, "this model has no loss of its own");
-    if (!out) out = &blocks_saved(l, &l->acts, l->first + l->count - 1)[0];
     return l->loss(l->layers, out, targets, dout);
 }
 

@@ -180,7 +180,7 @@ const Tensor *blocks_forward(BlockList *l, BlockActs *a, int first, int last, co
  * not needed) gets += dL/d(input of block first); in: the input the forward was given. */
 void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tensor *dout,
                      const Tensor *in, Tensor *din);
-/* The model's loss of out (NULL: the last forward's output into the list's own acts). */
+/* The model's loss of out (the last block's output of a forward); dout: as BlockLossFn. */
 float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout);
 
 void blocks_add_hook(BlockList *l, BlockHookFn fn, void *ctx);
