@@ -179,27 +179,46 @@ DistRequest *dist_all_reduce_start(Dist *d, Tensor *t, DistOp op) {
 
 void dist_all_reduce(Dist *d, Tensor *t, DistOp op) { dist_wait(d, dist_all_reduce_start(d, t, op)); }
 
-void dist_all_gather(Dist *d, Tensor *out, const Tensor *in) {
+/* The buffers of an all-gather or a reduce-scatter are apart, or exactly in place: the
+ * small one is this rank's block of the large one (NCCL's rule). */
+static void check_in_place(const Dist *d, const Tensor *small, const Tensor *large, const char *what) {
+    const char *s = small->raw, *l = large->raw;
+    const size_t bytes = tensor_bytes(small);
+    if (s + bytes <= l || l + tensor_bytes(large) <= s) return;
+    CHECK(s == l + (size_t)d->rank * bytes, "%s: the two tensors overlap, but the smaller one is "
+          "not this rank's block of the larger one (the only overlap allowed: in place)", what);
+}
+
+DistRequest *dist_all_gather_start(Dist *d, Tensor *out, const Tensor *in) {
     check_tensor(d, out, "dist_all_gather (out)");
     check_tensor(d, in, "dist_all_gather (in)");
     check_same_dtype(out, in, "dist_all_gather", "out", "in");
     CHECK(out->size == in->size * d->world_size, "dist_all_gather: out has %lld values, in %lld "
           "on each of %d ranks", (long long)out->size, (long long)in->size, d->world_size);
+    check_in_place(d, in, out, "dist_all_gather");
     const int64_t bytes = ring_bytes(d, 1, tensor_bytes(out));
     count(d, DIST_KIND_ALL_GATHER, bytes, bytes);
-    d->ops->wait(d, d->ops->all_gather(d, out->raw, in->raw, in->size, dist_type_of(in->dtype)));
+    return d->ops->all_gather(d, out->raw, in->raw, in->size, dist_type_of(in->dtype));
 }
 
-void dist_reduce_scatter(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
+void dist_all_gather(Dist *d, Tensor *out, const Tensor *in) {
+    dist_wait(d, dist_all_gather_start(d, out, in));
+}
+
+DistRequest *dist_reduce_scatter_start(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
     check_tensor(d, out, "dist_reduce_scatter (out)");
     check_tensor(d, in, "dist_reduce_scatter (in)");
     check_same_dtype(out, in, "dist_reduce_scatter", "out", "in");
     CHECK(in->size == out->size * d->world_size, "dist_reduce_scatter: in has %lld values, out "
           "%lld on each of %d ranks", (long long)in->size, (long long)out->size, d->world_size);
+    check_in_place(d, out, in, "dist_reduce_scatter");
     const int64_t bytes = ring_bytes(d, 1, tensor_bytes(in));
     count(d, DIST_KIND_REDUCE_SCATTER, bytes, bytes);
-    d->ops->wait(d, d->ops->reduce_scatter(d, out->raw, in->raw, out->size,
-                                           dist_type_of(in->dtype), op));
+    return d->ops->reduce_scatter(d, out->raw, in->raw, out->size, dist_type_of(in->dtype), op);
+}
+
+void dist_reduce_scatter(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
+    dist_wait(d, dist_reduce_scatter_start(d, out, in, op));
 }
 
 void dist_barrier(Dist *d) {

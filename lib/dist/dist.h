@@ -121,7 +121,10 @@ void dist_broadcast(Dist *d, Tensor *t, int root);
 void dist_all_reduce(Dist *d, Tensor *t, DistOp op);
 /* out [world * n] = the in [n] of every rank, in rank order */
 void dist_all_gather(Dist *d, Tensor *out, const Tensor *in);
-/* out [n] = this rank's n-element block of the op over every rank's in [world * n] */
+/* out [n] = this rank's n-element block of the op over every rank's in [world * n]
+ * Both may run in place, NCCL's way: in (all-gather) or out (reduce-scatter) is this
+ * rank's block of the other, a view at rank * n; after an in-place reduce-scatter the
+ * rest of `in` holds anything. Any other overlap is refused. */
 void dist_reduce_scatter(Dist *d, Tensor *out, const Tensor *in, DistOp op);
 void dist_barrier(Dist *d);
 
@@ -137,6 +140,8 @@ void dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int from);
 /* Non-blocking forms: started now, finished by dist_wait (which frees the request).
  * Between the two, the tensor must not be touched. */
 DistRequest *dist_all_reduce_start(Dist *d, Tensor *t, DistOp op);
+DistRequest *dist_all_gather_start(Dist *d, Tensor *out, const Tensor *in);
+DistRequest *dist_reduce_scatter_start(Dist *d, Tensor *out, const Tensor *in, DistOp op);
 DistRequest *dist_send_start(Dist *d, const Tensor *t, int peer);
 DistRequest *dist_recv_start(Dist *d, Tensor *t, int peer);
 DistRequest *dist_sendrecv_start(Dist *d, const Tensor *out, int to, Tensor *in, int from);

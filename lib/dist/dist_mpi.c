@@ -33,6 +33,7 @@ typedef struct {
 struct DistRequest {
     MPI_Request req[2]; /* one, or a send and a receive */
     void *buf;        /* DIST_AVG: divided by the world size once done */
+    const void *result_at; /* an in-place reduce-scatter's result, moved to buf once done */
     int64_t n;
     DistType type;
     DistOp op;
@@ -192,6 +193,7 @@ static void find_silent(Dist *d, char *out, size_t cap) {
 /* ---------------------------------------------------------------- waiting */
 
 static void finish(Dist *d, DistRequest *r) {
+    if (r->result_at && r->result_at != r->buf) memmove(r->buf, r->result_at, r->bytes);
     if (r->op == DIST_AVG && r->buf) {
         if (r->type == DIST_F32) {
             float *x = r->buf, inv = 1.0f / (float)d->world_size;
@@ -246,14 +248,24 @@ static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp
 
 static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
     DistRequest *r = request("all-gather", NULL, n, t, DIST_SUM);
-    MPI_Iallgather(in, count(n, r->what), mpi_type(t), out, (int)n, mpi_type(t), impl(d)->comm,
-                   &r->req[0]);
+    /* in place (dist.h): MPI wants this rank's block left where it is */
+    const bool in_place = in == (const char *)out + (size_t)d->rank * r->bytes;
+    MPI_Iallgather(in_place ? MPI_IN_PLACE : in, count(n, r->what), mpi_type(t), out, (int)n,
+                   mpi_type(t), impl(d)->comm, &r->req[0]);
     return r;
 }
 
 static DistRequest *reduce_scatter(Dist *d, void *out, const void *in, int64_t n, DistType t,
                                    DistOp op) {
     DistRequest *r = request("reduce-scatter", out, n, t, op);
+    if ((const char *)out == (const char *)in + (size_t)d->rank * r->bytes) {
+        /* in place: MPI reads in and leaves the result at its start; finish moves it to
+         * this rank's block */
+        r->result_at = in;
+        MPI_Ireduce_scatter_block(MPI_IN_PLACE, (void *)in, count(n, r->what), mpi_type(t),
+                                  mpi_op(op, t), impl(d)->comm, &r->req[0]);
+        return r;
+    }
     MPI_Ireduce_scatter_block(in, out, count(n, r->what), mpi_type(t), mpi_op(op, t), impl(d)->comm,
                               &r->req[0]);
     return r;

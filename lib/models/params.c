@@ -84,6 +84,39 @@ void param_uniform(Param *p, float bound, Rng *rng) {
     for (int64_t i = 0; i < p->value.size; i++) p->value.data[i] = rng_uniform_range(rng, -bound, bound);
 }
 
+void params_set_layout(ParamList *list, const int64_t *offset, int64_t size) {
+    CHECK(list->values.data != NULL, "params_set_layout before params_allocate");
+    CHECK(size >= list->total && size <= INT32_MAX, "a layout of %lld scalars for %lld parameters",
+          (long long)size, (long long)list->total);
+    int64_t end = 0;
+    for (int i = 0; i < list->count; i++) {
+        const Param *p = list->items[i];
+        CHECK(offset[i] >= end && offset[i] + p->value.size <= size, "params_set_layout: '%s' "
+              "at %lld overlaps the parameter before it or ends past %lld", p->name,
+              (long long)offset[i], (long long)size);
+        end = offset[i] + p->value.size;
+    }
+    const Device device = list->values.device;
+    Tensor values = tensor_zeros(1, (int)size);
+    Tensor host = device == DEVICE_CPU ? list->values : tensor_to(&list->values, DEVICE_CPU);
+    for (int i = 0; i < list->count; i++) {
+        const Param *p = list->items[i];
+        memcpy(values.data + offset[i], host.data + p->offset, (size_t)p->value.size * sizeof(float));
+    }
+    if (device != DEVICE_CPU) {
+        tensor_free(&host);
+        Tensor moved = tensor_to(&values, device);
+        tensor_free(&values);
+        values = moved;
+    }
+    tensor_free(&list->values);
+    tensor_free(&list->grads);
+    list->values = values;
+    list->grads = tensor_zeros_like(&values);
+    for (int i = 0; i < list->count; i++) list->items[i]->offset = offset[i];
+    point_views(list);
+}
+
 void params_to_device(ParamList *list, Device device) {
     CHECK(list->values.data != NULL, "params_to_device before params_allocate");
     if (list->values.device == device) return;

@@ -40,7 +40,8 @@ typedef struct {
     Param **items;        /* count parameters, in the order they were added */
     int count, capacity;
     int64_t total;        /* scalars in all of them */
-    Tensor values, grads; /* [total] each, after params_allocate */
+    Tensor values, grads; /* [total] each, after params_allocate; [size] with gaps after
+                           * params_set_layout (a ZeRO shard's padding) */
     struct {              /* who is told of each final gradient, in the order they listened */
         GradReadyFn fn;
         void *ctx;
@@ -66,6 +67,11 @@ int64_t params_count(const ParamList *list); /* number of scalars */
 /* Every value of p drawn uniformly from [-bound, bound] (PyTorch's Linear and Conv2d
  * initialise weight and bias so, with bound 1/sqrt(fan_in)). */
 void param_uniform(Param *p, float bound, Rng *rng);
+/* Lays the buffers out anew, on their device: parameter i at offset[i] of buffers of
+ * `size` scalars (in order, not overlapping; the gaps zero), the values copied, the
+ * gradients zeroed. A sharded strategy pads each block's parameters to a multiple of
+ * the world size this way, so that its collectives run in place. */
+void params_set_layout(ParamList *list, const int64_t *offset, int64_t size);
 /* Moves both buffers to `device` (the values are copied, the gradients zeroed). */
 void params_to_device(ParamList *list, Device device);
 void params_free(ParamList *list);

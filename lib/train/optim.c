@@ -26,30 +26,31 @@ void sgd_init(Sgd *opt, const ParamList *params, float lr, float momentum, float
     opt->buf = tensor_zeros_like(&params->values);
 }
 
-void sgd_step(Sgd *opt, ParamList *params) {
-    check_state(&opt->buf, params, "SGD");
-    if (params->values.device != DEVICE_CPU) {
-        CHECK_DEVICE(&params->grads, DEVICE_CUDA);
-        opt->step++;
-        cuda_sgd_update(params->values.data, params->grads.data, opt->buf.data, params->total,
-                        opt->lr, opt->momentum, opt->weight_decay, opt->step == 1);
+void sgd_update_on(Device device, float *p, const float *g, float *buf, int64_t n, const Sgd *opt,
+                   bool first_step) {
+    const float lr = opt->lr, wd = opt->weight_decay, momentum = opt->momentum;
+    if (device != DEVICE_CPU) {
+        cuda_sgd_update(p, g, buf, n, lr, momentum, wd, first_step);
         return;
     }
-    opt->step++;
-    float *p = params->values.data, *buf = opt->buf.data;
-    const float *g = params->grads.data;
-    const float lr = opt->lr, wd = opt->weight_decay, momentum = opt->momentum;
-    const bool first = opt->step == 1;
     /* element-wise: any split over threads gives the same bits */
-#pragma omp parallel for simd schedule(static) if (parallel : params->total > OPTIM_PARALLEL_MIN)
-    for (int64_t k = 0; k < params->total; k++) {
+#pragma omp parallel for simd schedule(static) if (parallel : n > OPTIM_PARALLEL_MIN)
+    for (int64_t k = 0; k < n; k++) {
         float d = g[k] + wd * p[k];
         if (momentum != 0.0f) {
-            buf[k] = first ? d : momentum * buf[k] + d;
+            buf[k] = first_step ? d : momentum * buf[k] + d;
             d = buf[k];
         }
         p[k] -= lr * d;
     }
+}
+
+void sgd_step(Sgd *opt, ParamList *params) {
+    check_state(&opt->buf, params, "SGD");
+    CHECK_DEVICE(&params->grads, params->values.device);
+    opt->step++;
+    sgd_update_on(params->values.device, params->values.data, params->grads.data, opt->buf.data,
+                  params->total, opt, opt->step == 1);
 }
 
 void sgd_free(Sgd *opt) { tensor_free(&opt->buf); }
@@ -91,23 +92,25 @@ void adam_update(float *p, const float *g, float *m, float *v, int64_t n, const 
     }
 }
 
-void adam_step(Adam *opt, ParamList *params) {
-    check_state(&opt->m, params, "Adam");
-    if (params->values.device != DEVICE_CPU) {
-        CHECK_DEVICE(&params->grads, DEVICE_CUDA);
-        opt->step++;
-        const int64_t t = opt->step;
-        /* the bias corrections exactly as adam_update computes them */
-        const float bias1 = 1.0f - powf(opt->beta1, (float)t);
-        const float bias2_sqrt = sqrtf(1.0f - powf(opt->beta2, (float)t));
-        cuda_adam_update(params->values.data, params->grads.data, opt->m.data, opt->v.data,
-                         params->total, opt->beta1, opt->beta2, opt->lr / bias1, bias2_sqrt,
-                         opt->eps, opt->lr, opt->weight_decay, opt->decoupled);
+void adam_update_on(Device device, float *p, const float *g, float *m, float *v, int64_t n,
+                    const Adam *opt, int64_t t) {
+    if (device == DEVICE_CPU) {
+        adam_update(p, g, m, v, n, opt, t);
         return;
     }
+    /* the bias corrections exactly as adam_update computes them */
+    const float bias1 = 1.0f - powf(opt->beta1, (float)t);
+    const float bias2_sqrt = sqrtf(1.0f - powf(opt->beta2, (float)t));
+    cuda_adam_update(p, g, m, v, n, opt->beta1, opt->beta2, opt->lr / bias1, bias2_sqrt, opt->eps,
+                     opt->lr, opt->weight_decay, opt->decoupled);
+}
+
+void adam_step(Adam *opt, ParamList *params) {
+    check_state(&opt->m, params, "Adam");
+    CHECK_DEVICE(&params->grads, params->values.device);
     opt->step++;
-    adam_update(params->values.data, params->grads.data, opt->m.data, opt->v.data,
-                params->total, opt, opt->step);
+    adam_update_on(params->values.device, params->values.data, params->grads.data, opt->m.data,
+                   opt->v.data, params->total, opt, opt->step);
 }
 
 void adam_free(Adam *opt) {

@@ -27,6 +27,11 @@ typedef struct {
 
 void sgd_init(Sgd *opt, const ParamList *params, float lr, float momentum, float weight_decay);
 void sgd_step(Sgd *opt, ParamList *params);
+/* One SGD update of n values (p, g and the momentum buf on `device`), the first step's
+ * rule when first_step: what sgd_step runs over the whole buffer, for a piece of it (a
+ * ZeRO shard). */
+void sgd_update_on(Device device, float *p, const float *g, float *buf, int64_t n, const Sgd *opt,
+                   bool first_step);
 void sgd_free(Sgd *opt);
 
 typedef struct {
@@ -46,5 +51,9 @@ void adam_free(Adam *opt);
 /* One Adam update of n values at step t (t >= 1): the loop adam_step runs on the CPU. */
 void adam_update(float *p, const float *g, float *m, float *v, int64_t n, const Adam *opt,
                  int64_t t);
+/* The same on `device` (the CPU loop or one CUDA kernel): what adam_step runs over the
+ * whole buffer, for a piece of it (a ZeRO shard). */
+void adam_update_on(Device device, float *p, const float *g, float *m, float *v, int64_t n,
+                    const Adam *opt, int64_t t);
 
 #endif

@@ -2,7 +2,8 @@
 # lib/dist with several ranks, as users start them: mpirun with 2 and 3 CPU ranks
 # (more ranks than cores is fine: --oversubscribe); lib/parallel/pipeline with 2, 3
 # and 4 stages against the unsplit transformer; lib/parallel/grid: every layout of 1,
-# 2, 4, 8 and 16 ranks checked with collectives on its axes; then the faults a job must
+# 2, 4, 8 and 16 ranks checked with collectives on its axes; lib/parallel/zero's stages
+# 1-3 against plain data parallel on 1 to 4 ranks; then the faults a job must
 # survive by ending: a rank that hangs, a rank that dies, ranks with different models.
 # Each must end the whole job within a bounded time, with a message naming the cause.
 # Last line: "N passed, M failed[, K skipped]". Skipped (never passed) without mpirun.
@@ -12,11 +13,12 @@ build=${1:-build}
 bin=$build/tests/dist/test_collectives
 pipe_bin=$build/tests/dist/test_pipeline
 grid_bin=$build/tests/dist/test_grid
+zero_bin=$build/tests/dist/test_zero
 passed=0 failed=0 skipped=0
 pass() { echo "PASS  $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
 
-if ! command -v mpirun >/dev/null || [ ! -x "$bin" ] || [ ! -x "$pipe_bin" ] || [ ! -x "$grid_bin" ]; then
+if ! command -v mpirun >/dev/null || [ ! -x "$bin" ] || [ ! -x "$pipe_bin" ] || [ ! -x "$grid_bin" ] || [ ! -x "$zero_bin" ]; then
     echo "SKIP  lib/dist with several ranks: needs ranks: Open MPI's mpirun (sudo make deps) and $bin"
     echo "0 passed, 0 failed, 1 skipped"
     exit 0
@@ -26,10 +28,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(mpirun --oversubscribe --mca btl self,vader,tcp)
 
 for run in "$bin 2" "$bin 3" "$pipe_bin 2" "$pipe_bin 3" "$pipe_bin 4" \
-    "$grid_bin 1" "$grid_bin 2" "$grid_bin 4" "$grid_bin 8" "$grid_bin 16"; do
+    "$grid_bin 1" "$grid_bin 2" "$grid_bin 4" "$grid_bin 8" "$grid_bin 16" \
+    "$zero_bin 1" "$zero_bin 2" "$zero_bin 3" "$zero_bin 4"; do
     prog=${run% *} n=${run##* } what=lib/dist
     [ "$prog" = "$pipe_bin" ] && what=lib/parallel/pipeline
     [ "$prog" = "$grid_bin" ] && what=lib/parallel/grid
+    [ "$prog" = "$zero_bin" ] && what=lib/parallel/zero
     out=$(timeout 300 "${mpi[@]}" -n "$n" "$prog" 2>&1)
     printf '%s\n' "$out" | grep -E '^(PASS|FAIL|==|        )' | sed 's/^/    /'
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)

@@ -1,0 +1,435 @@
+#include "zero.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/timer.h"
+#include "cuda/device.h"
+#include "train/clip.h"
+
+/* ---------------------------------------------------------------- the library's parts */
+
+static ZeroRange library_shard_range(int64_t n, int world, int rank) {
+    ZeroRange r = {.piece = (n + world - 1) / world};
+    r.padded = r.piece * world;
+    r.start = r.piece * rank;
+    const int64_t end = r.start + r.piece < n ? r.start + r.piece : n;
+    r.own = end > r.start ? end - r.start : 0;
+    return r;
+}
+
+static DistRequest *library_reduce_gradients(Dist *d, Tensor *piece, Tensor *full) {
+    return dist_reduce_scatter_start(d, piece, full, DIST_AVG);
+}
+
+static void library_step(Zero *z) {
+    const int64_t t = z->optimizer == ZERO_ADAMW ? ++z->adam.step : ++z->sgd.step;
+    for (int k = 0; k < z->nunits; k++) zero_update_piece(z, &z->units[k], t);
+}
+
+static DistRequest *library_gather_params(Dist *d, Tensor *full, const Tensor *piece) {
+    return dist_all_gather_start(d, full, piece);
+}
+
+/* Stage 3: a block's parameters there for each pass, the next block's on their way. */
+static void library_stage3_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
+    (void)l;
+    Zero *z = ctx;
+    ZeroUnit *u = zero_unit_of(z, b);
+    if (!u) return;
+    if (after) {
+        zero_release(z, u);
+        return;
+    }
+    zero_await(z, u);
+    const int next = (int)(u - z->units) + (pass == BLOCK_FORWARD ? 1 : -1);
+    if (next >= 0 && next < z->nunits) zero_gather(z, &z->units[next]);
+}
+
+const ZeroOps ZERO_LIBRARY = {library_shard_range, library_reduce_gradients, library_step,
+                              library_gather_params, library_stage3_hook};
+
+/* ---------------------------------------------------------------- views */
+
+static Tensor flat(Tensor *buffer, int64_t start, int64_t n) {
+    return tensor_range(buffer, start, n);
+}
+
+Tensor zero_param_piece(Zero *z, const ZeroUnit *u) {
+    if (z->stage == 3) return flat(&z->shard_values, u->local, u->piece);
+    return flat(&z->params->values, u->start + z->dist->rank * u->piece, u->piece);
+}
+
+Tensor zero_grad_piece(Zero *z, const ZeroUnit *u) {
+    if (z->stage == 1) return flat(&z->params->grads, u->start + z->dist->rank * u->piece, u->piece);
+    return flat(&z->shard_grads, u->local, u->piece);
+}
+
+Tensor zero_state_piece(Zero *z, const ZeroUnit *u, int which) {
+    CHECK(which == 0 || (which == 1 && z->optimizer == ZERO_ADAMW), "optimiser state %d of %s",
+          which, z->optimizer == ZERO_ADAMW ? "AdamW (0: m, 1: v)" : "SGD (0: momentum)");
+    Tensor *t = z->optimizer == ZERO_SGD ? &z->sgd.buf : which == 0 ? &z->adam.m : &z->adam.v;
+    CHECK(t->data, "the optimiser's state before zero_optimizer_adamw or zero_optimizer_sgd");
+    return flat(t, u->local, u->piece);
+}
+
+Tensor zero_param_range(Zero *z, const ZeroUnit *u) {
+    CHECK(z->stage < 3, "stage 3 keeps no whole parameter buffer (zero_await gathers a block)");
+    return flat(&z->params->values, u->start, u->piece * z->dist->world_size);
+}
+
+void zero_update_piece(Zero *z, const ZeroUnit *u, int64_t t) {
+    Tensor p = zero_param_piece(z, u), g = zero_grad_piece(z, u), m = zero_state_piece(z, u, 0);
+    if (z->optimizer == ZERO_SGD) {
+        sgd_update_on(z->device, p.data, g.data, m.data, u->piece, &z->sgd, t == 1);
+        return;
+    }
+    Tensor v = zero_state_piece(z, u, 1);
+    adam_update_on(z->device, p.data, g.data, m.data, v.data, u->piece, &z->adam, t);
+}
+
+ZeroUnit *zero_unit_of(Zero *z, const Block *b) {
+    const int i = b->index - z->blocks->first;
+    CHECK(i >= 0 && i < z->blocks->count, "block %d is not in this model", b->index);
+    return z->unit_of_block[i] < 0 ? NULL : &z->units[z->unit_of_block[i]];
+}
+
+/* Points unit u's parameter values (or gradients) at `base` + their place in its range;
+ * NULL: at nothing (stage 3 between passes). */
+static void point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads) {
+    for (int i = u->first_param; i < u->first_param + u->params; i++) {
+        Param *p = z->params->items[i];
+        float *at = base ? base + (p->offset - u->start) : NULL;
+        if (grads) p->grad.data = at;
+        else p->value.data = at;
+    }
+}
+
+/* Lets MPI move the data of everything in flight (it progresses only inside its calls). */
+static void progress_all(Zero *z) {
+    for (int w = 0; w < 2; w++) {
+        if (z->grad_windows[w].pending) dist_test(z->dist, z->grad_windows[w].pending);
+        const ZeroWindow *pw = &z->param_windows[w];
+        if (pw->unit >= 0 && z->units[pw->unit].gather) dist_test(z->dist, z->units[pw->unit].gather);
+    }
+}
+
+static void wait_timed(Zero *z, DistRequest **r) {
+    if (!*r) return;
+    const double t0 = now_seconds();
+    dist_wait(z->dist, *r);
+    *r = NULL;
+    z->exposed_s += now_seconds() - t0;
+}
+
+/* ---------------------------------------------------------------- stage 3's mechanics */
+
+void zero_gather(Zero *z, ZeroUnit *u) {
+    if (u->window >= 0) return; /* there, or on its way */
+    ZeroWindow *w = NULL;
+    for (int k = 0; k < 2 && !w; k++)
+        if (z->param_windows[k].unit < 0) w = &z->param_windows[k];
+    if (!w) return; /* both in use: zero_await gathers it once one is free */
+    w->unit = (int)(u - z->units);
+    u->window = (int)(w - z->param_windows);
+    Tensor full = flat(&w->data, 0, u->piece * z->dist->world_size);
+    Tensor piece = zero_param_piece(z, u);
+    u->gather = z->ops->gather_params(z->dist, &full, &piece);
+    progress_all(z);
+}
+
+void zero_await(Zero *z, ZeroUnit *u) {
+    CHECK(z->stage == 3, "zero_await at stage %d: only stage 3 gathers blocks", z->stage);
+    zero_gather(z, u);
+    CHECK(u->window >= 0, "block %d's parameters: both parameter windows are in use (a hook "
+          "gathered blocks without releasing them: zero_release after each pass)", u->block);
+    wait_timed(z, &u->gather);
+    point_unit(z, u, z->param_windows[u->window].data.data, false);
+}
+
+void zero_release(Zero *z, ZeroUnit *u) {
+    if (u->window < 0) return;
+    wait_timed(z, &u->gather); /* a prefetch nobody used: finish it before reusing */
+    point_unit(z, u, NULL, false);
+    z->param_windows[u->window].unit = -1;
+    u->window = -1;
+}
+
+/* ---------------------------------------------------------------- stages 2 and 3: gradients */
+
+static ZeroWindow *grad_window_of(Zero *z, const ZeroUnit *u) {
+    for (int k = 0; k < 2; k++)
+        if (z->grad_windows[k].unit == (int)(u - z->units)) return &z->grad_windows[k];
+    return NULL;
+}
+
+/* Before a block's backward: a zeroed window for its gradients; after: their average's
+ * piece to this rank (reduce-scatter, in flight while the blocks before it compute). */
+static void gradient_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
+    (void)l;
+    Zero *z = ctx;
+    ZeroUnit *u = pass == BLOCK_BACKWARD ? zero_unit_of(z, b) : NULL;
+    if (!u) return;
+    CHECK(z->in_step, "a backward outside zero_begin_step / zero_finish_gradients");
+    if (!after) {
+        ZeroWindow *w = &z->grad_windows[z->next_grad_window];
+        z->next_grad_window ^= 1;
+        wait_timed(z, &w->pending); /* the window's last reduce-scatter must be done */
+        w->unit = (int)(u - z->units);
+        tensor_fill(&w->data, 0.0f);
+        point_unit(z, u, w->data.data, true);
+    } else {
+        ZeroWindow *w = grad_window_of(z, u);
+        CHECK(w, "block %d's backward ended without its gradient window", u->block);
+        Tensor full = flat(&w->data, 0, u->piece * z->dist->world_size);
+        Tensor piece = zero_grad_piece(z, u);
+        w->pending = z->ops->reduce_gradients(z->dist, &piece, &full);
+        point_unit(z, u, NULL, true);
+    }
+    progress_all(z);
+}
+
+/* ---------------------------------------------------------------- making it */
+
+static void check_same_model(Zero *z) {
+    dist_check_same(z->dist, z->psi, "the number of parameters (the model's size)");
+    dist_check_same(z->dist, z->params->count, "the number of parameter tensors");
+    dist_check_same(z->dist, z->blocks->count, "the number of blocks");
+    dist_check_same(z->dist, z->stage, "the ZeRO stage (--stage)");
+}
+
+/* One unit per block with parameters; their ranges padded to N pieces, in order. */
+static void make_units(Zero *z) {
+    BlockList *l = z->blocks;
+    const int W = z->dist->world_size, rank = z->dist->rank;
+    z->units = xcalloc((size_t)l->count, sizeof *z->units);
+    z->unit_of_block = xcalloc((size_t)l->count, sizeof *z->unit_of_block);
+    int64_t *offset = xcalloc((size_t)z->params->count, sizeof *offset);
+    int covered = 0;
+    for (int i = 0; i < l->count; i++) {
+        const Block *b = &l->items[i];
+        z->unit_of_block[i] = -1;
+        if (b->params == 0) continue;
+        CHECK(b->first_param == covered, "block '%s' declares parameters %d.. but %d came before: "
+              "ZeRO needs each block's parameters in one run", b->name, b->first_param, covered);
+        ZeroUnit *u = &z->units[z->nunits];
+        *u = (ZeroUnit){.block = b->index, .first_param = b->first_param, .params = b->params,
+                        .start = z->padded, .local = z->shard, .window = -1};
+        for (int q = b->first_param; q < b->first_param + b->params; q++) {
+            offset[q] = z->padded + u->size;
+            u->size += z->params->items[q]->value.size;
+        }
+        const ZeroRange r = z->ops->shard_range(u->size, W, rank);
+        CHECK(r.piece * W == r.padded && r.padded >= u->size && r.padded < u->size + W &&
+              r.start == r.piece * rank && r.own >= 0 && r.own <= r.piece,
+              "shard_range(%lld scalars, %d ranks, rank %d) gave piece %lld, padded %lld, start "
+              "%lld, own %lld: not N equal pieces covering the range", (long long)u->size, W, rank,
+              (long long)r.piece, (long long)r.padded, (long long)r.start, (long long)r.own);
+        u->piece = r.piece, u->own = r.own;
+        z->padded += r.padded;
+        z->shard += r.piece;
+        if (r.padded > z->window_size) z->window_size = r.padded;
+        z->unit_of_block[i] = z->nunits++;
+        covered += b->params;
+    }
+    CHECK(covered == z->params->count, "%d of the model's %d parameters belong to no block: ZeRO "
+          "shards blocks", z->params->count - covered, z->params->count);
+    params_set_layout(z->params, offset, z->padded);
+    xfree(offset);
+}
+
+static Tensor zeros(Zero *z, int64_t n) {
+    CHECK(n <= INT32_MAX, "a buffer of %lld scalars", (long long)n);
+    return tensor_zeros_on(z->device, 1, (int)n);
+}
+
+void zero_init(Zero *z, Dist *dist, BlockList *blocks, int stage, const ZeroOps *ops) {
+    CHECK(stage >= 1 && stage <= 3, "ZeRO stage %d: 1, 2 or 3 (0 is plain data parallel: ddp.h)", stage);
+    CHECK(blocks->params && blocks->params->values.data, "zero_init before the model's parameters exist");
+    *z = (Zero){.dist = dist, .stage = stage, .ops = ops, .blocks = blocks, .params = blocks->params,
+                .device = blocks->params->values.device, .psi = blocks->params->total};
+    check_same_model(z);
+    dist_broadcast(dist, &z->params->values, 0); /* rank 0's model everywhere, before sharding */
+    make_units(z);
+    for (int k = 0; k < 2; k++) {
+        z->grad_windows[k] = (ZeroWindow){.unit = -1};
+        z->param_windows[k] = (ZeroWindow){.unit = -1};
+    }
+    z->memory.params = z->memory.grads = 4 * z->padded;
+    if (stage >= 2) {
+        z->shard_grads = zeros(z, z->shard);
+        for (int k = 0; k < 2; k++) z->grad_windows[k].data = zeros(z, z->window_size);
+        tensor_free(&z->params->grads);
+        for (int i = 0; i < z->params->count; i++) z->params->items[i]->grad.data = NULL;
+        z->memory.grads = 4 * z->shard;
+        z->memory.windows += 2 * 4 * z->window_size;
+        blocks_add_hook(blocks, gradient_hook, z);
+    }
+    if (stage == 3) {
+        z->shard_values = zeros(z, z->shard);
+        for (int k = 0; k < z->nunits; k++) {
+            const ZeroUnit *u = &z->units[k];
+            Tensor mine = flat(&z->params->values, u->start + dist->rank * u->piece, u->piece);
+            Tensor to = zero_param_piece(z, u);
+            tensor_copy(&to, &mine);
+        }
+        for (int k = 0; k < 2; k++) z->param_windows[k].data = zeros(z, z->window_size);
+        tensor_free(&z->params->values);
+        for (int i = 0; i < z->params->count; i++) z->params->items[i]->value.data = NULL;
+        z->memory.params = 4 * z->shard;
+        z->memory.windows += 2 * 4 * z->window_size;
+        blocks_add_hook(blocks, ops->stage3_hook, z);
+    }
+}
+
+void zero_optimizer_adamw(Zero *z, float lr, float weight_decay) {
+    z->optimizer = ZERO_ADAMW;
+    z->adam = (Adam){.lr = lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                     .weight_decay = weight_decay, .decoupled = true};
+    z->adam.m = zeros(z, z->shard);
+    z->adam.v = zeros(z, z->shard);
+    z->memory.optim = 8 * z->shard;
+    z->peak_bytes = z->memory.params + z->memory.grads + z->memory.optim + z->memory.windows;
+}
+
+void zero_optimizer_sgd(Zero *z, float lr, float momentum, float weight_decay) {
+    z->optimizer = ZERO_SGD;
+    z->sgd = (Sgd){.lr = lr, .momentum = momentum, .weight_decay = weight_decay};
+    z->sgd.buf = zeros(z, z->shard);
+    z->memory.optim = 4 * z->shard;
+    z->peak_bytes = z->memory.params + z->memory.grads + z->memory.optim + z->memory.windows;
+}
+
+void zero_free(Zero *z) {
+    for (int k = 0; k < z->nunits; k++) zero_release(z, &z->units[k]);
+    for (int k = 0; k < 2; k++) {
+        wait_timed(z, &z->grad_windows[k].pending);
+        tensor_free(&z->grad_windows[k].data);
+        tensor_free(&z->param_windows[k].data);
+    }
+    if (z->stage >= 2) blocks_remove_hook(z->blocks, gradient_hook, z);
+    if (z->stage == 3) blocks_remove_hook(z->blocks, z->ops->stage3_hook, z);
+    tensor_free(&z->shard_values);
+    tensor_free(&z->shard_grads);
+    tensor_free(&z->adam.m), tensor_free(&z->adam.v), tensor_free(&z->sgd.buf);
+    xfree(z->units);
+    xfree(z->unit_of_block);
+    *z = (Zero){0};
+}
+
+/* ---------------------------------------------------------------- a step */
+
+void zero_begin_step(Zero *z) {
+    CHECK(!z->in_step, "zero_begin_step twice without zero_finish_gradients");
+    if (z->stage == 1) params_zero_grad(z->params);
+    z->in_step = true;
+}
+
+void zero_finish_gradients(Zero *z) {
+    CHECK(z->in_step, "zero_finish_gradients without zero_begin_step");
+    const double t0 = now_seconds();
+    if (z->stage == 1) { /* all after the backward: one reduce-scatter per block, in place */
+        DistRequest **r = xcalloc((size_t)z->nunits, sizeof *r);
+        for (int k = z->nunits - 1; k >= 0; k--) {
+            Tensor full = flat(&z->params->grads, z->units[k].start, z->units[k].piece * z->dist->world_size);
+            Tensor piece = zero_grad_piece(z, &z->units[k]);
+            r[k] = z->ops->reduce_gradients(z->dist, &piece, &full);
+        }
+        for (int k = z->nunits - 1; k >= 0; k--) dist_wait(z->dist, r[k]);
+        xfree(r);
+        z->exposed_s += now_seconds() - t0;
+    } else { /* stages 2, 3: started by the hooks; the last ones may still be in flight */
+        for (int k = 0; k < 2; k++) {
+            wait_timed(z, &z->grad_windows[k].pending);
+            z->grad_windows[k].unit = -1;
+        }
+    }
+    z->in_step = false;
+}
+
+float zero_clip(Zero *z, float max_norm) {
+    CHECK(max_norm > 0.0f, "zero_clip with max_norm %g: it must be positive", (double)max_norm);
+    double sq = 0;
+    for (int k = 0; k < z->nunits; k++) {
+        const ParamList piece = {.grads = zero_grad_piece(z, &z->units[k]),
+                                 .total = z->units[k].piece};
+        const double n = grad_norm(&piece);
+        sq += n * n;
+    }
+    const float norm = (float)sqrt(dist_sum_double(z->dist, sq));
+    const float coef = max_norm / (norm + 1e-6f); /* clip_grad_norm's rule */
+    if (!(coef < 1.0f) && !isnan(coef)) return norm;
+    for (int k = 0; k < z->nunits; k++) {
+        Tensor g = zero_grad_piece(z, &z->units[k]);
+        tensor_scale(&g, coef);
+    }
+    return norm;
+}
+
+void zero_step(Zero *z) {
+    CHECK(!z->in_step, "zero_step before zero_finish_gradients");
+    CHECK(z->adam.m.data || z->sgd.buf.data, "zero_step before zero_optimizer_adamw or _sgd");
+    z->ops->step(z);
+    z->steps++;
+    if (z->stage == 3) return; /* the shard is the parameters: the next forward gathers */
+    const double t0 = now_seconds();
+    DistRequest **r = xcalloc((size_t)z->nunits, sizeof *r);
+    for (int k = 0; k < z->nunits; k++) {
+        Tensor full = zero_param_range(z, &z->units[k]);
+        Tensor piece = zero_param_piece(z, &z->units[k]);
+        r[k] = z->ops->gather_params(z->dist, &full, &piece);
+    }
+    for (int k = 0; k < z->nunits; k++) dist_wait(z->dist, r[k]);
+    xfree(r);
+    z->exposed_s += now_seconds() - t0;
+}
+
+/* ---------------------------------------------------------------- formulas */
+
+ZeroMemory zero_memory_formula(int stage, int64_t psi, int world, ZeroOptimizer optimizer) {
+    CHECK(stage >= 0 && stage <= 3 && world >= 1, "stage %d on %d ranks", stage, world);
+    const int64_t K = optimizer == ZERO_ADAMW ? 8 : 4, N = world;
+    ZeroMemory m = {.params = 4 * psi, .grads = 4 * psi, .optim = K * psi};
+    if (stage >= 1) m.optim = K * psi / N;
+    if (stage >= 2) m.grads = 4 * psi / N;
+    if (stage >= 3) m.params = 4 * psi / N;
+    return m;
+}
+
+double zero_bytes_formula(int stage, int64_t psi, int world) {
+    return (stage == 3 ? 3.0 : 2.0) * 4.0 * (double)psi * (world - 1) / world;
+}
+
+/* ---------------------------------------------------------------- the whole model */
+
+/* Every unit's whole range of `pieces` (its piece of each unit, as piece_of gives it)
+ * gathered, then packed by parameter into out [psi] on the host. */
+static void gather_packed(Zero *z, Tensor (*piece_of)(Zero *, const ZeroUnit *, int), int which,
+                          float *out) {
+    Tensor full = zeros(z, z->window_size);
+    float *host = xmalloc((size_t)z->window_size * sizeof *host);
+    int64_t at = 0;
+    for (int k = 0; k < z->nunits; k++) {
+        const ZeroUnit *u = &z->units[k];
+        Tensor range = flat(&full, 0, u->piece * z->dist->world_size);
+        Tensor piece = piece_of(z, u, which);
+        dist_all_gather(z->dist, &range, &piece);
+        device_copy(host, DEVICE_CPU, range.data, z->device, (size_t)range.size * sizeof(float));
+        for (int q = u->first_param; q < u->first_param + u->params; q++) {
+            const Param *p = z->params->items[q];
+            memcpy(out + at, host + (p->offset - u->start), (size_t)p->value.size * sizeof(float));
+            at += p->value.size;
+        }
+    }
+    xfree(host);
+    tensor_free(&full);
+}
+
+static Tensor param_piece_of(Zero *z, const ZeroUnit *u, int which) {
+    (void)which;
+    return zero_param_piece(z, u);
+}
+
+void zero_full_params(Zero *z, float *values) { gather_packed(z, param_piece_of, 0, values); }
+void zero_full_state(Zero *z, int which, float *state) { gather_packed(z, zero_state_piece, which, state); }
