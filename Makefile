@@ -230,6 +230,11 @@ GRADE_WRAPPED_07 := pipeline_partition pipeline_send_activation pipeline_recv_ac
                     pipeline_run_gpipe pipeline_run_1f1b pipeline_bubble_fraction pipeline_bubble_formula \
                     dist_send dist_send_start dist_recv dist_wait
 GRADE_LDFLAGS_07 := -rdynamic $(foreach f,$(GRADE_WRAPPED_07),-Wl,--wrap=$(f))
+# Lesson 08's grader (tests/graders/grade08.c): the ring reduce-scatter of TODO 8.2 may
+# not call the library's collectives (the other TODOs may: they are their callers).
+GRADE_WRAPPED_08 := dist_reduce_scatter dist_reduce_scatter_start dist_all_reduce \
+                    dist_all_reduce_start dist_all_gather dist_all_gather_start
+GRADE_LDFLAGS_08 := -rdynamic $(foreach f,$(GRADE_WRAPPED_08),-Wl,--wrap=$(f))
 
 define LESSON_RULES
 $(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.c $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)
@@ -320,7 +325,7 @@ check-lesson: ## grade lesson N: make check-lesson 1 [SOLUTION=1]
 	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/grade && \
 	OMP_NUM_THREADS=$(THREADS) $(BUILD)/$(KIND)/$$d/grade
 
-# RANKS=N starts N ranks on this machine with mpirun (lessons 06 and 07; N = 1 takes
+# RANKS=N starts N ranks on this machine with mpirun (lessons 06, 07 and 08; N = 1 takes
 # the same path): more ranks than cores is allowed, shared memory between them, and
 # OMPI_ALLOW_RUN_AS_ROOT so that it also runs in a container as root. THREADS is per
 # rank: unless given, the cores are shared out between the ranks.

@@ -352,10 +352,8 @@ float zero_clip(Zero *z, float max_norm) {
     CHECK(max_norm > 0.0f, "zero_clip with max_norm %g: it must be positive", (double)max_norm);
     double sq = 0;
     for (int k = 0; k < z->nunits; k++) {
-        const ParamList piece = {.grads = zero_grad_piece(z, &z->units[k]),
-                                 .total = z->units[k].piece};
-        const double n = grad_norm(&piece);
-        sq += n * n;
+        const Tensor g = zero_grad_piece(z, &z->units[k]);
+        sq += grad_sum_squares(&g);
     }
     const float norm = (float)sqrt(dist_sum_double(z->dist, sq));
     const float coef = max_norm / (norm + 1e-6f); /* clip_grad_norm's rule */

@@ -24,6 +24,12 @@ static double sum_squares(const float *g, int64_t n) {
     return total;
 }
 
+double grad_sum_squares(const Tensor *g) {
+    CHECK_FLOAT32(g);
+    if (g->device != DEVICE_CPU) return cuda_sum_squares(g->data, g->size, CLIP_BLOCK);
+    return sum_squares(g->data, g->size);
+}
+
 float grad_norm(const ParamList *params) {
     if (params->grads.device != DEVICE_CPU)
         return (float)sqrt(cuda_sum_squares(params->grads.data, params->total, CLIP_BLOCK));

@@ -18,6 +18,9 @@
 float clip_grad_norm(ParamList *params, float max_norm);
 /* The global L2 norm of the gradients alone (nothing scaled), e.g. for the log. */
 float grad_norm(const ParamList *params);
+/* The sum of g^2 over one tensor, in double, by the same fixed blocks (a shard's share
+ * of the squared norm: the shards' sums add up to the whole's, to double rounding). */
+double grad_sum_squares(const Tensor *g);
 
 /* Elements per block of the sum: each block is added up in order, then the blocks. */
 enum { CLIP_BLOCK = 1 << 14 };

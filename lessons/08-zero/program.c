@@ -1,0 +1,477 @@
+/* Lesson 08: the program (given; worth reading: TODOs 8.1-8.6 are called from here).
+ *
+ *   make run-lesson 8 RANKS=2 ARGS="--stage 3"                 # 2 CPU ranks, stage 3
+ *   mpirun -n 4 train --stage 2 --max-steps 20 --metrics m.jsonl
+ *   srun train --device cuda --model seed --stage 3             # in a Slurm job, GPUs
+ *   mpirun -n 2 train --collectives                             # part 2: the ring
+ *
+ * Every rank builds lesson 04's transformer (or the seed's), trains on its share of each
+ * batch's columns (the batch's sequences side by side, as lesson 04 batchifies the text),
+ * and shards by --stage: 0 is plain data parallel (lesson 06's buckets), 1-3 ZeRO with
+ * your parts (TODOs 8.1-8.5; --impl library: the library's). Rank 0 prints the memory
+ * each rank holds against your formula (8.6), a line per epoch (train loss, valid loss
+ * and perplexity, tokens/s, the bytes a step sent against the formula, the exposed
+ * communication) and, with --metrics FILE, a JSON line per step. Every rank ends with
+ * the digest of the whole model's parameters and of the optimiser's state, gathered:
+ * the same on every rank, and the same at every stage for the same run. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/args.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/timer.h"
+#include "cuda/device.h"
+#include "data/text.h"
+#include "lesson.h"
+#include "models/transformer.h"
+#include "parallel/ddp.h"
+#include "train/checkpoint.h"
+#include "train/clip.h"
+#include "train/lm_options.h"
+#include "train/loop.h"
+
+const ZeroOps LESSON_OPS = {lesson_shard_range, lesson_reduce_gradients, lesson_sharded_step,
+                            lesson_gather_params, lesson_stage3_hook};
+
+/* ---------------------------------------------------------------- options */
+
+typedef struct {
+    LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
+    const char *dataset, *data, *model, *optimizer, *impl, *device, *dist, *metrics;
+    int stage, batch_size, epochs, max_steps, seed, threads, ranks, collectives;
+    float lr, weight_decay, momentum, clip, bucket_mb, timeout_s;
+} Config;
+
+static Config parse_args(int argc, char **argv) {
+    Config c = {.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
+                .optimizer = "adamw", .impl = "mine", .device = "cpu", .dist = "auto",
+                .stage = 3, .batch_size = 32, .epochs = 1, .seed = 42, .threads = 1,
+                .lr = -1, .weight_decay = 0.01f, .clip = 0.5f, .bucket_mb = 25, .timeout_s = 300};
+    enum { OWN = 22 };
+    ArgSpec specs[OWN + LM_OPTION_SPECS] = {
+        {"stage", ARG_INT, &c.stage, "0: plain data parallel; 1: optimiser state sharded; 2: and gradients; 3: and parameters", NULL},
+        {"model", ARG_CHOICE, &c.model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's (1024 wide, 3 layers)", "tutorial|seed"},
+        {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
+        {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
+        {"optimizer", ARG_CHOICE, &c.optimizer, "adamw (two moments: 8 bytes a parameter) or sgd (momentum: 4)", "sgd|adamw"},
+        {"lr", ARG_FLOAT, &c.lr, "learning rate (default: adamw 5e-4, sgd 5)", NULL},
+        {"weight-decay", ARG_FLOAT, &c.weight_decay, "decoupled weight decay of AdamW (SGD: L2)", NULL},
+        {"momentum", ARG_FLOAT, &c.momentum, "SGD's momentum (its buffer is kept either way)", NULL},
+        {"clip", ARG_FLOAT, &c.clip, "largest global gradient norm (0: no clipping)", NULL},
+        {"batch-size", ARG_INT, &c.batch_size, "sequences per step, all ranks together (each takes batch-size / ranks)", NULL},
+        {"epochs", ARG_INT, &c.epochs, "passes over the training text", NULL},
+        {"max-steps", ARG_INT, &c.max_steps, "stop after this many steps in all (0: every epoch whole)", NULL},
+        {"seed", ARG_INT, &c.seed, "seed of the weights and the dropout masks", NULL},
+        {"impl", ARG_CHOICE, &c.impl, "mine: your TODOs 8.1-8.5 shard; library: lib/parallel/zero.c's", "mine|library"},
+        {"bucket-mb", ARG_FLOAT, &c.bucket_mb, "stage 0: the all-reduce's buckets (lesson 06)", NULL},
+        {"threads", ARG_INT, &c.threads, "OpenMP threads per rank", NULL},
+        {"device", ARG_CHOICE, &c.device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
+        {"dist", ARG_CHOICE, &c.dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
+        {"ranks", ARG_INT, &c.ranks, "stop unless the job has this many ranks (0: any)", NULL},
+        {"timeout", ARG_FLOAT, &c.timeout_s, "seconds a rank waits for another before the job ends", NULL},
+        {"metrics", ARG_STRING, &c.metrics, "JSON lines, one per step: loss, tokens_per_s, bytes, memory, seconds", NULL},
+        {"collectives", ARG_FLAG, &c.collectives, "part 2: your ring reduce-scatter against the library's, and its bandwidth", NULL},
+    };
+    const int n = OWN + lm_options_specs(&c.lm, specs + OWN);
+    args_parse(argc, argv, specs, n,
+               "Lesson 08: lesson 04's transformer trained data-parallel over ranks with ZeRO's "
+               "sharding (stages 0-3), mpirun or srun.");
+    lm_options_check(&c.lm);
+    const struct { const char *name; int value, min, max; } ints[] = {
+        {"--stage", c.stage, 0, 3}, {"--batch-size", c.batch_size, 1, 1 << 20},
+        {"--epochs", c.epochs, 1, 1 << 20}, {"--max-steps", c.max_steps, 0, 1 << 30},
+        {"--threads", c.threads, 1, 1024}, {"--ranks", c.ranks, 0, 1 << 20}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (ints[i].value < ints[i].min || ints[i].value > ints[i].max)
+            fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, ints[i].max, ints[i].value);
+    const bool sgd = strcmp(c.optimizer, "sgd") == 0;
+    if (c.lr < 0) c.lr = sgd ? 5.0f : 5e-4f;
+    if (!(c.lr > 0) || !isfinite(c.lr)) fatal("--lr must be positive, got %g", (double)c.lr);
+    if (!(c.weight_decay >= 0) || !isfinite(c.weight_decay)) fatal("--weight-decay must be 0 or more");
+    if (!(c.momentum >= 0 && c.momentum < 1)) fatal("--momentum must be in [0, 1), got %g", (double)c.momentum);
+    if (!(c.clip >= 0) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
+    if (!(c.bucket_mb > 0) || !isfinite(c.bucket_mb)) fatal("--bucket-mb must be positive");
+    if (!(c.timeout_s > 0) || !isfinite(c.timeout_s)) fatal("--timeout must be positive, got %g", (double)c.timeout_s);
+    return c;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+typedef struct {
+    Config cfg;
+    Dist *dist;
+    TextCorpus corpus;
+    TextBatches train, valid;       /* batchify: batch_size columns */
+    TransformerConfig model_cfg;
+    Transformer lm;
+    int Bl, T;                      /* this rank's sequences per step, tokens per sequence */
+    int *host_tokens, *host_targets; /* [Bl * T] batch-major */
+    int *dev_tokens, *dev_targets;
+    Ddp ddp;                        /* stage 0 */
+    Adam adam;                      /* stage 0, AdamW */
+    Sgd sgd;                        /* stage 0, SGD */
+    Zero zero;                      /* stages 1-3 */
+    MetricsFile *metrics;
+    long long steps;
+    double bytes_sent, seconds;     /* summed over the steps (this rank) */
+} Run;
+
+static bool sgd(const Run *run) { return strcmp(run->cfg.optimizer, "sgd") == 0; }
+
+static void join(Run *run) {
+    const Config *c = &run->cfg;
+    const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
+    run->dist = dist_init(&(DistOptions){.backend = c->dist, .device = device,
+                                         .timeout_s = c->timeout_s, .expect_world = c->ranks});
+    char line[256];
+    dist_describe(run->dist, line, sizeof line);
+    print0("%s\n", line);
+    const int W = run->dist->world_size;
+    if (c->batch_size % W != 0)
+        fatal("--batch-size %d does not split evenly over %d ranks: make it a multiple of %d",
+              c->batch_size, W, W);
+}
+
+/* Full batches only: the model is built for sequences of --bptt tokens. */
+static int64_t full_batches(const TextBatches *split, int bptt) { return (split->rows - 1) / bptt; }
+
+static void load_text(Run *run) {
+    const Config *c = &run->cfg;
+    const TextOptions topt = lm_text_options(&c->lm);
+    text_load(c->dataset, c->data, &topt, &run->corpus); /* every rank reads it */
+    text_batchify(&run->corpus.train, c->batch_size, "train", &run->train);
+    text_batchify(&run->corpus.valid, c->batch_size, "valid", &run->valid);
+    if (full_batches(&run->train, c->lm.bptt) < 1)
+        fatal("%s's training text has %lld rows of %d columns: fewer than --bptt %d + 1; a "
+              "smaller --bptt or --batch-size", run->corpus.name, (long long)run->train.rows,
+              c->batch_size, c->lm.bptt);
+    print0("data: %s, %d words; %lld train and %lld valid tokens\n", run->corpus.name,
+           run->corpus.vocab.count, (long long)run->corpus.train.count,
+           (long long)run->corpus.valid.count);
+}
+
+static void build(Run *run) {
+    const Config *c = &run->cfg;
+    const int W = run->dist->world_size;
+    run->model_cfg = lm_model_config(&c->lm, strcmp(c->model, "seed") == 0 ? "seed" : "tutorial",
+                                     run->corpus.vocab.count);
+    run->T = c->lm.bptt;
+    run->Bl = c->batch_size / W;
+    /* every rank draws its own weights from the same seed; ZeRO (and stage 0's
+     * broadcast) starts every rank from rank 0's anyway */
+    transformer_init(&run->lm, &run->model_cfg, run->Bl, run->T, (uint64_t)c->seed);
+    const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
+    if (device != DEVICE_CPU) transformer_to_device(&run->lm, device);
+    const ZeroOps *ops = strcmp(c->impl, "library") == 0 ? &ZERO_LIBRARY : &LESSON_OPS;
+    if (c->stage == 0) {
+        dist_broadcast(run->dist, &run->lm.params.values, 0);
+        ddp_init(&run->ddp, run->dist, &run->lm.params, c->bucket_mb, true);
+        if (sgd(run)) sgd_init(&run->sgd, &run->lm.params, c->lr, c->momentum, c->weight_decay);
+        else adamw_init(&run->adam, &run->lm.params, c->lr, c->weight_decay);
+    } else {
+        zero_init(&run->zero, run->dist, &run->lm.blocks, c->stage, ops);
+        if (sgd(run)) zero_optimizer_sgd(&run->zero, c->lr, c->momentum, c->weight_decay);
+        else zero_optimizer_adamw(&run->zero, c->lr, c->weight_decay);
+    }
+    const size_t bytes = (size_t)run->Bl * run->T * sizeof(int);
+    run->host_tokens = xmalloc(bytes), run->host_targets = xmalloc(bytes);
+    run->dev_tokens = run->host_tokens, run->dev_targets = run->host_targets;
+    if (device != DEVICE_CPU) {
+        run->dev_tokens = device_alloc(device, bytes);
+        run->dev_targets = device_alloc(device, bytes);
+    }
+}
+
+/* What this rank holds now: the stage's buffers, as allocated. */
+static ZeroMemory allocated(const Run *run) {
+    if (run->cfg.stage > 0) return run->zero.memory;
+    const int64_t psi = run->lm.params.total;
+    return (ZeroMemory){.params = 4 * psi, .grads = 4 * psi, .optim = (sgd(run) ? 4 : 8) * psi};
+}
+
+static void print_memory(Run *run) {
+    const int64_t psi = run->lm.params.total;
+    const int W = run->dist->world_size;
+    const ZeroOptimizer opt = sgd(run) ? ZERO_SGD : ZERO_ADAMW;
+    const ZeroMemory f = lesson_memory_formula(run->cfg.stage, psi, W, opt); /* TODO 8.6 */
+    const ZeroMemory a = allocated(run);
+    const double ftotal = (double)(f.params + f.grads + f.optim);
+    const double atotal = (double)(a.params + a.grads + a.optim);
+    print0("model: %s transformer, %lld parameters in %d blocks; stage %d on %d rank%s, %s, "
+           "%d sequences of %d tokens per rank per step (%s shards)\n", run->cfg.model,
+           (long long)psi, transformer_block_count(&run->model_cfg), run->cfg.stage, W,
+           W == 1 ? "" : "s", sgd(run) ? "SGD" : "AdamW", run->Bl, run->T,
+           strcmp(run->cfg.impl, "library") == 0 ? "the library's" : "your");
+    print0("memory per rank (MB):  %10s %10s %10s %10s\n", "params", "grads", "optimizer", "total");
+    print0("  your formula (8.6)   %10.3f %10.3f %10.3f %10.3f\n", f.params / 1e6, f.grads / 1e6,
+           f.optim / 1e6, ftotal / 1e6);
+    print0("  allocated            %10.3f %10.3f %10.3f %10.3f  (%+.2f%%: the padding)\n",
+           a.params / 1e6, a.grads / 1e6, a.optim / 1e6, atotal / 1e6,
+           ftotal > 0 ? 100 * (atotal - ftotal) / ftotal : 0.0);
+    if (a.windows)
+        print0("  + windows            %10.3f MB: %s of the largest block (%lld scalars), one in "
+               "use and one in flight\n", a.windows / 1e6,
+               run->cfg.stage == 3 ? "two for parameters and two for gradients" : "two for gradients",
+               (long long)run->zero.window_size);
+}
+
+/* Batch i of a split (get_batch, [T, columns]): this rank's columns, batch-major. */
+static void load_batch(Run *run, const TextBatches *split, int64_t i) {
+    const TextBatch b = text_get_batch(split, i, run->T);
+    const int Bl = run->Bl, T = run->T, col0 = run->dist->rank * Bl;
+    for (int s = 0; s < Bl; s++)
+        for (int t = 0; t < T; t++) {
+            run->host_tokens[s * T + t] = b.input[t * b.cols + col0 + s];
+            run->host_targets[s * T + t] = b.target[t * b.cols + col0 + s];
+        }
+    if (run->dev_tokens != run->host_tokens) {
+        const size_t bytes = (size_t)Bl * T * sizeof(int);
+        device_copy(run->dev_tokens, run->lm.device, run->host_tokens, DEVICE_CPU, bytes);
+        device_copy(run->dev_targets, run->lm.device, run->host_targets, DEVICE_CPU, bytes);
+    }
+}
+
+static double sent_bytes(const Dist *d, bool received) {
+    double sum = 0;
+    for (int k = 0; k < DIST_KINDS; k++) {
+        const DistCounts n = dist_counts(d, (DistKind)k);
+        sum += (double)(received ? n.bytes_received : n.bytes_sent);
+    }
+    return sum;
+}
+
+/* One step: the loss, the mean over the ranks. */
+static double train_step(Run *run) {
+    const Config *c = &run->cfg;
+    float loss;
+    if (c->stage == 0) {
+        params_zero_grad(&run->lm.params);
+        loss = transformer_forward_backward(&run->lm, run->dev_tokens, run->dev_targets);
+        ddp_finish_gradients(&run->ddp);
+        if (c->clip > 0) clip_grad_norm(&run->lm.params, c->clip);
+        if (sgd(run)) sgd_step(&run->sgd, &run->lm.params);
+        else adam_step(&run->adam, &run->lm.params);
+    } else {
+        zero_begin_step(&run->zero);
+        loss = transformer_forward_backward(&run->lm, run->dev_tokens, run->dev_targets);
+        zero_finish_gradients(&run->zero);
+        if (c->clip > 0) zero_clip(&run->zero, c->clip);
+        zero_step(&run->zero);
+    }
+    return dist_sum_double(run->dist, loss) / run->dist->world_size;
+}
+
+static double exposed_seconds(const Run *run) {
+    return run->cfg.stage == 0 ? run->ddp.exposed_s : run->zero.exposed_s;
+}
+
+static void write_step(Run *run, int epoch, double loss, double seconds, double exposed) {
+    if (!run->metrics) return;
+    const ZeroMemory a = allocated(run);
+    metrics_begin(run->metrics);
+    metrics_int(run->metrics, "step", run->steps);
+    metrics_int(run->metrics, "epoch", epoch);
+    metrics_num(run->metrics, "loss", loss);
+    metrics_num(run->metrics, "tokens_per_s", (double)run->cfg.batch_size * run->T / seconds);
+    metrics_num(run->metrics, "bytes_sent", sent_bytes(run->dist, false));
+    metrics_num(run->metrics, "bytes_received", sent_bytes(run->dist, true));
+    metrics_int(run->metrics, "param_bytes", a.params);
+    metrics_int(run->metrics, "grad_bytes", a.grads);
+    metrics_int(run->metrics, "optim_bytes", a.optim);
+    metrics_int(run->metrics, "peak_bytes", a.params + a.grads + a.optim + a.windows);
+    metrics_num(run->metrics, "step_seconds", seconds);
+    metrics_num(run->metrics, "exposed_comm_seconds", exposed);
+    metrics_end(run->metrics);
+}
+
+/* The mean loss of a split, forwards only (dropout off), over the ranks' columns. */
+static double evaluate(Run *run, const TextBatches *split) {
+    transformer_eval(&run->lm);
+    const int blocks = transformer_block_count(&run->model_cfg);
+    const int64_t n = full_batches(split, run->T);
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        load_batch(run, split, i * run->T);
+        transformer_forward(&run->lm, 0, blocks, run->dev_tokens, NULL);
+        Tensor logits = *transformer_logits(&run->lm);
+        sum += run->lm.layers.softmax_cross_entropy_fast(NULL, &logits, run->dev_targets);
+    }
+    transformer_train(&run->lm);
+    const double loss = n ? sum / (double)n : NAN;
+    return dist_sum_double(run->dist, loss) / run->dist->world_size;
+}
+
+static void train(Run *run) {
+    const Config *c = &run->cfg;
+    const int64_t n = full_batches(&run->train, run->T);
+    print0("training: %s lr %g, clip %g, %lld steps an epoch of %d sequences, %d thread%s per rank\n",
+           sgd(run) ? "SGD" : "AdamW", (double)c->lr, (double)c->clip, (long long)n, c->batch_size,
+           c->threads, c->threads == 1 ? "" : "s");
+    if (run->dist->rank == 0) run->metrics = metrics_open(c->metrics);
+    for (int epoch = 1; epoch <= c->epochs; epoch++) {
+        double loss_sum = 0, tokens = 0, exposed = 0, t0 = now_seconds();
+        int steps = 0;
+        for (int64_t i = 0; i < n && !(c->max_steps && run->steps >= c->max_steps); i++) {
+            load_batch(run, &run->train, i * run->T);
+            dist_counts_reset(run->dist);
+            const double e0 = exposed_seconds(run), s0 = now_seconds();
+            const double loss = train_step(run);
+            const double took = now_seconds() - s0, waited = exposed_seconds(run) - e0;
+            if (!isfinite(loss)) {
+                char where[64];
+                snprintf(where, sizeof where, "step %lld", run->steps + 1);
+                train_stop_if_diverged((float)loss, where, c->lr);
+            }
+            run->steps++, steps++;
+            run->bytes_sent += sent_bytes(run->dist, false);
+            run->seconds += took;
+            loss_sum += loss, tokens += (double)c->batch_size * run->T, exposed += waited;
+            write_step(run, epoch, loss, took, waited);
+            progress("  epoch %d: step %d/%lld, loss %.3f, %.0f tokens/s", epoch, steps, (long long)n,
+                     loss, tokens / (now_seconds() - t0));
+        }
+        progress_clear();
+        if (steps == 0) break;
+        const double seconds = now_seconds() - t0, valid = evaluate(run, &run->valid);
+        print0("| end of epoch %3d | time: %6.2fs | train loss %5.2f | valid loss %5.2f | valid ppl "
+               "%8.2f | %.0f tokens/s | exposed communication %.1f ms a step\n", epoch, seconds,
+               loss_sum / steps, valid, exp(valid), tokens / seconds, 1e3 * exposed / steps);
+        if (c->max_steps && run->steps >= c->max_steps) break;
+    }
+    if (run->steps > 0) {
+        const double want = zero_bytes_formula(c->stage, run->lm.params.total, run->dist->world_size);
+        print0("communication: %.3f MB sent per step by rank 0, the formula %d x 4 psi (N-1)/N = "
+               "%.3f MB\n", run->bytes_sent / run->steps / 1e6, c->stage == 3 ? 3 : 2, want / 1e6);
+    }
+    metrics_close(run->metrics);
+}
+
+/* ---------------------------------------------------------------- digests */
+
+/* The same chain as params_digest (train/checkpoint.h): one hash per parameter. */
+static uint64_t packed_digest(const ParamList *params, const float *packed) {
+    uint64_t h = 0;
+    int64_t at = 0;
+    for (int i = 0; i < params->count; i++) {
+        const int64_t n = params->items[i]->value.size;
+        h = ckpt_hash64(packed + at, (size_t)n * 4, h);
+        at += n;
+    }
+    return h;
+}
+
+/* The whole model's parameters and optimiser state (m then v), on every rank. */
+static void print_digests(Run *run) {
+    const ParamList *params = &run->lm.params;
+    const int64_t psi = params->total;
+    float *values = xmalloc((size_t)psi * sizeof *values), *state = xmalloc((size_t)psi * sizeof *state);
+    const int states = sgd(run) ? 1 : 2;
+    uint64_t opt_digest = 0;
+    if (run->cfg.stage == 0) {
+        device_copy(values, DEVICE_CPU, params->values.data, params->values.device, (size_t)psi * 4);
+        const Tensor *s[2] = {sgd(run) ? &run->sgd.buf : &run->adam.m, &run->adam.v};
+        for (int k = 0; k < states; k++) {
+            device_copy(state, DEVICE_CPU, s[k]->data, s[k]->device, (size_t)psi * 4);
+            opt_digest = ckpt_hash64(state, (size_t)psi * 4, opt_digest);
+        }
+    } else {
+        zero_full_params(&run->zero, values);
+        for (int k = 0; k < states; k++) {
+            zero_full_state(&run->zero, k, state);
+            opt_digest = ckpt_hash64(state, (size_t)psi * 4, opt_digest);
+        }
+    }
+    printf("rank %d parameter digest: %016llx\n", run->dist->rank,
+           (unsigned long long)packed_digest(params, values));
+    printf("rank %d optimizer digest: %016llx\n", run->dist->rank, (unsigned long long)opt_digest);
+    fflush(stdout);
+    xfree(values), xfree(state);
+}
+
+/* ---------------------------------------------------------------- part 2 */
+
+/* Your ring reduce-scatter against the library's on the same data, then both timed. */
+static void collectives(Run *run) {
+    Dist *d = run->dist;
+    if (d->device != DEVICE_CPU) fatal("--collectives runs on CPU ranks (--device cpu)");
+    const int W = d->world_size;
+    print0("ring reduce-scatter (TODO 8.2) against the library's (%s) on %d ranks\n", d->backend, W);
+    static const int64_t check_sizes[] = {1, 3, 1000, 100003};
+    for (size_t k = 0; k < sizeof check_sizes / sizeof check_sizes[0]; k++) {
+        const int64_t s = check_sizes[k];
+        Tensor in = tensor_zeros(1, (int)(s * W)), a = tensor_zeros(1, (int)s), b = tensor_zeros(1, (int)s);
+        for (int64_t i = 0; i < s * W; i++) in.data[i] = (float)((d->rank + 1) * (i % 97)) * 0.25f;
+        lesson_ring_reduce_scatter(d, &a, &in);
+        dist_reduce_scatter(d, &b, &in, DIST_SUM);
+        double worst = 0;
+        for (int64_t i = 0; i < s; i++) worst = fmax(worst, fabs(a.data[i] - b.data[i]));
+        worst = dist_sum_double(d, worst);
+        print0("  %7lld floats a rank: %s (largest difference %g)\n", (long long)s,
+               worst == 0 ? "the same sums" : "DIFFERENT", worst);
+        if (worst != 0) fatal("the ring reduce-scatter of %lld floats differs from the library's", (long long)s);
+        tensor_free(&in), tensor_free(&a), tensor_free(&b);
+    }
+    print0("%12s  %12s  %14s  %8s\n", "bytes", "ring busbw", "library busbw", "ratio");
+    for (int64_t bytes = 1 << 12; bytes <= (16 << 20); bytes *= 4) {
+        const int64_t s = bytes / 4 / W;
+        if (s < 1) continue;
+        Tensor in = tensor_zeros(1, (int)(s * W)), out = tensor_zeros(1, (int)s);
+        double best[2] = {1e30, 1e30};
+        for (int rep = 0; rep < 5; rep++)
+            for (int which = 0; which < 2; which++) {
+                dist_barrier(d);
+                const double t0 = now_seconds();
+                if (which == 0) lesson_ring_reduce_scatter(d, &out, &in);
+                else dist_reduce_scatter(d, &out, &in, DIST_SUM);
+                best[which] = fmin(best[which], dist_sum_double(d, now_seconds() - t0) / W);
+            }
+        /* nccl-tests' bus bandwidth of a reduce-scatter: bytes (N - 1) / N per second */
+        const double f = (double)(W - 1) / W * (double)(s * W * 4) / 1e9;
+        print0("%12lld  %12.3f  %14.3f  %7.2fx\n", (long long)(s * W * 4), f / best[0], f / best[1],
+               best[1] / best[0]);
+        tensor_free(&in), tensor_free(&out);
+    }
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void finish(Run *run) {
+    if (run->dev_tokens != run->host_tokens) {
+        device_free(run->lm.device, run->dev_tokens);
+        device_free(run->lm.device, run->dev_targets);
+    }
+    xfree(run->host_tokens), xfree(run->host_targets);
+    if (run->cfg.stage == 0) {
+        ddp_free(&run->ddp);
+        if (sgd(run)) sgd_free(&run->sgd);
+        else adam_free(&run->adam);
+    } else {
+        zero_free(&run->zero);
+    }
+    transformer_free(&run->lm);
+    text_batches_free(&run->train), text_batches_free(&run->valid);
+    text_free(&run->corpus);
+}
+
+int lesson_main(int argc, char **argv) {
+    Run *run = xcalloc(1, sizeof *run);
+    run->cfg = parse_args(argc, argv);
+    omp_set_num_threads(run->cfg.threads);
+    join(run);
+    if (run->cfg.collectives) {
+        collectives(run);
+    } else {
+        load_text(run);
+        build(run);
+        print_memory(run);
+        train(run);
+        print_digests(run);
+        finish(run);
+    }
+    dist_finalize(run->dist);
+    xfree(run);
+    return 0;
+}

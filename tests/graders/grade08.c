@@ -1,0 +1,424 @@
+/* Grader of lesson 08. TODOs 8.1 and 8.6 are checked in one process; the others need
+ * ranks: each such check starts
+ *   mpirun -n 2 (and 3) <this grader> --worker NAME
+ * whose ranks run your function with the library's versions of the others (so that a
+ * check tests one TODO) and print what they saw (tests/graders/ranks.h). Such a check
+ * SKIPs where there is no mpirun, never PASSes; every check has a time limit, so a
+ * deadlock fails that check and the rest go on. The program's check trains on 2 and 3
+ * ranks at every stage and compares the digests with plain data parallel's.
+ * Run with `make check-lesson 8` (your code) or `make check-lesson 8 SOLUTION=1`. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "framework/check.h"
+#include "graders/ranks.h"
+#include "lesson.h"
+#include "models/transformer.h"
+
+/* The ring by hand (TODO 8.2, part 2) may use send-receives only. */
+static bool lesson_function(const char *name) { return strcmp(name, "lesson_ring_reduce_scatter") == 0; }
+#include "graders/refuse_library.h"
+
+WRAP_VOID(dist_reduce_scatter, (Dist *d, Tensor *o, const Tensor *i, DistOp op), (d, o, i, op))
+WRAP_VALUE(DistRequest *, dist_reduce_scatter_start, (Dist *d, Tensor *o, const Tensor *i, DistOp op), (d, o, i, op))
+WRAP_VOID(dist_all_reduce, (Dist *d, Tensor *t, DistOp op), (d, t, op))
+WRAP_VALUE(DistRequest *, dist_all_reduce_start, (Dist *d, Tensor *t, DistOp op), (d, t, op))
+WRAP_VOID(dist_all_gather, (Dist *d, Tensor *o, const Tensor *i), (d, o, i))
+WRAP_VALUE(DistRequest *, dist_all_gather_start, (Dist *d, Tensor *o, const Tensor *i), (d, o, i))
+
+#ifndef LESSON_PATH /* the lesson's directory, from the Makefile: lessons/... or solutions/... */
+#define LESSON_PATH "lessons/08-zero"
+#endif
+
+/* ================================================================ the ranks' side */
+
+/* Rank r's block j of a buffer: small integers times 1/4, exact in float, so that any
+ * order of adding them gives the same sum. */
+static float value_of(int rank, int64_t i) { return (float)((rank + 1) * (i % 97)) * 0.25f; }
+
+/* TODO 8.2: the average of every rank's block `rank`, in place and into a buffer. */
+static void worker_reduce(void) {
+    Dist *d = library_dist();
+    const int W = d->world_size, r = d->rank;
+    static const int64_t sizes[] = {1, 5, 1000, 40001};
+    for (int in_place = 0; in_place < 2; in_place++)
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            const int64_t s = sizes[k];
+            Tensor full = tensor_zeros(1, (int)(s * W)), own = tensor_zeros(1, (int)s);
+            for (int64_t i = 0; i < s * W; i++) full.data[i] = value_of(r, i);
+            Tensor piece = in_place ? tensor_range(&full, r * s, s) : own;
+            DistRequest *q = lesson_reduce_gradients(d, &piece, &full);
+            if (!q) {
+                say(false, "lesson_reduce_gradients returned no request: return the one "
+                    "dist_reduce_scatter_start gives (the library waits for it later)");
+                return;
+            }
+            dist_wait(d, q);
+            for (int64_t i = 0; i < s; i++) {
+                const int64_t at = r * s + i;
+                double sum = 0;
+                for (int q2 = 0; q2 < W; q2++) sum += value_of(q2, at);
+                const float want = (float)(sum / W), got = piece.data[i];
+                if (fabsf(got - want) > 1e-5f * fmaxf(1.0f, fabsf(want))) {
+                    const char *why = fabs(got - sum) < 1e-3 ? ": the sum, not the average (DIST_AVG)"
+                                      : fabsf(got - value_of(r, at)) < 1e-6f ? ": this rank's own value, not reduced"
+                                                                             : "";
+                    say(false, "%s, %lld scalars a rank, rank %d's element %lld: %g, expected %g "
+                        "(the mean over the ranks of element %lld of full)%s",
+                        in_place ? "in place (piece = full at rank * s)" : "into a buffer of its own",
+                        (long long)s, r, (long long)i, got, want, (long long)at, why);
+                    return;
+                }
+            }
+            tensor_free(&full), tensor_free(&own);
+        }
+    say(true, "reduce-scatter");
+}
+
+/* TODO 8.2, part 2: the ring against the library's sums (exact: the values add exactly). */
+static void worker_ring(void) {
+    Dist *d = library_dist();
+    const int W = d->world_size, r = d->rank;
+    static const int64_t sizes[] = {1, 3, 1000, 60000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const int64_t s = sizes[k];
+        Tensor in = tensor_zeros(1, (int)(s * W)), out = tensor_zeros(1, (int)s);
+        for (int64_t i = 0; i < s * W; i++) in.data[i] = value_of(r, i);
+        lesson_ring_reduce_scatter(d, &out, &in);
+        for (int64_t i = 0; i < s * W; i++)
+            if (in.data[i] != value_of(r, i)) {
+                say(false, "the ring changed its input `in` (element %lld): copy it into a "
+                    "buffer of your own first", (long long)i);
+                return;
+            }
+        for (int64_t i = 0; i < s; i++) {
+            double want = 0;
+            for (int q = 0; q < W; q++) want += value_of(q, r * s + i);
+            if (out.data[i] != (float)want) {
+                const char *why = "";
+                for (int j = 0; j < W && !*why; j++) {
+                    double other = 0;
+                    for (int q = 0; q < W; q++) other += value_of(q, j * s + i);
+                    if (j != r && out.data[i] == (float)other) why = ": the sum of another rank's block (check which block is sent and which received at step k)";
+                }
+                if (!*why && out.data[i] == value_of(r, r * s + i)) why = ": rank's own block, never added to (the received block goes into acc)";
+                say(false, "%lld scalars a rank: rank %d's element %lld is %g, expected %g (the sum "
+                    "of block %d over the ranks)%s", (long long)s, r, (long long)i, out.data[i], want, r, why);
+                return;
+            }
+        }
+        tensor_free(&in), tensor_free(&out);
+    }
+    say(true, "ring reduce-scatter");
+}
+
+/* TODO 8.4: every rank's piece, in rank order, in place and into a buffer. */
+static void worker_gather(void) {
+    Dist *d = library_dist();
+    const int W = d->world_size, r = d->rank;
+    static const int64_t sizes[] = {1, 7, 50001};
+    for (int in_place = 0; in_place < 2; in_place++)
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            const int64_t s = sizes[k];
+            Tensor full = tensor_zeros(1, (int)(s * W)), own = tensor_zeros(1, (int)s);
+            Tensor piece = in_place ? tensor_range(&full, r * s, s) : own;
+            for (int64_t i = 0; i < s; i++) piece.data[i] = value_of(r, i);
+            DistRequest *q = lesson_gather_params(d, &full, &piece);
+            if (!q) {
+                say(false, "lesson_gather_params returned no request: return dist_all_gather_start's");
+                return;
+            }
+            dist_wait(d, q);
+            for (int j = 0; j < W; j++)
+                for (int64_t i = 0; i < s; i++)
+                    if (full.data[j * s + i] != value_of(j, i)) {
+                        say(false, "%s, %lld scalars a rank: block %d of full holds %g at %lld, rank "
+                            "%d's piece has %g%s", in_place ? "in place" : "from a buffer",
+                            (long long)s, j, full.data[j * s + i], (long long)i, j, value_of(j, i),
+                            full.data[j * s + i] == 0 ? " (nothing arrived: an all-gather of every rank's piece)" : "");
+                        return;
+                    }
+            tensor_free(&full), tensor_free(&own);
+        }
+    say(true, "all-gather");
+}
+
+/* ---------------------------------------------------------------- training workers */
+
+enum { VOCAB = 37, B = 4, T = 6, STEPS = 3 };
+
+static TransformerConfig small_config(void) {
+    return (TransformerConfig){.vocab = VOCAB, .d_model = 16, .heads = 2, .d_ff = 24,
+                               .layers = 2, .max_len = 64, .dropout = 0.1f};
+}
+
+static void make_batch(Dist *d, int step, int *tokens, int *targets) {
+    Rng rng;
+    rng_seed(&rng, 77 + 100u * (uint64_t)step, (uint64_t)d->rank);
+    for (int i = 0; i < B * T; i++) tokens[i] = (int)rng_below(&rng, VOCAB);
+    for (int i = 0; i < B * T; i++) targets[i] = (int)rng_below(&rng, VOCAB);
+}
+
+/* What a stage-3 run does between the lesson's hook's calls, checked by a hook of the
+ * grader's that runs after it (hooks run in the order they were added). */
+static const char *g_hook_problem;
+static char g_hook_msg[512];
+
+static void watch_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
+    (void)l;
+    Zero *z = ctx;
+    ZeroUnit *u = zero_unit_of(z, b);
+    if (!u || g_hook_problem) return;
+    const int k = (int)(u - z->units), next = k + (pass == BLOCK_FORWARD ? 1 : -1);
+    const char *p = pass == BLOCK_FORWARD ? "forward" : "backward";
+    const Param *first = z->params->items[u->first_param];
+    if (after && u->window >= 0) {
+        snprintf(g_hook_msg, sizeof g_hook_msg, "block %d's window was still held after its %s: "
+                 "zero_release it when the pass is over (after == true)", u->block, p);
+        g_hook_problem = g_hook_msg;
+    } else if (!after && (u->window < 0 || u->gather || first->value.data == NULL)) {
+        snprintf(g_hook_msg, sizeof g_hook_msg, "block %d's %s began without its parameters: "
+                 "zero_await(z, u) before the pass (it gathers, waits and points them)", u->block, p);
+        g_hook_problem = g_hook_msg;
+    } else if (!after && next >= 0 && next < z->nunits && z->units[next].window < 0) {
+        const int wrong = k - (next - k);
+        const bool other_way = wrong >= 0 && wrong < z->nunits && z->units[wrong].window >= 0;
+        snprintf(g_hook_msg, sizeof g_hook_msg, "block %d's %s began, and the next block's (%d) "
+                 "gather had not started: no prefetch%s", u->block, p, z->units[next].block,
+                 other_way ? pass == BLOCK_FORWARD ? " (the one before was gathered: forward runs the blocks in order, +1)"
+                                                    : " (the one after was gathered: backward runs them in reverse, -1)"
+                           : ": zero_gather(z, &z->units[next]) after zero_await");
+        g_hook_problem = g_hook_msg;
+    }
+}
+
+/* 3 AdamW (or SGD) steps at `stage` with ops; the whole parameters and state after. */
+static void train_with(Dist *d, int stage, const ZeroOps *ops, bool adamw, bool watch, float *values,
+                       float *state, int64_t *step_count) {
+    const TransformerConfig c = small_config();
+    Transformer m;
+    transformer_init(&m, &c, B, T, 5 + (uint64_t)d->rank);
+    Zero z;
+    zero_init(&z, d, &m.blocks, stage, ops);
+    if (watch) blocks_add_hook(&m.blocks, watch_hook, &z);
+    if (adamw) zero_optimizer_adamw(&z, 1e-2f, 0.01f);
+    else zero_optimizer_sgd(&z, 0.1f, 0.9f, 0.001f);
+    for (int s = 0; s < STEPS; s++) {
+        int tokens[B * T], targets[B * T];
+        make_batch(d, s, tokens, targets);
+        zero_begin_step(&z);
+        transformer_forward_backward(&m, tokens, targets);
+        zero_finish_gradients(&z);
+        zero_step(&z);
+    }
+    zero_full_params(&z, values);
+    zero_full_state(&z, 0, state);
+    *step_count = adamw ? z.adam.step : z.sgd.step;
+    if (watch) blocks_remove_hook(&m.blocks, watch_hook, &z);
+    zero_free(&z);
+    transformer_free(&m);
+}
+
+/* Your part (ops) against the library's: the same parameters and state, bit for bit. */
+static void compare_training(Dist *d, int stage, const ZeroOps *ops, bool watch, const char *what) {
+    for (int adamw = 1; adamw >= 0; adamw--) {
+        const TransformerConfig c = small_config();
+        const int64_t n = transformer_param_count(&c);
+        float *want = xmalloc((size_t)n * 4), *wstate = xmalloc((size_t)n * 4);
+        float *got = xmalloc((size_t)n * 4), *gstate = xmalloc((size_t)n * 4);
+        int64_t wsteps, gsteps;
+        train_with(d, stage, &ZERO_LIBRARY, adamw, false, want, wstate, &wsteps);
+        g_hook_problem = NULL;
+        train_with(d, stage, ops, adamw, watch, got, gstate, &gsteps);
+        const char *opt = adamw ? "AdamW" : "SGD with momentum";
+        if (g_hook_problem) {
+            say(false, "%s", g_hook_problem);
+            return;
+        }
+        if (gsteps != wsteps) {
+            say(false, "%s: after %d steps the optimiser's step count is %lld: count it once per "
+                "step (t, Adam's bias correction), not once per block", opt, STEPS, (long long)gsteps);
+            return;
+        }
+        int64_t bad = -1, bad_state = -1, untouched = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (got[i] != want[i] && bad < 0) bad = i;
+            if (gstate[i] != wstate[i] && bad_state < 0) bad_state = i;
+            untouched += gstate[i] == 0 && wstate[i] != 0;
+        }
+        if (bad >= 0 || bad_state >= 0) {
+            char extra[200] = "";
+            if (untouched > 0)
+                snprintf(extra, sizeof extra, "; %lld scalars' state never changed: a block's piece "
+                         "was not updated (every unit, z->nunits of them)", (long long)untouched);
+            say(false, "%s, stage %d, %s: after %d steps %s differ from the library's (first at "
+                "scalar %lld of %lld)%s", what, stage, opt, STEPS,
+                bad >= 0 ? "the parameters" : "the optimiser's state", (long long)(bad >= 0 ? bad : bad_state),
+                (long long)n, extra);
+            return;
+        }
+        xfree(want), xfree(wstate), xfree(got), xfree(gstate);
+    }
+    say(true, "%s", what);
+}
+
+static void worker_step(void) {
+    Dist *d = library_dist();
+    ZeroOps ops = ZERO_LIBRARY;
+    ops.step = lesson_sharded_step;
+    compare_training(d, 1, &ops, false, "your sharded step");
+}
+
+static void worker_prefetch(void) {
+    Dist *d = library_dist();
+    ZeroOps ops = ZERO_LIBRARY;
+    ops.stage3_hook = lesson_stage3_hook;
+    compare_training(d, 3, &ops, true, "your stage 3 hook");
+}
+
+static bool worker(int argc, char **argv) {
+    (void)argc;
+    if (strcmp(argv[2], "reduce") == 0) worker_reduce();
+    else if (strcmp(argv[2], "ring") == 0) worker_ring();
+    else if (strcmp(argv[2], "gather") == 0) worker_gather();
+    else if (strcmp(argv[2], "step") == 0) worker_step();
+    else if (strcmp(argv[2], "prefetch") == 0) worker_prefetch();
+    else return false;
+    return true;
+}
+
+/* ================================================================ the checks */
+
+/* TODO 8.1 against its definition, n = 1..200 and a few large, 1 to 8 ranks. */
+static int check_shard_range(void) {
+    static const int64_t big[] = {1000, 1001, 4099, 11120728};
+    for (int64_t t = 1; t <= 204; t++) {
+        const int64_t n = t <= 200 ? t : big[t - 201];
+        for (int world = 1; world <= 8; world++)
+            for (int rank = 0; rank < world; rank++) {
+                const ZeroRange got = lesson_shard_range(n, world, rank);
+                const int64_t piece = (n + world - 1) / world, start = piece * rank;
+                const int64_t end = start + piece < n ? start + piece : n;
+                const ZeroRange want = {piece, piece * world, start, end > start ? end - start : 0};
+                if (memcmp(&got, &want, sizeof got) == 0) continue;
+                printf("n = %lld on %d ranks, rank %d: piece %lld, padded %lld, start %lld, own %lld; "
+                       "expected %lld, %lld, %lld, %lld\n", (long long)n, world, rank,
+                       (long long)got.piece, (long long)got.padded, (long long)got.start,
+                       (long long)got.own, (long long)want.piece, (long long)want.padded,
+                       (long long)want.start, (long long)want.own);
+                if (got.piece == n / world && n % world)
+                    printf("hint: n / world rounded down: the last %lld scalars belong to nobody; round up\n",
+                           (long long)(n % world));
+                else if (got.own < 0 || got.own > piece)
+                    printf("hint: own counts the piece's scalars below n: never negative, never more than the piece\n");
+                else if (got.own == piece && want.own < piece)
+                    printf("hint: the last piece holds padding: own is only the part below n\n");
+                return CHECK_FAIL;
+            }
+    }
+    return CHECK_PASS;
+}
+
+/* TODO 8.6 against the table, stages 0-3, 1-8 ranks, both optimisers. */
+static int check_memory(void) {
+    static const int64_t psis[] = {1, 7, 1000, 22670127, 1300000001};
+    for (size_t k = 0; k < sizeof psis / sizeof psis[0]; k++)
+        for (int opt = 0; opt < 2; opt++)
+            for (int stage = 0; stage <= 3; stage++)
+                for (int world = 1; world <= 8; world++) {
+                    const int64_t psi = psis[k], K = opt == ZERO_ADAMW ? 8 : 4;
+                    const ZeroMemory got = lesson_memory_formula(stage, psi, world, (ZeroOptimizer)opt);
+                    const ZeroMemory want = {stage >= 3 ? 4 * psi / world : 4 * psi,
+                                             stage >= 2 ? 4 * psi / world : 4 * psi,
+                                             stage >= 1 ? K * psi / world : K * psi, 0};
+                    if (memcmp(&got, &want, sizeof got) == 0) continue;
+                    printf("stage %d, %lld parameters on %d ranks, %s: params %lld, grads %lld, optimiser "
+                           "%lld, windows %lld bytes; expected %lld, %lld, %lld, 0\n", stage,
+                           (long long)psi, world, opt == ZERO_ADAMW ? "AdamW" : "SGD",
+                           (long long)got.params, (long long)got.grads, (long long)got.optim,
+                           (long long)got.windows, (long long)want.params, (long long)want.grads,
+                           (long long)want.optim);
+                    if (got.optim == want.optim * 2 || got.optim * 2 == want.optim)
+                        printf("hint: AdamW keeps two moments (8 bytes a parameter), SGD one momentum buffer (4)\n");
+                    else if (stage == 1 && got.grads != want.grads)
+                        printf("hint: stage 1 shards only the optimiser's state; the gradients are whole until stage 2\n");
+                    else if (got.params == psi || got.grads == psi)
+                        printf("hint: bytes, not parameters: float32 is 4 bytes each\n");
+                    return CHECK_FAIL;
+                }
+    return CHECK_PASS;
+}
+
+static int check_reduce(void) { return on_2_and_3("reduce", "the reduce-scatter of gradients", 60); }
+static int check_ring(void) { return on_2_and_3("ring", "the ring reduce-scatter", 90); }
+static int check_step(void) { return on_2_and_3("step", "the sharded optimiser step", 90); }
+static int check_gather(void) { return on_2_and_3("gather", "the all-gather of parameters", 60); }
+static int check_prefetch(void) { return on_2_and_3("prefetch", "stage 3's hook", 90); }
+
+/* The program: every stage's digests = stage 0's, on every rank, 2 and 3 ranks. */
+static int check_program(void) {
+    REQUIRE_RANKS();
+    const char *text = "/usr/share/common-licenses/GPL-3"; /* Debian's base-files */
+    if (access(text, R_OK) != 0) {
+        printf("needs a text: %s is not there\n", text);
+        return CHECK_SKIP;
+    }
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        char want[2][64] = {"", ""};
+        for (int stage = 0; stage <= 3; stage++) {
+            if (ranks == 3 && (stage == 1 || stage == 2)) continue; /* time: 0 and 3 */
+            char st[8];
+            snprintf(st, sizeof st, "%d", stage);
+            const char *args[] = {"main", "--stage", st, "--dataset", "text", "--data", text,
+                                  "--d-model", "24", "--heads", "2", "--d-hid", "32", "--layers", "2",
+                                  "--bptt", "8", "--batch-size", "12", "--max-steps", "3",
+                                  "--dropout", "0", NULL};
+            CommandResult r;
+            run_ranks(ranks, args, 120, &r);
+            char end[96];
+            if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+                printf("the program, --stage %d on %d ranks, ended: %s. It said:\n", stage, ranks,
+                       describe_end(&r, end, sizeof end));
+                print_ranks_output(r.out);
+                return CHECK_FAIL;
+            }
+            for (int rank = 0; rank < ranks; rank++)
+                for (int kind = 0; kind < 2; kind++) {
+                    char key[64], got[64] = "";
+                    snprintf(key, sizeof key, "rank %d %s digest: ", rank, kind ? "optimizer" : "parameter");
+                    const char *at = strstr(r.out, key);
+                    if (at) sscanf(at + strlen(key), "%63s", got);
+                    if (!*got) {
+                        printf("--stage %d on %d ranks: no line \"%s...\"\n", stage, ranks, key);
+                        return CHECK_FAIL;
+                    }
+                    if (!*want[kind]) snprintf(want[kind], sizeof want[kind], "%s", got);
+                    else if (strcmp(got, want[kind]) != 0) {
+                        printf("--stage %d on %d ranks: rank %d's %s digest %s, stage 0's %s: the "
+                               "stages must train the same model\n", stage, ranks, rank,
+                               kind ? "optimizer" : "parameter", got, want[kind]);
+                        return CHECK_FAIL;
+                    }
+                }
+        }
+    }
+    return CHECK_PASS;
+}
+
+static void checks(void) {
+    check_run("TODO 8.1", "shard ranges: equal pieces, padded at the end (n = 1-200 and large, 1-8 ranks)", check_shard_range, 20);
+    check_run("TODO 8.2", "reduce-scatter of gradients: the average's piece, in place and not (2 and 3 ranks)", check_reduce, 120);
+    check_run("TODO 8.2", "the ring reduce-scatter by hand: the library's sums, send-receives only (2 and 3 ranks)", check_ring, 180);
+    check_run("TODO 8.3", "the sharded step: AdamW and SGD after 3 steps = the library's, bit for bit (2 and 3 ranks)", check_step, 180);
+    check_run("TODO 8.4", "all-gather of parameters: every rank's piece in rank order (2 and 3 ranks)", check_gather, 120);
+    check_run("TODO 8.5", "stage 3: gathered before each pass, next one prefetched, released after; = the library (2 and 3 ranks)", check_prefetch, 180);
+    check_run("TODO 8.6", "memory per rank: the ZeRO table for stages 0-3, AdamW and SGD", check_memory, 10);
+    check_run("TODO 8.1-8.6", "the program: stages 0-3 on 2 ranks (0 and 3 on 3): the same digests on every rank", check_program, 300);
+}
+
+int main(int argc, char **argv) {
+    return ranks_main(argc, argv, "lesson 08: zero", checks, worker, lesson_main);
+}
