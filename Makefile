@@ -291,7 +291,7 @@ $(BENCH_PPO_BIN): $(BUILD)/obj/bench/bench_ppo.o $(LIB)
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-ppo check-gpu check-gpu-emulated bench-gpu clean slides
+        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-zero bench-ppo check-gpu check-gpu-emulated bench-gpu clean slides
 
 all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) ## build the library, tests, lessons, solutions and benchmark
 
@@ -377,6 +377,9 @@ bench-ddp: $(BUILD)/solutions/06-ddp/train ## lesson 06 scaling: images/s on 1 a
 
 bench-pipeline: $(BUILD)/solutions/07-pipeline/train ## lesson 07: bubble measured against (p-1)/(m+p-1), p = 2-4, m = 1-32, GPipe and 1F1B; activation memory; 2 ranks against 1
 	@bench/run-bench-pipeline.sh $(BUILD) $(or $(ROUNDS),3)
+
+bench-zero: $(BUILD)/solutions/08-zero/train ## lesson 08: step time of ZeRO stages 1-3 against plain data parallel on RANKS (2) CPU ranks, exposed communication, bytes and memory
+	@bench/run-bench-zero.sh $(BUILD) $(or $(RANKS),2) $(or $(ROUNDS),3)
 
 bench-ppo: $(BENCH_PPO_BIN) $(BUILD)/solutions/05-ppo/train ## lesson 05: seconds to a CartPole return of 475 (median of 5 seeds), C against PyTorch; steps/s, where the time goes
 	@bench/run-bench-ppo.sh $(BUILD) $(THREADS) $(or $(SEEDS),5)

@@ -41,7 +41,7 @@ const ZeroOps LESSON_OPS = {lesson_shard_range, lesson_reduce_gradients, lesson_
 typedef struct {
     LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
     const char *dataset, *data, *model, *optimizer, *impl, *device, *dist, *metrics;
-    int stage, batch_size, epochs, max_steps, seed, threads, ranks, collectives;
+    int stage, batch_size, epochs, max_steps, valid_batches, seed, threads, ranks, collectives;
     float lr, weight_decay, momentum, clip, bucket_mb, timeout_s;
 } Config;
 
@@ -50,7 +50,7 @@ static Config parse_args(int argc, char **argv) {
                 .optimizer = "adamw", .impl = "mine", .device = "cpu", .dist = "auto",
                 .stage = 3, .batch_size = 32, .epochs = 1, .seed = 42, .threads = 1,
                 .lr = -1, .weight_decay = 0.01f, .clip = 0.5f, .bucket_mb = 25, .timeout_s = 300};
-    enum { OWN = 22 };
+    enum { OWN = 23 };
     ArgSpec specs[OWN + LM_OPTION_SPECS] = {
         {"stage", ARG_INT, &c.stage, "0: plain data parallel; 1: optimiser state sharded; 2: and gradients; 3: and parameters", NULL},
         {"model", ARG_CHOICE, &c.model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's (1024 wide, 3 layers)", "tutorial|seed"},
@@ -64,6 +64,7 @@ static Config parse_args(int argc, char **argv) {
         {"batch-size", ARG_INT, &c.batch_size, "sequences per step, all ranks together (each takes batch-size / ranks)", NULL},
         {"epochs", ARG_INT, &c.epochs, "passes over the training text", NULL},
         {"max-steps", ARG_INT, &c.max_steps, "stop after this many steps in all (0: every epoch whole)", NULL},
+        {"valid-batches", ARG_INT, &c.valid_batches, "evaluate on the first this many batches of the valid text (0: all)", NULL},
         {"seed", ARG_INT, &c.seed, "seed of the weights and the dropout masks", NULL},
         {"impl", ARG_CHOICE, &c.impl, "mine: your TODOs 8.1-8.5 shard; library: lib/parallel/zero.c's", "mine|library"},
         {"bucket-mb", ARG_FLOAT, &c.bucket_mb, "stage 0: the all-reduce's buckets (lesson 06)", NULL},
@@ -83,6 +84,7 @@ static Config parse_args(int argc, char **argv) {
     const struct { const char *name; int value, min, max; } ints[] = {
         {"--stage", c.stage, 0, 3}, {"--batch-size", c.batch_size, 1, 1 << 20},
         {"--epochs", c.epochs, 1, 1 << 20}, {"--max-steps", c.max_steps, 0, 1 << 30},
+        {"--valid-batches", c.valid_batches, 0, 1 << 30},
         {"--threads", c.threads, 1, 1024}, {"--ranks", c.ranks, 0, 1 << 20}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].value < ints[i].min || ints[i].value > ints[i].max)
@@ -158,6 +160,12 @@ static void build(Run *run) {
     const int W = run->dist->world_size;
     run->model_cfg = lm_model_config(&c->lm, strcmp(c->model, "seed") == 0 ? "seed" : "tutorial",
                                      run->corpus.vocab.count);
+    /* ranks started with different options would each run a collective the others do
+     * not: refuse at start, naming what differs */
+    dist_check_same(run->dist, c->stage, "--stage");
+    dist_check_same(run->dist, c->batch_size, "--batch-size");
+    dist_check_same(run->dist, transformer_param_count(&run->model_cfg),
+                    "the model's number of parameters (--model, --d-model, --layers, the text's vocabulary)");
     run->T = c->lm.bptt;
     run->Bl = c->batch_size / W;
     /* every rank draws its own weights from the same seed; ZeRO (and stage 0's
@@ -291,7 +299,8 @@ static void write_step(Run *run, int epoch, double loss, double seconds, double 
 static double evaluate(Run *run, const TextBatches *split) {
     transformer_eval(&run->lm);
     const int blocks = transformer_block_count(&run->model_cfg);
-    const int64_t n = full_batches(split, run->T);
+    int64_t n = full_batches(split, run->T);
+    if (run->cfg.valid_batches && run->cfg.valid_batches < n) n = run->cfg.valid_batches;
     double sum = 0;
     for (int64_t i = 0; i < n; i++) {
         load_batch(run, split, i * run->T);
