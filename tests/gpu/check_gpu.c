@@ -72,6 +72,7 @@
 #include "models/cnn.h"
 #include "models/transformer.h"
 #include "parallel/pipeline.h"
+#include "parallel/zero.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
 #include "train/clip.h"
@@ -1132,6 +1133,66 @@ static int check_pipeline_stage(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* Lesson 08's stage 3 on one rank (the single backend: every collective a copy, the
+ * optimiser's kernels on pieces of the shard, the blocks gathered into windows): 3
+ * clipped AdamW steps against plain training on the same GPU, which it must equal bit
+ * for bit (the CPU's version of this is tests/dist/test_zero; on another device a
+ * near-zero gradient's rounding is as large as itself, and Adam's step divides by it). */
+static int check_zero_stage3(void) {
+    REQUIRE_GPU();
+    const TransformerConfig c = {.vocab = 41, .d_model = 24, .heads = 3, .d_ff = 40, .layers = 2,
+                                 .max_len = 64, .dropout = 0.2f};
+    const int B = 3, T = 9, N = B * T;
+    Dist *d = dist_init(&(DistOptions){.backend = "single", .device = DEVICE_CUDA});
+    Transformer plain, sharded;
+    transformer_init(&plain, &c, B, T, 11);
+    transformer_init(&sharded, &c, B, T, 11);
+    transformer_to_device(&plain, DEVICE_CUDA);
+    transformer_to_device(&sharded, DEVICE_CUDA);
+    Adam opt;
+    adamw_init(&opt, &plain.params, 1e-2f, 0.01f);
+    Zero z;
+    zero_init(&z, d, &sharded.blocks, 3, &ZERO_LIBRARY);
+    zero_optimizer_adamw(&z, 1e-2f, 0.01f);
+    bool ok = true;
+    for (int step = 0; step < 3 && ok; step++) {
+        int *tokens = random_tokens(N, c.vocab, 40 + step), *targets = random_tokens(N, c.vocab, 50 + step);
+        int *gtokens = ints_on_gpu(tokens, N), *gtargets = ints_on_gpu(targets, N);
+        params_zero_grad(&plain.params);
+        const float lp = transformer_forward_backward(&plain, gtokens, gtargets);
+        const float np = clip_grad_norm(&plain.params, 0.5f);
+        adam_step(&opt, &plain.params);
+        zero_begin_step(&z);
+        const float lz = transformer_forward_backward(&sharded, gtokens, gtargets);
+        zero_finish_gradients(&z);
+        const float nz = zero_clip(&z, 0.5f);
+        zero_step(&z);
+        printf("step %d: loss %.6f / %.6f, gradient norm %.6f / %.6f (plain / stage 3)\n", step + 1,
+               (double)lp, (double)lz, (double)np, (double)nz);
+        ok = expect_close("loss", &lz, &lp, 1, 0.0f, 0.0f) && expect_close("norm", &nz, &np, 1, 0.0f, 0.0f);
+        cuda_free(gtokens), cuda_free(gtargets);
+        xfree(tokens), xfree(targets);
+    }
+    const int64_t psi = z.psi;
+    float *want = xmalloc((size_t)psi * 4), *got = xmalloc((size_t)psi * 4);
+    static const char *const what[3] = {"parameters", "Adam's m", "Adam's v"};
+    const Tensor *full[3] = {&plain.params.values, &opt.m, &opt.v};
+    for (int k = 0; k < 3 && ok; k++) {
+        device_copy(want, DEVICE_CPU, full[k]->data, DEVICE_CUDA, (size_t)psi * 4);
+        if (k == 0) zero_full_params(&z, got);
+        else zero_full_state(&z, k - 1, got);
+        ok = expect_close(what[k], got, want, psi, 0.0f, 0.0f);
+    }
+    ok = ok && expect_true(z.param_windows[0].unit < 0 && z.param_windows[1].unit < 0,
+                           "a block still gathered on the GPU after the step");
+    xfree(want), xfree(got);
+    zero_free(&z);
+    adam_free(&opt);
+    transformer_free(&plain), transformer_free(&sharded);
+    dist_finalize(d);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* ---------------------------------------------------------------- device choice */
 
 /* CUDA does not survive fork: checks that start children must not start CUDA
@@ -1211,6 +1272,7 @@ int main(void) {
     check_run(NULL, "transformer at lesson 04's size (55,327 words, 20 x 35 tokens, lr 5): the same checks", GPU_CHECK(check_transformer_full_size), 300);
     check_run(NULL, "single-process backend with GPU tensors: every collective, host scalars", GPU_CHECK(check_single_backend_gpu), 60);
     check_run(NULL, "a one-stage pipeline: 4 micro-batches in activation slots, loss shares scaled on the GPU", GPU_CHECK(check_pipeline_stage), 120);
+    check_run(NULL, "ZeRO stage 3 on one rank: 3 clipped AdamW steps = plain training on the GPU, bit for bit", GPU_CHECK(check_zero_stage3), 120);
     check_run(NULL, "the local rank picks the device", GPU_CHECK(check_local_rank), 60);
     return check_end();
 }
