@@ -331,19 +331,23 @@ static void copy_overlap(const Model *m, int N, int j, const Tensor *in, int W, 
 }
 
 /* One try at `cdir`: the index into ix (the caller's scalars into ix->slots), this
- * rank's pieces for world W, rank r into out (padding zero). 0, or -1 and err. */
+ * rank's pieces for world W, rank r into out (padding zero). 0, or and err: INDEX_BAD
+ * (what every rank reads) or SHARD_BAD (one of this rank's shards). */
+enum { LOADED, INDEX_BAD, SHARD_BAD };
 static int try_load(const ZeroCkpt *c, const Model *m, const char *cdir, int W, int r,
                     Tensor *out, Index *ix, CkptError *err) {
     char path[CKPT_PATH_MAX];
     file_path(cdir, "index.ckpt", path, sizeof path);
-    if (access(path, F_OK) != 0)
-        return ckpt_error(err, "%s has no index.ckpt: its save did not finish (a rank killed or "
-                          "a disk full while saving?)", cdir);
+    if (access(path, F_OK) != 0) {
+        ckpt_error(err, "%s has no index.ckpt: its save did not finish (a rank killed or a disk "
+                   "full while saving?)", cdir);
+        return INDEX_BAD;
+    }
     Checkpoint im = {0};
     index_manifest(&im, ix, &c->scalars);
     int rc = ckpt_load(&im, path, err);
     ckpt_free(&im);
-    if (rc != 0 || check_index(ix, m, path, err) != 0) return -1;
+    if (rc != 0 || check_index(ix, m, path, err) != 0) return INDEX_BAD;
 
     const int N = (int)ix->world, kinds = kinds_of(m->optimizer);
     bool *needed = xcalloc((size_t)N, sizeof *needed);
@@ -375,7 +379,7 @@ static int try_load(const ZeroCkpt *c, const Model *m, const char *cdir, int W, 
     }
     host_free(in, kinds);
     xfree(needed);
-    return rc;
+    return rc == 0 ? LOADED : SHARD_BAD;
 }
 
 /* The newest checkpoint that every rank loads: rank 0 names each in turn, all try it,
@@ -397,8 +401,10 @@ static int load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, 
         dist_all_gather_double(d, d->rank == 0 ? (double)steps[i] : 0, all);
         zero_ckpt_path(c, (int64_t)all[0], cdir, sizeof cdir);
         CkptError one = {{0}};
-        const bool bad = try_load(c, m, cdir, W, r, out, &ix, &one) != 0;
-        const int failed = failures(d, bad);
+        const int how = try_load(c, m, cdir, W, r, out, &ix, &one);
+        dist_all_gather_double(d, how, all); /* every rank's outcome, on every rank */
+        int failed = 0;
+        for (int q = 0; q < d->world_size; q++) failed += all[q] != LOADED;
         if (failed == 0) {
             for (int s = 0; s < c->scalars.nscalars; s++)
                 memcpy(c->scalars.scalars[s].value, &ix.slots[s], 8);
@@ -407,12 +413,14 @@ static int load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, 
             rc = 1;
             break;
         }
-        if (bad) fprintf(stderr, "warning: rank %d: skipping a sharded checkpoint that does not load: "
-                         "%s\n", d->rank, one.msg);
-        else if (d->rank == 0)
+        /* an index is the same file for all: rank 0 says what is wrong with it */
+        if (how == SHARD_BAD || (how == INDEX_BAD && (d->rank == 0 || all[0] != INDEX_BAD)))
+            fprintf(stderr, "warning: rank %d: skipping a sharded checkpoint that does not load: "
+                    "%s\n", d->rank, one.msg);
+        else if (how == LOADED && d->rank == 0)
             fprintf(stderr, "warning: skipping sharded checkpoint %s: %d rank(s) could not load it "
                     "(their warnings say why)\n", cdir, failed);
-        if (!bad) snprintf(one.msg, sizeof one.msg, "%s: %d other rank(s) could not load it", cdir, failed);
+        if (how == LOADED) snprintf(one.msg, sizeof one.msg, "%s: %d other rank(s) could not load it", cdir, failed);
         if (err && used < sizeof err->msg)
             used += (size_t)snprintf(err->msg + used, sizeof err->msg - used, "%s%s",
                                      used ? "\n  " : "", one.msg);

@@ -7,13 +7,16 @@
  * parameters and Adam moments after each save (DIR/expect-S.bin) and at the end
  * (DIR/final.bin): the uninterrupted run. resume loads the newest checkpoint that loads
  * on N' ranks at STAGE; it must be step STEP, its parameters and moments those saved bit
- * for bit, the run's scalars restored; training on to step 5 must give final.bin (bit for
- * bit when N' = N, else within a tolerance: the sums over the ranks differ in order).
+ * for bit, the run's scalars restored (a run that fell back to step 2 saves step 3 again
+ * over what is left there); training on to step 5 must equal stage 0 on N' ranks from
+ * the saved state bit for bit, and final.bin (bit for bit when N' = N, else within a
+ * tolerance: the sums over the ranks differ in order).
  * With STEP none, no checkpoint may load. refuse resumes with another model and
  * another optimiser: both refused by name. --stall-rank R: rank R keeps
  * COURSE_CKPT_STALL (checkpoint_file.h), the others drop it, to kill a save midway.
  * The global batch of each step is the same 6 sequences on any world size, cut among
  * the ranks. Rank 0 prints one line per check and "N passed, M failed". */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,7 +233,7 @@ static void do_save(void) {
 static int g_expect_step; /* -1: none may load */
 static int64_t g_loaded;
 static int g_load_rc;
-static bool g_same, g_scalars, g_reference, g_final;
+static bool g_same, g_scalars, g_resaved, g_reference, g_final;
 
 static bool loaded_expected(Dist *d) {
     (void)d;
@@ -240,6 +243,7 @@ static bool loaded_expected(Dist *d) {
 }
 static bool same_state(Dist *d) { (void)d; return g_same; }
 static bool scalars_back(Dist *d) { (void)d; return g_scalars; }
+static bool resaved(Dist *d) { (void)d; return g_resaved; }
 static bool reference(Dist *d) { (void)d; return g_reference; }
 static bool continues(Dist *d) { (void)d; return g_final; }
 
@@ -255,6 +259,27 @@ static double difference(const float *a, const float *b, int64_t psi) {
         worst = fmax(worst, diff / (scale > 0 ? scale : 1));
     }
     return worst;
+}
+
+/* Step's directory holds the index and this run's shards, nothing of the old one. */
+static bool only_new_files(const ZeroCkpt *c, int step) {
+    char cdir[CKPT_PATH_MAX];
+    zero_ckpt_path(c, step, cdir, sizeof cdir);
+    DIR *d = opendir(cdir);
+    int files = 0;
+    bool ok = d != NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        int rank = -1, world = -1, end = 0;
+        const bool mine = strcmp(e->d_name, "index.ckpt") == 0 ||
+                          (sscanf(e->d_name, "shard-%d-of-%d.ckpt%n", &rank, &world, &end) == 2 &&
+                           e->d_name[end] == '\0' && world == g_dist->world_size);
+        if (!mine) printf("  rank %d: %s/%s is left from the old checkpoint\n", g_dist->rank, cdir, e->d_name);
+        ok = ok && mine;
+        files++;
+    }
+    if (d) closedir(d);
+    return ok && files == 1 + g_dist->world_size;
 }
 
 /* Stage 0 on these ranks from the saved state in `name` (whole buffers, no checkpoint
@@ -304,7 +329,13 @@ static void do_resume(void) {
                 r.ts.rng_inc == 7 && isinf(r.ts.best_metric) && r.fingerprint == FINGERPRINT;
     run("the training position and the caller's scalars restored", scalars_back);
 
-    for (int step = (int)g_loaded + 1; step <= FINAL; step++) run_step(&r, step);
+    for (int step = (int)g_loaded + 1; step <= FINAL; step++) {
+        run_step(&r, step);
+        if (step == SAVES) { /* fell back: step 3's directory is there, unfinished or damaged */
+            g_resaved = run_save(&r, step, &err) == 0 && only_new_files(&r.ckpt, step);
+            run("a run that fell back saves step 3 anew over the old one's files", resaved);
+        }
+    }
     got = run_state(&r, &psi);
     float *ref = continue_plain(name, psi);
     g_reference = ref && memcmp(got, ref, (size_t)(3 * psi) * sizeof *got) == 0;
