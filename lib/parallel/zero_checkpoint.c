@@ -334,8 +334,8 @@ static void copy_overlap(const Model *m, int N, int j, const Tensor *in, int W, 
  * rank's pieces for world W, rank r into out (padding zero). 0, or and err: INDEX_BAD
  * (what every rank reads) or SHARD_BAD (one of this rank's shards). */
 enum { LOADED, INDEX_BAD, SHARD_BAD };
-static int try_load(const ZeroCkpt *c, const Model *m, const char *cdir, int W, int r,
-                    Tensor *out, Index *ix, CkptError *err) {
+static int try_load(const ZeroCkpt *c, const Model *m, int64_t step, const char *cdir, int W,
+                    int r, Tensor *out, Index *ix, CkptError *err) {
     char path[CKPT_PATH_MAX];
     file_path(cdir, "index.ckpt", path, sizeof path);
     if (access(path, F_OK) != 0) {
@@ -347,6 +347,9 @@ static int try_load(const ZeroCkpt *c, const Model *m, const char *cdir, int W, 
     index_manifest(&im, ix, &c->scalars);
     int rc = ckpt_load(&im, path, err);
     ckpt_free(&im);
+    if (rc == 0 && ix->step != step)
+        rc = ckpt_error(err, "%s is the index of step %" PRId64 ", not of the step its directory "
+                        "names (renamed or copied?); %s", path, ix->step, FIX_FALLBACK);
     if (rc != 0 || check_index(ix, m, path, err) != 0) return INDEX_BAD;
 
     const int N = (int)ix->world, kinds = kinds_of(m->optimizer);
@@ -399,9 +402,10 @@ static int load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, 
     int rc = n == 0 ? 0 : -1;
     for (int i = 0; i < n && rc != 1; i++) {
         dist_all_gather_double(d, d->rank == 0 ? (double)steps[i] : 0, all);
-        zero_ckpt_path(c, (int64_t)all[0], cdir, sizeof cdir);
+        const int64_t at = (int64_t)all[0];
+        zero_ckpt_path(c, at, cdir, sizeof cdir);
         CkptError one = {{0}};
-        const int how = try_load(c, m, cdir, W, r, out, &ix, &one);
+        const int how = try_load(c, m, at, cdir, W, r, out, &ix, &one);
         dist_all_gather_double(d, how, all); /* every rank's outcome, on every rank */
         int failed = 0;
         for (int q = 0; q < d->world_size; q++) failed += all[q] != LOADED;

@@ -5,8 +5,8 @@
 # 2, 4, 8 and 16 ranks checked with collectives on its axes; lib/parallel/zero's stages
 # 1-3 against plain data parallel on 1 to 4 ranks; lib/parallel/zero_checkpoint: runs
 # saved on 1, 2, 3 ranks resumed on 1, 2, 3 at other stages, and a checkpoint with a
-# missing, truncated or foreign shard, no index, a damaged index or a killed writer
-# refused by name for the previous one; then the faults a job must
+# missing, truncated or foreign shard, no index, a damaged or copied index or a killed
+# writer refused by name for the previous one; then the faults a job must
 # survive by ending: a rank that hangs, a rank that dies, ranks with different models.
 # Each must end the whole job within a bounded time, with a message naming the cause.
 # Last line: "N passed, M failed[, K skipped]". Skipped (never passed) without mpirun.
@@ -85,7 +85,8 @@ zc_want=("is of another model: unit 1 (block 1) has" "was saved with AdamW, but 
 zc_run "another model or optimiser refused" 2 refuse "$zc/a" 1
 # Damage to step 3 of the 2 ranks' checkpoint; 2 ranks resume (each reads its own
 # shard: one fails, both must take step 2), 1 rank for the index (it reads all).
-for fault in "missing shard" "truncated shard" "foreign shard" "no index" "damaged index" "none loads"; do
+for fault in "missing shard" "truncated shard" "foreign shard" "no index" "damaged index" "copied checkpoint" \
+    "none loads"; do
     rm -rf "$zc/f" && cp -r "$zc/a" "$zc/f"
     c2=$zc/f/zero-000000002 c3=$zc/f/zero-000000003 step=2
     case $fault in
@@ -95,6 +96,7 @@ for fault in "missing shard" "truncated shard" "foreign shard" "no index" "damag
     "no index") rm "$c3/index.ckpt"; zc_want=("$c3 has no index.ckpt") ;;
     "damaged index") printf X | dd of="$c3/index.ckpt" bs=1 seek=40 conv=notrunc status=none
         zc_want=("$c3/index.ckpt is damaged: its checksum") ;;
+    "copied checkpoint") rm -r "$c3" && cp -r "$c2" "$c3"; zc_want=("$c3/index.ckpt is the index of step 2") ;;
     "none loads") rm "$c3/index.ckpt" "$c2/shard-1-of-2.ckpt"; step=none
         zc_want=("none of the 2 sharded checkpoints in $zc/f loads" "$c2/shard-1-of-2.ckpt: No such file") ;;
     esac
