@@ -424,7 +424,8 @@ static int load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, 
         else if (how == LOADED && d->rank == 0)
             fprintf(stderr, "warning: skipping sharded checkpoint %s: %d rank(s) could not load it "
                     "(their warnings say why)\n", cdir, failed);
-        if (how == LOADED) snprintf(one.msg, sizeof one.msg, "%s: %d other rank(s) could not load it", cdir, failed);
+        if (how == LOADED)
+            snprintf(one.msg, sizeof one.msg, "%s: %d other rank(s) could not load it", cdir, failed);
         if (err && used < sizeof err->msg)
             used += (size_t)snprintf(err->msg + used, sizeof err->msg - used, "%s%s",
                                      used ? "\n  " : "", one.msg);
@@ -554,7 +555,8 @@ int zero_ckpt_save_plain(ZeroCkpt *c, Dist *d, BlockList *blocks, Adam *adam, Sg
                     (size_t)total * sizeof(float));
     int64_t base = 0, at = 0; /* unit k in the packed buffers, its piece in the shard */
     for (int k = 0; k < m.nunits; k++) {
-        const int64_t n = m.size[k], s = piece_of(n, W), a = r * s, own = a + s < n ? s : n > a ? n - a : 0;
+        const int64_t n = m.size[k], s = piece_of(n, W), a = r * s;
+        const int64_t own = a + s < n ? s : n > a ? n - a : 0;
         for (int kind = 0; own > 0 && kind < kinds; kind++)
             memcpy(host[kind].data + at, whole[kind].data + base + a, (size_t)own * sizeof(float));
         base += n, at += s;

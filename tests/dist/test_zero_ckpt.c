@@ -274,7 +274,8 @@ static bool only_new_files(const ZeroCkpt *c, int step) {
         const bool mine = strcmp(e->d_name, "index.ckpt") == 0 ||
                           (sscanf(e->d_name, "shard-%d-of-%d.ckpt%n", &rank, &world, &end) == 2 &&
                            e->d_name[end] == '\0' && world == g_dist->world_size);
-        if (!mine) printf("  rank %d: %s/%s is left from the old checkpoint\n", g_dist->rank, cdir, e->d_name);
+        if (!mine)
+            printf("  rank %d: %s/%s is left from the old checkpoint\n", g_dist->rank, cdir, e->d_name);
         ok = ok && mine;
         files++;
     }

@@ -121,7 +121,8 @@ static int body_round_trip(const char *dir) {
              expect_true(position == 17, "stage 0: the caller's scalar %lld", (long long)position);
         /* and saved from stage 0, loaded at stage 3 */
         ok = ok && expect_true(zero_ckpt_save_plain(&c, d, &p.blocks, sgd ? NULL : &adam,
-                                                    sgd ? &sg : NULL, 5, &err) == 0, "plain save: %s", err.msg);
+                                                    sgd ? &sg : NULL, 5, &err) == 0,
+                               "plain save: %s", err.msg);
         Run b;
         run_init(&b, d, 3, sgd, dir, 2);
         ok = ok && expect_true(zero_ckpt_load_latest(&b.c, &b.z, &step, &err) == 1 && step == 5,
@@ -236,7 +237,8 @@ int main(void) {
     check_begin("lib/parallel/zero_checkpoint");
     check_run(NULL, "saved at stage 1 loads at stages 1-3 and 0 bit for bit, stage 0's at 3 (AdamW, SGD)",
               check_round_trip, 60);
-    check_run(NULL, "a failed load changes neither the model nor the caller's scalars", check_failed_load, 30);
+    check_run(NULL, "a failed load changes neither the model nor the caller's scalars",
+              check_failed_load, 30);
     check_run(NULL, "keep 2: older and unfinished checkpoints go, later ones stay, a save over an old try",
               check_rotation, 30);
     return check_end();
