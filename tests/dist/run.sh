@@ -3,7 +3,10 @@
 # (more ranks than cores is fine: --oversubscribe); lib/parallel/pipeline with 2, 3
 # and 4 stages against the unsplit transformer; lib/parallel/grid: every layout of 1,
 # 2, 4, 8 and 16 ranks checked with collectives on its axes; lib/parallel/zero's stages
-# 1-3 against plain data parallel on 1 to 4 ranks; then the faults a job must
+# 1-3 against plain data parallel on 1 to 4 ranks; lib/parallel/zero_checkpoint: runs
+# saved on 1, 2, 3 ranks resumed on 1, 2, 3 at other stages, and a checkpoint with a
+# missing, truncated or foreign shard, no index, a damaged or copied index or a killed
+# writer refused by name for the previous one; then the faults a job must
 # survive by ending: a rank that hangs, a rank that dies, ranks with different models.
 # Each must end the whole job within a bounded time, with a message naming the cause.
 # Last line: "N passed, M failed[, K skipped]". Skipped (never passed) without mpirun.
@@ -14,11 +17,12 @@ bin=$build/tests/dist/test_collectives
 pipe_bin=$build/tests/dist/test_pipeline
 grid_bin=$build/tests/dist/test_grid
 zero_bin=$build/tests/dist/test_zero
+zc_bin=$build/tests/dist/test_zero_ckpt
 passed=0 failed=0 skipped=0
 pass() { echo "PASS  $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
 
-if ! command -v mpirun >/dev/null || [ ! -x "$bin" ] || [ ! -x "$pipe_bin" ] || [ ! -x "$grid_bin" ] || [ ! -x "$zero_bin" ]; then
+if ! command -v mpirun >/dev/null || [ ! -x "$bin" ] || [ ! -x "$pipe_bin" ] || [ ! -x "$grid_bin" ] || [ ! -x "$zero_bin" ] || [ ! -x "$zc_bin" ]; then
     echo "SKIP  lib/dist with several ranks: needs ranks: Open MPI's mpirun (sudo make deps) and $bin"
     echo "0 passed, 0 failed, 1 skipped"
     exit 0
@@ -46,6 +50,71 @@ for run in "$bin 2" "$bin 3" "$pipe_bin 2" "$pipe_bin 3" "$pipe_bin 4" \
         printf '%s\n' "$out" | tail -20 | sed 's/^/        /'
     fi
 done
+
+# lib/parallel/zero_checkpoint. zc_run WHAT N ARGS...: one launch of test_zero_ckpt on N
+# ranks (its output in zc_out); passes when all its checks do and the output holds
+# every string of zc_want.
+zc=$(mktemp -d)
+zc_want=()
+zc_run() {
+    local what=$1 n=$2 line p f missing=
+    shift 2
+    zc_out=$(timeout 120 "${mpi[@]}" -n "$n" "$zc_bin" "$@" 2>&1)
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$zc_out" | tail -1)
+    p=$(sed -nE 's/^([0-9]+) passed.*/\1/p' <<<"$line")
+    f=$(sed -nE 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/p' <<<"$line")
+    for want in "${zc_want[@]}"; do grep -qF -- "$want" <<<"$zc_out" || missing="$missing '$want'"; done
+    if [ -n "$line" ] && [ "$f" = 0 ] && [ -z "$missing" ]; then
+        pass "lib/parallel/zero_checkpoint: $what: $p checks"
+    else
+        fail "lib/parallel/zero_checkpoint: $what: ${line:-no result line}${missing:+; missing from the output:$missing}"
+        printf '%s\n' "$zc_out" | tail -20 | sed 's/^/        /'
+    fi
+}
+# saved on N ranks at stage S (0: plain data parallel), resumed on N' at S'
+for save in "a 2 1" "b 3 3" "c 1 2" "d 2 0"; do
+    read -r name n stage <<<"$save"
+    zc_run "saved on $n ranks at stage $stage (steps 1-3, keep 2)" "$n" save "$zc/$name" "$stage"
+done
+for resume in "a 1 3" "a 2 2" "a 3 0" "b 1 2" "b 2 0" "c 2 1" "c 3 3" "d 1 1" "d 2 3"; do
+    read -r name n stage <<<"$resume"
+    zc_run "$(cat "$zc/$name/saved-world" 2>/dev/null) ranks' checkpoint resumed on $n at stage $stage" \
+        "$n" resume "$zc/$name" "$stage" 3
+done
+zc_want=("is of another model: unit 1 (block 1) has" "was saved with AdamW, but this run uses SGD")
+zc_run "another model or optimiser refused" 2 refuse "$zc/a" 1
+# Damage to step 3 of the 2 ranks' checkpoint; 2 ranks resume (each reads its own
+# shard: one fails, both must take step 2), 1 rank for the index (it reads all).
+for fault in "missing shard" "truncated shard" "foreign shard" "no index" "damaged index" "copied checkpoint" \
+    "none loads"; do
+    rm -rf "$zc/f" && cp -r "$zc/a" "$zc/f"
+    c2=$zc/f/zero-000000002 c3=$zc/f/zero-000000003 step=2
+    case $fault in
+    "missing shard") rm "$c3/shard-1-of-2.ckpt"; zc_want=("$c3/shard-1-of-2.ckpt: No such file") ;;
+    "truncated shard") truncate -s 200 "$c3/shard-0-of-2.ckpt"; zc_want=("$c3/shard-0-of-2.ckpt is truncated") ;;
+    "foreign shard") cp "$c2/shard-0-of-2.ckpt" "$c3/"; zc_want=("$c3/shard-0-of-2.ckpt belongs to another checkpoint") ;;
+    "no index") rm "$c3/index.ckpt"; zc_want=("$c3 has no index.ckpt") ;;
+    "damaged index") printf X | dd of="$c3/index.ckpt" bs=1 seek=40 conv=notrunc status=none
+        zc_want=("$c3/index.ckpt is damaged: its checksum") ;;
+    "copied checkpoint") rm -r "$c3" && cp -r "$c2" "$c3"; zc_want=("$c3/index.ckpt is the index of step 2") ;;
+    "none loads") rm "$c3/index.ckpt" "$c2/shard-1-of-2.ckpt"; step=none
+        zc_want=("none of the 2 sharded checkpoints in $zc/f loads" "$c2/shard-1-of-2.ckpt: No such file") ;;
+    esac
+    n=2 && [ "$fault" = "damaged index" ] && n=1
+    zc_run "$fault: refused by name, every rank on step $step" $n resume "$zc/f" 2 "$step"
+done
+# A rank killed while writing its shard of step 3: no index there, step 2 intact.
+rm -rf "$zc/k"
+"${mpi[@]}" -x COURSE_CKPT_STALL=3 -n 2 "$zc_bin" save "$zc/k" 1 --stall-rank 1 >"$zc/k.out" 2>&1 &
+pid=$!
+for _ in $(seq 150); do grep -q "COURSE_CKPT_STALL:" "$zc/k.out" && break; sleep 0.2; done
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+cp "$zc/a/final.bin" "$zc/a/saved-world" "$zc/k/" # the same run as a's, uninterrupted
+zc_want=("$zc/k/zero-000000003 has no index.ckpt")
+zc_run "a rank killed while saving step 3: step 2 intact and used" 2 resume "$zc/k" 3 2
+zc_want=()
+rm -rf "$zc"
 
 # Lesson 07's program: the per-step losses of the unsplit model (1 rank) are those of
 # 2 stages (GPipe), 3 stages (1F1B) and 2 pipelines of 2 stages (--dp 2), dropout off:
