@@ -46,6 +46,7 @@ sync_check() {
 tally "unit tests" tests/run-suites.sh "$build"/tests/test_*
 tally "lib/dist with several ranks (mpirun)" tests/dist/run.sh "$build"
 tally "lesson 06 on two hosts (network namespaces) and a killed rank" tests/dist/lesson06.sh "$build"
+tally "lesson 08: resumed on other rank counts and stages, a killed rank, disagreeing ranks" tests/dist/lesson08.sh "$build"
 tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "CUDA kernels on a CPU emulator, not a GPU (make check-gpu-emulated)" tests/gpu/emulator/run.sh "$build"/emulator
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade

@@ -28,6 +28,7 @@
 #include "lesson.h"
 #include "models/transformer.h"
 #include "parallel/ddp.h"
+#include "parallel/zero_checkpoint.h"
 #include "train/checkpoint.h"
 #include "train/clip.h"
 #include "train/lm_options.h"
@@ -40,8 +41,9 @@ const ZeroOps LESSON_OPS = {lesson_shard_range, lesson_reduce_gradients, lesson_
 
 typedef struct {
     LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
-    const char *dataset, *data, *model, *optimizer, *impl, *device, *dist, *metrics;
+    const char *dataset, *data, *model, *optimizer, *impl, *device, *dist, *metrics, *checkpoint_dir;
     int stage, batch_size, epochs, max_steps, valid_batches, seed, threads, ranks, collectives;
+    int checkpoint_every, resume;
     float lr, weight_decay, momentum, clip, bucket_mb, timeout_s;
 } Config;
 
@@ -50,7 +52,7 @@ static Config parse_args(int argc, char **argv) {
                 .optimizer = "adamw", .impl = "mine", .device = "cpu", .dist = "auto",
                 .stage = 3, .batch_size = 32, .epochs = 1, .seed = 42, .threads = 1,
                 .lr = -1, .weight_decay = 0.01f, .clip = 0.5f, .bucket_mb = 25, .timeout_s = 300};
-    enum { OWN = 23 };
+    enum { OWN = 26 };
     ArgSpec specs[OWN + LM_OPTION_SPECS] = {
         {"stage", ARG_INT, &c.stage, "0: plain data parallel; 1: optimiser state sharded; 2: and gradients; 3: and parameters", NULL},
         {"model", ARG_CHOICE, &c.model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's (1024 wide, 3 layers)", "tutorial|seed"},
@@ -74,6 +76,9 @@ static Config parse_args(int argc, char **argv) {
         {"ranks", ARG_INT, &c.ranks, "stop unless the job has this many ranks (0: any)", NULL},
         {"timeout", ARG_FLOAT, &c.timeout_s, "seconds a rank waits for another before the job ends", NULL},
         {"metrics", ARG_STRING, &c.metrics, "JSON lines, one per step: loss, tokens_per_s, bytes, memory, seconds", NULL},
+        {"checkpoint-dir", ARG_STRING, &c.checkpoint_dir, "every rank writes its shard of a checkpoint here (a directory on a file system all ranks see)", NULL},
+        {"checkpoint-every", ARG_INT, &c.checkpoint_every, "steps between checkpoints (0: at each epoch's end and the last step)", NULL},
+        {"resume", ARG_FLAG, &c.resume, "continue from the newest complete checkpoint in --checkpoint-dir (any number of ranks, any stage)", NULL},
         {"collectives", ARG_FLAG, &c.collectives, "part 2: your ring reduce-scatter against the library's, and its bandwidth", NULL},
     };
     const int n = OWN + lm_options_specs(&c.lm, specs + OWN);
@@ -84,7 +89,7 @@ static Config parse_args(int argc, char **argv) {
     const struct { const char *name; int value, min, max; } ints[] = {
         {"--stage", c.stage, 0, 3}, {"--batch-size", c.batch_size, 1, 1 << 20},
         {"--epochs", c.epochs, 1, 1 << 20}, {"--max-steps", c.max_steps, 0, 1 << 30},
-        {"--valid-batches", c.valid_batches, 0, 1 << 30},
+        {"--valid-batches", c.valid_batches, 0, 1 << 30}, {"--checkpoint-every", c.checkpoint_every, 0, 1 << 30},
         {"--threads", c.threads, 1, 1024}, {"--ranks", c.ranks, 0, 1 << 20}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].value < ints[i].min || ints[i].value > ints[i].max)
@@ -97,6 +102,8 @@ static Config parse_args(int argc, char **argv) {
     if (!(c.clip >= 0) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
     if (!(c.bucket_mb > 0) || !isfinite(c.bucket_mb)) fatal("--bucket-mb must be positive");
     if (!(c.timeout_s > 0) || !isfinite(c.timeout_s)) fatal("--timeout must be positive, got %g", (double)c.timeout_s);
+    if ((c.resume || c.checkpoint_every) && !c.checkpoint_dir)
+        fatal("--resume and --checkpoint-every need --checkpoint-dir (where the checkpoints are)");
     return c;
 }
 
@@ -117,8 +124,13 @@ typedef struct {
     Sgd sgd;                        /* stage 0, SGD */
     Zero zero;                      /* stages 1-3 */
     MetricsFile *metrics;
-    long long steps;
-    double bytes_sent, seconds;     /* summed over the steps (this rank) */
+    int64_t steps;                  /* done, all epochs */
+    int64_t epoch, epoch_step;      /* the epoch in progress (from 1), steps done in it */
+    uint64_t fingerprint;           /* of the training text: a checkpoint of another is refused */
+    ZeroCkpt ckpt;                  /* --checkpoint-dir */
+    int64_t steps_here;             /* done by this process (a resumed run: since it resumed) */
+    int64_t saved_step;             /* the step of the last checkpoint written (-1: none) */
+    double bytes_sent;              /* by this rank in those steps */
 } Run;
 
 static bool sgd(const Run *run) { return strcmp(run->cfg.optimizer, "sgd") == 0; }
@@ -313,6 +325,75 @@ static double evaluate(Run *run, const TextBatches *split) {
     return dist_sum_double(run->dist, loss) / run->dist->world_size;
 }
 
+/* ---------------------------------------------------------------- checkpoints */
+
+/* FNV-1a over the vocabulary's size and the training tokens. */
+static uint64_t text_fingerprint(const TextCorpus *c) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)c->vocab.count;
+    for (int64_t i = 0; i < c->train.count; i++) h = (h ^ (uint32_t)c->train.ids[i]) * 1099511628211ull;
+    return h;
+}
+
+/* What a checkpoint holds besides the shards: where the run is, the text it trains on,
+ * and every block's dropout stream (the same on every rank), so that a resumed run
+ * continues the uninterrupted one. */
+static void setup_checkpoints(Run *run) {
+    ZeroCkpt *k = &run->ckpt;
+    zero_ckpt_init(k, run->cfg.checkpoint_dir, 2);
+    run->fingerprint = text_fingerprint(&run->corpus);
+    ckpt_add_i64(&k->scalars, "train.global_step", &run->steps);
+    ckpt_add_i64(&k->scalars, "train.epoch", &run->epoch);
+    ckpt_add_i64(&k->scalars, "train.epoch_step", &run->epoch_step);
+    ckpt_add_u64(&k->scalars, "data.fingerprint", &run->fingerprint);
+    BlockList *l = &run->lm.blocks;
+    for (int i = 0; i < l->count; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "rng.block%d.state", i);
+        ckpt_add_u64(&k->scalars, name, &l->items[i].rng.state);
+        snprintf(name, sizeof name, "rng.block%d.inc", i);
+        ckpt_add_u64(&k->scalars, name, &l->items[i].rng.inc);
+    }
+}
+
+static void save_checkpoint(Run *run) {
+    CkptError err;
+    Adam *adam = sgd(run) ? NULL : &run->adam;
+    Sgd *s = sgd(run) ? &run->sgd : NULL;
+    const int rc = run->cfg.stage == 0
+                       ? zero_ckpt_save_plain(&run->ckpt, run->dist, &run->lm.blocks, adam, s, run->steps, &err)
+                       : zero_ckpt_save(&run->ckpt, &run->zero, run->steps, &err);
+    if (rc != 0) fatal("%s", err.msg);
+    run->saved_step = run->steps;
+    char path[CKPT_PATH_MAX];
+    zero_ckpt_path(&run->ckpt, run->steps, path, sizeof path);
+    print0("checkpoint: %s (%d shards)\n", path, run->dist->world_size);
+}
+
+static void resume(Run *run) {
+    const uint64_t mine = run->fingerprint;
+    CkptError err;
+    int64_t step = 0;
+    Adam *adam = sgd(run) ? NULL : &run->adam;
+    Sgd *s = sgd(run) ? &run->sgd : NULL;
+    const int rc = run->cfg.stage == 0
+                       ? zero_ckpt_load_latest_plain(&run->ckpt, run->dist, &run->lm.blocks, adam, s, &step, &err)
+                       : zero_ckpt_load_latest(&run->ckpt, &run->zero, &step, &err);
+    if (rc < 0) fatal("%s", err.msg);
+    if (rc == 0) {
+        print0("no checkpoint in %s: starting afresh\n", run->ckpt.dir);
+        run->steps = 0, run->epoch = 1, run->epoch_step = 0, run->fingerprint = mine;
+        return;
+    }
+    if (run->fingerprint != mine)
+        fatal("the checkpoint of step %lld in %s was written for another training text "
+              "(fingerprint %016llx, this run's %016llx): resume with the text it trained on",
+              (long long)step, run->ckpt.dir, (unsigned long long)run->fingerprint,
+              (unsigned long long)mine);
+    print0("resumed from step %lld in %s: epoch %lld, step %lld of it, now on %d ranks at stage %d\n",
+           (long long)run->steps, run->ckpt.dir, (long long)run->epoch, (long long)run->epoch_step,
+           run->dist->world_size, run->cfg.stage);
+}
+
 static void train(Run *run) {
     const Config *c = &run->cfg;
     const int64_t n = full_batches(&run->train, run->T);
@@ -320,10 +401,11 @@ static void train(Run *run) {
            sgd(run) ? "SGD" : "AdamW", (double)c->lr, (double)c->clip, (long long)n, c->batch_size,
            c->threads, c->threads == 1 ? "" : "s");
     if (run->dist->rank == 0) run->metrics = metrics_open(c->metrics);
-    for (int epoch = 1; epoch <= c->epochs; epoch++) {
+    for (; run->epoch <= c->epochs; run->epoch++, run->epoch_step = 0) {
+        const int epoch = (int)run->epoch;
         double loss_sum = 0, tokens = 0, exposed = 0, t0 = now_seconds();
         int steps = 0;
-        for (int64_t i = 0; i < n && !(c->max_steps && run->steps >= c->max_steps); i++) {
+        for (int64_t i = run->epoch_step; i < n && !(c->max_steps && run->steps >= c->max_steps); i++) {
             load_batch(run, &run->train, i * run->T);
             dist_counts_reset(run->dist);
             const double e0 = exposed_seconds(run), s0 = now_seconds();
@@ -331,29 +413,38 @@ static void train(Run *run) {
             const double took = now_seconds() - s0, waited = exposed_seconds(run) - e0;
             if (!isfinite(loss)) {
                 char where[64];
-                snprintf(where, sizeof where, "step %lld", run->steps + 1);
+                snprintf(where, sizeof where, "step %lld", (long long)run->steps + 1);
                 train_stop_if_diverged((float)loss, where, c->lr);
             }
-            run->steps++, steps++;
+            run->steps++, run->steps_here++, steps++, run->epoch_step = i + 1;
             run->bytes_sent += sent_bytes(run->dist, false);
-            run->seconds += took;
             loss_sum += loss, tokens += (double)c->batch_size * run->T, exposed += waited;
             write_step(run, epoch, loss, took, waited);
-            progress("  epoch %d: step %d/%lld, loss %.3f, %.0f tokens/s", epoch, steps, (long long)n,
-                     loss, tokens / (now_seconds() - t0));
+            progress("  epoch %d: step %lld/%lld, loss %.3f, %.0f tokens/s", epoch,
+                     (long long)run->epoch_step, (long long)n, loss, tokens / (now_seconds() - t0));
+            if (c->checkpoint_every && run->steps % c->checkpoint_every == 0 && run->epoch_step < n) {
+                progress_clear();
+                save_checkpoint(run);
+            }
         }
         progress_clear();
         if (steps == 0) break;
+        const bool last = run->epoch == c->epochs || (c->max_steps && run->steps >= c->max_steps);
+        if (c->checkpoint_dir && run->saved_step != run->steps) { /* the next epoch starts at step 0 */
+            if (run->epoch_step >= n) run->epoch++, run->epoch_step = 0;
+            save_checkpoint(run);
+            if (run->epoch_step == 0) run->epoch--; /* the loop's own increment follows */
+        }
         const double seconds = now_seconds() - t0, valid = evaluate(run, &run->valid);
         print0("| end of epoch %3d | time: %6.2fs | train loss %5.2f | valid loss %5.2f | valid ppl "
                "%8.2f | %.0f tokens/s | exposed communication %.1f ms a step\n", epoch, seconds,
                loss_sum / steps, valid, exp(valid), tokens / seconds, 1e3 * exposed / steps);
-        if (c->max_steps && run->steps >= c->max_steps) break;
+        if (last) break;
     }
-    if (run->steps > 0) {
+    if (run->steps_here > 0) {
         const double want = zero_bytes_formula(c->stage, run->lm.params.total, run->dist->world_size);
         print0("communication: %.3f MB sent per step by rank 0, the formula %d x 4 psi (N-1)/N = "
-               "%.3f MB\n", run->bytes_sent / run->steps / 1e6, c->stage == 3 ? 3 : 2, want / 1e6);
+               "%.3f MB\n", run->bytes_sent / run->steps_here / 1e6, c->stage == 3 ? 3 : 2, want / 1e6);
     }
     metrics_close(run->metrics);
 }
@@ -460,6 +551,7 @@ static void finish(Run *run) {
     } else {
         zero_free(&run->zero);
     }
+    if (run->cfg.checkpoint_dir) zero_ckpt_free(&run->ckpt);
     transformer_free(&run->lm);
     text_batches_free(&run->train), text_batches_free(&run->valid);
     text_free(&run->corpus);
@@ -476,6 +568,9 @@ int lesson_main(int argc, char **argv) {
         load_text(run);
         build(run);
         print_memory(run);
+        run->epoch = 1, run->saved_step = -1;
+        if (run->cfg.checkpoint_dir) setup_checkpoints(run);
+        if (run->cfg.resume) resume(run);
         train(run);
         print_digests(run);
         finish(run);
