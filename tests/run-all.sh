@@ -12,7 +12,8 @@
 #   6. datasets/fetch.sh against a local mirror (no internet needed), and the sbatch
 #      command line make submit builds for every site profile
 #   7. the sbatch scripts under a real Slurm (make check-slurm; skipped without
-#      Slurm, started by tests/slurm/run.sh when run as root)
+#      Slurm, started by tests/slurm/run.sh when run as root; skipped with the reason
+#      beside a Slurm that is not the project's own, tests/slurm/foreign.sh)
 #   8. the slides: every deck against its lesson, then in headless Chromium with the
 #      network off (make check-slides; the browser part skips without Chromium)
 # The last line is "N passed, M failed[, K skipped]"; exit status 0 only if none failed.
@@ -57,6 +58,7 @@ tally "lesson programs: issue 30's faults (huge vocabulary, planted links, spars
 tally "unit tests under ASan + UBSan" make --no-print-directory -s asan-tests
 tally "data set fetching" tests/datasets/test-fetch.sh
 tally "make submit DRY=1 for every site profile" tests/slurm/submit-dry.sh
+tally "make test beside a Slurm that is not the project's own (stand-in commands)" tests/slurm/foreign.sh
 tally "sbatch scripts under Slurm" make --no-print-directory -s check-slurm
 tally "slides: decks against lessons, every slide in headless Chromium" tests/slides/run.sh
 
