@@ -68,18 +68,20 @@ static uint64_t cgroup_memory_limit(void) {
     return limit;
 }
 
-/* COURSE_MEMORY_LIMIT: bytes, or with a k, M or G suffix (powers of 1024); 0 when unset
- * or not a number. */
+/* COURSE_MEMORY_LIMIT: bytes, or with a k, M or G suffix (powers of 1024); 0 when unset.
+ * A malformed value is a user error naming the variable (as lib/core/envvars.h's). */
 static uint64_t env_limit(void) {
     const char *s = getenv("COURSE_MEMORY_LIMIT");
     if (!s || !*s) return 0;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s) return 0;
     int shift = *end == 'k' || *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
     if (shift) end++;
-    if (*end || v > (UINT64_MAX >> shift)) return 0;
+    if (errno || end == s || !isdigit((unsigned char)s[0]) || *end || v == 0 ||
+        v > (UINT64_MAX >> shift))
+        fatal("COURSE_MEMORY_LIMIT='%s' is not a size: give bytes, or a number with k, M or G "
+              "(4G), or unset it", s);
     return (uint64_t)v << shift;
 }
 

@@ -20,8 +20,9 @@ enum { MEM_MSG_MAX = 1024 };
 /* The bytes this process may use: the smaller of the machine's memory (its physical
  * pages) and the memory limit of the control group it runs in (a Slurm job's --mem, a
  * container's limit), and COURSE_MEMORY_LIMIT when set (bytes, or with a k, M or G
- * suffix: a smaller share of a node, and the tests' hook). source (cap bytes) says
- * which it is: "this machine's memory", "the job's memory limit (cgroup ...)". */
+ * suffix: a smaller share of a node, and the tests' hook; anything else is refused by
+ * name). source (cap bytes) says which it is: "this machine's memory", "the memory
+ * limit of this job (its cgroup)", "the memory COURSE_MEMORY_LIMIT allows". */
 uint64_t mem_limit_bytes(char *source, size_t cap);
 /* The bytes this process holds in memory now (its resident set). */
 uint64_t mem_resident_bytes(void);

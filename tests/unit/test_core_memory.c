@@ -38,8 +38,6 @@ static int check_limit(void) {
                                strstr(source, "COURSE_MEMORY_LIMIT"), "100M: %s", source);
     setenv("COURSE_MEMORY_LIMIT", "1G", 1);
     ok = ok && expect_true(mem_limit_bytes(NULL, 0) == (uint64_t)1 << 30, "1G");
-    setenv("COURSE_MEMORY_LIMIT", "lots", 1);
-    ok = ok && expect_true(mem_limit_bytes(NULL, 0) == limit, "a limit that is no number is ignored");
     setenv("COURSE_MEMORY_LIMIT", "999999G", 1);
     ok = ok && expect_true(mem_limit_bytes(NULL, 0) == limit, "a limit above the machine's counts as "
                            "the machine's");
@@ -83,8 +81,20 @@ static void body_vocab(void *arg) {
     transformer_free(&m);
 }
 
+static void body_bad_limit(void *arg) {
+    setenv("COURSE_MEMORY_LIMIT", (const char *)arg, 1);
+    printf("limit %llu\n", (unsigned long long)mem_limit_bytes(NULL, 0));
+}
+
 static int check_children(void) {
     ChildResult r;
+    const char *bad[] = {"lots", "4GB", "-1G", "0"};
+    for (int i = 0; i < 4; i++) {
+        run_child(body_bad_limit, (void *)bad[i], &r);
+        if (!expect_exit("a malformed COURSE_MEMORY_LIMIT", &r, 1, "COURSE_MEMORY_LIMIT=", bad[i],
+                         "is not a size", (const char *)NULL))
+            return CHECK_FAIL;
+    }
     run_child(body_xcalloc, NULL, &r);
     bool ok = expect_exit("1 GB under a 200 MB limit", &r, 1, "out of memory (refused before it is "
                           "taken)", "allocating 1.1 GB", "more than the 210 MB of the memory "
@@ -104,6 +114,6 @@ int main(void) {
     check_run(NULL, "the limit: the machine's memory at most; COURSE_MEMORY_LIMIT lowers it", check_limit, 10);
     check_run(NULL, "a request past the limit is refused, naming the need and the limit", check_refused, 10);
     check_run(NULL, "xcalloc past the limit and a 2-million-word transformer stop with a message; "
-              "a small one is built", check_children, 30);
+              "a small one is built; a malformed limit is refused by name", check_children, 30);
     return check_end();
 }
