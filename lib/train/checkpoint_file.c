@@ -104,7 +104,7 @@ int ckpt_save(const Checkpoint *c, const char *path, CkptError *err) {
 
 int ckpt_read_file(const char *path, uint8_t **buf, size_t *len, CkptError *err) {
     /* lib/core/fs: regular files only, so a FIFO named like a checkpoint is refused at
-     * once instead of blocking the reader forever */
+     * once instead of blocking the resume forever */
     char msg[FS_MSG_MAX];
     if (fs_read_file(path, SIZE_MAX / 2, buf, len, msg, sizeof msg) != 0)
         return ckpt_error(err, "checkpoint: %s", msg);
