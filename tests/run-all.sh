@@ -7,12 +7,13 @@
 #   2. every solution's grader (all checks must pass)
 #   3. every stub's grader (every TODO check must fail)
 #   4. lessons/ and solutions/ in sync with course/; the solutions' programs against
-#      faults, bad options, a terminal and a pipe (tests/programs/run.sh)
+#      faults, bad options, a terminal and a pipe (tests/programs/run.sh, issue30.sh)
 #   5. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   6. datasets/fetch.sh against a local mirror (no internet needed), and the sbatch
 #      command line make submit builds for every site profile
 #   7. the sbatch scripts under a real Slurm (make check-slurm; skipped without
-#      Slurm, started by tests/slurm/run.sh when run as root)
+#      Slurm, started by tests/slurm/run.sh when run as root; skipped with the reason
+#      beside a Slurm that is not the project's own, tests/slurm/foreign.sh)
 #   8. the slides: every deck against its lesson, then in headless Chromium with the
 #      network off (make check-slides; the browser part skips without Chromium)
 # The last line is "N passed, M failed[, K skipped]"; exit status 0 only if none failed.
@@ -54,9 +55,11 @@ tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
 tally "lessons/ and solutions/ in sync with course/" sync_check
 tally "lesson READMEs list their graders' checks" tests/check-readme-checks.sh
 tally "lesson programs: divergence, failed saves, other data, bad options, progress" tests/programs/run.sh "$build"
+tally "lesson programs: issue 30's faults (huge vocabulary, planted links, sparse checkpoint, limits, modes)" tests/programs/issue30.sh "$build"
 tally "unit tests under ASan + UBSan" make --no-print-directory -s asan-tests
 tally "data set fetching" tests/datasets/test-fetch.sh
 tally "make submit DRY=1 for every site profile" tests/slurm/submit-dry.sh
+tally "make test beside a Slurm that is not the project's own (stand-in commands)" tests/slurm/foreign.sh
 tally "sbatch scripts under Slurm" make --no-print-directory -s check-slurm
 tally "slides: decks against lessons, every slide in headless Chromium" tests/slides/run.sh
 

@@ -6,7 +6,9 @@
 # N is a lesson number (1 or 01: slurm/01-*.sbatch), NAME a script in slurm/ without
 # .sbatch (mpi-check), SCRIPT a path to an .sbatch file. The site profile
 # slurm/sites/NAME.env (default: $COURSE_SITE, else generic) gives partition,
-# account, reservation and GPU syntax; what it leaves empty is not passed. COURSE_PARTITION, COURSE_ACCOUNT, COURSE_RESERVATION and COURSE_SCRATCH_DIR
+# account, reservation, GPU syntax (per node) and GPUs a node; what it leaves empty is
+# not passed. A script that asks for more GPUs a node than the site's nodes have runs
+# fewer tasks a node (one per GPU), with a note. COURSE_PARTITION, COURSE_ACCOUNT, COURSE_RESERVATION and COURSE_SCRATCH_DIR
 # override it for one submission. The script's own lines `#COURSE gpus=N` (GPUs the
 # lesson needs) and `#COURSE needs=TARGET` (what to build, relative to the build
 # directory; default KIND/NN-name/train) tell this tool what to add.
@@ -25,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -84,7 +86,26 @@ partition=$SITE_PARTITION
 args=(--parsable)
 if [ "${gpus:-0}" -gt 0 ]; then
     partition=${SITE_GPU_PARTITION:-$SITE_PARTITION}
+    # A script's GPUs (and tasks: one rank per GPU) are per node. A site whose nodes
+    # have fewer GPUs gets what a node holds: fewer tasks a node, on the same nodes.
+    shape=${SITE_GPUS_PER_NODE:-}
+    if [ -n "$shape" ] && [ "$gpus" -gt "$shape" ]; then
+        tasks=$(sed -nE 's/^#SBATCH +--ntasks-per-node[= ]([0-9]+).*/\1/p' "$script" | head -1)
+        note="note: site $site has $shape GPUs a node${partition:+ (partition $partition)}, $lesson asks for $gpus"
+        if [ -n "$tasks" ] && [ "$tasks" -gt "$shape" ]; then
+            args+=(--ntasks-per-node="$shape")
+            note+=": it runs $shape tasks a node (one per GPU) instead of $tasks"
+        fi
+        echo "$note" >&2
+        gpus=$shape
+    fi
     if [ -n "${SITE_GPU_REQUEST:-}" ]; then
+        # -G N / --gpus=N are N GPUs for the whole job: on 2 nodes, 8 ranks would share
+        # 4 GPUs (NCCL refuses). The scripts' counts are per node.
+        case "$SITE_GPU_REQUEST" in -G* | --gpus[=\ ]*)
+            echo "submit: SITE_GPU_REQUEST '$SITE_GPU_REQUEST' in slurm/sites/$site.env asks for GPUs for the whole job; a script's #COURSE gpus=N is per node: use --gpus-per-node=%d (or --gres=gpu:%d)" >&2
+            exit 1 ;;
+        esac
         # the profile's format, e.g. --gres=gpu:%d or -G %d ("--": a format that
         # begins with "-" is not an option of printf)
         # shellcheck disable=SC2059

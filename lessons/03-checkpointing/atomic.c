@@ -17,7 +17,8 @@
 int lesson_write_atomic(const char *path, const uint8_t *buf, size_t len, CkptError *err) {
     /* TODO 3.2:
      *   1. tmp = path + ".tmp" (snprintf), in the same directory as path;
-     *   2. fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+     *   2. unlink(tmp) (a stale one; ENOENT is fine), then
+     *      fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
      *   3. ckpt_write_all(fd, buf, len) (one call with the whole buffer: it retries
      *      short writes, and it is where the grader stops you halfway), then fsync(fd);
      *   4. close(fd), then rename(tmp, path);

@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,9 +52,14 @@ static void set_value(const ArgSpec *s, const char *value) {
     errno = 0;
     switch (s->type) {
     case ARG_INT: {
-        long v = strtol(value, &end, 10);
-        if (errno || end == value || *end || v < -2147483647L || v > 2147483647L)
+        long long v = strtoll(value, &end, 10);
+        if (end == value || *end || (errno && errno != ERANGE))
             fatal("--%s expects an integer, got '%s'", s->name, value);
+        /* an integer, but not one an int holds: say the limit, not "an integer" */
+        if (errno == ERANGE || v > INT_MAX)
+            fatal("--%s: %s is too large; the largest value allowed is %d", s->name, value, INT_MAX);
+        if (v < INT_MIN)
+            fatal("--%s: %s is too small; the smallest value allowed is %d", s->name, value, INT_MIN);
         *(int *)s->dest = (int)v;
         break;
     }

@@ -1,4 +1,5 @@
 #include "check.h"
+#include "memory.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@ void die_at(const char *file, int line, const char *fmt, ...) {
 }
 
 void *xmalloc(size_t size) {
+    if (size >= MEM_CHECK_FROM) mem_require(size, NULL); /* stop with both numbers, not be killed */
     void *p = NULL;
     size_t rounded = (size + 63) / 64 * 64;
     if (rounded == 0) rounded = 64;

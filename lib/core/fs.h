@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 enum {
@@ -47,6 +48,34 @@ int fs_open_regular(const char *path, char *msg, size_t cap);
  * (naming the file and the size), a read error. */
 int fs_read_file(const char *path, size_t max_bytes, uint8_t **bytes, size_t *len, char *msg,
                  size_t cap);
+
+/* Opening files for writing, never through a symbolic link: a link planted at a
+ * program's output name (by mistake or by someone else on a shared file system) would
+ * otherwise have the program overwrite whatever the link points to.
+ *
+ * fs_create: path as a regular file for writing (close on exec), emptied, or appended
+ * to with FS_APPEND; created with mode (less the umask) when missing. A symbolic link
+ * or a directory at path is refused by name ("P is a symbolic link: ..."), never
+ * written through; a FIFO is written only when a reader is there (never waited on),
+ * a character device (/dev/null) as it is. The descriptor, or -1 and msg.
+ *
+ * fs_create_fresh: a file this call makes, for temporary files (P.tmp beside P):
+ * whatever is at path is removed first (a stale file of a killed run, or a planted
+ * link: the link itself, never its target), then path is created with O_EXCL, so the
+ * bytes written land in a new file in this directory. The descriptor, or -1 and msg.
+ *
+ * fs_fopen_write: fs_create as a stdio stream ("w" or, with FS_APPEND, "a"). */
+enum { FS_APPEND = 1 };
+int fs_create(const char *path, int flags, mode_t mode, char *msg, size_t cap);
+int fs_create_fresh(const char *path, mode_t mode, char *msg, size_t cap);
+FILE *fs_fopen_write(const char *path, int flags, char *msg, size_t cap);
+
+/* The first up to head_cap bytes of a regular file into head (*got of them) and its
+ * size (*file_size), without reading the rest: a reader checks a header (a magic
+ * number, a recorded size) before it reads a file that may be huge. Errors: those of
+ * fs_open_regular, a read error. */
+int fs_read_head(const char *path, void *head, size_t head_cap, size_t *got, uint64_t *file_size,
+                 char *msg, size_t cap);
 
 /* mkdir -p: creates path and every missing parent with mode (less the umask); 0 when
  * path is a directory at the end, also when it already was one. Errors name the

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "fs.h"
 
 struct MetricsFile {
     FILE *f;
@@ -18,23 +20,23 @@ struct MetricsFile {
     double also_value[METRICS_ALSO_MAX];
 };
 
-static MetricsFile *open_mode(const char *path, const char *mode) {
+static MetricsFile *open_mode(const char *path, int flags) {
     if (!path || !*path) return NULL;
-    FILE *f = fopen(path, mode);
-    if (!f) fatal("cannot write metrics file '%s': %s (check the directory exists)", path,
-                  strerror(errno));
+    char msg[FS_MSG_MAX];
+    FILE *f = fs_fopen_write(path, flags, msg, sizeof msg); /* never through a link */
+    if (!f) fatal("cannot write the metrics file: %s", msg);
     MetricsFile *m = xcalloc(1, sizeof *m);
     m->f = f;
     m->path = path;
     return m;
 }
 
-MetricsFile *metrics_open(const char *path) { return open_mode(path, "w"); }
+MetricsFile *metrics_open(const char *path) { return open_mode(path, 0); }
 
 MetricsFile *metrics_open_resumed(const char *path, long long first_epoch) {
     if (!path || !*path) return NULL;
     FILE *old = fopen(path, "r");
-    if (!old) return open_mode(path, "w");
+    if (!old) return open_mode(path, 0);
     /* the lines to keep, in memory (a metrics file is small); usually all of them */
     char *kept = NULL, *line = NULL;
     size_t kept_len = 0, cap = 0;
@@ -53,14 +55,18 @@ MetricsFile *metrics_open_resumed(const char *path, long long first_epoch) {
         char tmp[4096];
         if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
             fatal("metrics file path too long: %s", path);
-        FILE *t = fopen(tmp, "w");
+        char msg[FS_MSG_MAX];
+        int fd = fs_create_fresh(tmp, 0644, msg, sizeof msg); /* a planted tmp link is removed */
+        if (fd < 0) fatal("cannot rewrite metrics file '%s' for the resumed run: %s", path, msg);
+        FILE *t = fdopen(fd, "w");
+        if (!t) close(fd);
         bool ok = t && fwrite(kept, 1, kept_len, t) == kept_len;
         ok = (t && fclose(t) == 0) && ok;
         if (!ok || rename(tmp, path) != 0)
             fatal("cannot rewrite metrics file '%s' for the resumed run: %s", path, strerror(errno));
     }
     free(kept);
-    return open_mode(path, "a");
+    return open_mode(path, FS_APPEND);
 }
 
 static void key(MetricsFile *m, const char *k) {

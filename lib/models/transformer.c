@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/memory.h"
 #include "models/embed_block.h"
 #include "models/encoder_block.h"
 #include "models/lm_head_block.h"
@@ -127,6 +128,15 @@ void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, 
     m->device = DEVICE_CPU;
     m->layers = *layer_ops(DEVICE_CPU);
     declare(m, c, B, T, first, last);
+    /* The whole need up front, before any of it is taken: a vocabulary of millions of
+     * words makes gigabytes of embedding, decoder and logits, and the kernel would kill
+     * the program halfway with no word (lib/core/memory.h) */
+    const double act = transformer_activation_floats_per_token(c, T, first, last) * B * T;
+    char what[256];
+    snprintf(what, sizeof what, "the transformer (a vocabulary of %d words, %d wide, %d layers, "
+             "batches of %d x %d: %lld parameters, their gradients and the activations)",
+             c->vocab, c->d_model, c->layers, B, T, (long long)m->params.total);
+    mem_require((uint64_t)(8.0 * (double)m->params.total + 4.0 * act), what);
     params_allocate(&m->params);
     for (int i = 0; i < m->blocks.count; i++) { /* PyTorch's initialisation, each block */
         Block *b = &m->blocks.items[i];          /* from its own stream of the seed */

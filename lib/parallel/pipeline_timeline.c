@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/fs.h"
 #include "pipeline.h"
 
 static const char *event_name(int kind) {
@@ -17,8 +18,9 @@ void pipeline_write_timeline(Pipeline *p, const char *path, int step) {
     double *counts = xcalloc((size_t)p->stages, sizeof *counts);
     dist_all_gather_double(d, p->event_count, counts);
     FILE *f = NULL;
-    if (p->stage == 0 && !(f = fopen(path, step > 1 ? "a" : "w")))
-        fatal("cannot write the timeline %s: %s", path, strerror(errno));
+    char msg[FS_MSG_MAX];
+    if (p->stage == 0 && !(f = fs_fopen_write(path, step > 1 ? FS_APPEND : 0, msg, sizeof msg)))
+        fatal("cannot write the timeline: %s", msg); /* never through a link (lib/core/fs.h) */
     for (int r = 0; r < p->stages; r++) {
         const int n = (int)counts[r];
         if (n == 0 || (p->stage != 0 && p->stage != r)) continue; /* rank 0 and rank r */

@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/check.h"
+#include "core/fs.h"
 
 #ifdef HAVE_GIF
 #include <gif_lib.h>
@@ -72,8 +74,13 @@ static __attribute__((noreturn)) void gif_fail(const char *path, const char *wha
 GifWriter *gif_open(const char *path, int width, int height, int delay_cs) {
     CHECK(width > 0 && height > 0 && width <= 65535 && height <= 65535, "gif_open: size %d x %d", width, height);
     CHECK(delay_cs >= 0 && delay_cs <= 65535, "gif_open: delay %d", delay_cs);
+    /* our own open, not EGifOpenFileName: that one makes the file 0600 (a GIF to share
+     * must be readable: 0666 less the umask, as a PNG's) and follows a planted link */
+    char msg[FS_MSG_MAX];
+    int fd = fs_create(path, 0, 0666, msg, sizeof msg);
+    if (fd < 0) fatal("cannot write the GIF: %s", msg);
     int err = 0;
-    GifFileType *file = EGifOpenFileName(path, false, &err);
+    GifFileType *file = EGifOpenFileHandle(fd, &err);
     if (!file) gif_fail(path, "open", err);
     EGifSetGifVersion(file, true); /* GIF89a: delays and looping */
     if (EGifPutScreenDesc(file, width, height, 8, 0, NULL) == GIF_ERROR) gif_fail(path, "header", file->Error);
@@ -197,10 +204,20 @@ void gif_close(GifWriter *gif) {
 
 #endif
 
+#ifdef HAVE_STB
+static void png_chunk(void *context, void *data, int size) { fwrite(data, 1, (size_t)size, context); }
+#endif
+
 void png_write(const char *path, const Image *img) {
 #ifdef HAVE_STB
+    char msg[FS_MSG_MAX];
+    FILE *f = fs_fopen_write(path, 0, msg, sizeof msg); /* never through a link */
+    if (!f) fatal("cannot write the PNG: %s", msg);
     errno = 0;
-    if (!stbi_write_png(path, img->width, img->height, 3, img->pixels, img->width * 3))
+    int ok = stbi_write_png_to_func(png_chunk, f, img->width, img->height, 3, img->pixels, img->width * 3);
+    ok = !ferror(f) && ok;
+    if (fclose(f) != 0) ok = 0;
+    if (!ok)
         fatal("cannot write the PNG %s (%s): is its directory there, writable and not full?", path,
               errno ? strerror(errno) : "stb_image_write failed");
 #else

@@ -355,33 +355,46 @@ static const char *shape_str(int ndim, const uint32_t *shape, char *buf, size_t 
     return buf;
 }
 
-/* Checks the header, the size and the checksum. */
-static int check_envelope(const uint8_t *buf, size_t len, const char *src, CkptError *err) {
-    if (len == 0)
+int ckpt_check_header(const uint8_t *head, size_t head_len, uint64_t file_size, uint64_t max_size,
+                      const char *source, CkptError *err) {
+    const char *src = source ? source : "(memory)";
+    const unsigned long long n = (unsigned long long)file_size;
+    if (file_size == 0)
         return ckpt_error(err, "checkpoint %s is empty (0 bytes): it was never written. " FIX_DAMAGED ".",
                           src);
-    if (len < 8 || memcmp(buf, MAGIC, 8) != 0)
+    if (head_len < 8 || memcmp(head, MAGIC, 8) != 0)
         return ckpt_error(err, "%s is not a checkpoint of this course (its first bytes are not the "
                                "checkpoint magic number): another program's file? " FIX_FOREIGN ".", src);
-    if (len < HEADER_SIZE)
-        return ckpt_error(err, "checkpoint %s is truncated: only %zu bytes, less than its %d-byte "
-                               "header (the write was cut short). " FIX_DAMAGED ".", src, len, HEADER_SIZE);
-    uint32_t version = (uint32_t)load_le(buf + 8, 4);
+    if (head_len < HEADER_SIZE)
+        return ckpt_error(err, "checkpoint %s is truncated: only %llu bytes, less than its %d-byte "
+                               "header (the write was cut short). " FIX_DAMAGED ".", src, n, HEADER_SIZE);
+    uint32_t version = (uint32_t)load_le(head + 8, 4);
     if (version != CKPT_VERSION)
         return ckpt_error(err, "checkpoint %s has format version %u; this program reads version %d. "
                                "Resume with the program that wrote it, or start afresh in a new "
                                "--checkpoint-dir.", src, version, CKPT_VERSION);
-    uint64_t size = load_le(buf + 16, 8);
-    if (load_le(buf + 12, 4) != HEADER_SIZE || size < HEADER_SIZE + 8)
+    uint64_t size = load_le(head + 16, 8);
+    if (load_le(head + 12, 4) != HEADER_SIZE || size < HEADER_SIZE + 8)
         return ckpt_error(err, "checkpoint %s has a damaged header. " FIX_DAMAGED ".", src);
-    if (len < size)
-        return ckpt_error(err, "checkpoint %s is truncated: %zu of its %llu bytes are there (the write "
+    if (file_size < size)
+        return ckpt_error(err, "checkpoint %s is truncated: %llu of its %llu bytes are there (the write "
                                "was cut short: killed, disk full or over quota?). " FIX_DAMAGED ".",
-                          src, len, (unsigned long long)size);
-    if (len > size)
-        return ckpt_error(err, "checkpoint %s has %zu bytes but its header says %llu: something was "
+                          src, n, (unsigned long long)size);
+    if (file_size > size)
+        return ckpt_error(err, "checkpoint %s has %llu bytes but its header says %llu: something was "
                                "appended or the header is damaged. " FIX_DAMAGED ".",
-                          src, len, (unsigned long long)size);
+                          src, n, (unsigned long long)size);
+    if (max_size && size > max_size)
+        return ckpt_error(err, "checkpoint %s is %llu bytes, far more than the %llu this program's "
+                               "model and optimiser make: written by a larger model? " FIX_FOREIGN ".",
+                          src, n, (unsigned long long)max_size);
+    return 0;
+}
+
+/* Checks the header, the size and the checksum. */
+static int check_envelope(const uint8_t *buf, size_t len, const char *src, CkptError *err) {
+    if (ckpt_check_header(buf, len, len, 0, src, err) != 0) return -1;
+    const uint64_t size = len;
     uint64_t stored = load_le(buf + size - 8, 8), actual = ckpt_hash64(buf, size - 8, 0);
     if (stored != actual)
         return ckpt_error(err, "checkpoint %s is damaged: its checksum does not match its contents "

@@ -126,6 +126,13 @@ uint64_t params_digest(const ParamList *params);
 size_t ckpt_encoded_size(const Checkpoint *c);
 /* The whole file in memory (malloc'ed; free with xfree). */
 void ckpt_encode(const Checkpoint *c, uint8_t **buf, size_t *len);
+/* The header first, before a file is read whole (a 10 GB file that is no checkpoint
+ * must cost nothing): head holds the file's first min(32, file_size) bytes (head_len).
+ * Checks the magic number, the version, and that the size the header records is
+ * file_size; with max_size not 0, also that the file is at most max_size bytes. 0, or
+ * -1 and err (the same messages as ckpt_decode's). */
+int ckpt_check_header(const uint8_t *head, size_t head_len, uint64_t file_size, uint64_t max_size,
+                      const char *source, CkptError *err);
 /* Checks buf against the manifest and copies it into the variables only when all of
  * it is good; `source` names the file in messages. 0 on success, -1 and err. */
 int ckpt_decode(const Checkpoint *c, const uint8_t *buf, size_t len, const char *source,

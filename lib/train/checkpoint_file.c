@@ -66,10 +66,11 @@ static int sync_dir_of(const char *path, CkptError *err) {
 int ckpt_write_atomic(const char *path, const uint8_t *buf, size_t len, CkptError *err) {
     char tmp[CKPT_PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return ckpt_error(err, "cannot create %s: %s (is the checkpoint directory writable?)", tmp,
-                          strerror(errno));
+    /* a fresh file: a stale tmp of a killed run, or a link planted at its name, is
+     * removed first, never written through (lib/core/fs.h) */
+    char msg[FS_MSG_MAX];
+    int fd = fs_create_fresh(tmp, 0644, msg, sizeof msg);
+    if (fd < 0) return ckpt_error(err, "%s (is the checkpoint directory writable?)", msg);
     if (ckpt_write_all(fd, buf, len) != 0 || fsync(fd) != 0) {
         int e = errno;
         close(fd);
@@ -111,9 +112,25 @@ int ckpt_read_file(const char *path, uint8_t **buf, size_t *len, CkptError *err)
 }
 
 int ckpt_load(const Checkpoint *c, const char *path, CkptError *err) {
+    /* The header against the file's size first (32 bytes read): something at the
+     * checkpoint's name that is no checkpoint costs no memory and no time (a 10 GB
+     * sparse file is refused at once, on every rank). A checkpoint of this manifest is
+     * ckpt_encoded_size bytes when its names and shapes match (other names and shapes
+     * ckpt_decode refuses by name); twice that and a megabyte more can only be another
+     * model's: refused before it is read. */
+    const uint64_t bound = 2 * (uint64_t)ckpt_encoded_size(c) + (1u << 20);
+    char msg[FS_MSG_MAX];
+    uint8_t head[32];
+    size_t got;
+    uint64_t size;
+    if (fs_read_head(path, head, sizeof head, &got, &size, msg, sizeof msg) != 0)
+        return ckpt_error(err, "checkpoint: %s", msg);
+    if (ckpt_check_header(head, got, size, bound, path, err) != 0) return -1;
     uint8_t *buf;
     size_t len;
-    if (ckpt_read_file(path, &buf, &len, err) != 0) return -1;
+    /* at most the size just checked: a file that grew since is refused, not read */
+    if (fs_read_file(path, (size_t)size, &buf, &len, msg, sizeof msg) != 0)
+        return ckpt_error(err, "checkpoint: %s", msg);
     int rc = ckpt_decode(c, buf, len, path, err);
     xfree(buf);
     return rc;

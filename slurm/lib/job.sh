@@ -6,7 +6,8 @@
 #   job_setup NN-name   load the site profile and its modules, pick the binary
 #                       (the participant's build, or the solution's when
 #                       SOLUTION=1), choose the run directory, print a header
-#   job_run CMD...      launch CMD through srun (inside the site's container, if any)
+#   job_run CMD...      launch CMD through srun (inside the site's container, if any),
+#                       each task with the job's --cpus-per-task
 #   job_launcher [nompi] set JOB_LAUNCH to what job_run puts before CMD (for a
 #                       script that runs the program itself); nompi: without
 #                       --mpi=pmix (GPU ranks that meet through NCCL, lesson 06)
@@ -89,6 +90,13 @@ job_launcher() {
     if [ "${SLURM_NTASKS:-1}" -gt 1 ]; then
         [ "${1:-}" = nompi ] || JOB_LAUNCH+=(--mpi=pmix)
         JOB_LAUNCH+=(--kill-on-bad-exit=1)
+    fi
+    # Since Slurm 22.05 srun does not inherit the job's --cpus-per-task: without it each
+    # task is bound to one core, and --threads 8 runs on one. Passed on explicitly, and
+    # as SRUN_CPUS_PER_TASK for any other srun in the job script.
+    if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then
+        JOB_LAUNCH+=(--cpus-per-task="$SLURM_CPUS_PER_TASK")
+        export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK
     fi
     # shellcheck disable=SC2206 # options, split on purpose
     [ -n "${SITE_SRUN_OPTIONS:-}" ] && JOB_LAUNCH+=($SITE_SRUN_OPTIONS)

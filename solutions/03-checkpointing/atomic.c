@@ -17,7 +17,11 @@
 int lesson_write_atomic(const char *path, const uint8_t *buf, size_t len, CkptError *err) {
     char tmp[CKPT_PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", path); /* same directory: same file system */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* a fresh file: a stale tmp of a killed run, or a link someone planted at its name,
+     * is removed (unlink removes a link, never its target); O_EXCL then creates a new
+     * file or fails, and never follows a link */
+    if (unlink(tmp) != 0 && errno != ENOENT) return ckpt_error(err, "cannot remove %s: %s", tmp, strerror(errno));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return ckpt_error(err, "cannot create %s: %s", tmp, strerror(errno));
     /* fsync: the bytes are on the disk, not only in the page cache, before the
      * rename makes them the checkpoint */

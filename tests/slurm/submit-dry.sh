@@ -16,16 +16,17 @@ expect() { # $1: description, $2: command output, $3: regex that must match, $4:
 }
 dry() { tools/submit.sh --dry "$@" 2>&1; }  # --dry first: after "--" it would go to the program
 
-expect "generic: GPU lesson asks --gres=gpu:1, no partition, account or reservation" \
-    "$(dry 2 --site generic)" '^sbatch .*--gres=gpu:1 .*slurm/02-gpu-cnn\.sbatch *$' '--partition|--account|--reservation'
+expect "generic: GPU lesson asks --gpus-per-node=1, no partition, account or reservation" \
+    "$(dry 2 --site generic)" '^sbatch .*--gpus-per-node=1 .*slurm/02-gpu-cnn\.sbatch *$' '--partition|--account|--reservation'
 expect "generic: CPU lesson asks for no GPU" "$(dry 1 --site generic)" 'slurm/01-cpu-cnn\.sbatch' 'gpu'
 expect "lrz-ai: CPU lesson on lrz-cpu, GPU lesson on lrz-v100x2 with --gres" \
     "$(dry 1 --site lrz-ai; dry 0 --site lrz-ai)" '--partition=lrz-cpu .*01-cpu-cnn[^$]*' ''
 expect "lrz-ai: GPU lesson on lrz-v100x2 with --gres=gpu:1" "$(dry 0 --site lrz-ai)" '--gres=gpu:1 --partition=lrz-v100x2'
 expect "jsc: develbooster" "$(dry 1 --site jsc)" '--partition=develbooster'
-expect "gwdg-grete: -G 1 on grete:shared" "$(dry 2 --site gwdg-grete)" '-G 1 --partition=grete:shared'
+expect "gwdg-grete: --gpus-per-node=1 on grete:shared (-G is per job)" "$(dry 2 --site gwdg-grete)" \
+    '--gpus-per-node=1 --partition=grete:shared' '-G '
 expect "generic: lesson 04 asks one GPU, with its own job script" \
-    "$(dry 4 --site generic)" '^sbatch .*--gres=gpu:1 .*lessons/04-transformer/transformer\.sbatch *$'
+    "$(dry 4 --site generic)" '^sbatch .*--gpus-per-node=1 .*lessons/04-transformer/transformer\.sbatch *$'
 expect "local: no GPU request even for a GPU lesson" "$(dry 2 --site local)" '--partition=local' 'gpu:|-G '
 expect "account and reservation from the environment are passed" \
     "$(COURSE_ACCOUNT=training2410 COURSE_RESERVATION=dl-course dry 1 --site jsc)" \
@@ -47,15 +48,42 @@ else
     fail "lesson 06's job script $script does not ask for 2 nodes of 4 tasks and 4 GPUs"
 fi
 expect "lesson 06: 2 nodes (the script's), 4 GPUs per node, no --nodes on the command line" \
-    "$(dry 6 --site generic --solution)" '^sbatch .*--gres=gpu:4 .*solutions/06-ddp/ddp\.sbatch *$' '--nodes'
+    "$(dry 6 --site generic --solution)" '^sbatch .*--gpus-per-node=4 .*solutions/06-ddp/ddp\.sbatch *$' '--nodes'
 expect "lesson 06, NODES=1: sbatch --nodes=1 before the same script, 4 GPUs on the node" \
-    "$(dry 6 --site generic --solution --nodes 1)" '^sbatch .*--gres=gpu:4 .*--nodes=1 solutions/06-ddp/ddp\.sbatch *$'
+    "$(dry 6 --site generic --solution --nodes 1)" '^sbatch .*--gpus-per-node=4 .*--nodes=1 solutions/06-ddp/ddp\.sbatch *$'
 expect "lesson 06, NODES=1 through make, with the participant's script and ARGS" \
     "$(make -s --no-print-directory submit 6 NODES=1 DRY=1 SITE=jsc ARGS='--epochs 1' 2>&1)" \
     '^sbatch .*--partition=develbooster .*--nodes=1 lessons/06-ddp/ddp\.sbatch --epochs 1$'
 for bad in 0 x ''; do
     expect "NODES='$bad' is refused with a message" "$(dry 6 --nodes $bad)" "NODES .*got '$bad'" '^sbatch'
 done
+
+# Each site's real node shape (issue 30): lrz-ai's GPU partition (lrz-v100x2) has 2 GPUs
+# a node, so lesson 06's 4 tasks and 4 GPUs a node become 2 and 2, on the same 2 nodes;
+# gwdg-grete asks for GPUs per node, never -G (GPUs for the whole job: on 2 nodes 8
+# ranks would share 4 GPUs).
+expect "lrz-ai, lesson 06: 2 tasks and 2 GPUs a node (its nodes' shape), with a note" \
+    "$(dry 6 --site lrz-ai --solution)" \
+    '^sbatch .*--ntasks-per-node=2 --gres=gpu:2 --partition=lrz-v100x2 .*solutions/06-ddp/ddp\.sbatch *$' 'gpu:4'
+expect "lrz-ai, lesson 06: the note says what changed" "$(dry 6 --site lrz-ai --solution)" \
+    '^note: site lrz-ai has 2 GPUs a node .* asks for 4: it runs 2 tasks a node'
+expect "lrz-ai, lesson 07: 2 GPUs fit a node: unchanged" "$(dry 7 --site lrz-ai --solution)" \
+    '^sbatch .*--gres=gpu:2 --partition=lrz-v100x2 ' 'ntasks-per-node|^note'
+expect "gwdg-grete, lesson 06 on 2 nodes: 4 GPUs a node" "$(dry 6 --site gwdg-grete --solution)" \
+    '^sbatch .*--gpus-per-node=4 --partition=grete:shared .*solutions/06-ddp/ddp\.sbatch *$' '-G |ntasks-per-node'
+for env in slurm/sites/*.env; do # every profile asks for GPUs per node
+    request=$(. "$env"; printf -- "${SITE_GPU_REQUEST:-}" 4)
+    case "$request" in
+    -G* | --gpus=* | "--gpus "*) fail "site $(basename "$env" .env): '$request' asks GPUs for the whole job, not per node" ;;
+    *) pass "site $(basename "$env" .env): GPUs asked per node (${request:-none: no GPUs})" ;;
+    esac
+done
+perjob=slurm/sites/zz-test-perjob-$$.env
+trap 'rm -f "$perjob"' EXIT
+printf 'SITE_GPU_PARTITION=gpu\nSITE_GPU_REQUEST="-G %%d"\n' >"$perjob"
+expect "a profile with -G (GPUs for the whole job) is refused with what to write instead" \
+    "$(dry 6 --site "$(basename "$perjob" .env)" --solution)" 'for the whole job.*--gpus-per-node=%d' '^sbatch'
+rm -f "$perjob"
 
 # Lesson 07: 2 GPUs of one node, one stage per GPU; its own job script (no TODOs in it),
 # the participant's copy or the solution's.
@@ -67,10 +95,10 @@ else
     fail "lesson 07's job script $script does not ask for 1 node of 2 tasks and 2 GPUs, or differs from lessons/07-pipeline's"
 fi
 expect "lesson 07: 2 GPUs on one node, with its own job script" \
-    "$(dry 7 --site generic --solution)" '^sbatch .*--gres=gpu:2 .*solutions/07-pipeline/pipeline\.sbatch *$' '--nodes'
+    "$(dry 7 --site generic --solution)" '^sbatch .*--gpus-per-node=2 .*solutions/07-pipeline/pipeline\.sbatch *$' '--nodes'
 expect "lesson 07 through make, with the participant's script and ARGS" \
     "$(make -s --no-print-directory submit 7 DRY=1 SITE=gwdg-grete ARGS='--schedule 1f1b' 2>&1)" \
-    '^sbatch .*-G 2 --partition=grete:shared .*lessons/07-pipeline/pipeline\.sbatch --schedule 1f1b$'
+    '^sbatch .*--gpus-per-node=2 --partition=grete:shared .*lessons/07-pipeline/pipeline\.sbatch --schedule 1f1b$'
 
 # The printed line is the exact command: read back by the shell, it gives the same
 # words, odd program arguments included.

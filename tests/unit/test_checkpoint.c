@@ -5,11 +5,14 @@
  * valid header and checksum (the parser on its own), keep-K rotation and the best
  * checkpoint, falling back to an older checkpoint, the atomic write killed halfway,
  * the fatal wrappers, the hash, and the training data's fingerprint. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -606,6 +609,93 @@ static int body_write_errors(const char *dir) {
 }
 static int check_write_errors(void) { return with_tmpdir("test_ckpt", body_write_errors); }
 
+/* Issue 30, fault 2: a link planted at the temporary file's name (x.ckpt.tmp -> a file
+ * elsewhere) is replaced, never written through: the target keeps its bytes and the
+ * checkpoint is a regular file that loads, not a link. */
+static int body_planted_link(const char *dir) {
+    char path[512], tmp[600], target[512];
+    path_in(path, sizeof path, dir, "ckpt-000003.ckpt");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    path_in(target, sizeof target, dir, "precious.txt");
+    FILE *f = fopen(target, "w");
+    bool ok = expect_true(f && fputs("precious", f) >= 0 && fclose(f) == 0, "cannot write %s", target);
+    ok = ok && expect_true(symlink(target, tmp) == 0, "symlink: %s", strerror(errno));
+    State s, back;
+    state_init(&s, 21, 4);
+    state_init(&back, 22, 4);
+    CkptError err;
+    ok = ok && expect_true(ckpt_save(&s.c, path, &err) == 0, "save beside a planted link: %s", err.msg);
+    char text[64] = "";
+    f = fopen(target, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    ok = ok && expect_true(strcmp(text, "precious") == 0, "the link's target was overwritten: it "
+                           "holds %zu bytes now", n);
+    struct stat st;
+    ok = ok && expect_true(lstat(path, &st) == 0 && S_ISREG(st.st_mode), "%s is not a regular file "
+                           "(a link to the target?)", path);
+    ok = ok && expect_true(access(tmp, F_OK) != 0, "%s is left", tmp);
+    ok = ok && expect_true(ckpt_load(&back.c, path, &err) == 0 && state_hash(&back) == state_hash(&s),
+                           "the checkpoint does not load back: %s", err.msg);
+    state_free(&s);
+    state_free(&back);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_planted_link(void) { return with_tmpdir("test_ckpt", body_planted_link); }
+
+static long peak_rss_kb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* A 10 GB sparse file at a checkpoint's name, starting with head (n bytes). */
+static bool make_sparse(const char *path, const uint8_t *head, size_t n) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    bool ok = fd >= 0 && (n == 0 || write(fd, head, n) == (ssize_t)n) &&
+              ftruncate(fd, (off_t)10 << 30) == 0;
+    if (fd >= 0) close(fd);
+    return expect_true(ok, "cannot make the sparse file %s: %s", path, strerror(errno));
+}
+
+/* Issue 30, fault 3: the header is checked against the file's size before the file is
+ * read: a 10 GB sparse file is refused at once (well under a second, no 10 GB of
+ * memory), whether it has no magic number, a header whose size disagrees, or a header
+ * that records all 10 GB (more than twice what this program's checkpoint takes). */
+static int body_sparse(const char *dir) {
+    char path[512];
+    path_in(path, sizeof path, dir, "ckpt-000001.ckpt");
+    uint8_t *good;
+    size_t len;
+    good_bytes(&good, &len);
+    uint8_t head[32];
+    memcpy(head, good, sizeof head);
+    xfree(good);
+    State s;
+    state_init(&s, 3, 4);
+    CkptError err;
+    const long rss0 = peak_rss_kb();
+    const double t0 = now_seconds();
+    bool ok = make_sparse(path, NULL, 0);
+    ok = ok && expect_true(ckpt_load(&s.c, path, &err) == -1 && strstr(err.msg, path) &&
+                               strstr(err.msg, "not a checkpoint"), "zeros: %s", err.msg);
+    ok = ok && make_sparse(path, head, sizeof head); /* records the small file's size */
+    ok = ok && expect_true(ckpt_load(&s.c, path, &err) == -1 && strstr(err.msg, "header says"),
+                           "a small header on 10 GB: %s", err.msg);
+    for (int i = 0; i < 8; i++) head[16 + i] = (uint8_t)((((uint64_t)10 << 30) >> (8 * i)) & 0xff);
+    ok = ok && make_sparse(path, head, sizeof head); /* records 10 GB: the file's own size */
+    ok = ok && expect_true(ckpt_load(&s.c, path, &err) == -1 && strstr(err.msg, "10737418240 bytes") &&
+                               strstr(err.msg, "far more than"), "a header of 10 GB: %s", err.msg);
+    const double seconds = now_seconds() - t0;
+    const long grew_kb = peak_rss_kb() - rss0;
+    ok = ok && expect_true(seconds < 2.0 && grew_kb < 64 * 1024, "three refusals took %.1f s and "
+                           "%ld MB of memory: was the file read?", seconds, grew_kb / 1024);
+    state_free(&s);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_sparse(void) { return with_tmpdir("test_ckpt", body_sparse); }
+
 /* ------------------------------------------------------------ the fatal wrappers */
 
 static const char *g_path;
@@ -858,6 +948,8 @@ int main(void) {
     check_run(NULL, "store: newest that loads, falling back (past a FIFO too); 0 when empty; -1 naming every file", check_latest, 20);
     check_run(NULL, "atomic write killed halfway: the old checkpoint stays and loads", check_write_killed, 20);
     check_run(NULL, "write errors: missing directory, rename failure, no .tmp left", check_write_errors, 20);
+    check_run(NULL, "a link planted at the .tmp name is replaced, never written through", check_planted_link, 20);
+    check_run(NULL, "a 10 GB sparse file is refused from its header, at once, without reading it", check_sparse, 20);
     check_run(NULL, "ckpt_load_or_die and ckpt_store_init: exit 1 with a message", check_fatal, 20);
     check_run(NULL, "hash: every bit and length counts; parameter digest", check_hash, 20);
     check_run(NULL, "real models: the CNN (MNIST, CIFAR-10 shapes) and a transformer with Adam round-trip bit for bit", check_models, 30);

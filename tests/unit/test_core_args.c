@@ -1,6 +1,7 @@
 /* Unit tests of lib/core/args: both spellings (--x v, --x=v), flags, choices, defaults,
  * --help, and one clear message with exit status 1 for every kind of wrong input (each
  * parse that must stop runs in a child process of its own). */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,6 +105,17 @@ static int check_args_errors(void) {
     const char *huge[] = {"prog", "--epochs", "99999999999", NULL};
     ok = ok && parse_exits("integer out of range", huge, 1, "--epochs", "99999999999",
                            (const char *)NULL);
+    /* one past an int's largest value: the message says the limit (2^31 - 1), not
+     * "expects an integer" (issue 30, fault 7) */
+    const char *past_int[] = {"prog", "--epochs", "2147483648", NULL};
+    ok = ok && parse_exits("one past the largest int", past_int, 1, "--epochs", "2147483648",
+                           "largest value allowed is 2147483647", (const char *)NULL);
+    const char *far_past[] = {"prog", "--epochs=99999999999999999999999", NULL};
+    ok = ok && parse_exits("past even a long long", far_past, 1, "largest value allowed is 2147483647",
+                           (const char *)NULL);
+    const char *below_int[] = {"prog", "--epochs", "-2147483649", NULL};
+    ok = ok && parse_exits("below the smallest int", below_int, 1, "-2147483649",
+                           "smallest value allowed is -2147483648", (const char *)NULL);
     const char *empty[] = {"prog", "--epochs=", NULL};
     ok = ok && parse_exits("empty integer", empty, 1, "--epochs", "integer", (const char *)NULL);
     const char *bad_float[] = {"prog", "--lr", "fast", NULL};
@@ -154,10 +166,23 @@ static int check_args_float_range(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* The ends of an int are values like any other. */
+static int check_args_int_range(void) {
+    Config c;
+    const char *largest[] = {"prog", "--epochs", "2147483647", NULL};
+    parse_into(&c, largest);
+    bool ok = expect_true(c.epochs == INT_MAX, "--epochs 2147483647 read as %d", c.epochs);
+    const char *smallest[] = {"prog", "--epochs=-2147483648", NULL};
+    parse_into(&c, smallest);
+    ok = ok && expect_true(c.epochs == INT_MIN, "--epochs -2147483648 read as %d", c.epochs);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("core: args");
     check_run(NULL, "args: --x v, --x=v, flags, choices, defaults", check_args_parse, 10);
     check_run(NULL, "args: every wrong input gives status 1 and a message; --help", check_args_errors, 10);
+    check_run(NULL, "args: an int's largest and smallest values are accepted", check_args_int_range, 10);
     check_run(NULL, "args: 1e-60 is a number (0); 1e39 is too large for a float",
               check_args_float_range, 10);
     return check_end();

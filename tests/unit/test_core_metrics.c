@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/metrics.h"
@@ -202,6 +203,51 @@ static int check_metrics_unwritable(void) {
                : CHECK_FAIL;
 }
 
+/* Issue 30, fault 2: --metrics naming a symbolic link (planted, or by mistake) stops
+ * with a message instead of overwriting the link's target; a resumed run's rewrite
+ * replaces a link planted at its .tmp name instead of writing through it. */
+static void body_metrics_link(void *arg) { metrics_open((const char *)arg); }
+
+static int body_links(const char *dir) {
+    char target[512], link[512], tmp[600], text[64] = "";
+    path_in(target, sizeof target, dir, "precious.txt");
+    path_in(link, sizeof link, dir, "metrics.jsonl");
+    FILE *f = fopen(target, "w");
+    bool ok = expect_true(f && fputs("precious", f) >= 0 && fclose(f) == 0, "cannot write %s", target);
+    ok = ok && expect_true(symlink(target, link) == 0, "symlink: %s", strerror(errno));
+    ChildResult o;
+    run_child(body_metrics_link, link, &o);
+    ok = ok && expect_exit("--metrics naming a symbolic link", &o, 1, link, "symbolic link",
+                           (const char *)NULL);
+    f = fopen(target, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    ok = ok && expect_true(strcmp(text, "precious") == 0, "the link's target holds \"%s\"", text);
+    /* a resumed run: the real file, and a link planted at its .tmp */
+    unlink(link);
+    MetricsFile *m = metrics_open(link);
+    for (int e = 1; e <= 2; e++) {
+        metrics_begin(m);
+        metrics_int(m, "epoch", e);
+        metrics_end(m);
+    }
+    metrics_close(m);
+    snprintf(tmp, sizeof tmp, "%s.tmp", link);
+    ok = ok && expect_true(symlink(target, tmp) == 0, "symlink: %s", strerror(errno));
+    metrics_close(metrics_open_resumed(link, 2)); /* drops epoch 2: rewritten through .tmp */
+    f = fopen(target, "r");
+    n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    ok = ok && expect_true(strcmp(text, "precious") == 0, "the .tmp link's target holds \"%s\"", text);
+    struct stat st;
+    ok = ok && expect_true(lstat(link, &st) == 0 && S_ISREG(st.st_mode), "the metrics file is no "
+                           "longer a regular file");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_metrics_links(void) { return with_tmpdir("test_metrics", body_links); }
+
 /* The file's text (up to size - 1 bytes) in text; the file is removed. */
 static void read_and_remove(const char *path, char *text, size_t size) {
     FILE *f = fopen(path, "r");
@@ -271,6 +317,8 @@ int main(void) {
     check_begin("core: metrics");
     check_run(NULL, "metrics: valid JSON lines, NaN as null, read back", check_metrics, 10);
     check_run(NULL, "metrics: unwritable file is a clear error", check_metrics_unwritable, 10);
+    check_run(NULL, "metrics: a symbolic link at the file's name (or its .tmp) is never written through",
+              check_metrics_links, 10);
     check_run(NULL, "metrics: a resumed run keeps earlier epochs' lines, drops later ones, appends", check_metrics_resumed, 10);
     check_run(NULL, "metrics: keys queued for the next line join it once, a key queued again keeps its last value", check_metrics_also, 10);
     return check_end();

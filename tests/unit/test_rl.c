@@ -4,10 +4,13 @@
  * auto-reset (final observation kept) and episode statistics, determinism, LunarLander's
  * rules (Box2D builds), the rasteriser and the frame renderers (pixels at known places),
  * GIF and PNG files read back (giflib, stb_image), and clear stops on bad arguments. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/rng.h"
 #include "framework/check.h"
@@ -766,6 +769,55 @@ static int body_png(const char *dir) {
 }
 static int check_png(void) { return with_tmpdir("test_rl", body_png); }
 
+/* Issue 30, fault 8: a GIF and a PNG a participant shares are readable by others: mode
+ * 0666 less the umask (0644 under 022), as giflib's own open (0600) did not make them.
+ * Fault 2: a link planted at their name stops the program; its target keeps its bytes. */
+static void write_picture(const char *path) {
+    Image img = image_create(4, 4);
+    size_t n = strlen(path);
+    if (n > 4 && strcmp(path + n - 4, ".gif") == 0) {
+        GifWriter *g = gif_open(path, 4, 4, 2);
+        gif_add_frame(g, &img);
+        gif_close(g);
+    } else {
+        png_write(path, &img);
+    }
+    image_free(&img);
+}
+static void body_picture_child(void *arg) { write_picture((const char *)arg); }
+
+static int body_picture_files(const char *dir) {
+    const char *names[2] = {"episode.gif", "strip.png"};
+    const bool have[2] = {picture_have_gif(), picture_have_png()};
+    bool ok = true;
+    for (int k = 0; ok && k < 2; k++) {
+        if (!have[k]) {
+            printf("    %s: this build cannot write it (skipped)\n", names[k]);
+            continue;
+        }
+        char path[512], link[600], target[512];
+        path_in(path, sizeof path, dir, names[k]);
+        mode_t old = umask(022);
+        write_picture(path);
+        umask(old);
+        struct stat st;
+        ok = expect_true(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644, "%s has mode %04o, want "
+                         "0644 (0666 less the umask 022)", names[k], (unsigned)(st.st_mode & 07777));
+        path_in(target, sizeof target, dir, "precious.txt");
+        FILE *f = fopen(target, "w");
+        ok = ok && expect_true(f && fputs("precious", f) >= 0 && fclose(f) == 0, "cannot write %s", target);
+        snprintf(link, sizeof link, "%s/link-%s", dir, names[k]);
+        ok = ok && expect_true(symlink(target, link) == 0, "symlink: %s", strerror(errno));
+        ChildResult r;
+        run_child(body_picture_child, link, &r);
+        ok = ok && expect_exit("a picture at a planted link", &r, 1, link, "symbolic link", (const char *)NULL);
+        ok = ok && expect_true(stat(target, &st) == 0 && st.st_size == 8, "the link's target was "
+                               "overwritten (%lld bytes)", (long long)st.st_size);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_picture_files(void) { return with_tmpdir("test_rl", body_picture_files); }
+
 /* ------------------------------------------------------------ bad arguments */
 
 static void body_unknown_env(void *arg) {
@@ -856,6 +908,8 @@ int main(void) {
     check_run(NULL, "frame renderers draw each part at its place", check_renderers, 20);
     check_run(NULL, "an episode's GIF reads back with giflib, frame for frame", check_gif, 60);
     check_run(NULL, "an episode's PNG strip reads back with stb_image", check_png, 60);
+    check_run(NULL, "GIF and PNG files are 0644 under umask 022; a planted link is not written through",
+              check_picture_files, 20);
     check_run(NULL, "bad names, counts, actions and paths stop with a clear message", check_bad_arguments, 20);
     return check_end();
 }
