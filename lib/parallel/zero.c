@@ -1,11 +1,10 @@
 #include "zero.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "core/check.h"
 #include "core/timer.h"
-#include "cuda/device.h"
+#include "parallel/zero_internal.h"
 #include "train/clip.h"
 
 /* ---------------------------------------------------------------- the library's parts */
@@ -52,18 +51,18 @@ const ZeroOps ZERO_LIBRARY = {library_shard_range, library_reduce_gradients, lib
 
 /* ---------------------------------------------------------------- views */
 
-static Tensor flat(Tensor *buffer, int64_t start, int64_t n) {
+Tensor zero_flat(Tensor *buffer, int64_t start, int64_t n) {
     return tensor_range(buffer, start, n);
 }
 
 Tensor zero_param_piece(Zero *z, const ZeroUnit *u) {
-    if (z->stage == 3) return flat(&z->shard_values, u->local, u->piece);
-    return flat(&z->params->values, u->start + z->dist->rank * u->piece, u->piece);
+    if (z->stage == 3) return zero_flat(&z->shard_values, u->local, u->piece);
+    return zero_flat(&z->params->values, u->start + z->dist->rank * u->piece, u->piece);
 }
 
 Tensor zero_grad_piece(Zero *z, const ZeroUnit *u) {
-    if (z->stage == 1) return flat(&z->params->grads, u->start + z->dist->rank * u->piece, u->piece);
-    return flat(&z->shard_grads, u->local, u->piece);
+    if (z->stage == 1) return zero_flat(&z->params->grads, u->start + z->dist->rank * u->piece, u->piece);
+    return zero_flat(&z->shard_grads, u->local, u->piece);
 }
 
 Tensor zero_state_piece(Zero *z, const ZeroUnit *u, int which) {
@@ -71,12 +70,12 @@ Tensor zero_state_piece(Zero *z, const ZeroUnit *u, int which) {
           which, z->optimizer == ZERO_ADAMW ? "AdamW (0: m, 1: v)" : "SGD (0: momentum)");
     Tensor *t = z->optimizer == ZERO_SGD ? &z->sgd.buf : which == 0 ? &z->adam.m : &z->adam.v;
     CHECK(t->data, "the optimiser's state before zero_optimizer_adamw or zero_optimizer_sgd");
-    return flat(t, u->local, u->piece);
+    return zero_flat(t, u->local, u->piece);
 }
 
 Tensor zero_param_range(Zero *z, const ZeroUnit *u) {
     CHECK(z->stage < 3, "stage 3 keeps no whole parameter buffer (zero_await gathers a block)");
-    return flat(&z->params->values, u->start, u->piece * z->dist->world_size);
+    return zero_flat(&z->params->values, u->start, u->piece * z->dist->world_size);
 }
 
 void zero_update_piece(Zero *z, const ZeroUnit *u, int64_t t) {
@@ -97,99 +96,6 @@ ZeroUnit *zero_unit_of(Zero *z, const Block *b) {
 
 /* Points unit u's parameter values (or gradients) at `base` + their place in its range;
  * NULL: at nothing (stage 3 between passes). */
-static void point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads) {
-    for (int i = u->first_param; i < u->first_param + u->params; i++) {
-        Param *p = z->params->items[i];
-        float *at = base ? base + (p->offset - u->start) : NULL;
-        if (grads) p->grad.data = at;
-        else p->value.data = at;
-    }
-}
-
-/* Lets MPI move the data of everything in flight (it progresses only inside its calls). */
-static void progress_all(Zero *z) {
-    for (int w = 0; w < 2; w++) {
-        if (z->grad_windows[w].pending) dist_test(z->dist, z->grad_windows[w].pending);
-        const ZeroWindow *pw = &z->param_windows[w];
-        if (pw->unit >= 0 && z->units[pw->unit].gather) dist_test(z->dist, z->units[pw->unit].gather);
-    }
-}
-
-static void wait_timed(Zero *z, DistRequest **r) {
-    if (!*r) return;
-    const double t0 = now_seconds();
-    dist_wait(z->dist, *r);
-    *r = NULL;
-    z->exposed_s += now_seconds() - t0;
-}
-
-/* ---------------------------------------------------------------- stage 3's mechanics */
-
-void zero_gather(Zero *z, ZeroUnit *u) {
-    if (u->window >= 0) return; /* there, or on its way */
-    ZeroWindow *w = NULL;
-    for (int k = 0; k < 2 && !w; k++)
-        if (z->param_windows[k].unit < 0) w = &z->param_windows[k];
-    if (!w) return; /* both in use: zero_await gathers it once one is free */
-    w->unit = (int)(u - z->units);
-    u->window = (int)(w - z->param_windows);
-    Tensor full = flat(&w->data, 0, u->piece * z->dist->world_size);
-    Tensor piece = zero_param_piece(z, u);
-    u->gather = z->ops->gather_params(z->dist, &full, &piece);
-    progress_all(z);
-}
-
-void zero_await(Zero *z, ZeroUnit *u) {
-    CHECK(z->stage == 3, "zero_await at stage %d: only stage 3 gathers blocks", z->stage);
-    zero_gather(z, u);
-    CHECK(u->window >= 0, "block %d's parameters: both parameter windows are in use (a hook "
-          "gathered blocks without releasing them: zero_release after each pass)", u->block);
-    wait_timed(z, &u->gather);
-    point_unit(z, u, z->param_windows[u->window].data.data, false);
-}
-
-void zero_release(Zero *z, ZeroUnit *u) {
-    if (u->window < 0) return;
-    wait_timed(z, &u->gather); /* a prefetch nobody used: finish it before reusing */
-    point_unit(z, u, NULL, false);
-    z->param_windows[u->window].unit = -1;
-    u->window = -1;
-}
-
-/* ---------------------------------------------------------------- stages 2 and 3: gradients */
-
-static ZeroWindow *grad_window_of(Zero *z, const ZeroUnit *u) {
-    for (int k = 0; k < 2; k++)
-        if (z->grad_windows[k].unit == (int)(u - z->units)) return &z->grad_windows[k];
-    return NULL;
-}
-
-/* Before a block's backward: a zeroed window for its gradients; after: their average's
- * piece to this rank (reduce-scatter, in flight while the blocks before it compute). */
-static void gradient_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
-    (void)l;
-    Zero *z = ctx;
-    ZeroUnit *u = pass == BLOCK_BACKWARD ? zero_unit_of(z, b) : NULL;
-    if (!u) return;
-    CHECK(z->in_step, "a backward outside zero_begin_step / zero_finish_gradients");
-    if (!after) {
-        ZeroWindow *w = &z->grad_windows[z->next_grad_window];
-        z->next_grad_window ^= 1;
-        wait_timed(z, &w->pending); /* the window's last reduce-scatter must be done */
-        w->unit = (int)(u - z->units);
-        tensor_fill(&w->data, 0.0f);
-        point_unit(z, u, w->data.data, true);
-    } else {
-        ZeroWindow *w = grad_window_of(z, u);
-        CHECK(w, "block %d's backward ended without its gradient window", u->block);
-        Tensor full = flat(&w->data, 0, u->piece * z->dist->world_size);
-        Tensor piece = zero_grad_piece(z, u);
-        w->pending = z->ops->reduce_gradients(z->dist, &piece, &full);
-        point_unit(z, u, NULL, true);
-    }
-    progress_all(z);
-}
-
 /* ---------------------------------------------------------------- making it */
 
 static void check_same_model(Zero *z) {
@@ -264,13 +170,13 @@ void zero_init(Zero *z, Dist *dist, BlockList *blocks, int stage, const ZeroOps 
         for (int i = 0; i < z->params->count; i++) z->params->items[i]->grad.data = NULL;
         z->memory.grads = 4 * z->shard;
         z->memory.windows += 2 * 4 * z->window_size;
-        blocks_add_hook(blocks, gradient_hook, z);
+        blocks_add_hook(blocks, zero_gradient_hook, z);
     }
     if (stage == 3) {
         z->shard_values = zeros(z, z->shard);
         for (int k = 0; k < z->nunits; k++) {
             const ZeroUnit *u = &z->units[k];
-            Tensor mine = flat(&z->params->values, u->start + dist->rank * u->piece, u->piece);
+            Tensor mine = zero_flat(&z->params->values, u->start + dist->rank * u->piece, u->piece);
             Tensor to = zero_param_piece(z, u);
             tensor_copy(&to, &mine);
         }
@@ -304,11 +210,11 @@ void zero_optimizer_sgd(Zero *z, float lr, float momentum, float weight_decay) {
 void zero_free(Zero *z) {
     for (int k = 0; k < z->nunits; k++) zero_release(z, &z->units[k]);
     for (int k = 0; k < 2; k++) {
-        wait_timed(z, &z->grad_windows[k].pending);
+        zero_wait_timed(z, &z->grad_windows[k].pending);
         tensor_free(&z->grad_windows[k].data);
         tensor_free(&z->param_windows[k].data);
     }
-    if (z->stage >= 2) blocks_remove_hook(z->blocks, gradient_hook, z);
+    if (z->stage >= 2) blocks_remove_hook(z->blocks, zero_gradient_hook, z);
     if (z->stage == 3) blocks_remove_hook(z->blocks, z->ops->stage3_hook, z);
     tensor_free(&z->shard_values);
     tensor_free(&z->shard_grads);
@@ -332,7 +238,7 @@ void zero_finish_gradients(Zero *z) {
     if (z->stage == 1) { /* all after the backward: one reduce-scatter per block, in place */
         DistRequest **r = xcalloc((size_t)z->nunits, sizeof *r);
         for (int k = z->nunits - 1; k >= 0; k--) {
-            Tensor full = flat(&z->params->grads, z->units[k].start, z->units[k].piece * z->dist->world_size);
+            Tensor full = zero_flat(&z->params->grads, z->units[k].start, z->units[k].piece * z->dist->world_size);
             Tensor piece = zero_grad_piece(z, &z->units[k]);
             r[k] = z->ops->reduce_gradients(z->dist, &piece, &full);
         }
@@ -341,7 +247,7 @@ void zero_finish_gradients(Zero *z) {
         z->exposed_s += now_seconds() - t0;
     } else { /* stages 2, 3: started by the hooks; the last ones may still be in flight */
         for (int k = 0; k < 2; k++) {
-            wait_timed(z, &z->grad_windows[k].pending);
+            zero_wait_timed(z, &z->grad_windows[k].pending);
             z->grad_windows[k].unit = -1;
         }
     }
@@ -382,52 +288,3 @@ void zero_step(Zero *z) {
     xfree(r);
     z->exposed_s += now_seconds() - t0;
 }
-
-/* ---------------------------------------------------------------- formulas */
-
-ZeroMemory zero_memory_formula(int stage, int64_t psi, int world, ZeroOptimizer optimizer) {
-    CHECK(stage >= 0 && stage <= 3 && world >= 1, "stage %d on %d ranks", stage, world);
-    const int64_t K = optimizer == ZERO_ADAMW ? 8 : 4, N = world;
-    ZeroMemory m = {.params = 4 * psi, .grads = 4 * psi, .optim = K * psi};
-    if (stage >= 1) m.optim = K * psi / N;
-    if (stage >= 2) m.grads = 4 * psi / N;
-    if (stage >= 3) m.params = 4 * psi / N;
-    return m;
-}
-
-double zero_bytes_formula(int stage, int64_t psi, int world) {
-    return (stage == 3 ? 3.0 : 2.0) * 4.0 * (double)psi * (world - 1) / world;
-}
-
-/* ---------------------------------------------------------------- the whole model */
-
-/* Every unit's whole range of `pieces` (its piece of each unit, as piece_of gives it)
- * gathered, then packed by parameter into out [psi] on the host. */
-static void gather_packed(Zero *z, Tensor (*piece_of)(Zero *, const ZeroUnit *, int), int which,
-                          float *out) {
-    Tensor full = zeros(z, z->window_size);
-    float *host = xmalloc((size_t)z->window_size * sizeof *host);
-    int64_t at = 0;
-    for (int k = 0; k < z->nunits; k++) {
-        const ZeroUnit *u = &z->units[k];
-        Tensor range = flat(&full, 0, u->piece * z->dist->world_size);
-        Tensor piece = piece_of(z, u, which);
-        dist_all_gather(z->dist, &range, &piece);
-        device_copy(host, DEVICE_CPU, range.data, z->device, (size_t)range.size * sizeof(float));
-        for (int q = u->first_param; q < u->first_param + u->params; q++) {
-            const Param *p = z->params->items[q];
-            memcpy(out + at, host + (p->offset - u->start), (size_t)p->value.size * sizeof(float));
-            at += p->value.size;
-        }
-    }
-    xfree(host);
-    tensor_free(&full);
-}
-
-static Tensor param_piece_of(Zero *z, const ZeroUnit *u, int which) {
-    (void)which;
-    return zero_param_piece(z, u);
-}
-
-void zero_full_params(Zero *z, float *values) { gather_packed(z, param_piece_of, 0, values); }
-void zero_full_state(Zero *z, int which, float *state) { gather_packed(z, zero_state_piece, which, state); }

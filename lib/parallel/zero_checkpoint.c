@@ -12,23 +12,14 @@
 
 #include "core/check.h"
 #include "core/fs.h"
+#include "parallel/zero_checkpoint_internal.h"
 #include "train/checkpoint_file.h"
 
 #define FIX_FALLBACK "the previous complete checkpoint is used instead; delete or move away the directory"
 
-/* What the files hold, whichever strategy wrote them: the units' sizes, the optimiser. */
-typedef struct {
-    int nunits;
-    int64_t *size;          /* [nunits] n_k: scalars of unit k */
-    int *block;             /* [nunits] the block it is, for messages */
-    ZeroOptimizer optimizer;
-    int64_t opt_step;
-} Model;
+void zckpt_model_free(Model *m) { xfree(m->size), xfree(m->block); }
 
-static void model_free(Model *m) { xfree(m->size), xfree(m->block); }
-
-/* The tensors of a shard: the parameters, then the optimiser's buffers. */
-static int kinds_of(ZeroOptimizer o) { return o == ZERO_ADAMW ? 3 : 2; }
+int zckpt_kinds(ZeroOptimizer o) { return o == ZERO_ADAMW ? 3 : 2; }
 static const char *kind_name(ZeroOptimizer o, int kind) {
     static const char *const adam[3] = {"params", "adam.m", "adam.v"};
     static const char *const sgd[2] = {"params", "sgd.momentum"};
@@ -36,133 +27,25 @@ static const char *kind_name(ZeroOptimizer o, int kind) {
 }
 static const char *optimizer_name(int64_t o) { return o == ZERO_ADAMW ? "AdamW" : "SGD"; }
 
-static int64_t piece_of(int64_t n, int world) { return (n + world - 1) / world; }
+int64_t zckpt_piece(int64_t n, int world) { return (n + world - 1) / world; }
 
-static int64_t shard_size(const Model *m, int world) {
+int64_t zckpt_shard_size(const Model *m, int world) {
     int64_t s = 0;
-    for (int k = 0; k < m->nunits; k++) s += piece_of(m->size[k], world);
+    for (int k = 0; k < m->nunits; k++) s += zckpt_piece(m->size[k], world);
     return s;
 }
 
-/* kinds host buffers [n] each */
-static void host_buffers(Tensor *t, int kinds, int64_t n) {
+void zckpt_host_buffers(Tensor *t, int kinds, int64_t n) {
     CHECK(n > 0 && n <= INT32_MAX, "a shard of %lld scalars", (long long)n);
     for (int k = 0; k < kinds; k++) t[k] = tensor_zeros(1, (int)n);
 }
 
-static void host_free(Tensor *t, int kinds) {
+void zckpt_host_free(Tensor *t, int kinds) {
     for (int k = 0; k < kinds; k++) tensor_free(&t[k]);
 }
 
 /* How many ranks say `bad`: the collective every rank passes after each phase. */
 static int failures(Dist *d, bool bad) { return (int)dist_sum_double(d, bad ? 1.0 : 0.0); }
-
-/* ---------------------------------------------------------------- paths */
-
-void zero_ckpt_init(ZeroCkpt *c, const char *dir, int keep) {
-    if (!dir || !*dir) fatal("the checkpoint directory is empty: give --checkpoint-dir DIR");
-    if (strlen(dir) + 64 >= sizeof c->dir)
-        fatal("checkpoint directory path too long (%zu characters): %s", strlen(dir), dir);
-    if (keep < 1) fatal("--keep must be at least 1, got %d", keep);
-    *c = (ZeroCkpt){.keep = keep};
-    snprintf(c->dir, sizeof c->dir, "%s", dir);
-    char msg[FS_MSG_MAX];
-    if (fs_mkdir_p(dir, 0755, msg, sizeof msg) != 0)
-        fatal("%s. Choose another --checkpoint-dir (on a cluster: your scratch or project space)", msg);
-}
-
-void zero_ckpt_free(ZeroCkpt *c) { ckpt_free(&c->scalars); }
-
-void zero_ckpt_path(const ZeroCkpt *c, int64_t step, char *out, size_t cap) {
-    char name[40];
-    snprintf(name, sizeof name, "zero-%09" PRId64, step);
-    fs_join_or_die(out, cap, c->dir, name);
-}
-
-static void file_path(const char *cdir, const char *name, char *out, size_t cap) {
-    fs_join_or_die(out, cap, cdir, name);
-}
-
-static void shard_path(const char *cdir, int64_t rank, int64_t world, char *out, size_t cap) {
-    char name[64];
-    snprintf(name, sizeof name, "shard-%" PRId64 "-of-%" PRId64 ".ckpt", rank, world);
-    file_path(cdir, name, out, cap);
-}
-
-/* "zero-<digits>": the step, or -1. */
-static int64_t parse_dir(const char *name) {
-    if (strncmp(name, "zero-", 5) != 0) return -1;
-    int64_t step = 0;
-    int digits = 0;
-    for (const char *p = name + 5; *p; p++, digits++) {
-        if (*p < '0' || *p > '9' || digits == 18) return -1;
-        step = step * 10 + (*p - '0');
-    }
-    return digits ? step : -1;
-}
-
-static int cmp_desc(const void *a, const void *b) {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
-/* The steps of the checkpoint directories, complete or not, newest first (malloc'ed). */
-static int list_steps(const char *dir, int64_t **steps) {
-    int n = 0, cap = 16;
-    int64_t *v = xmalloc((size_t)cap * sizeof *v);
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        const int64_t step = parse_dir(e->d_name);
-        if (step < 0) continue;
-        if (n == cap) {
-            int64_t *w = xmalloc((size_t)(cap *= 2) * sizeof *w);
-            memcpy(w, v, (size_t)n * sizeof *v);
-            xfree(v);
-            v = w;
-        }
-        v[n++] = step;
-    }
-    if (d) closedir(d);
-    qsort(v, (size_t)n, sizeof *v, cmp_desc);
-    *steps = v;
-    return n;
-}
-
-/* Deletes the index first (from then on it is incomplete, whatever else stays), then
- * the shards and leftover .tmp files; the directory goes when nothing else is in it. */
-static void remove_files(const char *cdir, bool and_dir) {
-    char path[CKPT_PATH_MAX];
-    file_path(cdir, "index.ckpt", path, sizeof path);
-    unlink(path);
-    DIR *d = opendir(cdir);
-    for (struct dirent *e; d && (e = readdir(d));)
-        if (strncmp(e->d_name, "shard-", 6) == 0 || strcmp(e->d_name, "index.ckpt.tmp") == 0) {
-            file_path(cdir, e->d_name, path, sizeof path);
-            unlink(path);
-        }
-    if (d) closedir(d);
-    if (and_dir) rmdir(cdir);
-}
-
-/* After `written` was saved: it and the keep-1 newest complete checkpoints before it
- * stay; older ones and unfinished ones before it go (checkpoint_store.c's rule). */
-static void rotate(const ZeroCkpt *c, int64_t written) {
-    int64_t *all;
-    const int n = list_steps(c->dir, &all);
-    char cdir[CKPT_PATH_MAX], index[CKPT_PATH_MAX];
-    int kept = 0;
-    for (int i = 0; i < n; i++) { /* newest first */
-        if (all[i] > written) continue;
-        zero_ckpt_path(c, all[i], cdir, sizeof cdir);
-        file_path(cdir, "index.ckpt", index, sizeof index);
-        if (all[i] == written || (kept < c->keep && fs_is_regular_file(index))) {
-            kept++;
-            continue;
-        }
-        remove_files(cdir, true);
-    }
-    xfree(all);
-}
 
 /* ---------------------------------------------------------------- the manifests */
 
@@ -204,7 +87,7 @@ static void index_manifest(Checkpoint *m, Index *ix, const Checkpoint *user) {
 
 static void shard_manifest(Checkpoint *m, ZeroOptimizer o, Tensor *t, uint64_t *tag, int64_t *rank,
                            int64_t *world) {
-    for (int k = 0; k < kinds_of(o); k++) ckpt_add_tensor(m, kind_name(o, k), &t[k]);
+    for (int k = 0; k < zckpt_kinds(o); k++) ckpt_add_tensor(m, kind_name(o, k), &t[k]);
     ckpt_add_u64(m, "zero.tag", tag);
     ckpt_add_i64(m, "zero.rank", rank);
     ckpt_add_i64(m, "zero.world", world);
@@ -238,15 +121,15 @@ static int prepare_dir(const char *cdir, CkptError *err) {
     char msg[FS_MSG_MAX];
     if (fs_mkdir_p(cdir, 0755, msg, sizeof msg) != 0) return ckpt_error(err, "%s", msg);
     char index[CKPT_PATH_MAX];
-    file_path(cdir, "index.ckpt", index, sizeof index);
+    zckpt_file_path(cdir, "index.ckpt", index, sizeof index);
     if (unlink(index) != 0 && errno != ENOENT)
         return ckpt_error(err, "cannot delete the old %s: %s", index, strerror(errno));
-    remove_files(cdir, false);
+    zckpt_remove_files(cdir, false);
     return 0;
 }
 
-/* host: this rank's shard for d's world size, kinds_of(m) buffers [shard_size]. */
-static int save_core(ZeroCkpt *c, Dist *d, const Model *m, Tensor *host, int64_t step,
+/* host: this rank's shard for d's world size, zckpt_kinds(m) buffers [shard_size]. */
+int zckpt_save_core(ZeroCkpt *c, Dist *d, const Model *m, Tensor *host, int64_t step,
                      CkptError *err) {
     char cdir[CKPT_PATH_MAX], path[CKPT_PATH_MAX];
     zero_ckpt_path(c, step, cdir, sizeof cdir);
@@ -260,7 +143,7 @@ static int save_core(ZeroCkpt *c, Dist *d, const Model *m, Tensor *host, int64_t
     int64_t rank = d->rank, world = d->world_size;
     Checkpoint sh = {0};
     shard_manifest(&sh, m->optimizer, host, &tag, &rank, &world);
-    shard_path(cdir, rank, world, path, sizeof path);
+    zckpt_shard_path(cdir, rank, world, path, sizeof path);
     bad = ckpt_save(&sh, path, &mine) != 0; /* written, synced, renamed, directory synced */
     ckpt_free(&sh);
     const int failed = failures(d, bad);  /* every shard is on disk past here */
@@ -278,11 +161,11 @@ static int save_core(ZeroCkpt *c, Dist *d, const Model *m, Tensor *host, int64_t
         }
         Checkpoint im = {0};
         index_manifest(&im, &ix, &c->scalars);
-        file_path(cdir, "index.ckpt", path, sizeof path);
+        zckpt_file_path(cdir, "index.ckpt", path, sizeof path);
         bad = ckpt_save(&im, path, &mine) != 0;
         ckpt_free(&im);
         tensor_free(&ix.sizes);
-        if (!bad) rotate(c, step); /* only once the new one is complete */
+        if (!bad) zckpt_rotate(c, step); /* only once the new one is complete */
     }
     if (failures(d, bad))
         return ckpt_error(err, "%s", bad ? mine.msg : "rank 0 could not write the index (its "
@@ -319,11 +202,11 @@ static int check_index(const Index *ix, const Model *m, const char *path, CkptEr
 static void copy_overlap(const Model *m, int N, int j, const Tensor *in, int W, int r, Tensor *out) {
     int64_t at_old = 0, at_new = 0;
     for (int k = 0; k < m->nunits; k++) {
-        const int64_t n = m->size[k], s_old = piece_of(n, N), s_new = piece_of(n, W);
+        const int64_t n = m->size[k], s_old = zckpt_piece(n, N), s_new = zckpt_piece(n, W);
         const int64_t a = r * s_new, b = a + s_new < n ? a + s_new : n;
         const int64_t lo = a > j * s_old ? a : j * s_old;
         const int64_t hi = b < (j + 1) * s_old ? b : (j + 1) * s_old;
-        for (int kind = 0; lo < hi && kind < kinds_of(m->optimizer); kind++)
+        for (int kind = 0; lo < hi && kind < zckpt_kinds(m->optimizer); kind++)
             memcpy(out[kind].data + at_new + (lo - a), in[kind].data + at_old + (lo - j * s_old),
                    (size_t)(hi - lo) * sizeof(float));
         at_old += s_old, at_new += s_new;
@@ -337,7 +220,7 @@ enum { LOADED, INDEX_BAD, SHARD_BAD };
 static int try_load(const ZeroCkpt *c, const Model *m, int64_t step, const char *cdir, int W,
                     int r, Tensor *out, Index *ix, CkptError *err) {
     char path[CKPT_PATH_MAX];
-    file_path(cdir, "index.ckpt", path, sizeof path);
+    zckpt_file_path(cdir, "index.ckpt", path, sizeof path);
     if (access(path, F_OK) != 0) {
         ckpt_error(err, "%s has no index.ckpt: its save did not finish (a rank killed or a disk "
                    "full while saving?)", cdir);
@@ -352,23 +235,23 @@ static int try_load(const ZeroCkpt *c, const Model *m, int64_t step, const char 
                         "names (renamed or copied?); %s", path, ix->step, FIX_FALLBACK);
     if (rc != 0 || check_index(ix, m, path, err) != 0) return INDEX_BAD;
 
-    const int N = (int)ix->world, kinds = kinds_of(m->optimizer);
+    const int N = (int)ix->world, kinds = zckpt_kinds(m->optimizer);
     bool *needed = xcalloc((size_t)N, sizeof *needed);
     for (int k = 0; k < m->nunits; k++) {
-        const int64_t n = m->size[k], s_old = piece_of(n, N), s_new = piece_of(n, W);
+        const int64_t n = m->size[k], s_old = zckpt_piece(n, N), s_new = zckpt_piece(n, W);
         const int64_t a = r * s_new, b = a + s_new < n ? a + s_new : n;
         for (int64_t j = a / s_old; a < b && j <= (b - 1) / s_old; j++) needed[j] = true;
     }
     for (int kind = 0; kind < kinds; kind++) tensor_fill(&out[kind], 0.0f);
     Tensor in[3];
-    host_buffers(in, kinds, shard_size(m, N));
+    zckpt_host_buffers(in, kinds, zckpt_shard_size(m, N));
     for (int j = 0; rc == 0 && j < N; j++) {
         if (!needed[j]) continue;
         uint64_t tag;
         int64_t rank, world;
         Checkpoint sh = {0};
         shard_manifest(&sh, m->optimizer, in, &tag, &rank, &world);
-        shard_path(cdir, j, N, path, sizeof path);
+        zckpt_shard_path(cdir, j, N, path, sizeof path);
         rc = ckpt_load(&sh, path, err);
         ckpt_free(&sh);
         if (rc == 0 && tag != ix->tag)
@@ -380,17 +263,17 @@ static int try_load(const ZeroCkpt *c, const Model *m, int64_t step, const char 
                             "says (renamed?); %s", path, rank, world, FIX_FALLBACK);
         if (rc == 0) copy_overlap(m, N, j, in, W, r, out);
     }
-    host_free(in, kinds);
+    zckpt_host_free(in, kinds);
     xfree(needed);
     return rc == 0 ? LOADED : SHARD_BAD;
 }
 
 /* The newest checkpoint that every rank loads: rank 0 names each in turn, all try it,
  * all agree. out: this rank's pieces for world W, rank r. 1, 0 or -1 as documented. */
-static int load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, int64_t *step,
+int zckpt_load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, int64_t *step,
                      CkptError *err) {
     int64_t *steps = NULL;
-    const int mine = d->rank == 0 ? list_steps(c->dir, &steps) : 0;
+    const int mine = d->rank == 0 ? zckpt_list_steps(c->dir, &steps) : 0;
     double *all = xmalloc((size_t)d->world_size * sizeof *all);
     dist_all_gather_double(d, mine, all);
     const int n = (int)all[0];
@@ -441,150 +324,5 @@ static int load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, 
     xfree(ix.slots);
     xfree(all);
     xfree(steps);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- ZeRO's pieces */
-
-static Model zero_model(const Zero *z) {
-    CHECK(z->adam.m.data || z->sgd.buf.data, "a sharded checkpoint before zero_optimizer_adamw or _sgd");
-    CHECK(!z->in_step, "a sharded checkpoint between zero_begin_step and zero_finish_gradients");
-    Model m = {.nunits = z->nunits, .size = xcalloc((size_t)z->nunits, sizeof(int64_t)),
-               .block = xcalloc((size_t)z->nunits, sizeof(int)), .optimizer = z->optimizer,
-               .opt_step = z->optimizer == ZERO_ADAMW ? z->adam.step : z->sgd.step};
-    for (int k = 0; k < z->nunits; k++) m.size[k] = z->units[k].size, m.block[k] = z->units[k].block;
-    return m;
-}
-
-static Tensor piece_view(Zero *z, const ZeroUnit *u, int kind) {
-    return kind == 0 ? zero_param_piece(z, u) : zero_state_piece(z, u, kind - 1);
-}
-
-int zero_ckpt_save(ZeroCkpt *c, Zero *z, int64_t step, CkptError *err) {
-    Model m = zero_model(z);
-    const int kinds = kinds_of(m.optimizer);
-    Tensor host[3];
-    host_buffers(host, kinds, z->shard);
-    for (int k = 0; k < z->nunits; k++)
-        for (int kind = 0; kind < kinds; kind++) {
-            const Tensor piece = piece_view(z, &z->units[k], kind);
-            device_copy(host[kind].data + z->units[k].local, DEVICE_CPU, piece.data, z->device,
-                        (size_t)piece.size * sizeof(float));
-        }
-    const int rc = save_core(c, z->dist, &m, host, step, err);
-    host_free(host, kinds);
-    model_free(&m);
-    return rc;
-}
-
-int zero_ckpt_load_latest(ZeroCkpt *c, Zero *z, int64_t *step, CkptError *err) {
-    Model m = zero_model(z);
-    const int kinds = kinds_of(m.optimizer);
-    Tensor host[3];
-    host_buffers(host, kinds, z->shard);
-    const int rc = load_core(c, z->dist, &m, z->dist->world_size, z->dist->rank, host, step, err);
-    for (int k = 0; rc == 1 && k < z->nunits; k++) {
-        const ZeroUnit *u = &z->units[k];
-        for (int kind = 0; kind < kinds; kind++) {
-            Tensor piece = piece_view(z, u, kind);
-            device_copy(piece.data, z->device, host[kind].data + u->local, DEVICE_CPU,
-                        (size_t)piece.size * sizeof(float));
-        }
-        if (z->stage < 3) { /* the whole buffer again: every rank's piece, in place */
-            Tensor full = zero_param_range(z, u), piece = zero_param_piece(z, u);
-            dist_all_gather(z->dist, &full, &piece);
-        }
-    }
-    if (rc == 1) {
-        if (z->optimizer == ZERO_ADAMW) z->adam.step = m.opt_step;
-        else z->sgd.step = m.opt_step;
-        z->steps = m.opt_step;
-    }
-    host_free(host, kinds);
-    model_free(&m);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- stage 0 */
-
-/* The units ZeRO would make of `blocks` (each block's parameters one run, in order),
- * and the whole optimiser state (*state: [total] buffers after the parameters). */
-static Model plain_model(BlockList *blocks, Adam *adam, Sgd *sgd, Tensor *state) {
-    CHECK((adam != NULL) != (sgd != NULL), "a plain sharded checkpoint with %s: give one of adam, sgd",
-          adam ? "both Adam and SGD" : "no optimiser");
-    const ParamList *p = blocks->params;
-    CHECK(p->values.data && p->values.size == p->total, "a plain sharded checkpoint of a model "
-          "laid out by ZeRO (params_set_layout): use zero_ckpt_save / zero_ckpt_load_latest");
-    Model m = {.size = xcalloc((size_t)blocks->count + 1, sizeof(int64_t)),
-               .block = xcalloc((size_t)blocks->count + 1, sizeof(int)),
-               .optimizer = adam ? ZERO_ADAMW : ZERO_SGD, .opt_step = adam ? adam->step : sgd->step};
-    int covered = 0;
-    for (int i = 0; i < blocks->count; i++) {
-        const Block *b = &blocks->items[i];
-        if (b->params == 0) continue;
-        CHECK(b->first_param == covered, "block '%s' declares parameters %d.. but %d came before: "
-              "a sharded checkpoint needs each block's parameters in one run", b->name,
-              b->first_param, covered);
-        for (int q = b->first_param; q < b->first_param + b->params; q++)
-            m.size[m.nunits] += p->items[q]->value.size;
-        m.block[m.nunits++] = b->index;
-        covered += b->params;
-    }
-    CHECK(covered == p->count, "%d of the model's %d parameters belong to no block",
-          p->count - covered, p->count);
-    state[0] = p->values;
-    if (adam) state[1] = adam->m, state[2] = adam->v;
-    else state[1] = sgd->buf;
-    for (int kind = 1; kind < kinds_of(m.optimizer); kind++)
-        CHECK(state[kind].data && state[kind].size == p->total, "the optimiser's state is not "
-              "the model's size: initialise it (adamw_init, sgd_init) for these parameters");
-    return m;
-}
-
-int zero_ckpt_save_plain(ZeroCkpt *c, Dist *d, BlockList *blocks, Adam *adam, Sgd *sgd,
-                         int64_t step, CkptError *err) {
-    Tensor state[3];
-    Model m = plain_model(blocks, adam, sgd, state);
-    const int kinds = kinds_of(m.optimizer), W = d->world_size, r = d->rank;
-    const int64_t total = blocks->params->total;
-    Tensor whole[3], host[3];
-    host_buffers(whole, kinds, total);
-    host_buffers(host, kinds, shard_size(&m, W));
-    for (int kind = 0; kind < kinds; kind++)
-        device_copy(whole[kind].data, DEVICE_CPU, state[kind].data, state[kind].device,
-                    (size_t)total * sizeof(float));
-    int64_t base = 0, at = 0; /* unit k in the packed buffers, its piece in the shard */
-    for (int k = 0; k < m.nunits; k++) {
-        const int64_t n = m.size[k], s = piece_of(n, W), a = r * s;
-        const int64_t own = a + s < n ? s : n > a ? n - a : 0;
-        for (int kind = 0; own > 0 && kind < kinds; kind++)
-            memcpy(host[kind].data + at, whole[kind].data + base + a, (size_t)own * sizeof(float));
-        base += n, at += s;
-    }
-    const int rc = save_core(c, d, &m, host, step, err);
-    host_free(whole, kinds);
-    host_free(host, kinds);
-    model_free(&m);
-    return rc;
-}
-
-int zero_ckpt_load_latest_plain(ZeroCkpt *c, Dist *d, BlockList *blocks, Adam *adam, Sgd *sgd,
-                                int64_t *step, CkptError *err) {
-    Tensor state[3];
-    Model m = plain_model(blocks, adam, sgd, state);
-    const int kinds = kinds_of(m.optimizer);
-    const int64_t total = blocks->params->total;
-    Tensor host[3]; /* one rank of one: the pieces are the units, packed as the parameters */
-    host_buffers(host, kinds, total);
-    const int rc = load_core(c, d, &m, 1, 0, host, step, err);
-    for (int kind = 0; rc == 1 && kind < kinds; kind++)
-        device_copy(state[kind].data, state[kind].device, host[kind].data, DEVICE_CPU,
-                    (size_t)total * sizeof(float));
-    if (rc == 1) {
-        if (adam) adam->step = m.opt_step;
-        else sgd->step = m.opt_step;
-    }
-    host_free(host, kinds);
-    model_free(&m);
     return rc;
 }

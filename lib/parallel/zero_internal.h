@@ -1,0 +1,18 @@
+/* Inside lib/parallel: what zero.c, zero_windows.c and zero_whole.c share. */
+#ifndef PARALLEL_ZERO_INTERNAL_H
+#define PARALLEL_ZERO_INTERNAL_H
+
+#include "parallel/zero.h"
+
+/* [n] of a flat buffer from start: a piece, a unit's range, a window's part. */
+Tensor zero_flat(Tensor *buffer, int64_t start, int64_t n);
+/* Points unit u's parameter values (or gradients) at `base` + their place in its range;
+ * NULL: at nothing (between passes). */
+void zero_point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads);
+/* Waits for *r (if any), counted as exposed communication; *r = NULL after. */
+void zero_wait_timed(Zero *z, DistRequest **r);
+/* Stages 2 and 3's hook: a block's gradients in a window, reduce-scattered after its
+ * backward. */
+void zero_gradient_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after);
+
+#endif

@@ -1,0 +1,98 @@
+/* ZeRO's windows (zero.h): stage 3's blocks gathered just in time, and stages 2 and 3's
+ * gradients reduce-scattered block by block during the backward. */
+#include "core/check.h"
+#include "core/timer.h"
+#include "parallel/zero_internal.h"
+
+void zero_point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads) {
+    for (int i = u->first_param; i < u->first_param + u->params; i++) {
+        Param *p = z->params->items[i];
+        float *at = base ? base + (p->offset - u->start) : NULL;
+        if (grads) p->grad.data = at;
+        else p->value.data = at;
+    }
+}
+
+/* Lets MPI move the data of everything in flight (it progresses only inside its calls). */
+static void progress_all(Zero *z) {
+    for (int w = 0; w < 2; w++) {
+        if (z->grad_windows[w].pending) dist_test(z->dist, z->grad_windows[w].pending);
+        const ZeroWindow *pw = &z->param_windows[w];
+        if (pw->unit >= 0 && z->units[pw->unit].gather) dist_test(z->dist, z->units[pw->unit].gather);
+    }
+}
+
+void zero_wait_timed(Zero *z, DistRequest **r) {
+    if (!*r) return;
+    const double t0 = now_seconds();
+    dist_wait(z->dist, *r);
+    *r = NULL;
+    z->exposed_s += now_seconds() - t0;
+}
+
+/* ---------------------------------------------------------------- stage 3's mechanics */
+
+void zero_gather(Zero *z, ZeroUnit *u) {
+    if (u->window >= 0) return; /* there, or on its way */
+    ZeroWindow *w = NULL;
+    for (int k = 0; k < 2 && !w; k++)
+        if (z->param_windows[k].unit < 0) w = &z->param_windows[k];
+    if (!w) return; /* both in use: zero_await gathers it once one is free */
+    w->unit = (int)(u - z->units);
+    u->window = (int)(w - z->param_windows);
+    Tensor full = zero_flat(&w->data, 0, u->piece * z->dist->world_size);
+    Tensor piece = zero_param_piece(z, u);
+    u->gather = z->ops->gather_params(z->dist, &full, &piece);
+    progress_all(z);
+}
+
+void zero_await(Zero *z, ZeroUnit *u) {
+    CHECK(z->stage == 3, "zero_await at stage %d: only stage 3 gathers blocks", z->stage);
+    zero_gather(z, u);
+    CHECK(u->window >= 0, "block %d's parameters: both parameter windows are in use (a hook "
+          "gathered blocks without releasing them: zero_release after each pass)", u->block);
+    zero_wait_timed(z, &u->gather);
+    zero_point_unit(z, u, z->param_windows[u->window].data.data, false);
+}
+
+void zero_release(Zero *z, ZeroUnit *u) {
+    if (u->window < 0) return;
+    zero_wait_timed(z, &u->gather); /* a prefetch nobody used: finish it before reusing */
+    zero_point_unit(z, u, NULL, false);
+    z->param_windows[u->window].unit = -1;
+    u->window = -1;
+}
+
+/* ---------------------------------------------------------------- stages 2 and 3: gradients */
+
+static ZeroWindow *grad_window_of(Zero *z, const ZeroUnit *u) {
+    for (int k = 0; k < 2; k++)
+        if (z->grad_windows[k].unit == (int)(u - z->units)) return &z->grad_windows[k];
+    return NULL;
+}
+
+/* Before a block's backward: a zeroed window for its gradients; after: their average's
+ * piece to this rank (reduce-scatter, in flight while the blocks before it compute). */
+void zero_gradient_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
+    (void)l;
+    Zero *z = ctx;
+    ZeroUnit *u = pass == BLOCK_BACKWARD ? zero_unit_of(z, b) : NULL;
+    if (!u) return;
+    CHECK(z->in_step, "a backward outside zero_begin_step / zero_finish_gradients");
+    if (!after) {
+        ZeroWindow *w = &z->grad_windows[z->next_grad_window];
+        z->next_grad_window ^= 1;
+        zero_wait_timed(z, &w->pending); /* the window's last reduce-scatter must be done */
+        w->unit = (int)(u - z->units);
+        tensor_fill(&w->data, 0.0f);
+        zero_point_unit(z, u, w->data.data, true);
+    } else {
+        ZeroWindow *w = grad_window_of(z, u);
+        CHECK(w, "block %d's backward ended without its gradient window", u->block);
+        Tensor full = zero_flat(&w->data, 0, u->piece * z->dist->world_size);
+        Tensor piece = zero_grad_piece(z, u);
+        w->pending = z->ops->reduce_gradients(z->dist, &piece, &full);
+        zero_point_unit(z, u, NULL, true);
+    }
+    progress_all(z);
+}
