@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "cuda/device.h"
+#include "dist/dist_options.h"
 #include "lesson.h"
 #include "train/clip.h"
 #include "train/loop.h"
@@ -34,57 +35,70 @@ typedef struct {
     float lr, gamma, clip, timeout_s;
 } Config;
 
-static Config parse_args(int argc, char **argv) {
-    Config c = {.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
-                .schedule = "gpipe", .device = "cpu", .dist = "auto", .micro = 8,
-                .batch_size = 32, .epochs = 3, .seed = 42, .threads = 1, .dp = 1,
-                .timeline_steps = 3, .lr = 5.0f, .gamma = 0.95f, .clip = 0.5f, .timeout_s = 300};
-    enum { OWN = 22 };
-    ArgSpec specs[OWN + LM_OPTION_SPECS] = {
-        {"model", ARG_CHOICE, &c.model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's 1.44B (4096 wide, 16 heads, 12 layers), for GPUs", "tutorial|seed"},
-        {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
-        {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
-        {"schedule", ARG_CHOICE, &c.schedule, "gpipe: all forwards, then all backwards; 1f1b: one forward, one backward", "gpipe|1f1b"},
-        {"micro-batches", ARG_INT, &c.micro, "micro-batches per step (the seed's chunks); divides --batch-size", NULL},
-        {"split", ARG_STRING, &c.split, "the first block of stages 1 .. p-1, e.g. 2,3 (default: balanced by FLOPs, TODO 7.1)", NULL},
-        {"batch-size", ARG_INT, &c.batch_size, "sequences per step, all micro-batches (and pipelines) together", NULL},
-        {"epochs", ARG_INT, &c.epochs, "passes over the training text", NULL},
-        {"max-steps", ARG_INT, &c.max_steps, "stop each epoch after this many steps (0: all of it)", NULL},
-        {"lr", ARG_FLOAT, &c.lr, "SGD's learning rate of epoch 1 (the tutorial's 5)", NULL},
-        {"gamma", ARG_FLOAT, &c.gamma, "StepLR: each epoch's learning rate is gamma times the last", NULL},
-        {"clip", ARG_FLOAT, &c.clip, "largest global gradient norm, over all stages (0: no clipping)", NULL},
-        {"seed", ARG_INT, &c.seed, "seed of the weights and the dropout masks", NULL},
-        {"threads", ARG_INT, &c.threads, "OpenMP threads per rank", NULL},
-        {"device", ARG_CHOICE, &c.device, "where each stage runs (cuda: one GPU per rank)", "cpu|cuda"},
-        {"dist", ARG_CHOICE, &c.dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
-        {"ranks", ARG_INT, &c.ranks, "stop unless the job has this many ranks (0: any)", NULL},
-        {"dp", ARG_INT, &c.dp, "data-parallel pipelines: ranks = dp x stages; each takes its share of the batch", NULL},
-        {"timeout", ARG_FLOAT, &c.timeout_s, "seconds a rank waits for another before the job ends", NULL},
-        {"metrics", ARG_STRING, &c.metrics, "JSON lines: one per step (loss, tokens_per_s, bubble_fraction) and one per epoch", NULL},
-        {"timeline", ARG_STRING, &c.timeline, "JSON lines: every stage's forwards, backwards, sends and waits of the first steps (with --dp: the first pipeline's)", NULL},
-        {"timeline-steps", ARG_INT, &c.timeline_steps, "how many steps --timeline records", NULL},
+/* The options every rank must share are compared across ranks once the job is joined
+ * (lib/dist/dist_options.h); these may differ: the files rank 0 writes, each rank's
+ * threads and patience. */
+enum { OWN = 22, MAX_SPECS = OWN + LM_OPTION_SPECS };
+static const char *const per_rank_options[] = {"metrics", "timeline", "threads", "timeout", NULL};
+
+/* --batch-size against the micro-batches and the pipelines (after the rank count: with
+ * --dp 3 on 2 ranks the ranks are what is wrong, not the batch) */
+static void check_batch(const Config *c) {
+    if (c->batch_size % (c->micro * c->dp) != 0)
+        fatal("--batch-size %d does not split into %d micro-batches%s of equal size: make it a "
+              "multiple of %d", c->batch_size, c->micro, c->dp > 1 ? " on each of --dp pipelines" : "",
+              c->micro * c->dp);
+}
+
+/* Fills *c, and specs (MAX_SPECS) with the options pointing into it; returns how many. */
+static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
+    *c = (Config){.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
+                  .schedule = "gpipe", .device = "cpu", .dist = "auto", .micro = 8,
+                  .batch_size = 32, .epochs = 3, .seed = 42, .threads = 1, .dp = 1,
+                  .timeline_steps = 3, .lr = 5.0f, .gamma = 0.95f, .clip = 0.5f, .timeout_s = 300};
+    const ArgSpec own[OWN] = {
+        {"model", ARG_CHOICE, &c->model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's 1.44B (4096 wide, 16 heads, 12 layers), for GPUs", "tutorial|seed"},
+        {"dataset", ARG_CHOICE, &c->dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
+        {"data", ARG_STRING, &c->data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
+        {"schedule", ARG_CHOICE, &c->schedule, "gpipe: all forwards, then all backwards; 1f1b: one forward, one backward", "gpipe|1f1b"},
+        {"micro-batches", ARG_INT, &c->micro, "micro-batches per step (the seed's chunks); divides --batch-size", NULL},
+        {"split", ARG_STRING, &c->split, "the first block of stages 1 .. p-1, e.g. 2,3 (default: balanced by FLOPs, TODO 7.1)", NULL},
+        {"batch-size", ARG_INT, &c->batch_size, "sequences per step, all micro-batches (and pipelines) together", NULL},
+        {"epochs", ARG_INT, &c->epochs, "passes over the training text", NULL},
+        {"max-steps", ARG_INT, &c->max_steps, "stop each epoch after this many steps (0: all of it)", NULL},
+        {"lr", ARG_FLOAT, &c->lr, "SGD's learning rate of epoch 1 (the tutorial's 5)", NULL},
+        {"gamma", ARG_FLOAT, &c->gamma, "StepLR: each epoch's learning rate is gamma times the last", NULL},
+        {"clip", ARG_FLOAT, &c->clip, "largest global gradient norm, over all stages (0: no clipping)", NULL},
+        {"seed", ARG_INT, &c->seed, "seed of the weights and the dropout masks", NULL},
+        {"threads", ARG_INT, &c->threads, "OpenMP threads per rank", NULL},
+        {"device", ARG_CHOICE, &c->device, "where each stage runs (cuda: one GPU per rank)", "cpu|cuda"},
+        {"dist", ARG_CHOICE, &c->dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
+        {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", NULL},
+        {"dp", ARG_INT, &c->dp, "data-parallel pipelines: ranks = dp x stages; each takes its share of the batch", NULL},
+        {"timeout", ARG_FLOAT, &c->timeout_s, "seconds a rank waits for another before the job ends", NULL},
+        {"metrics", ARG_STRING, &c->metrics, "JSON lines: one per step (loss, tokens_per_s, bubble_fraction) and one per epoch", NULL},
+        {"timeline", ARG_STRING, &c->timeline, "JSON lines: every stage's forwards, backwards, sends and waits of the first steps (with --dp: the first pipeline's)", NULL},
+        {"timeline-steps", ARG_INT, &c->timeline_steps, "how many steps --timeline records", NULL},
     };
-    const int n = OWN + lm_options_specs(&c.lm, specs + OWN);
+    memcpy(specs, own, sizeof own);
+    const int n = OWN + lm_options_specs(&c->lm, specs + OWN);
+    dist_help_once(argc, argv); /* one help, not one per rank */
     args_parse(argc, argv, specs, n,
                "Lesson 07: lesson 04's transformer split into stages over ranks (mpirun, srun), "
                "micro-batches through a GPipe or 1F1B schedule.");
-    lm_options_check(&c.lm);
+    lm_options_check(&c->lm);
     const struct { const char *name; int value, min; } ints[] = {
-        {"--micro-batches", c.micro, 1}, {"--batch-size", c.batch_size, 1}, {"--epochs", c.epochs, 1},
-        {"--max-steps", c.max_steps, 0}, {"--threads", c.threads, 1}, {"--ranks", c.ranks, 0},
-        {"--dp", c.dp, 1}, {"--timeline-steps", c.timeline_steps, 1}};
+        {"--micro-batches", c->micro, 1}, {"--batch-size", c->batch_size, 1}, {"--epochs", c->epochs, 1},
+        {"--max-steps", c->max_steps, 0}, {"--threads", c->threads, 1}, {"--ranks", c->ranks, 0},
+        {"--dp", c->dp, 1}, {"--timeline-steps", c->timeline_steps, 1}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].value < ints[i].min || ints[i].value > (1 << 20))
             fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, 1 << 20, ints[i].value);
-    if (c.batch_size % (c.micro * c.dp) != 0)
-        fatal("--batch-size %d does not split into %d micro-batches%s of equal size: make it a "
-              "multiple of %d", c.batch_size, c.micro, c.dp > 1 ? " on each of --dp pipelines" : "",
-              c.micro * c.dp);
-    if (!(c.lr > 0) || !isfinite(c.lr)) fatal("--lr must be positive, got %g", (double)c.lr);
-    if (!(c.gamma > 0) || !isfinite(c.gamma)) fatal("--gamma must be positive, got %g", (double)c.gamma);
-    if (!(c.clip >= 0) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
-    if (!(c.timeout_s > 0) || !isfinite(c.timeout_s)) fatal("--timeout must be positive, got %g", (double)c.timeout_s);
-    return c;
+    if (!(c->lr > 0) || !isfinite(c->lr)) fatal("--lr must be positive, got %g", (double)c->lr);
+    if (!(c->gamma > 0) || !isfinite(c->gamma)) fatal("--gamma must be positive, got %g", (double)c->gamma);
+    if (!(c->clip >= 0) || !isfinite(c->clip)) fatal("--clip must be 0 or more, got %g", (double)c->clip);
+    if (!(c->timeout_s > 0) || !isfinite(c->timeout_s)) fatal("--timeout must be positive, got %g", (double)c->timeout_s);
+    return n;
 }
 
 /* ---------------------------------------------------------------- the run */
@@ -114,14 +128,17 @@ void lesson_install(Pipeline *p) {
                            lesson_run_1f1b};
 }
 
-static void join(Run *run) {
+static void join(Run *run, const ArgSpec *specs, int nspecs) {
     const Config *c = &run->cfg;
     const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
     run->world = dist_init(&(DistOptions){.backend = c->dist, .device = device,
                                           .timeout_s = c->timeout_s, .expect_world = c->ranks});
+    dist_check_options(run->world, specs, nspecs, per_rank_options);
     const int W = run->world->world_size;
     if (W % c->dp != 0)
-        fatal("%d ranks cannot form --dp %d pipelines of equal length", W, c->dp);
+        fatal("%d rank%s cannot form --dp %d pipelines of equal length: start a multiple of %d "
+              "ranks", W, W == 1 ? "" : "s", c->dp, c->dp);
+    check_batch(c);
     /* ranks 0 .. P-1 are pipeline 0, P .. 2P-1 pipeline 1, ...; rank r is stage r % P */
     grid_init(&run->grid, run->world, (GridShape){.dp = c->dp, .pp = W / c->dp, .tp = 1});
     run->pipe_dist = run->grid.pipe;
@@ -385,9 +402,11 @@ static void finish(Run *run) {
 }
 
 int lesson_main(int argc, char **argv) {
-    Run run = {.cfg = parse_args(argc, argv)};
+    Run run = {0};
+    ArgSpec specs[MAX_SPECS];
+    const int nspecs = parse_args(argc, argv, &run.cfg, specs);
     omp_set_num_threads(run.cfg.threads);
-    join(&run);
+    join(&run, specs, nspecs);
     load_text(&run);
     print0("data: %s, %d words; %lld train, %lld valid, %lld test tokens\n", run.corpus.name,
            run.corpus.vocab.count, (long long)run.corpus.train.count,
