@@ -23,6 +23,7 @@
 #include "cuda/device.h"
 #include "dist/dist_options.h"
 #include "lesson.h"
+#include "train/stop_note.h"
 #include "train/train_state.h"
 
 /* ---------------------------------------------------------------- options */
@@ -196,6 +197,22 @@ static int resume(Run *run) {
     return (int)ts.epoch;
 }
 
+/* Rank 0's words should a signal stop the job (mpirun passes SIGTERM on to the ranks;
+ * lib/train/stop_note.h): where it was, and the newest checkpoint to resume from. */
+static void note_progress(Run *run, const char *where) {
+    if (run->dist->rank != 0) return;
+    int64_t step;
+    char path[CKPT_PATH_MAX];
+    if (!run->cfg.checkpoint_dir)
+        stop_note_set("%s; no checkpoint was written (--checkpoint-dir DIR writes one per epoch)", where);
+    else if (ckpt_store_list(&run->store, &step, 1) == 1) {
+        ckpt_store_path(&run->store, step, path, sizeof path);
+        stop_note_set("%s; the last checkpoint is %s (after step %lld): continue from it with "
+                      "--resume", where, path, (long long)step);
+    } else
+        stop_note_set("%s; no checkpoint in %s yet", where, run->store.dir);
+}
+
 static void train(Run *run) {
     const TrainOptions *t = &run->cfg.train;
     setup_training(run);
@@ -237,7 +254,10 @@ static void train(Run *run) {
     }
     print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss",
            is_lm(run) ? "next-token ok" : "test accuracy", "seconds", is_lm(run) ? "tokens/s" : "images/s");
+    char where[64];
     for (int epoch = first_epoch; epoch <= t->epochs; epoch++) {
+        snprintf(where, sizeof where, "in epoch %d", epoch);
+        note_progress(run, where);
         dist_barrier(run->dist); /* the epoch's clock starts together on all ranks */
         double t0 = now_seconds();
         EpochStats tr = train_epoch(run, epoch);
@@ -256,6 +276,8 @@ static void train(Run *run) {
                   epoch);
         if (tr.examples > 0) lesson_report_epoch(run, epoch, &tr, &ev, seconds);
         lesson_save_checkpoint(run, epoch);
+        snprintf(where, sizeof where, "after epoch %d", epoch);
+        note_progress(run, where);
         if (run->cfg.max_steps && run->steps >= run->cfg.max_steps) break;
     }
     if (!strcmp(run->cfg.grad_sync, "buckets") && run->ddp.steps)
@@ -333,6 +355,7 @@ int lesson_main(int argc, char **argv) {
     omp_set_num_threads(run->cfg.train.threads);
     lesson_setup(run); /* TODO 6.1 */
     dist_check_options(run->dist, specs, nspecs, per_rank_options);
+    if (run->dist->rank == 0) stop_note_install(); /* one line for the job, from rank 0 */
     if (run->cfg.collectives) collectives(run);
     else train(run);
     dist_finalize(run->dist);
