@@ -25,6 +25,7 @@
 #include "lesson.h"
 #include "train/clip.h"
 #include "train/loop.h"
+#include "train/loss_watch.h"
 
 /* ---------------------------------------------------------------- options */
 
@@ -119,6 +120,7 @@ typedef struct {
     int *dev_tokens, *dev_targets;  /* the same in the stage's device memory */
     const int **tok, **tgt;         /* [micro] pointers into them */
     MetricsFile *metrics;
+    LossWatch watch;                /* a diverging loss stops the run (lib/train/loss_watch.h) */
     long long steps;
 } Run;
 
@@ -298,11 +300,7 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
             dist_all_reduce(run->dp_dist, &run->stage.params.grads, DIST_AVG);
             loss = (float)(dist_sum_double(run->dp_dist, loss) / run->dp_dist->world_size);
         }
-        if (!isfinite(loss)) {
-            char where[64];
-            snprintf(where, sizeof where, "step %lld", run->steps + 1);
-            train_stop_if_diverged(loss, where, lr);
-        }
+        loss_watch_step(&run->watch, loss, run->steps + 1, lr); /* NaN, far above ln V, rising */
         if (c->clip > 0) clip_global(run);
         sgd_step(&run->opt, &run->stage.params);
         run->steps++, e.steps++;
@@ -358,6 +356,7 @@ static void train(Run *run) {
            (double)c->lr, (double)c->gamma, (double)c->clip,
            (long long)full_batches(&run->train, run->T), c->threads, c->threads == 1 ? "" : "s");
     if (run->world->rank == 0) run->metrics = metrics_open(c->metrics);
+    loss_watch_init(&run->watch, run->model_cfg.vocab);
     float lr = c->lr;
     for (int epoch = 1; epoch <= c->epochs; epoch++) {
         const EpochStats e = train_epoch(run, epoch, lr);
