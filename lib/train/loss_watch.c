@@ -1,4 +1,4 @@
-/* loss_watch.h: two tests on the recent losses, against ln V. */
+/* loss_watch.h: two tests on the mean of the recent losses, against ln V. */
 #include "loss_watch.h"
 
 #include <math.h>
@@ -16,17 +16,16 @@ void loss_watch_step(LossWatch *w, double loss, long long step, double lr) {
               "probably too large for this model: try one 10 times smaller", step, loss, lr);
     w->recent[w->seen % LOSS_WATCH_STEPS] = loss;
     w->seen++;
-    w->above = loss > 1.5 * ln_v ? w->above + 1 : 0;
-    if (w->above >= LOSS_WATCH_STEPS)
-        fatal("the training diverged: the loss has been above 1.5 ln V = %.2f for %d steps (%.2f "
-              "at step %lld; a uniform guess over the V = %.0f words scores ln V = %.2f): the "
-              "model predicts a few words with confidence, wrongly. The learning rate (--lr %g) "
-              "is too large for this model: try one 10 times smaller", 1.5 * ln_v, w->above, loss,
-              step, exp(ln_v), ln_v, lr);
     if (w->seen < LOSS_WATCH_STEPS) return;
     double mean = 0;
     for (int i = 0; i < LOSS_WATCH_STEPS; i++) mean += w->recent[i];
     mean /= LOSS_WATCH_STEPS;
+    if (mean > 1.5 * ln_v)
+        fatal("the training diverged: the loss has averaged %.2f over the last %d steps (%.2f at "
+              "step %lld), above 1.5 ln V = %.2f (a uniform guess over the V = %.0f words scores "
+              "ln V = %.2f): the model predicts a few words with confidence, wrongly. The learning "
+              "rate (--lr %g) is too large for this model: try one 10 times smaller", mean,
+              LOSS_WATCH_STEPS, loss, step, 1.5 * ln_v, exp(ln_v), ln_v, lr);
     if (mean < w->lowest_mean) w->lowest_mean = mean;
     if (mean > w->lowest_mean + 0.5 * ln_v)
         fatal("the training diverged: the loss keeps rising: its mean over the last %d steps is "

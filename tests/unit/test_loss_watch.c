@@ -61,19 +61,25 @@ static int check_training(void) {
     return expect_true(at == 0, "a falling loss was stopped at step %d: %s", at, msg) ? CHECK_PASS : CHECK_FAIL;
 }
 
-/* Far above: 1.6 ln V from step 5 on: stopped at step 5 + 9, saying 1.5 ln V. Nine
- * such steps, then back below, go on. */
+/* Far above: ln V for 4 steps, then 1.6 ln V. The window ending at step s >= 10 holds
+ * s - 4 steps of 1.6 and 14 - s of 1.0: its mean (1.0 + 0.06 (s - 4)) ln V passes 1.5
+ * ln V first at s - 4 > 8.33, step 13. Spikes far above that average below it (1.0 and
+ * 1.9 ln V in turn: 1.45) go on; a loss bouncing far above (1.2 and 2.2 in turn: 1.7)
+ * stops at the first full window, step 10. */
 static int check_far_above(void) {
     double l[60];
-    for (int i = 0; i < 60; i++) l[i] = i < 4 ? ln_v() : 1.6 * ln_v();
     char msg[1024];
+    for (int i = 0; i < 60; i++) l[i] = (i < 4 ? 1.0 : 1.6) * ln_v();
     int at = run_series(l, 60, msg, sizeof msg);
-    bool ok = expect_true(at == 4 + LOSS_WATCH_STEPS, "stopped at step %d, expected %d", at, 4 + LOSS_WATCH_STEPS) &&
+    bool ok = expect_true(at == 13, "1.6 ln V from step 5: stopped at step %d, expected 13", at) &&
               expect_true(strstr(msg, "above 1.5 ln V") && strstr(msg, "--lr 0.5"), "message: %s", msg);
-    for (int i = 0; i < 60; i++) l[i] = i >= 4 && i < 4 + LOSS_WATCH_STEPS - 1 ? 1.6 * ln_v() : ln_v();
+    for (int i = 0; i < 60; i++) l[i] = (i % 2 ? 1.9 : 1.0) * ln_v();
     at = run_series(l, 60, msg, sizeof msg);
-    ok = expect_true(at == 0, "%d steps above 1.5 ln V, then below, were stopped at step %d: %s",
-                     LOSS_WATCH_STEPS - 1, at, msg) && ok;
+    ok = expect_true(at == 0, "1.0 and 1.9 ln V in turn (mean 1.45 ln V) were stopped at step %d: %s", at, msg) && ok;
+    for (int i = 0; i < 60; i++) l[i] = (i % 2 ? 2.2 : 1.2) * ln_v();
+    at = run_series(l, 60, msg, sizeof msg);
+    ok = expect_true(at == LOSS_WATCH_STEPS, "1.2 and 2.2 ln V in turn (mean 1.7 ln V): stopped at step %d, "
+                     "expected %d", at, LOSS_WATCH_STEPS) && ok;
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -102,7 +108,7 @@ static int check_not_finite(void) {
 int main(void) {
     check_begin("lib/train loss_watch");
     check_run(NULL, "a loss that falls (with noise and spikes) goes on", check_training, 20);
-    check_run(NULL, "a loss above 1.5 ln V for a window of steps stops the run", check_far_above, 20);
+    check_run(NULL, "a loss whose mean over a window is above 1.5 ln V stops the run; spikes do not", check_far_above, 20);
     check_run(NULL, "a loss that keeps rising (below 1.5 ln V) stops the run", check_rising, 20);
     check_run(NULL, "a loss that is not finite stops the run at its step", check_not_finite, 20);
     return check_end();
