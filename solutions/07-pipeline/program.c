@@ -197,8 +197,9 @@ static void build_stage(Run *run) {
     if (c->split) pipeline_parse_split(c->split, blocks, P, first);
     else lesson_partition(costs, blocks, P, first); /* TODO 7.1 */
     print0("model: %s, %d blocks (embedding, %d encoder layers, decoder), %lld parameters; "
-           "%d stages x %d micro-batches of %d x %d tokens, schedule %s\n", c->model, blocks,
-           m->layers, (long long)transformer_param_count(m), P, c->micro, run->Bm, run->T,
+           "%d stage%s x %d micro-batch%s of %d x %d tokens, schedule %s\n", c->model, blocks,
+           m->layers, (long long)transformer_param_count(m), P, P == 1 ? "" : "s", c->micro,
+           c->micro == 1 ? "" : "es", run->Bm, run->T,
            c->schedule);
     if (c->dp > 1) print0("data parallel: %d pipelines, each with %d of the batch's %d sequences\n",
                           c->dp, c->batch_size / c->dp, c->batch_size);
