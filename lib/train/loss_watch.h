@@ -9,12 +9,13 @@
  *   ... loss_watch_step(&w, loss, step, lr);   // returns, or stops the run
  *
  * It stops (exit status 1, one message naming the step, the losses and --lr) when the
- * loss is not finite; when its mean over the last LOSS_WATCH_STEPS steps is above
- * 1.5 ln V (far above: every step there, or spikes far above it); or when it keeps
- * rising: that mean more than ln V / 2 above the lowest such mean so far. An untrained
- * model starts at about ln V and a training one comes down, with spikes that a window
- * of steps averages out (lesson 07's tutorial model at lr 5: window means of 1.3 ln V
- * at most on a 1,255-word text, 1.0 ln V on the fortunes text). */
+ * loss is not finite; when its mean over the last LOSS_WATCH_STEPS steps is more than
+ * ln V / 2 above where it started, the first step's loss or ln V, whichever is larger
+ * (far above: every step there, or spikes far above it); or when it keeps rising: that
+ * mean more than ln V / 2 above the lowest such mean so far. An untrained model starts
+ * near ln V (a wide one above it: its initial logits spread more) and a training one
+ * comes down, with spikes that a window of steps averages out (lesson 07's tutorial
+ * model at lr 5: window means at most 0.3 ln V above its start on a 1,255-word text). */
 #ifndef TRAIN_LOSS_WATCH_H
 #define TRAIN_LOSS_WATCH_H
 
@@ -24,6 +25,7 @@ typedef struct {
     double ln_v;                     /* ln V: the loss of a uniform guess */
     double recent[LOSS_WATCH_STEPS]; /* the last losses, a ring */
     int seen;                        /* steps watched */
+    double first;                    /* the loss of the first step */
     double lowest_mean;              /* the lowest mean of LOSS_WATCH_STEPS steps so far */
 } LossWatch;
 

@@ -2,7 +2,8 @@
  * NaN stops the run (issue 30, fault 10), and one that trains does not. Each series
  * of losses is fed to loss_watch_step in a child process; the child's exit status and
  * message say whether and why it stopped. The series are made here from their
- * definition (ln V, 1.5 ln V, a window of LOSS_WATCH_STEPS), not from the code. */
+ * definition (ln V, the start, ln V / 2 above the larger of the two, a window of
+ * LOSS_WATCH_STEPS), not from the code. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,10 +62,10 @@ static int check_training(void) {
     return expect_true(at == 0, "a falling loss was stopped at step %d: %s", at, msg) ? CHECK_PASS : CHECK_FAIL;
 }
 
-/* Far above: ln V for 4 steps, then 1.6 ln V. The window ending at step s >= 10 holds
+/* Far above (a start at ln V: the reference is ln V): ln V for 4 steps, then 1.6 ln V. The window ending at step s >= 10 holds
  * s - 4 steps of 1.6 and 14 - s of 1.0: its mean (1.0 + 0.06 (s - 4)) ln V passes 1.5
  * ln V first at s - 4 > 8.33, step 13. Spikes far above that average below it (1.0 and
- * 1.9 ln V in turn: 1.45) go on; a loss bouncing far above (1.2 and 2.2 in turn: 1.7)
+ * 1.9 ln V in turn: 1.45) go on; a loss bouncing far above (1.0 and 2.2 in turn: 1.6)
  * stops at the first full window, step 10. */
 static int check_far_above(void) {
     double l[60];
@@ -72,14 +73,23 @@ static int check_far_above(void) {
     for (int i = 0; i < 60; i++) l[i] = (i < 4 ? 1.0 : 1.6) * ln_v();
     int at = run_series(l, 60, msg, sizeof msg);
     bool ok = expect_true(at == 13, "1.6 ln V from step 5: stopped at step %d, expected 13", at) &&
-              expect_true(strstr(msg, "above 1.5 ln V") && strstr(msg, "--lr 0.5"), "message: %s", msg);
+              expect_true(strstr(msg, "far above where it started") && strstr(msg, "--lr 0.5"), "message: %s", msg);
     for (int i = 0; i < 60; i++) l[i] = (i % 2 ? 1.9 : 1.0) * ln_v();
     at = run_series(l, 60, msg, sizeof msg);
     ok = expect_true(at == 0, "1.0 and 1.9 ln V in turn (mean 1.45 ln V) were stopped at step %d: %s", at, msg) && ok;
-    for (int i = 0; i < 60; i++) l[i] = (i % 2 ? 2.2 : 1.2) * ln_v();
+    for (int i = 0; i < 60; i++) l[i] = (i % 2 ? 2.2 : 1.0) * ln_v();
     at = run_series(l, 60, msg, sizeof msg);
-    ok = expect_true(at == LOSS_WATCH_STEPS, "1.2 and 2.2 ln V in turn (mean 1.7 ln V): stopped at step %d, "
+    ok = expect_true(at == LOSS_WATCH_STEPS, "1.0 and 2.2 ln V in turn (mean 1.6 ln V): stopped at step %d, "
                      "expected %d", at, LOSS_WATCH_STEPS) && ok;
+    /* a wide model starts above ln V: 1.7 ln V at step 1, falling to ln V by step 40
+     * goes on; the same start and then 2.3 ln V (its start + 0.6 ln V) stops at step 10 */
+    for (int i = 0; i < 60; i++) l[i] = fmax(1.7 - 0.7 * i / 39.0, 1.0) * ln_v();
+    at = run_series(l, 60, msg, sizeof msg);
+    ok = expect_true(at == 0, "a start at 1.7 ln V, falling, was stopped at step %d: %s", at, msg) && ok;
+    for (int i = 0; i < 60; i++) l[i] = (i ? 2.3 : 1.7) * ln_v();
+    at = run_series(l, 60, msg, sizeof msg);
+    ok = expect_true(at == LOSS_WATCH_STEPS, "a start at 1.7 ln V, then 2.3 ln V: stopped at step %d, expected %d",
+                     at, LOSS_WATCH_STEPS) && ok;
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -108,7 +118,7 @@ static int check_not_finite(void) {
 int main(void) {
     check_begin("lib/train loss_watch");
     check_run(NULL, "a loss that falls (with noise and spikes) goes on", check_training, 20);
-    check_run(NULL, "a loss whose mean over a window is above 1.5 ln V stops the run; spikes do not", check_far_above, 20);
+    check_run(NULL, "a loss whose mean over a window is ln V / 2 above its start stops the run; spikes do not", check_far_above, 20);
     check_run(NULL, "a loss that keeps rising (below 1.5 ln V) stops the run", check_rising, 20);
     check_run(NULL, "a loss that is not finite stops the run at its step", check_not_finite, 20);
     return check_end();
