@@ -62,17 +62,17 @@ static int check_training(void) {
     return expect_true(at == 0, "a falling loss was stopped at step %d: %s", at, msg) ? CHECK_PASS : CHECK_FAIL;
 }
 
-/* Far above (a start at ln V: the reference is ln V): ln V for 4 steps, then 1.6 ln V. The window ending at step s >= 10 holds
- * s - 4 steps of 1.6 and 14 - s of 1.0: its mean (1.0 + 0.06 (s - 4)) ln V passes 1.5
- * ln V first at s - 4 > 8.33, step 13. Spikes far above that average below it (1.0 and
- * 1.9 ln V in turn: 1.45) go on; a loss bouncing far above (1.0 and 2.2 in turn: 1.6)
- * stops at the first full window, step 10. */
+/* Far above (a start at ln V: the reference is ln V): ln V for 12 steps, then 1.6 ln V.
+ * The window ending at step s >= 20 holds s - 12 steps of 1.6 and 32 - s of 1.0: its
+ * mean (1.0 + 0.03 (s - 12)) ln V passes 1.5 ln V first at s - 12 > 16.67, step 29.
+ * Spikes far above that average below it (1.0 and 1.9 ln V in turn: 1.45) go on; a loss
+ * bouncing far above (1.0 and 2.2 in turn: 1.6) stops at the first full window. */
 static int check_far_above(void) {
     double l[60];
     char msg[1024];
-    for (int i = 0; i < 60; i++) l[i] = (i < 4 ? 1.0 : 1.6) * ln_v();
+    for (int i = 0; i < 60; i++) l[i] = (i < 12 ? 1.0 : 1.6) * ln_v();
     int at = run_series(l, 60, msg, sizeof msg);
-    bool ok = expect_true(at == 13, "1.6 ln V from step 5: stopped at step %d, expected 13", at) &&
+    bool ok = expect_true(at == 29, "1.6 ln V from step 13: stopped at step %d, expected 29", at) &&
               expect_true(strstr(msg, "far above where it started") && strstr(msg, "--lr 0.5"), "message: %s", msg);
     for (int i = 0; i < 60; i++) l[i] = (i % 2 ? 1.9 : 1.0) * ln_v();
     at = run_series(l, 60, msg, sizeof msg);
@@ -93,16 +93,16 @@ static int check_far_above(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
-/* Rising below 1.5 ln V: from 0.5 ln V up by 0.03 ln V a step, capped at 1.4 ln V. The
- * window ending at step s has the mean (0.5 + 0.03 (s - 5.5)) ln V; the lowest is the
- * first (s = 10: 0.635 ln V); a mean above 1.135 ln V first at 0.03 (s - 5.5) > 0.635,
- * s > 26.67: step 27. */
+/* Rising, its window's mean below 1.5 ln V: from 0.5 ln V up by 0.03 ln V a step. The
+ * window ending at step s >= 20 has the mean (0.5 + 0.03 (s - 10.5)) ln V; the lowest is
+ * the first (s = 20); a mean ln V / 2 above it first at 0.03 (s - 20) > 0.5, s > 36.67:
+ * step 37 (its mean 1.295 ln V). */
 static int check_rising(void) {
     double l[60];
-    for (int i = 0; i < 60; i++) l[i] = fmin(0.5 + 0.03 * i, 1.4) * ln_v();
+    for (int i = 0; i < 60; i++) l[i] = (0.5 + 0.03 * i) * ln_v();
     char msg[1024];
     const int at = run_series(l, 60, msg, sizeof msg);
-    return expect_true(at == 27, "stopped at step %d, expected 27", at) &&
+    return expect_true(at == 37, "stopped at step %d, expected 37", at) &&
                    expect_true(strstr(msg, "keeps rising") != NULL, "message: %s", msg)
                ? CHECK_PASS : CHECK_FAIL;
 }
@@ -119,7 +119,7 @@ int main(void) {
     check_begin("lib/train loss_watch");
     check_run(NULL, "a loss that falls (with noise and spikes) goes on", check_training, 20);
     check_run(NULL, "a loss whose mean over a window is ln V / 2 above its start stops the run; spikes do not", check_far_above, 20);
-    check_run(NULL, "a loss that keeps rising (below 1.5 ln V) stops the run", check_rising, 20);
+    check_run(NULL, "a loss that keeps rising (its mean below 1.5 ln V) stops the run", check_rising, 20);
     check_run(NULL, "a loss that is not finite stops the run at its step", check_not_finite, 20);
     return check_end();
 }
