@@ -301,7 +301,7 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
             dist_all_reduce(run->dp_dist, &run->stage.params.grads, DIST_AVG);
             loss = (float)(dist_sum_double(run->dp_dist, loss) / run->dp_dist->world_size);
         }
-        loss_watch_step(&run->watch, loss, run->steps + 1, lr); /* NaN, far above ln V, rising */
+        loss_watch_step(&run->watch, loss, run->steps + 1, c->lr); /* NaN, far above its start, rising: names --lr */
         if (c->clip > 0) clip_global(run);
         sgd_step(&run->opt, &run->stage.params);
         run->steps++, e.steps++;
