@@ -336,14 +336,15 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
 }
 
 /* Rank 0 prints what every stage allocated: parameters and their gradients (SGD
- * without momentum keeps no state), activations at the peak, the backward's workspaces;
+ * without momentum keeps no state), activations at the peak, the backward's workspaces,
+ * stage 0's table of positions;
  * on GPUs also what each device has in use (cudaMemGetInfo, as nvidia-smi counts it:
  * with the CUDA context and the cuBLAS and NCCL workspaces, which nothing here counts). */
 static void print_memory(Run *run) {
     const int P = run->pipe_dist->world_size;
     double *params = xcalloc((size_t)P, sizeof *params), *acts = xcalloc((size_t)P, sizeof *acts);
     double *slots = xcalloc((size_t)P, sizeof *slots), *work = xcalloc((size_t)P, sizeof *work);
-    double *used = xcalloc((size_t)P, sizeof *used);
+    double *used = xcalloc((size_t)P, sizeof *used), *table = xcalloc((size_t)P, sizeof *table);
     size_t in_use = 0, total = 0;
     if (run->stage.device == DEVICE_CUDA) cuda_memory_in_use(&in_use, &total);
     dist_all_gather_double(run->pipe_dist, (double)run->stage.params.total * 4, params);
@@ -351,15 +352,20 @@ static void print_memory(Run *run) {
     dist_all_gather_double(run->pipe_dist, run->pipe.max_slots, slots);
     dist_all_gather_double(run->pipe_dist, (double)pipeline_workspace_bytes(&run->pipe), work);
     dist_all_gather_double(run->pipe_dist, (double)in_use, used);
+    /* the embedding's sinusoidal position table, [max_len, width]: no parameters */
+    const double pe = run->stage.first == 0 ? (double)tensor_bytes(transformer_positions(&run->stage)) : 0;
+    dist_all_gather_double(run->pipe_dist, pe, table);
     for (int s = 0; s < P; s++) {
         print0("  stage %d memory: parameters %.1f MB (+ gradients as much), activations %.1f MB "
-               "(%.0f micro-batch%s in flight at most, %s), workspaces %.1f MB: %.1f MB in all", s,
+               "(%.0f micro-batch%s in flight at most, %s), workspaces %.1f MB", s,
                params[s] / 1e6, acts[s] / 1e6, slots[s], slots[s] == 1 ? "" : "es",
-               run->cfg.schedule, work[s] / 1e6, (2 * params[s] + acts[s] + work[s]) / 1e6);
+               run->cfg.schedule, work[s] / 1e6);
+        if (table[s] > 0) print0(", position table %.1f MB", table[s] / 1e6);
+        print0(": %.1f MB in all", (2 * params[s] + acts[s] + work[s] + table[s]) / 1e6);
         if (used[s] > 0) print0("; its GPU has %.1f GB in use", used[s] / 1e9);
         print0("\n");
     }
-    xfree(params), xfree(acts), xfree(slots), xfree(work), xfree(used);
+    xfree(params), xfree(acts), xfree(slots), xfree(work), xfree(used), xfree(table);
 }
 
 static void train(Run *run) {
