@@ -21,50 +21,64 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "cuda/device.h"
+#include "dist/dist_options.h"
 #include "lesson.h"
+#include "train/stop_note.h"
 #include "train/train_state.h"
 
 /* ---------------------------------------------------------------- options */
 
-static Config parse_args(int argc, char **argv) {
-    Config c = {.train = train_options_defaults(), .device = "cpu", .dist = "auto",
-                .grad_sync = "mine", .bucket_mb = 25.0f, .timeout_s = 300.0f,
-                .model = "cnn", .lm = lm_options_defaults(), .text = "auto", .clip = 0.5f};
-    c.train.threads = 1; /* one core per rank: ranks, not threads, share the machine */
-    enum { OWN = 14 };
-    ArgSpec specs[OWN + TRAIN_OPTION_SPECS + LM_OPTION_SPECS] = {
-        {"model", ARG_CHOICE, &c.model, "lesson 01's CNN (images) or lesson 04's transformer (text)", "cnn|transformer"},
-        {"text", ARG_CHOICE, &c.text, "transformer: the text (auto: WikiText-2 where found, else Debian's fortunes; text: --data FILE)",
+/* The options every rank must share are compared across ranks once the job is joined
+ * (lib/dist/dist_options.h); these may differ: the file rank 0 writes, each rank's
+ * threads and patience. */
+enum { OWN = 14, MAX_SPECS = OWN + TRAIN_OPTION_SPECS + LM_OPTION_SPECS };
+static const char *const per_rank_options[] = {"metrics", "threads", "timeout", NULL};
+
+/* Fills *c, and specs (MAX_SPECS) with the options pointing into it; returns how many. */
+static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
+    *c = (Config){.train = train_options_defaults(), .device = "cpu", .dist = "auto",
+                  .grad_sync = "mine", .bucket_mb = 25.0f, .timeout_s = 300.0f,
+                  .model = "cnn", .lm = lm_options_defaults(), .text = "auto", .clip = 0.5f};
+    c->train.threads = 1; /* one core per rank: ranks, not threads, share the machine */
+    const ArgSpec own[OWN] = {
+        {"model", ARG_CHOICE, &c->model, "lesson 01's CNN (images) or lesson 04's transformer (text)", "cnn|transformer"},
+        {"text", ARG_CHOICE, &c->text, "transformer: the text (auto: WikiText-2 where found, else Debian's fortunes; text: --data FILE)",
          "auto|wikitext2|fortunes|text"},
-        {"clip", ARG_FLOAT, &c.clip, "transformer: largest global gradient norm (0: no clipping)", NULL},
-        {"device", ARG_CHOICE, &c.device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
-        {"dist", ARG_CHOICE, &c.dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)",
+        {"clip", ARG_FLOAT, &c->clip, "transformer: largest global gradient norm (0: no clipping)", NULL},
+        {"device", ARG_CHOICE, &c->device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
+        {"dist", ARG_CHOICE, &c->dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)",
          "auto|mpi|nccl|single"},
-        {"ranks", ARG_INT, &c.ranks, "stop unless the job has this many ranks (0: any)", NULL},
-        {"max-steps", ARG_INT, &c.max_steps, "stop after this many steps (0: all epochs)", NULL},
-        {"grad-sync", ARG_CHOICE, &c.grad_sync,
+        {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", NULL},
+        {"max-steps", ARG_INT, &c->max_steps, "stop after this many steps (0: all epochs)", NULL},
+        {"grad-sync", ARG_CHOICE, &c->grad_sync,
          "gradient averaging: yours (TODO 6.4) or the library's buckets", "mine|buckets"},
-        {"bucket-mb", ARG_FLOAT, &c.bucket_mb, "bucket size of --grad-sync buckets (PyTorch: 25)", NULL},
-        {"no-overlap", ARG_FLAG, &c.no_overlap, "buckets: reduce after the backward, not during it", NULL},
-        {"timeout", ARG_FLOAT, &c.timeout_s, "seconds a rank waits for the others before the job ends", NULL},
-        {"checkpoint-dir", ARG_STRING, &c.checkpoint_dir, "rank 0 writes a checkpoint here after each epoch", NULL},
-        {"resume", ARG_FLAG, &c.resume, "continue from the newest checkpoint there (any rank count)", NULL},
-        {"collectives", ARG_FLAG, &c.collectives, "part 2: check the ring all-reduce, measure bandwidths", NULL},
+        {"bucket-mb", ARG_FLOAT, &c->bucket_mb, "bucket size of --grad-sync buckets (PyTorch: 25)", NULL},
+        {"no-overlap", ARG_FLAG, &c->no_overlap, "buckets: reduce after the backward, not during it", NULL},
+        {"timeout", ARG_FLOAT, &c->timeout_s, "seconds a rank waits for the others before the job ends", NULL},
+        {"checkpoint-dir", ARG_STRING, &c->checkpoint_dir, "rank 0 writes a checkpoint here after each epoch", NULL},
+        {"resume", ARG_FLAG, &c->resume, "continue from the newest checkpoint there (any rank count)", NULL},
+        {"collectives", ARG_FLAG, &c->collectives, "part 2: check the ring all-reduce, measure bandwidths", NULL},
     };
-    int n = OWN + train_options_specs(&c.train, specs + OWN);
-    n += lm_options_specs(&c.lm, specs + n); /* lesson 04's --d-model, --bptt, ... */
+    memcpy(specs, own, sizeof own);
+    int n = OWN + train_options_specs(&c->train, specs + OWN);
+    n += lm_options_specs(&c->lm, specs + n); /* lesson 04's --d-model, --bptt, ... */
+    for (int i = 0; i < n; i++) /* lesson 01's words, said for ranks */
+        if (strcmp(specs[i].name, "batch-size") == 0)
+            specs[i].help = "examples (images, or sequences) per step on each rank: the job's batch is "
+                            "this x the ranks";
+    dist_help_once(argc, argv); /* one help, not one per rank */
     args_parse(argc, argv, specs, n,
                "Lesson 06: data-parallel training of the simple CNN (or lesson 04's transformer) "
                "over ranks (mpirun, srun).");
-    train_options_check(&c.train);
-    lm_options_check(&c.lm);
-    if (!(c.clip >= 0.0f) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
-    if (c.ranks < 0) fatal("--ranks must be 0 or more, got %d", c.ranks);
-    if (c.max_steps < 0) fatal("--max-steps must be 0 or more, got %d", c.max_steps);
-    if (!(c.bucket_mb > 0) || !isfinite(c.bucket_mb)) fatal("--bucket-mb must be positive, got %g", (double)c.bucket_mb);
-    if (!(c.timeout_s > 0) || !isfinite(c.timeout_s)) fatal("--timeout must be positive, got %g", (double)c.timeout_s);
-    if (c.resume && !c.checkpoint_dir) fatal("--resume needs --checkpoint-dir (where the checkpoints are)");
-    return c;
+    train_options_check(&c->train);
+    lm_options_check(&c->lm);
+    if (!(c->clip >= 0.0f) || !isfinite(c->clip)) fatal("--clip must be 0 or more, got %g", (double)c->clip);
+    if (c->ranks < 0) fatal("--ranks must be 0 or more, got %d", c->ranks);
+    if (c->max_steps < 0) fatal("--max-steps must be 0 or more, got %d", c->max_steps);
+    if (!(c->bucket_mb > 0) || !isfinite(c->bucket_mb)) fatal("--bucket-mb must be positive, got %g", (double)c->bucket_mb);
+    if (!(c->timeout_s > 0) || !isfinite(c->timeout_s)) fatal("--timeout must be positive, got %g", (double)c->timeout_s);
+    if (c->resume && !c->checkpoint_dir) fatal("--resume needs --checkpoint-dir (where the checkpoints are)");
+    return n;
 }
 
 /* ---------------------------------------------------------------- training */
@@ -183,6 +197,22 @@ static int resume(Run *run) {
     return (int)ts.epoch;
 }
 
+/* Rank 0's words should a signal stop the job (mpirun passes SIGTERM on to the ranks;
+ * lib/train/stop_note.h): where it was, and the newest checkpoint to resume from. */
+static void note_progress(Run *run, const char *where) {
+    if (run->dist->rank != 0) return;
+    int64_t step;
+    char path[CKPT_PATH_MAX];
+    if (!run->cfg.checkpoint_dir)
+        stop_note_set("%s; no checkpoint was written (--checkpoint-dir DIR writes one per epoch)", where);
+    else if (ckpt_store_list(&run->store, &step, 1) == 1) {
+        ckpt_store_path(&run->store, step, path, sizeof path);
+        stop_note_set("%s; the last checkpoint is %s (after step %lld): continue from it with "
+                      "--resume", where, path, (long long)step);
+    } else
+        stop_note_set("%s; no checkpoint in %s yet", where, run->store.dir);
+}
+
 static void train(Run *run) {
     const TrainOptions *t = &run->cfg.train;
     setup_training(run);
@@ -224,7 +254,10 @@ static void train(Run *run) {
     }
     print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss",
            is_lm(run) ? "next-token ok" : "test accuracy", "seconds", is_lm(run) ? "tokens/s" : "images/s");
+    char where[64];
     for (int epoch = first_epoch; epoch <= t->epochs; epoch++) {
+        snprintf(where, sizeof where, "in epoch %d", epoch);
+        note_progress(run, where);
         dist_barrier(run->dist); /* the epoch's clock starts together on all ranks */
         double t0 = now_seconds();
         EpochStats tr = train_epoch(run, epoch);
@@ -243,6 +276,8 @@ static void train(Run *run) {
                   epoch);
         if (tr.examples > 0) lesson_report_epoch(run, epoch, &tr, &ev, seconds);
         lesson_save_checkpoint(run, epoch);
+        snprintf(where, sizeof where, "after epoch %d", epoch);
+        note_progress(run, where);
         if (run->cfg.max_steps && run->steps >= run->cfg.max_steps) break;
     }
     if (!strcmp(run->cfg.grad_sync, "buckets") && run->ddp.steps)
@@ -315,9 +350,12 @@ static void collectives(Run *run) {
 
 int lesson_main(int argc, char **argv) {
     Run *run = xcalloc(1, sizeof *run);
-    run->cfg = parse_args(argc, argv);
+    ArgSpec specs[MAX_SPECS];
+    const int nspecs = parse_args(argc, argv, &run->cfg, specs);
     omp_set_num_threads(run->cfg.train.threads);
-    lesson_setup(run);
+    lesson_setup(run); /* TODO 6.1 */
+    dist_check_options(run->dist, specs, nspecs, per_rank_options);
+    if (run->dist->rank == 0) stop_note_install(); /* one line for the job, from rank 0 */
     if (run->cfg.collectives) collectives(run);
     else train(run);
     dist_finalize(run->dist);

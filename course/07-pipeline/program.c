@@ -21,9 +21,11 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "cuda/device.h"
+#include "dist/dist_options.h"
 #include "lesson.h"
 #include "train/clip.h"
 #include "train/loop.h"
+#include "train/loss_watch.h"
 
 /* ---------------------------------------------------------------- options */
 
@@ -34,57 +36,70 @@ typedef struct {
     float lr, gamma, clip, timeout_s;
 } Config;
 
-static Config parse_args(int argc, char **argv) {
-    Config c = {.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
-                .schedule = "gpipe", .device = "cpu", .dist = "auto", .micro = 8,
-                .batch_size = 32, .epochs = 3, .seed = 42, .threads = 1, .dp = 1,
-                .timeline_steps = 3, .lr = 5.0f, .gamma = 0.95f, .clip = 0.5f, .timeout_s = 300};
-    enum { OWN = 22 };
-    ArgSpec specs[OWN + LM_OPTION_SPECS] = {
-        {"model", ARG_CHOICE, &c.model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's 1.44B (4096 wide, 16 heads, 12 layers), for GPUs", "tutorial|seed"},
-        {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
-        {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
-        {"schedule", ARG_CHOICE, &c.schedule, "gpipe: all forwards, then all backwards; 1f1b: one forward, one backward", "gpipe|1f1b"},
-        {"micro-batches", ARG_INT, &c.micro, "micro-batches per step (the seed's chunks); divides --batch-size", NULL},
-        {"split", ARG_STRING, &c.split, "the first block of stages 1 .. p-1, e.g. 2,3 (default: balanced by FLOPs, TODO 7.1)", NULL},
-        {"batch-size", ARG_INT, &c.batch_size, "sequences per step, all micro-batches (and pipelines) together", NULL},
-        {"epochs", ARG_INT, &c.epochs, "passes over the training text", NULL},
-        {"max-steps", ARG_INT, &c.max_steps, "stop each epoch after this many steps (0: all of it)", NULL},
-        {"lr", ARG_FLOAT, &c.lr, "SGD's learning rate of epoch 1 (the tutorial's 5)", NULL},
-        {"gamma", ARG_FLOAT, &c.gamma, "StepLR: each epoch's learning rate is gamma times the last", NULL},
-        {"clip", ARG_FLOAT, &c.clip, "largest global gradient norm, over all stages (0: no clipping)", NULL},
-        {"seed", ARG_INT, &c.seed, "seed of the weights and the dropout masks", NULL},
-        {"threads", ARG_INT, &c.threads, "OpenMP threads per rank", NULL},
-        {"device", ARG_CHOICE, &c.device, "where each stage runs (cuda: one GPU per rank)", "cpu|cuda"},
-        {"dist", ARG_CHOICE, &c.dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
-        {"ranks", ARG_INT, &c.ranks, "stop unless the job has this many ranks (0: any)", NULL},
-        {"dp", ARG_INT, &c.dp, "data-parallel pipelines: ranks = dp x stages; each takes its share of the batch", NULL},
-        {"timeout", ARG_FLOAT, &c.timeout_s, "seconds a rank waits for another before the job ends", NULL},
-        {"metrics", ARG_STRING, &c.metrics, "JSON lines: one per step (loss, tokens_per_s, bubble_fraction) and one per epoch", NULL},
-        {"timeline", ARG_STRING, &c.timeline, "JSON lines: every stage's forwards, backwards, sends and waits of the first steps (with --dp: the first pipeline's)", NULL},
-        {"timeline-steps", ARG_INT, &c.timeline_steps, "how many steps --timeline records", NULL},
+/* The options every rank must share are compared across ranks once the job is joined
+ * (lib/dist/dist_options.h); these may differ: the files rank 0 writes, each rank's
+ * threads and patience. */
+enum { OWN = 22, MAX_SPECS = OWN + LM_OPTION_SPECS };
+static const char *const per_rank_options[] = {"metrics", "timeline", "threads", "timeout", NULL};
+
+/* --batch-size against the micro-batches and the pipelines (after the rank count: with
+ * --dp 3 on 2 ranks the ranks are what is wrong, not the batch) */
+static void check_batch(const Config *c) {
+    if (c->batch_size % (c->micro * c->dp) != 0)
+        fatal("--batch-size %d does not split into %d micro-batches%s of equal size: make it a "
+              "multiple of %d", c->batch_size, c->micro, c->dp > 1 ? " on each of --dp pipelines" : "",
+              c->micro * c->dp);
+}
+
+/* Fills *c, and specs (MAX_SPECS) with the options pointing into it; returns how many. */
+static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
+    *c = (Config){.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
+                  .schedule = "gpipe", .device = "cpu", .dist = "auto", .micro = 8,
+                  .batch_size = 32, .epochs = 3, .seed = 42, .threads = 1, .dp = 1,
+                  .timeline_steps = 3, .lr = 5.0f, .gamma = 0.95f, .clip = 0.5f, .timeout_s = 300};
+    const ArgSpec own[OWN] = {
+        {"model", ARG_CHOICE, &c->model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's 1.44B (4096 wide, 16 heads, 12 layers), for GPUs", "tutorial|seed"},
+        {"dataset", ARG_CHOICE, &c->dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
+        {"data", ARG_STRING, &c->data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
+        {"schedule", ARG_CHOICE, &c->schedule, "gpipe: all forwards, then all backwards; 1f1b: one forward, one backward", "gpipe|1f1b"},
+        {"micro-batches", ARG_INT, &c->micro, "micro-batches per step (the seed's chunks); divides --batch-size", NULL},
+        {"split", ARG_STRING, &c->split, "the first block of stages 1 .. p-1, e.g. 2,3 (default: balanced by FLOPs, TODO 7.1)", NULL},
+        {"batch-size", ARG_INT, &c->batch_size, "sequences per step, all micro-batches (and pipelines) together", NULL},
+        {"epochs", ARG_INT, &c->epochs, "passes over the training text", NULL},
+        {"max-steps", ARG_INT, &c->max_steps, "stop each epoch after this many steps (0: all of it)", NULL},
+        {"lr", ARG_FLOAT, &c->lr, "SGD's learning rate of epoch 1 (the tutorial's 5)", NULL},
+        {"gamma", ARG_FLOAT, &c->gamma, "StepLR: each epoch's learning rate is gamma times the last", NULL},
+        {"clip", ARG_FLOAT, &c->clip, "largest global gradient norm, over all stages (0: no clipping)", NULL},
+        {"seed", ARG_INT, &c->seed, "seed of the weights and the dropout masks", NULL},
+        {"threads", ARG_INT, &c->threads, "OpenMP threads per rank", NULL},
+        {"device", ARG_CHOICE, &c->device, "where each stage runs (cuda: one GPU per rank)", "cpu|cuda"},
+        {"dist", ARG_CHOICE, &c->dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
+        {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", NULL},
+        {"dp", ARG_INT, &c->dp, "data-parallel pipelines: ranks = dp x stages; each takes its share of the batch", NULL},
+        {"timeout", ARG_FLOAT, &c->timeout_s, "seconds a rank waits for another before the job ends", NULL},
+        {"metrics", ARG_STRING, &c->metrics, "JSON lines: one per step (loss, tokens_per_s, bubble_fraction) and one per epoch", NULL},
+        {"timeline", ARG_STRING, &c->timeline, "JSON lines: every stage's forwards, backwards, sends and waits of the first steps (with --dp: the first pipeline's)", NULL},
+        {"timeline-steps", ARG_INT, &c->timeline_steps, "how many steps --timeline records", NULL},
     };
-    const int n = OWN + lm_options_specs(&c.lm, specs + OWN);
+    memcpy(specs, own, sizeof own);
+    const int n = OWN + lm_options_specs(&c->lm, specs + OWN);
+    dist_help_once(argc, argv); /* one help, not one per rank */
     args_parse(argc, argv, specs, n,
                "Lesson 07: lesson 04's transformer split into stages over ranks (mpirun, srun), "
                "micro-batches through a GPipe or 1F1B schedule.");
-    lm_options_check(&c.lm);
+    lm_options_check(&c->lm);
     const struct { const char *name; int value, min; } ints[] = {
-        {"--micro-batches", c.micro, 1}, {"--batch-size", c.batch_size, 1}, {"--epochs", c.epochs, 1},
-        {"--max-steps", c.max_steps, 0}, {"--threads", c.threads, 1}, {"--ranks", c.ranks, 0},
-        {"--dp", c.dp, 1}, {"--timeline-steps", c.timeline_steps, 1}};
+        {"--micro-batches", c->micro, 1}, {"--batch-size", c->batch_size, 1}, {"--epochs", c->epochs, 1},
+        {"--max-steps", c->max_steps, 0}, {"--threads", c->threads, 1}, {"--ranks", c->ranks, 0},
+        {"--dp", c->dp, 1}, {"--timeline-steps", c->timeline_steps, 1}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].value < ints[i].min || ints[i].value > (1 << 20))
             fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, 1 << 20, ints[i].value);
-    if (c.batch_size % (c.micro * c.dp) != 0)
-        fatal("--batch-size %d does not split into %d micro-batches%s of equal size: make it a "
-              "multiple of %d", c.batch_size, c.micro, c.dp > 1 ? " on each of --dp pipelines" : "",
-              c.micro * c.dp);
-    if (!(c.lr > 0) || !isfinite(c.lr)) fatal("--lr must be positive, got %g", (double)c.lr);
-    if (!(c.gamma > 0) || !isfinite(c.gamma)) fatal("--gamma must be positive, got %g", (double)c.gamma);
-    if (!(c.clip >= 0) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
-    if (!(c.timeout_s > 0) || !isfinite(c.timeout_s)) fatal("--timeout must be positive, got %g", (double)c.timeout_s);
-    return c;
+    if (!(c->lr > 0) || !isfinite(c->lr)) fatal("--lr must be positive, got %g", (double)c->lr);
+    if (!(c->gamma > 0) || !isfinite(c->gamma)) fatal("--gamma must be positive, got %g", (double)c->gamma);
+    if (!(c->clip >= 0) || !isfinite(c->clip)) fatal("--clip must be 0 or more, got %g", (double)c->clip);
+    if (!(c->timeout_s > 0) || !isfinite(c->timeout_s)) fatal("--timeout must be positive, got %g", (double)c->timeout_s);
+    return n;
 }
 
 /* ---------------------------------------------------------------- the run */
@@ -105,6 +120,7 @@ typedef struct {
     int *dev_tokens, *dev_targets;  /* the same in the stage's device memory */
     const int **tok, **tgt;         /* [micro] pointers into them */
     MetricsFile *metrics;
+    LossWatch watch;                /* a diverging loss stops the run (lib/train/loss_watch.h) */
     long long steps;
 } Run;
 
@@ -114,14 +130,17 @@ void lesson_install(Pipeline *p) {
                            lesson_run_1f1b};
 }
 
-static void join(Run *run) {
+static void join(Run *run, const ArgSpec *specs, int nspecs) {
     const Config *c = &run->cfg;
     const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
     run->world = dist_init(&(DistOptions){.backend = c->dist, .device = device,
                                           .timeout_s = c->timeout_s, .expect_world = c->ranks});
+    dist_check_options(run->world, specs, nspecs, per_rank_options);
     const int W = run->world->world_size;
     if (W % c->dp != 0)
-        fatal("%d ranks cannot form --dp %d pipelines of equal length", W, c->dp);
+        fatal("%d rank%s cannot form --dp %d pipelines of equal length: start a multiple of %d "
+              "ranks", W, W == 1 ? "" : "s", c->dp, c->dp);
+    check_batch(c);
     /* ranks 0 .. P-1 are pipeline 0, P .. 2P-1 pipeline 1, ...; rank r is stage r % P */
     grid_init(&run->grid, run->world, (GridShape){.dp = c->dp, .pp = W / c->dp, .tp = 1});
     run->pipe_dist = run->grid.pipe;
@@ -178,8 +197,9 @@ static void build_stage(Run *run) {
     if (c->split) pipeline_parse_split(c->split, blocks, P, first);
     else lesson_partition(costs, blocks, P, first); /* TODO 7.1 */
     print0("model: %s, %d blocks (embedding, %d encoder layers, decoder), %lld parameters; "
-           "%d stages x %d micro-batches of %d x %d tokens, schedule %s\n", c->model, blocks,
-           m->layers, (long long)transformer_param_count(m), P, c->micro, run->Bm, run->T,
+           "%d stage%s x %d micro-batch%s of %d x %d tokens, schedule %s\n", c->model, blocks,
+           m->layers, (long long)transformer_param_count(m), P, P == 1 ? "" : "s", c->micro,
+           c->micro == 1 ? "" : "es", run->Bm, run->T,
            c->schedule);
     if (c->dp > 1) print0("data parallel: %d pipelines, each with %d of the batch's %d sequences\n",
                           c->dp, c->batch_size / c->dp, c->batch_size);
@@ -281,11 +301,7 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
             dist_all_reduce(run->dp_dist, &run->stage.params.grads, DIST_AVG);
             loss = (float)(dist_sum_double(run->dp_dist, loss) / run->dp_dist->world_size);
         }
-        if (!isfinite(loss)) {
-            char where[64];
-            snprintf(where, sizeof where, "step %lld", run->steps + 1);
-            train_stop_if_diverged(loss, where, lr);
-        }
+        loss_watch_step(&run->watch, loss, run->steps + 1, c->lr); /* NaN, far above its start, rising: names --lr */
         if (c->clip > 0) clip_global(run);
         sgd_step(&run->opt, &run->stage.params);
         run->steps++, e.steps++;
@@ -319,19 +335,37 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
     return e;
 }
 
-/* Rank 0 prints what every stage holds: parameters, and activations at the peak. */
+/* Rank 0 prints what every stage allocated: parameters and their gradients (SGD
+ * without momentum keeps no state), activations at the peak, the backward's workspaces,
+ * stage 0's table of positions;
+ * on GPUs also what each device has in use (cudaMemGetInfo, as nvidia-smi counts it:
+ * with the CUDA context and the cuBLAS and NCCL workspaces, which nothing here counts). */
 static void print_memory(Run *run) {
     const int P = run->pipe_dist->world_size;
     double *params = xcalloc((size_t)P, sizeof *params), *acts = xcalloc((size_t)P, sizeof *acts);
-    double *slots = xcalloc((size_t)P, sizeof *slots);
+    double *slots = xcalloc((size_t)P, sizeof *slots), *work = xcalloc((size_t)P, sizeof *work);
+    double *used = xcalloc((size_t)P, sizeof *used), *table = xcalloc((size_t)P, sizeof *table);
+    size_t in_use = 0, total = 0;
+    if (run->stage.device == DEVICE_CUDA) cuda_memory_in_use(&in_use, &total);
     dist_all_gather_double(run->pipe_dist, (double)run->stage.params.total * 4, params);
     dist_all_gather_double(run->pipe_dist, (double)pipeline_activation_bytes(&run->pipe), acts);
     dist_all_gather_double(run->pipe_dist, run->pipe.max_slots, slots);
-    for (int s = 0; s < P; s++)
+    dist_all_gather_double(run->pipe_dist, (double)pipeline_workspace_bytes(&run->pipe), work);
+    dist_all_gather_double(run->pipe_dist, (double)in_use, used);
+    /* the embedding's sinusoidal position table, [max_len, width]: no parameters */
+    const double pe = run->stage.first == 0 ? (double)tensor_bytes(transformer_positions(&run->stage)) : 0;
+    dist_all_gather_double(run->pipe_dist, pe, table);
+    for (int s = 0; s < P; s++) {
         print0("  stage %d memory: parameters %.1f MB (+ gradients as much), activations %.1f MB "
-               "(%.0f micro-batch%s in flight at most, %s)\n", s, params[s] / 1e6, acts[s] / 1e6,
-               slots[s], slots[s] == 1 ? "" : "es", run->cfg.schedule);
-    xfree(params), xfree(acts), xfree(slots);
+               "(%.0f micro-batch%s in flight at most, %s), workspaces %.1f MB", s,
+               params[s] / 1e6, acts[s] / 1e6, slots[s], slots[s] == 1 ? "" : "es",
+               run->cfg.schedule, work[s] / 1e6);
+        if (table[s] > 0) print0(", position table %.1f MB", table[s] / 1e6);
+        print0(": %.1f MB in all", (2 * params[s] + acts[s] + work[s] + table[s]) / 1e6);
+        if (used[s] > 0) print0("; its GPU has %.1f GB in use", used[s] / 1e9);
+        print0("\n");
+    }
+    xfree(params), xfree(acts), xfree(slots), xfree(work), xfree(used), xfree(table);
 }
 
 static void train(Run *run) {
@@ -341,6 +375,7 @@ static void train(Run *run) {
            (double)c->lr, (double)c->gamma, (double)c->clip,
            (long long)full_batches(&run->train, run->T), c->threads, c->threads == 1 ? "" : "s");
     if (run->world->rank == 0) run->metrics = metrics_open(c->metrics);
+    loss_watch_init(&run->watch, run->model_cfg.vocab);
     float lr = c->lr;
     for (int epoch = 1; epoch <= c->epochs; epoch++) {
         const EpochStats e = train_epoch(run, epoch, lr);
@@ -385,9 +420,11 @@ static void finish(Run *run) {
 }
 
 int lesson_main(int argc, char **argv) {
-    Run run = {.cfg = parse_args(argc, argv)};
+    Run run = {0};
+    ArgSpec specs[MAX_SPECS];
+    const int nspecs = parse_args(argc, argv, &run.cfg, specs);
     omp_set_num_threads(run.cfg.threads);
-    join(&run);
+    join(&run, specs, nspecs);
     load_text(&run);
     print0("data: %s, %d words; %lld train, %lld valid, %lld test tokens\n", run.corpus.name,
            run.corpus.vocab.count, (long long)run.corpus.train.count,

@@ -221,9 +221,9 @@ int lesson_main(int argc, char **argv) {
            o.model, (long long)transformer_param_count(c), c->d_model, c->heads, c->d_ff, c->layers,
            (double)c->dropout);
     print0("training: %s lr %g (x %g each epoch), clip %g, batch %d x %d tokens, %lld steps an "
-           "epoch, %d threads, %s attention and layer norm\n", o.optimizer, (double)o.lr,
+           "epoch, %d thread%s, %s attention and layer norm\n", o.optimizer, (double)o.lr,
            (double)o.gamma, (double)o.clip, o.batch_size, o.lm.bptt,
-           (long long)text_batch_count(&job.train, o.lm.bptt), o.threads,
+           (long long)text_batch_count(&job.train, o.lm.bptt), o.threads, o.threads == 1 ? "" : "s",
            strcmp(o.ops, "mine") == 0 ? "your" : "the library's");
     const double flops = transformer_train_flops_per_token(c, o.lm.bptt);
     print0("arithmetic: %.1f MFLOP per token trained (%.0f%% of it in the decoder to %d words)\n",

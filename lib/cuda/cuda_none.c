@@ -55,6 +55,10 @@ void cuda_copy_on_device(void *dst, const void *src, size_t bytes) {
     (void)dst, (void)src, (void)bytes;
     no_cuda(__func__);
 }
+void cuda_memory_in_use(size_t *used, size_t *total) {
+    (void)used, (void)total;
+    no_cuda(__func__);
+}
 void cuda_sync(void) { no_cuda(__func__); }
 void cuda_sync_compute(void) { no_cuda(__func__); }
 bool cuda_is_device_pointer(const void *p) {

@@ -167,6 +167,13 @@ void cuda_copy_on_device(void *dst, const void *src, size_t bytes) {
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
 }
 
+void cuda_memory_in_use(size_t *used, size_t *total) {
+    require_started("cuda_memory_in_use");
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    *used = total_b - free_b, *total = total_b;
+}
+
 void cuda_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
 void cuda_sync_compute(void) { CUDA_CHECK(cudaStreamSynchronize(0)); }
 

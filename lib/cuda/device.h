@@ -51,6 +51,10 @@ void cuda_free(void *p);
 void cuda_copy_to_device(void *dst, const void *src, size_t bytes);
 void cuda_copy_to_host(void *dst, const void *src, size_t bytes);
 void cuda_copy_on_device(void *dst, const void *src, size_t bytes);
+/* The memory in use on this process's device, as nvidia-smi counts it (cudaMemGetInfo:
+ * total less free; everything: cudaMalloc'd buffers, the CUDA context, the cuBLAS and
+ * NCCL workspaces, other processes on the same GPU), and the device's total. */
+void cuda_memory_in_use(size_t *used, size_t *total);
 /* Waits until the GPU has finished all work: before reading a clock, for example. */
 void cuda_sync(void);
 /* Waits for the compute stream (the default stream) only: not for NCCL's own streams,

@@ -330,6 +330,15 @@ float pipeline_evaluate(Pipeline *p, const int *const *tokens, const int *const 
     return (float)dist_sum_double(p->dist, is_last(p) ? sum / p->micro : 0.0);
 }
 
+int64_t pipeline_workspace_bytes(Pipeline *p) {
+    const BlockList *m = p->model;
+    int64_t bytes = (int64_t)tensor_bytes(&p->dout) + (int64_t)tensor_bytes(&m->work) +
+                    (int64_t)tensor_bytes(&m->grad[0]) + (int64_t)tensor_bytes(&m->grad[1]) +
+                    (int64_t)tensor_bytes(&m->dloss);
+    for (int k = 0; k < p->max_slots; k++) bytes += (int64_t)tensor_bytes(&p->din[k]);
+    return bytes;
+}
+
 int64_t pipeline_activation_bytes(Pipeline *p) {
     int64_t bytes = 0;
     for (int k = 0; k < p->max_slots; k++)

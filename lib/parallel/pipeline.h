@@ -167,6 +167,11 @@ double pipeline_bubble_fraction(const double *busy, int ranks, double seconds);
  * workspaces are not: the gradient of the input that each slot sends back, and the
  * gradient received. */
 int64_t pipeline_activation_bytes(Pipeline *p);
+/* The backward's workspaces of this stage, the rest of what it allocates besides its
+ * parameters, gradients and activations: the input gradient of each slot, the gradient
+ * received, and the model's own (the blocks' shared scratch, the gradients passed
+ * between blocks, the loss's gradient). */
+int64_t pipeline_workspace_bytes(Pipeline *p);
 
 /* Rank 0 writes every rank's events of the last step as JSON lines to path (step 1
  * starts the file, later steps add to it):

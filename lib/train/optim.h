@@ -22,7 +22,8 @@
 typedef struct {
     float lr, momentum, weight_decay;
     int64_t step;
-    Tensor buf; /* [params total] momentum buffer, on the parameters' device */
+    Tensor buf; /* [params total] momentum buffer, on the parameters' device; none
+                 * (empty) when momentum is 0 */
 } Sgd;
 
 void sgd_init(Sgd *opt, const ParamList *params, float lr, float momentum, float weight_decay);

@@ -185,6 +185,23 @@ static void print_summary(const Ppo *p, double wall) {
     print0("parameter digest: %016llx\n", (unsigned long long)params_digest(&p->policy.params));
 }
 
+/* A policy that no longer explores: a discrete one that puts nearly all its probability
+ * on one action (entropy under 1 % of the uniform policy's, ln actions), a Gaussian one
+ * whose spread shrank a thousandfold in every dimension from the initial 1 (entropy
+ * 0.5 ln(2 pi e) - ln 1000 per dimension). Training goes on without a NaN, but the return
+ * stays where it is (a learning rate far too large does it within an update or two). */
+static bool collapsed(const Ppo *p, double entropy) {
+    const EnvSpec *e = p->spec;
+    if (e->action_kind == ACTION_DISCRETE) return entropy < 0.01 * log((double)e->num_actions);
+    return entropy < e->action_dim * (0.5 * log(2 * M_PI * M_E) - log(1000.0));
+}
+
+/* Stuck: the mean return has not risen by a tenth of its first size since the first
+ * update (a trained policy may be nearly deterministic: that is no collapse). */
+static bool stuck(double first, double now) {
+    return isnan(first) || isnan(now) || now <= first + 0.1 * fabs(first);
+}
+
 int lesson_main(int argc, char **argv) {
     const Config c = parse_args(argc, argv);
     const double target = target_return(c.target);
@@ -204,7 +221,8 @@ int lesson_main(int argc, char **argv) {
     const int updates = ppo_num_updates(&p);
     const double start = now_seconds();
     double last = start;
-    bool reached = false;
+    bool reached = false, warned = false;
+    double first_return = NAN;
     for (int u = 0; u < updates && !reached; u++) {
         ppo_set_lr(&p);
         lesson_collect_rollout(&p); /* TODO 5.1 */
@@ -223,18 +241,32 @@ int lesson_main(int argc, char **argv) {
                   "(now %g) or check TODOs 5.3 to 5.5",
                   (long long)p.updates, s.policy_loss, s.value_loss, (double)c.ppo.lr);
         reached = !isnan(target) && episode_stats_mean_return(&p.env.stats, 20) >= target;
+        const double mean_return = episode_stats_mean_return(&p.env.stats, 20);
+        if (u == 0) first_return = mean_return;
+        if (!warned && collapsed(&p, s.entropy) && stuck(first_return, mean_return)) {
+            warned = true;
+            fprintf(stderr, "warning: update %lld: the policy has collapsed: entropy %.4g, so it takes "
+                    "nearly one action only and stops exploring, while the mean return is %.1f (%.1f "
+                    "after the first update). A smaller --lr (now %g) or a larger --ent-coef (now %g)\n",
+                    (long long)p.updates, s.entropy, mean_return, first_return, (double)c.ppo.lr,
+                    (double)c.ppo.ent_coef);
+        }
         report_update(&p, &s, metrics, now - start, ppo_batch_size(&p) / (now - last),
                       reached || u + 1 == updates || p.updates % c.log_every == 0);
         last = now;
     }
     const double wall = now_seconds() - start;
-    if (!isnan(target))
-        print0(reached ? "reached a mean return of %.1f (last 20 episodes) at step %lld, %.2f s after the start\n"
-                       : "the mean return (last 20 episodes) is %.1f at step %lld after %.2f s: below the target\n",
-               episode_stats_mean_return(&p.env.stats, 20), (long long)p.env.total_steps, wall);
+    const double mean = episode_stats_mean_return(&p.env.stats, 20);
+    if (reached)
+        print0("reached a mean return of %.1f (last 20 episodes) at step %lld, %.2f s after the start\n", mean,
+               (long long)p.env.total_steps, wall);
+    else if (!isnan(target))
+        print0("the mean return (last 20 episodes) is %.1f at step %lld after %.2f s: below the target of %g "
+               "(exit status 1)%s\n", mean, (long long)p.env.total_steps, wall, target,
+               warned ? "; the policy collapsed (the warning above)" : "");
     print_summary(&p, wall);
     if (c.gif) draw_episode(&p, c.gif, "", (uint64_t)c.seed + 1000);
     metrics_close(metrics);
     ppo_free(&p);
-    return 0;
+    return !isnan(target) && !reached ? 1 : 0; /* a batch job that missed its target fails */
 }

@@ -10,6 +10,13 @@
 #     and the same digest on all 3 ranks.
 #   - a rank killed with SIGKILL mid-epoch: the job must end within its --timeout
 #     plus a margin, non-zero, with a message naming the rank.
+#   - issue 30, fault 4: ranks started with different options (mpirun's MPMD form, one
+#     command line each): a different --batch-size, a different --lr: the job ends at
+#     start-up, non-zero, naming the option and both values; a different --metrics
+#     (only rank 0 writes it) is allowed.
+#   - issue 30, fault 5: SIGTERM to mpirun mid-run: rank 0 says it was stopped by
+#     SIGTERM and names the last checkpoint, which is the newest file in the directory.
+#   - --help under 2 ranks prints the help once.
 # Last line: "N passed, M failed[, K skipped]".
 #   tests/dist/lesson06.sh BUILD_DIR
 set -u
@@ -95,6 +102,72 @@ elif [ "$(wc -l <<<"$d3")" -ne 3 ] || [ "$(cut -d' ' -f2 <<<"$d3" | sort -u | wc
     tail -15 <<<"$second" | sed 's/^/        /'
 else
     pass "checkpoint of 2 ranks resumed on 3: epoch 2 trained, all 3 ranks at $(head -1 <<<"$d3" | cut -d' ' -f2)"
+fi
+
+# ---- ranks started with different options (issue 30, fault 4)
+opts=(--threads 1 --dataset synthetic --train-limit 200 --test-limit 50 --epochs 1 --timeout 20)
+mpmd() { # OPTIONS-OF-RANK-0 -- OPTIONS-OF-RANK-1: both ranks' output
+    local a=() b=()
+    while [ "$1" != -- ]; do a+=("$1"); shift; done
+    shift
+    b=("$@")
+    timeout 120 mpirun --oversubscribe --mca btl self,vader,tcp -n 1 "$bin" "${opts[@]}" "${a[@]}" \
+        : -n 1 "$bin" "${opts[@]}" "${b[@]}" 2>&1
+}
+for case in "--batch-size|32|16|32|16" "--lr|0.001|0.01|0.001|0.01"; do
+    IFS='|' read -r name v0 v1 want0 want1 <<<"$case"
+    t0=$(date +%s)
+    out=$(mpmd "$name" "$v0" -- "$name" "$v1")
+    status=$? took=$(($(date +%s) - t0))
+    if [ $status -ne 0 ] && [ $status -ne 124 ] &&
+        grep -q "^error: the ranks were started with different options: $name is $want0 on rank 0 but $want1 on rank 1" <<<"$out" &&
+        ! grep -q "MPI_ERR\|^ *1 " <<<"$out"; then
+        pass "ranks started with $name $v0 and $v1: ended at start-up in $took s (exit $status), naming $name and both values"
+    else
+        fail "ranks started with $name $v0 and $v1: exit $status after $took s (expected non-zero and \"the ranks were started with different options: $name is $want0 on rank 0 but $want1 on rank 1\", before any epoch)"
+        tail -15 <<<"$out" | sed 's/^/        /'
+    fi
+done
+out=$(mpmd --metrics "$scratch/m0.jsonl" -- --metrics "$scratch/m1.jsonl")
+status=$?
+if [ $status -eq 0 ] && [ "$(digests "$out" | cut -d' ' -f2 | sort -u | wc -l)" -eq 1 ]; then
+    pass "ranks started with different --metrics files (rank 0 alone writes one): trained, the same digest"
+else
+    fail "ranks with different --metrics: exit $status (expected 0 and one digest)"
+    tail -15 <<<"$out" | sed 's/^/        /'
+fi
+
+# ---- --help once under 2 ranks
+out=$(timeout 60 mpirun --oversubscribe -n 2 "$bin" --help 2>&1)
+if [ "$(grep -c '^usage:' <<<"$out")" -eq 1 ] && grep -q -- '--batch-size VALUE  *examples (images, or sequences) per step on each rank' <<<"$out"; then
+    pass "--help on 2 ranks: printed once; --batch-size said to be per rank"
+else
+    fail "--help on 2 ranks: $(grep -c '^usage:' <<<"$out") usage lines (expected 1), or --batch-size's help not per rank"
+    grep -- '--batch-size' <<<"$out" | sed 's/^/        /'
+fi
+
+# ---- SIGTERM to mpirun (issue 30, fault 5): the last checkpoint named
+ck5=$scratch/ck5 out=$scratch/term.out
+COURSE_TEST_RUN=term$tag mpirun -n 2 --oversubscribe --mca btl self,vader,tcp -x COURSE_TEST_RUN \
+    "$bin" --threads 1 --dataset synthetic --train-limit 2000 --test-limit 100 --batch-size 50 \
+    --epochs 100 --timeout 20 --checkpoint-dir "$ck5" >"$out" 2>&1 &
+job=$!
+for _ in $(seq 1 900); do # up to 90 s for two checkpoints
+    [ "$(grep -c '^checkpoint ' "$out")" -ge 2 ] && break
+    sleep 0.1
+done
+kill -TERM $job
+( sleep 60; kill -9 $job 2>/dev/null ) & watchdog=$!
+wait $job
+status=$?
+kill $watchdog 2>/dev/null
+newest=$(ls "$ck5"/ckpt-*.ckpt 2>/dev/null | sort | tail -1)
+named=$(sed -nE 's/^stopped by SIGTERM .*the last checkpoint is ([^ ]+) \(after step [0-9]+\).*/\1/p' "$out")
+if [ $status -ne 0 ] && [ -n "$newest" ] && [ "$named" = "$newest" ] && grep -q -- '--resume' "$out"; then
+    pass "SIGTERM to mpirun: exit $status, \"stopped by SIGTERM\" naming the last checkpoint ($(basename "$newest")) and --resume"
+else
+    fail "SIGTERM to mpirun: exit $status; named \"$named\", newest in the directory \"$newest\" (expected the same, and the words)"
+    tail -8 "$out" | sed 's/^/        /'
 fi
 
 # ---- a rank killed mid-epoch

@@ -15,12 +15,16 @@
 #   - lesson 05 (issue 12): one CartPole update with --target-return -1e9 stops with its
 #     "reached" line; --metrics has exactly the issue's keys; --gif draws the GIFs and PNG
 #     strips before and after; --target-return abc exits 1 with a message;
+#   - lesson 05 (issue 30, fault 6): PPO that diverges without a NaN (--lr 1e10) warns
+#     that the policy collapsed and, with --target-return 475 missed, exits 1;
 #   - lesson 07: bad options (--batch-size not a multiple of the micro-batches,
 #     --micro-batches 0, --schedule bogus, --split on one rank, --ranks 4 on 1 rank) and,
 #     under mpirun (skipped without it), what only ranks reveal (--split of the wrong
 #     count, not increasing or out of range, more stages than blocks, --dp that does not
-#     divide the ranks, --ranks 4 on 2): each exits 1 within the time limit with its
-#     message, never a crash or a hang.
+#     divide the ranks, named before the batch size (issue 30, fault 9), --ranks 4 on 2,
+#     ranks started with different options (fault 4)): each exits 1 within the time
+#     limit with its message, never a crash or a hang; a loss that diverges without a
+#     NaN (--lr 1000 on a tiny model: far above its start) stops with a message (fault 10).
 # Last line: "N passed, M failed[, K skipped]".
 #   tests/programs/run.sh BUILD_DIR
 set -u
@@ -207,6 +211,23 @@ else
     fail "lesson 05, --target-return abc: exit $rc (expected 1 and \"--target-return expects a number, got 'abc'\")"
     show "$tmp/l05-bad"
 fi
+# issue 30, fault 6: lr 1e10 sends the policy to one action (entropy 0, return about 9,
+# value loss 1e21) without a NaN; 40 updates
+run "$tmp/l05-lr" "$l05" --env cartpole --steps 20480 --lr 1e10 --target-return 475 --threads 1 --log-every 100
+if [ $rc -eq 1 ] && grep -q '^warning: update [0-9]*: the policy has collapsed: entropy' "$tmp/l05-lr" &&
+    grep -q 'below the target of 475 (exit status 1)' "$tmp/l05-lr"; then
+    pass "lesson 05, --lr 1e10 --target-return 475: warns of the collapsed policy, exit 1 for the missed target"
+else
+    fail "lesson 05, --lr 1e10 --target-return 475: exit $rc (expected 1, \"warning: ... the policy has collapsed\" and \"below the target of 475 (exit status 1)\")"
+    show "$tmp/l05-lr"
+fi
+run "$tmp/l05-ok" "$l05" --env cartpole --steps 20480 --threads 1 --log-every 100
+if [ $rc -eq 0 ] && ! grep -q 'collapsed' "$tmp/l05-ok"; then
+    pass "lesson 05, the default --lr without a target: exit 0, no collapse warning"
+else
+    fail "lesson 05, the default --lr: exit $rc, or a collapse warning where the policy learns"
+    show "$tmp/l05-ok"
+fi
 
 # ---------------------------------------------------------------- lesson 00's options
 run "$tmp/l00-auto" "$l00" --size-mb 1 --repeats 1 --device auto
@@ -264,8 +285,8 @@ l07_expect() {
 l07_expect "--batch-size 30 with 8 micro-batches" \
     '--batch-size 30 does not split into 8 micro-batches of equal size: make it a multiple of 8' \
     -- --batch-size 30
-l07_expect "--batch-size 32 with 8 micro-batches on --dp 3 pipelines" \
-    '--batch-size 32 does not split into 8 micro-batches on each of --dp pipelines .*multiple of 24' \
+l07_expect "--dp 3 on one rank (and a --batch-size 32 that 3 x 8 does not divide: the ranks first)" \
+    '1 rank cannot form --dp 3 pipelines of equal length: start a multiple of 3 ranks' \
     -- --batch-size 32 --dp 3
 l07_expect "--micro-batches 0" '--micro-batches must be 1 to [0-9]+, got 0' -- --micro-batches 0
 l07_expect "--schedule bogus" "--schedule must be one of gpipe\|1f1b, got 'bogus'" -- --schedule bogus
@@ -292,6 +313,39 @@ else
     l07_expect "3 ranks, --dp 2 (does not divide them)" '3 ranks cannot form --dp 2 pipelines of equal length' \
         "${mpi[@]}" 3 -- --dp 2 --batch-size 16
     l07_expect "2 ranks launched, --ranks 4" 'this job has 2 ranks but 4 were asked for' "${mpi[@]}" 2 -- --ranks 4
+    # issue 30, fault 9: the rank count before the batch size
+    l07_expect "2 ranks, --dp 3 (the default --batch-size 32 does not split 3 x 8 ways either)" \
+        '2 ranks cannot form --dp 3 pipelines of equal length: start a multiple of 3 ranks' "${mpi[@]}" 2 -- --dp 3
+    l07_expect "2 ranks, --dp 2, --batch-size 24 (not 2 x 8 micro-batches)" \
+        '--batch-size 24 does not split into 8 micro-batches on each of --dp pipelines .*multiple of 16' \
+        "${mpi[@]}" 2 -- --dp 2 --batch-size 24
+    # issue 30, fault 4: ranks started with different options (MPMD: one command line each)
+    run "$tmp/l07-opt" timeout 60 mpirun --oversubscribe --bind-to none --mca btl self,vader,tcp \
+        -n 1 "$l07" "${l07_small[@]}" --lr 5 : -n 1 "$l07" "${l07_small[@]}" --lr 0.1 --metrics "$tmp/l07-opt.jsonl"
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+        grep -q "^error: the ranks were started with different options: --lr is 5 on rank 0 but 0.1 on rank 1" "$tmp/l07-opt" &&
+        ! grep -q 'metrics' "$tmp/l07-opt"; then
+        pass "lesson 07, ranks started with --lr 5 and --lr 0.1: exit $rc, names --lr and both values (not --metrics, which may differ)"
+    else
+        fail "lesson 07, ranks with different --lr: exit $rc (expected non-zero and \"the ranks were started with different options: --lr is 5 on rank 0 but 0.1 on rank 1\")"
+        show "$tmp/l07-opt"
+    fi
+fi
+
+# issue 30, fault 10: a loss far above ln V without a NaN stops the run (one rank)
+run "$tmp/l07-div" "$l07" "${l07_small[@]}" --max-steps 60 --epochs 5 --lr 1000
+if [ $rc -eq 1 ] && grep -q '^error: the training diverged: the loss has averaged .* far above where it started .*(--lr 1000)' "$tmp/l07-div"; then
+    pass "lesson 07, --lr 1000: stops with \"the loss has averaged ... far above where it started\", exit 1"
+else
+    fail "lesson 07, --lr 1000: exit $rc (expected 1 and \"error: the training diverged: the loss has averaged ... far above where it started ...\")"
+    show "$tmp/l07-div"
+fi
+run "$tmp/l07-lr5" "$l07" "${l07_small[@]}" --max-steps 60 --epochs 5 --lr 5
+if [ $rc -eq 0 ] && grep -q 'end of training' "$tmp/l07-lr5"; then
+    pass "lesson 07, the same at the default --lr 5: trains to the end, exit 0"
+else
+    fail "lesson 07, --lr 5: exit $rc (expected 0 and the end of training)"
+    show "$tmp/l07-lr5"
 fi
 
 # ---------------------------------------------------------------- the progress line
