@@ -402,4 +402,5 @@ ifneq ($(filter check-lesson run-lesson submit,$(MAKECMDGOALS)),)
 	@:
 endif
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not under build/image/: an image's root, whose /etc has rc0.d/ and whose course has its own build)
+-include $(shell find $(BUILD) -path $(BUILD)/image -prune -o -name '*.d' -type f -print 2>/dev/null)
