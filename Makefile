@@ -395,6 +395,7 @@ clean: ## remove build/
 include mk/cluster.mk
 include mk/slides.mk
 include mk/fuzz.mk
+include mk/image.mk
 
 # `make check-lesson 1`: the number is a goal too; make it a no-op.
 ifneq ($(filter check-lesson run-lesson submit,$(MAKECMDGOALS)),)
