@@ -22,7 +22,8 @@ container_binds() {
         # itself is read-only, $HOME is not bound unless --home; -t: a private /tmp
         CONTAINER_BINDS=(-b "$data:/data" -b "$scratch:/scratch" -t) ;;
     pyxis)
-        # flags after the second colon; Pyxis mounts the home directory unless told not to
+        # flags after the second colon; the home directory may be mounted by the site's
+        # Pyxis or Enroot settings: say no
         CONTAINER_BINDS=("--container-mounts=$data:/data:ro,$scratch:/scratch" --no-container-mount-home) ;;
     apptainer)
         # --contain: an empty /tmp and home of the container's own, not the host's
