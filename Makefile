@@ -400,6 +400,7 @@ clean: ## remove build/
 include mk/cluster.mk
 include mk/slides.mk
 include mk/fuzz.mk
+include mk/image.mk
 
 # `make check-lesson 1`: the number is a goal too; make it a no-op.
 ifneq ($(filter check-lesson run-lesson submit,$(MAKECMDGOALS)),)
@@ -407,4 +408,5 @@ ifneq ($(filter check-lesson run-lesson submit,$(MAKECMDGOALS)),)
 	@:
 endif
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not under build/image/: an image's root, whose /etc has rc0.d/ and whose course has its own build)
+-include $(shell find $(BUILD) -path $(BUILD)/image -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -29,6 +29,11 @@ generate() { # $1: output root, in which lessons/ and solutions/ are written
                 unifdef -x2 -USOLUTION -o "$out/lessons/$name/$base" "$f"
                 unifdef -x2 -DSOLUTION -o "$out/solutions/$name/$base" "$f"
                 ;;
+            *.conf | *.sh)
+                # shell, not C: the TODOs sit in #ifdef blocks all the same
+                unifdef -t -x2 -USOLUTION -o "$out/lessons/$name/$base" "$f"
+                unifdef -t -x2 -DSOLUTION -o "$out/solutions/$name/$base" "$f"
+                ;;
             *.sbatch)
                 # -t: plain text, not C (an apostrophe in a shell comment is no char literal)
                 unifdef -t -x2 -USOLUTION -o "$out/lessons/$name/$base" "$f"

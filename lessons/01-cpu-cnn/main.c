@@ -14,6 +14,7 @@
 #include "core/metrics.h"
 #include "core/timer.h"
 #include "lesson.h"
+#include "train/checkpoint.h"
 #include "train/options.h"
 
 /* The options every lesson shares (lib/train/options.h), and --conv. */
@@ -81,6 +82,9 @@ int main(int argc, char **argv) {
         metrics_epoch(metrics, NULL, epoch, tr.loss, &ev, seconds, rate);
     }
 
+    /* a hash of every parameter's bytes: the same run elsewhere (in a container image,
+     * lesson 11) must end with the same one */
+    print0("parameter digest: %016llx\n", (unsigned long long)params_digest(&model.params));
     metrics_close(metrics);
     batch_free(&batch);
     sampler_free(&sampler);

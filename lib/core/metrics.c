@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "fs.h"
+#include "image_info.h"
 
 struct MetricsFile {
     FILE *f;
@@ -28,6 +29,13 @@ static MetricsFile *open_mode(const char *path, int flags) {
     MetricsFile *m = xcalloc(1, sizeof *m);
     m->f = f;
     m->path = path;
+    const ImageInfo *im = mode[0] == 'w' ? image_info() : NULL;
+    if (im) { /* a header line: which container image the run was in */
+        metrics_begin(m);
+        metrics_str(m, "image", im->digest);
+        metrics_str(m, "image_commit", im->commit);
+        metrics_end(m);
+    }
     return m;
 }
 

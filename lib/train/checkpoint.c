@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "train/checkpoint_meta.h"
 
 /* The ends of the messages: what to do about a damaged or a foreign file. */
 #define FIX_DAMAGED                                                                        \
@@ -250,7 +251,7 @@ static const uint8_t MAGIC[8] = {0x89, 'C', 'K', 'P', '\r', '\n', 0x1a, '\n'};
 enum { HEADER_SIZE = 32, TYPE_F32 = 1 };
 
 size_t ckpt_encoded_size(const Checkpoint *c) {
-    size_t size = HEADER_SIZE + 8;
+    size_t size = HEADER_SIZE + 8 + ckpt_meta_size(); /* + the image, inside one */
     for (int i = 0; i < c->ntensors; i++) {
         const Tensor *t = &c->tensors[i].tensor;
         size += 2 + strlen(c->tensors[i].name) + 2 + 4 * (size_t)t->ndim + 4 * (size_t)t->size;
@@ -268,7 +269,7 @@ void ckpt_encode(const Checkpoint *c, uint8_t **buf, size_t *len) {
     store_le(p + 12, HEADER_SIZE, 4);
     store_le(p + 16, size, 8);
     store_le(p + 24, (uint64_t)c->ntensors, 4);
-    store_le(p + 28, (uint64_t)c->nscalars, 4);
+    store_le(p + 28, (uint64_t)c->nscalars + ckpt_meta_count(), 4);
     p += HEADER_SIZE;
     for (int i = 0; i < c->ntensors; i++) {
         const Tensor *t = &c->tensors[i].tensor;
@@ -294,6 +295,7 @@ void ckpt_encode(const Checkpoint *c, uint8_t **buf, size_t *len) {
         store_le(p, bits, 8);
         p += 8;
     }
+    p = ckpt_meta_write(p); /* train/checkpoint_meta.h */
     store_le(p, ckpt_hash64(b, size - 8, 0), 8);
     CHECK(p + 8 == b + size, "checkpoint size computed as %zu, wrote %zu", size,
           (size_t)(p + 8 - b));
@@ -475,6 +477,7 @@ static int place_scalars(const Checkpoint *c, Reader *r, uint32_t count, Placeme
             return ckpt_error(err, "checkpoint %s: scalar %u has a damaged name. " FIX_DAMAGED ".", src, e);
         int type = (int)take_le(r, 1);
         int i = find_scalar(c, name);
+        if (i < 0 && ckpt_meta_name(name, type) && take(r, 8)) continue; /* metadata */
         if (i < 0)
             return ckpt_error(err, "checkpoint %s holds '%s', which this program does not have: it was "
                                    "written by another program. " FIX_FOREIGN ".", src, name);

@@ -25,6 +25,8 @@
  *   per scalar: u16 name length, name, u8 type ('i' int64, 'u' uint64, 'f' float64),
  *               8 bytes value
  *   u64 checksum (ckpt_hash64 of every byte before it)
+ *   Inside a container image the scalars end with metadata (train/checkpoint_meta.h:
+ *   "image.digest"), which a reader without it in its manifest skips.
  *
  * Loading checks magic, version, size, checksum, then that the file holds exactly
  * the manifest's names with the same shapes; on any problem it returns -1 with a

@@ -29,7 +29,7 @@ from metrics import FigureError, read_jsonl, read_source, read_specs  # noqa: E4
 TODO_ID = r"\d+\.\d+"
 # 'TODO 1.6', 'TODO 0.3, 0.4', 'TODO 1.1 and 1.2', 'TODOs 3.1-3.5' is not supported
 TODO_MENTION = re.compile(rf"\bTODO\s+({TODO_ID}(?:\s*(?:,|and|&)\s*{TODO_ID})*)")
-CODE_EXTENSIONS = (".c", ".cu", ".h", ".sbatch")  # a TODO may be in the job script
+CODE_EXTENSIONS = (".c", ".cu", ".h", ".sbatch", ".conf", ".sh")  # a TODO may be in the job script or a recipe
 
 
 class Results:

@@ -1,0 +1,91 @@
+/* Lesson 11: does the image change the result? Runs lesson 01's solution for a few
+ * steps outside the image and inside it (ch-run by default), then compares the
+ * parameter digests both print (TODO 11.6).
+ *
+ *   train                                   # build/image/root against the host build
+ *   train --inside "apptainer exec dl-course.sif /opt/course/build/solutions/01-cpu-cnn/train"
+ *
+ * --outside and --inside are shell commands; the training options (--steps' worth of
+ * a synthetic set, one thread, seed 42) are appended to both. Exit status 0: the same
+ * digest; 1: different; 2: a run failed or printed none. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/args.h"
+#include "core/check.h"
+#include "lesson.h"
+
+enum { OUTPUT_MAX = 1 << 16, COMMAND_MAX = 8192 };
+
+/* Runs `command` through the shell, stderr too; its output (the first OUTPUT_MAX - 1
+ * bytes) into out; its exit status (-1: could not start it). */
+static int run(const char *command, char *out) {
+    char full[COMMAND_MAX + 16];
+    if (snprintf(full, sizeof full, "%s 2>&1", command) >= (int)sizeof full) fatal("command too long: %s", command);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, OUTPUT_MAX - 1, p);
+    out[n] = '\0';
+    while (fgetc(p) != EOF) {} /* the rest, unread, so the program is not cut off */
+    return pclose(p);
+}
+
+static void show(const char *where, const char *command, int status, const char *out, bool found,
+                 uint64_t digest) {
+    printf("%s: %s\n", where, command);
+    if (found) printf("  parameter digest %016llx\n", (unsigned long long)digest);
+    else {
+        printf("  no parameter digest (exit status %d); it said:\n", status);
+        const char *tail = strlen(out) > 2000 ? out + strlen(out) - 2000 : out;
+        printf("%s%s", tail, *tail && tail[strlen(tail) - 1] != '\n' ? "\n" : "");
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *image = "build/image/root";
+    const char *outside = "build/image/host/solutions/01-cpu-cnn/train";
+    const char *inside = NULL;
+    int steps = 5, threads = 1;
+    ArgSpec specs[] = {
+        {"image", ARG_STRING, &image, "the image directory ch-run runs (make image)", NULL},
+        {"outside", ARG_STRING, &outside, "the command run outside the image (lesson 01's program, "
+                                          "built with the image's -march)", NULL},
+        {"inside", ARG_STRING, &inside, "the command run inside (default: ch-run on --image)", NULL},
+        {"steps", ARG_INT, &steps, "training steps of 100 images", NULL},
+        {"threads", ARG_INT, &threads, "threads of both runs", NULL},
+    };
+    args_parse(argc, argv, specs, (int)(sizeof specs / sizeof specs[0]),
+               "Lesson 11: lesson 01 for a few steps outside and inside the image; the same parameters?");
+    if (steps < 1 || steps > 600) fatal("--steps %d: give 1 to 600", steps);
+    if (threads < 1) fatal("--threads %d: give at least 1", threads);
+    char default_inside[COMMAND_MAX];
+    if (!inside) {
+        snprintf(default_inside, sizeof default_inside,
+                 "ch-run --set-env -t '%s' -- /opt/course/build/solutions/01-cpu-cnn/train", image);
+        inside = default_inside;
+    }
+    char args[256], cmd_out[COMMAND_MAX], cmd_in[COMMAND_MAX];
+    snprintf(args, sizeof args, " --dataset synthetic --train-limit %d --test-limit 100 --batch-size 100 "
+             "--epochs 1 --seed 42 --threads %d", 100 * steps, threads);
+    if (snprintf(cmd_out, sizeof cmd_out, "%s%s", outside, args) >= (int)sizeof cmd_out ||
+        snprintf(cmd_in, sizeof cmd_in, "%s%s", inside, args) >= (int)sizeof cmd_in)
+        fatal("--outside or --inside is too long");
+
+    char *out_a = xcalloc(OUTPUT_MAX, 1), *out_b = xcalloc(OUTPUT_MAX, 1);
+    const int status_a = run(cmd_out, out_a), status_b = run(cmd_in, out_b);
+    uint64_t a = 0, b = 0;
+    const DigestVerdict v = lesson_compare_digests(out_a, out_b, &a, &b);
+    const bool found_a = v != DIGESTS_MISSING || lesson_find_digest(out_a, &a);
+    const bool found_b = v != DIGESTS_MISSING || lesson_find_digest(out_b, &b);
+    show("outside", cmd_out, status_a, out_a, found_a, a);
+    show("inside ", cmd_in, status_b, out_b, found_b, b);
+    if (v == DIGESTS_SAME) printf("the same parameters inside the image as outside (%d steps)\n", steps);
+    else if (v == DIGESTS_DIFFERENT)
+        printf("different parameters: is the program inside built with the same -march (ARCH) and "
+               "libraries as the one outside?\n");
+    else printf("a run printed no parameter digest: see its output above\n");
+    xfree(out_a);
+    xfree(out_b);
+    return (int)v;
+}
