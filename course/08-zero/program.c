@@ -25,6 +25,7 @@
 #include "core/timer.h"
 #include "cuda/device.h"
 #include "data/text.h"
+#include "dist/dist_options.h"
 #include "lesson.h"
 #include "models/transformer.h"
 #include "parallel/ddp.h"
@@ -47,64 +48,75 @@ typedef struct {
     float lr, weight_decay, momentum, clip, bucket_mb, timeout_s;
 } Config;
 
-static Config parse_args(int argc, char **argv) {
-    Config c = {.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
+/* Options each rank may set its own way; every other one must agree (dist_check_options). */
+static const char *const per_rank_options[] = {"metrics", "threads", "timeout", NULL};
+enum { OWN = 26, MAX_SPECS = OWN + LM_OPTION_SPECS };
+
+/* Parses into *out; specs (MAX_SPECS) keep pointing at *out's fields, for the ranks'
+ * comparison. Returns how many. */
+static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
+    Config *c = out;
+    *c = (Config){.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
                 .optimizer = "adamw", .impl = "mine", .device = "cpu", .dist = "auto",
                 .stage = 3, .batch_size = 32, .epochs = 1, .seed = 42, .threads = 1,
-                .lr = -1, .weight_decay = 0.01f, .clip = 0.5f, .bucket_mb = 25, .timeout_s = 300};
-    enum { OWN = 26 };
-    ArgSpec specs[OWN + LM_OPTION_SPECS] = {
-        {"stage", ARG_INT, &c.stage, "0: plain data parallel; 1: optimiser state sharded; 2: and gradients; 3: and parameters", NULL},
-        {"model", ARG_CHOICE, &c.model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's (1024 wide, 3 layers)", "tutorial|seed"},
-        {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
-        {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
-        {"optimizer", ARG_CHOICE, &c.optimizer, "adamw (two moments: 8 bytes a parameter) or sgd (momentum: 4)", "sgd|adamw"},
-        {"lr", ARG_FLOAT, &c.lr, "learning rate (default: adamw 5e-4, sgd 5)", NULL},
-        {"weight-decay", ARG_FLOAT, &c.weight_decay, "decoupled weight decay of AdamW (SGD: L2)", NULL},
-        {"momentum", ARG_FLOAT, &c.momentum, "SGD's momentum (its buffer is kept either way)", NULL},
-        {"clip", ARG_FLOAT, &c.clip, "largest global gradient norm (0: no clipping)", NULL},
-        {"batch-size", ARG_INT, &c.batch_size, "sequences per step, all ranks together (each takes batch-size / ranks)", NULL},
-        {"epochs", ARG_INT, &c.epochs, "passes over the training text", NULL},
-        {"max-steps", ARG_INT, &c.max_steps, "stop after this many steps in all (0: every epoch whole)", NULL},
-        {"valid-batches", ARG_INT, &c.valid_batches, "evaluate on the first this many batches of the valid text (0: all)", NULL},
-        {"seed", ARG_INT, &c.seed, "seed of the weights and the dropout masks", NULL},
-        {"impl", ARG_CHOICE, &c.impl, "mine: your TODOs 8.1-8.5 shard; library: lib/parallel/zero.c's", "mine|library"},
-        {"bucket-mb", ARG_FLOAT, &c.bucket_mb, "stage 0: the all-reduce's buckets (lesson 06)", NULL},
-        {"threads", ARG_INT, &c.threads, "OpenMP threads per rank", NULL},
-        {"device", ARG_CHOICE, &c.device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
-        {"dist", ARG_CHOICE, &c.dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
-        {"ranks", ARG_INT, &c.ranks, "stop unless the job has this many ranks (0: any)", NULL},
-        {"timeout", ARG_FLOAT, &c.timeout_s, "seconds a rank waits for another before the job ends", NULL},
-        {"metrics", ARG_STRING, &c.metrics, "JSON lines, one per step: loss, tokens_per_s, bytes, memory, seconds", NULL},
-        {"checkpoint-dir", ARG_STRING, &c.checkpoint_dir, "every rank writes its shard of a checkpoint here (a directory on a file system all ranks see)", NULL},
-        {"checkpoint-every", ARG_INT, &c.checkpoint_every, "steps between checkpoints (0: at each epoch's end and the last step)", NULL},
-        {"resume", ARG_FLAG, &c.resume, "continue from the newest complete checkpoint in --checkpoint-dir (any number of ranks, any stage)", NULL},
-        {"collectives", ARG_FLAG, &c.collectives, "part 2: your ring reduce-scatter against the library's, and its bandwidth", NULL},
+                .lr = -1, .weight_decay = 0.01f, .momentum = 0.9f, .clip = 0.5f, .bucket_mb = 25, .timeout_s = 300};
+    const ArgSpec own[OWN] = {
+        {"stage", ARG_INT, &c->stage, "0: plain data parallel; 1: optimiser state sharded; 2: and gradients; 3: and parameters", NULL},
+        {"model", ARG_CHOICE, &c->model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's (1024 wide, 3 layers)", "tutorial|seed"},
+        {"dataset", ARG_CHOICE, &c->dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
+        {"data", ARG_STRING, &c->data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
+        {"optimizer", ARG_CHOICE, &c->optimizer, "adamw (two moments: 8 bytes a parameter) or sgd (momentum: 4)", "sgd|adamw"},
+        {"lr", ARG_FLOAT, &c->lr, "learning rate (default: adamw 5e-4, sgd 0.5)", NULL},
+        {"weight-decay", ARG_FLOAT, &c->weight_decay, "decoupled weight decay of AdamW (SGD: L2)", NULL},
+        {"momentum", ARG_FLOAT, &c->momentum, "SGD's momentum: its buffer is the state ZeRO shards (above 0)", NULL},
+        {"clip", ARG_FLOAT, &c->clip, "largest global gradient norm (0: no clipping)", NULL},
+        {"batch-size", ARG_INT, &c->batch_size, "sequences per step, all ranks together (each takes batch-size / ranks)", NULL},
+        {"epochs", ARG_INT, &c->epochs, "passes over the training text", NULL},
+        {"max-steps", ARG_INT, &c->max_steps, "stop after this many steps in all (0: every epoch whole)", NULL},
+        {"valid-batches", ARG_INT, &c->valid_batches, "evaluate on the first this many batches of the valid text (0: all)", NULL},
+        {"seed", ARG_INT, &c->seed, "seed of the weights and the dropout masks", NULL},
+        {"impl", ARG_CHOICE, &c->impl, "mine: your TODOs 8.1-8.5 shard; library: lib/parallel/zero.c's", "mine|library"},
+        {"bucket-mb", ARG_FLOAT, &c->bucket_mb, "stage 0: the all-reduce's buckets (lesson 06)", NULL},
+        {"threads", ARG_INT, &c->threads, "OpenMP threads per rank", NULL},
+        {"device", ARG_CHOICE, &c->device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
+        {"dist", ARG_CHOICE, &c->dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
+        {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", NULL},
+        {"timeout", ARG_FLOAT, &c->timeout_s, "seconds a rank waits for another before the job ends", NULL},
+        {"metrics", ARG_STRING, &c->metrics, "JSON lines, one per step: loss, tokens_per_s, bytes, memory, seconds", NULL},
+        {"checkpoint-dir", ARG_STRING, &c->checkpoint_dir, "every rank writes its shard of a checkpoint here (a directory on a file system all ranks see)", NULL},
+        {"checkpoint-every", ARG_INT, &c->checkpoint_every, "steps between checkpoints (0: at each epoch's end and the last step)", NULL},
+        {"resume", ARG_FLAG, &c->resume, "continue from the newest complete checkpoint in --checkpoint-dir (any number of ranks, any stage)", NULL},
+        {"collectives", ARG_FLAG, &c->collectives, "part 2: your ring reduce-scatter against the library's, and its bandwidth", NULL},
     };
-    const int n = OWN + lm_options_specs(&c.lm, specs + OWN);
+    memcpy(specs, own, sizeof own);
+    const int n = OWN + lm_options_specs(&c->lm, specs + OWN);
+    dist_help_once(argc, argv); /* one help, not one per rank */
     args_parse(argc, argv, specs, n,
                "Lesson 08: lesson 04's transformer trained data-parallel over ranks with ZeRO's "
                "sharding (stages 0-3), mpirun or srun.");
-    lm_options_check(&c.lm);
+    lm_options_check(&c->lm);
     const struct { const char *name; int value, min, max; } ints[] = {
-        {"--stage", c.stage, 0, 3}, {"--batch-size", c.batch_size, 1, 1 << 20},
-        {"--epochs", c.epochs, 1, 1 << 20}, {"--max-steps", c.max_steps, 0, 1 << 30},
-        {"--valid-batches", c.valid_batches, 0, 1 << 30}, {"--checkpoint-every", c.checkpoint_every, 0, 1 << 30},
-        {"--threads", c.threads, 1, 1024}, {"--ranks", c.ranks, 0, 1 << 20}};
+        {"--stage", c->stage, 0, 3}, {"--batch-size", c->batch_size, 1, 1 << 20},
+        {"--epochs", c->epochs, 1, 1 << 20}, {"--max-steps", c->max_steps, 0, 1 << 30},
+        {"--valid-batches", c->valid_batches, 0, 1 << 30}, {"--checkpoint-every", c->checkpoint_every, 0, 1 << 30},
+        {"--threads", c->threads, 1, 1024}, {"--ranks", c->ranks, 0, 1 << 20}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].value < ints[i].min || ints[i].value > ints[i].max)
             fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, ints[i].max, ints[i].value);
-    const bool sgd = strcmp(c.optimizer, "sgd") == 0;
-    if (c.lr < 0) c.lr = sgd ? 5.0f : 5e-4f;
-    if (!(c.lr > 0) || !isfinite(c.lr)) fatal("--lr must be positive, got %g", (double)c.lr);
-    if (!(c.weight_decay >= 0) || !isfinite(c.weight_decay)) fatal("--weight-decay must be 0 or more");
-    if (!(c.momentum >= 0 && c.momentum < 1)) fatal("--momentum must be in [0, 1), got %g", (double)c.momentum);
-    if (!(c.clip >= 0) || !isfinite(c.clip)) fatal("--clip must be 0 or more, got %g", (double)c.clip);
-    if (!(c.bucket_mb > 0) || !isfinite(c.bucket_mb)) fatal("--bucket-mb must be positive");
-    if (!(c.timeout_s > 0) || !isfinite(c.timeout_s)) fatal("--timeout must be positive, got %g", (double)c.timeout_s);
-    if ((c.resume || c.checkpoint_every) && !c.checkpoint_dir)
+    const bool sgd = strcmp(c->optimizer, "sgd") == 0;
+    if (c->lr < 0) c->lr = sgd ? 0.5f : 5e-4f;
+    if (!(c->lr > 0) || !isfinite(c->lr)) fatal("--lr must be positive, got %g", (double)c->lr);
+    if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay)) fatal("--weight-decay must be 0 or more");
+    if (!(c->momentum >= 0 && c->momentum < 1)) fatal("--momentum must be in [0, 1), got %g", (double)c->momentum);
+    if (sgd && c->momentum == 0)
+        fatal("--optimizer sgd needs --momentum above 0 (0.9, say): SGD without momentum keeps no "
+              "state, so there is nothing for ZeRO to shard; --optimizer adamw keeps two moments");
+    if (!(c->clip >= 0) || !isfinite(c->clip)) fatal("--clip must be 0 or more, got %g", (double)c->clip);
+    if (!(c->bucket_mb > 0) || !isfinite(c->bucket_mb)) fatal("--bucket-mb must be positive");
+    if (!(c->timeout_s > 0) || !isfinite(c->timeout_s)) fatal("--timeout must be positive, got %g", (double)c->timeout_s);
+    if ((c->resume || c->checkpoint_every) && !c->checkpoint_dir)
         fatal("--resume and --checkpoint-every need --checkpoint-dir (where the checkpoints are)");
-    return c;
+    return n;
 }
 
 /* ---------------------------------------------------------------- the run */
@@ -135,11 +147,12 @@ typedef struct {
 
 static bool sgd(const Run *run) { return strcmp(run->cfg.optimizer, "sgd") == 0; }
 
-static void join(Run *run) {
+static void join(Run *run, const ArgSpec *specs, int nspecs) {
     const Config *c = &run->cfg;
     const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
     run->dist = dist_init(&(DistOptions){.backend = c->dist, .device = device,
                                          .timeout_s = c->timeout_s, .expect_world = c->ranks});
+    dist_check_options(run->dist, specs, nspecs, per_rank_options);
     char line[256];
     dist_describe(run->dist, line, sizeof line);
     print0("%s\n", line);
@@ -172,10 +185,7 @@ static void build(Run *run) {
     const int W = run->dist->world_size;
     run->model_cfg = lm_model_config(&c->lm, strcmp(c->model, "seed") == 0 ? "seed" : "tutorial",
                                      run->corpus.vocab.count);
-    /* ranks started with different options would each run a collective the others do
-     * not: refuse at start, naming what differs */
-    dist_check_same(run->dist, c->stage, "--stage");
-    dist_check_same(run->dist, c->batch_size, "--batch-size");
+    /* the options agree (join); a text of another vocabulary on some rank would not */
     dist_check_same(run->dist, transformer_param_count(&run->model_cfg),
                     "the model's number of parameters (--model, --d-model, --layers, the text's vocabulary)");
     run->T = c->lm.bptt;
@@ -559,9 +569,10 @@ static void finish(Run *run) {
 
 int lesson_main(int argc, char **argv) {
     Run *run = xcalloc(1, sizeof *run);
-    run->cfg = parse_args(argc, argv);
+    ArgSpec specs[MAX_SPECS];
+    const int nspecs = parse_args(argc, argv, &run->cfg, specs);
     omp_set_num_threads(run->cfg.threads);
-    join(run);
+    join(run, specs, nspecs);
     if (run->cfg.collectives) {
         collectives(run);
     } else {

@@ -29,7 +29,7 @@ static MetricsFile *open_mode(const char *path, int flags) {
     MetricsFile *m = xcalloc(1, sizeof *m);
     m->f = f;
     m->path = path;
-    const ImageInfo *im = mode[0] == 'w' ? image_info() : NULL;
+    const ImageInfo *im = flags & FS_APPEND ? NULL : image_info(); /* a new file: its first line */
     if (im) { /* a header line: which container image the run was in */
         metrics_begin(m);
         metrics_str(m, "image", im->digest);

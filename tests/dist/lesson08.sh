@@ -113,7 +113,7 @@ fi
 
 # ---- options the ranks disagree on, and a stage out of range
 out=$("${mpi[@]}" -n 2 sh -c 'exec "$0" "$@" --stage $((3 - OMPI_COMM_WORLD_RANK))' "$bin" "${small[@]}" --max-steps 1 2>&1)
-if grep -q 'the ranks disagree: --stage is 3 on rank 0 but 2 on rank 1' <<<"$out"; then
+if grep -q 'different options: --stage is 3 on rank 0 but 2 on rank 1' <<<"$out"; then
     pass "ranks started with --stage 3 and 2 are refused at start, naming --stage and both ranks"
 else
     fail "ranks with different --stage: no message naming it"
