@@ -22,7 +22,107 @@
 
 static int g_passed, g_failed, g_skipped;
 
-enum { CHILD_PASSED = 42 }; /* exit status of a check's process that passed */
+/* Exit statuses of a check's process: it passed; it failed because the code under test
+ * hung or crashed in something the check ran (a command, ranks, a child). */
+enum { CHILD_PASSED = 42, CHILD_HUNG = 43, CHILD_CRASHED = 44 };
+
+/* ---------------------------------------------------------------- what each TODO did
+ * A check's tag names the TODOs it runs ("TODO 4.6", "TODO 4.2-4.6"), check_needs adds
+ * others. Once a TODO hung or crashed, the later checks that run it are skipped (each
+ * would wait out its own time limit again); once one failed, a later check that runs
+ * it and fails says "fix TODO X first" instead of its own hints. Lessons have TODOs
+ * N.1 .. N.63: one bit each. */
+enum { TODO_FAILED = 1, TODO_HUNG, TODO_CRASHED };
+typedef struct {
+    int lesson;
+    uint64_t todos;
+} TodoSet;
+static int g_todo_state[64];         /* of the current suite's lesson, by k of N.k */
+static char g_todo_by[64][32];       /* the tag of the check that found it */
+static int g_lesson = -1;
+static struct {
+    char tag[32];
+    TodoSet needs;
+} g_needs[32];
+static int g_nneeds;
+static bool g_hung, g_crashed;       /* in a check's process: what check_note_* said */
+static const char *g_signal_words[65]; /* check_signal_hint, by signal */
+
+/* "4.2-4.6", "4.6", "6.10-6.11", several separated by spaces or commas; the lesson of
+ * the first. Returns false on text that is no such list. */
+static bool parse_todos(const char *text, TodoSet *set) {
+    set->lesson = -1;
+    set->todos = 0;
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ' || *p == ',') p++;
+        if (!*p) break;
+        int n, a, b, used;
+        if (sscanf(p, "%d.%d%n", &n, &a, &used) != 2) return false;
+        p += used;
+        b = a;
+        if (*p == '-') {
+            int n2, b2;
+            if (sscanf(p + 1, "%d.%d%n", &n2, &b2, &used) == 2) b = b2, p += 1 + used;
+            else if (sscanf(p + 1, "%d%n", &b2, &used) == 1) b = b2, p += 1 + used;
+            else return false;
+        }
+        if (set->lesson < 0) set->lesson = n;
+        for (int k = a; k <= b && k < 64; k++)
+            if (k >= 0 && n == set->lesson) set->todos |= 1ull << k;
+    }
+    return set->lesson >= 0;
+}
+
+/* The TODOs a check with this tag runs: its tag's and check_needs'. */
+static TodoSet tag_todos(const char *tag) {
+    TodoSet set = {-1, 0};
+    if (!tag || strncmp(tag, "TODO ", 5) != 0 || !parse_todos(tag + 5, &set)) return (TodoSet){-1, 0};
+    for (int i = 0; i < g_nneeds; i++)
+        if (strcmp(g_needs[i].tag, tag) == 0 && g_needs[i].needs.lesson == set.lesson)
+            set.todos |= g_needs[i].needs.todos;
+    return set;
+}
+
+void check_needs(const char *tag, const char *todos) {
+    TodoSet set;
+    if (g_nneeds == 32 || strlen(tag) >= sizeof g_needs[0].tag || !parse_todos(todos, &set)) {
+        fprintf(stderr, "test bug: check_needs(\"%s\", \"%s\")\n", tag, todos);
+        exit(2);
+    }
+    snprintf(g_needs[g_nneeds].tag, sizeof g_needs[0].tag, "%s", tag);
+    g_needs[g_nneeds++].needs = set;
+}
+
+void check_note_hung(void) { g_hung = true; }
+void check_note_crashed(void) { g_crashed = true; }
+
+void check_signal_hint(int sig, const char *words) {
+    if (sig > 0 && sig < 65) g_signal_words[sig] = words;
+}
+
+/* The first TODO of set (lowest k) in `state`, or -1. */
+static int first_in(const TodoSet *set, int state) {
+    if (set->lesson != g_lesson) return -1;
+    for (int k = 0; k < 64; k++)
+        if ((set->todos >> k & 1) && g_todo_state[k] == state) return k;
+    return -1;
+}
+
+/* A check of `set` ended with `state`: a hang or crash marks every TODO it runs (which
+ * of them did it is not known), a failure only a check of one TODO's own. */
+static void mark_todos(const TodoSet *set, const char *tag, int state) {
+    if (set->lesson != g_lesson) return;
+    const bool single = (set->todos & (set->todos - 1)) == 0;
+    for (int k = 0; k < 64; k++) {
+        if (!(set->todos >> k & 1)) continue;
+        if (state == TODO_FAILED && !single) continue;
+        if (g_todo_state[k] == TODO_HUNG || g_todo_state[k] == TODO_CRASHED) continue;
+        if (state == TODO_FAILED && g_todo_state[k] == TODO_FAILED) continue;
+        g_todo_state[k] = state;
+        snprintf(g_todo_by[k], sizeof g_todo_by[k], "%s", tag + 5);
+    }
+}
 
 /* Under AddressSanitizer, what the check leaked: LeakSanitizer prints each leak with
  * the stack that allocated it and ends the process with its own status (a failed
@@ -36,6 +136,8 @@ static void leak_check(void) {}
 
 void check_begin(const char *suite) {
     g_passed = g_failed = g_skipped = 0;
+    memset(g_todo_state, 0, sizeof g_todo_state);
+    g_lesson = -1;
     printf("== %s ==\n", suite);
     fflush(stdout);
 }
@@ -81,11 +183,10 @@ static void print_indented(const char *text) {
     }
 }
 
-/* What a signal that ended the code under test usually means, for the hint. */
-static const char *signal_cause(int sig) {
+static const char *signal_cause_general(int sig) {
     switch (sig) {
     case SIGSEGV: return "memory outside what was allocated: an index out of range, or a pointer "
-                         "that may be NULL (an optional gradient like din) used without a check";
+                         "that may be NULL used without a check";
     case SIGBUS: return "a bad memory access: a mapped file shorter than read, or misaligned data";
     case SIGFPE: return "an integer division by zero (a size or a count of 0?)";
     case SIGABRT: return "abort(): a failed assert, or free() of memory twice or not from malloc";
@@ -97,9 +198,69 @@ static const char *signal_cause(int sig) {
     }
 }
 
+/* What a signal that ended the code under test usually means, for the hint: the general
+ * words, then the lesson's own (check_signal_hint). */
+static const char *signal_cause(int sig) {
+    static char buf[600];
+    const char *own = sig > 0 && sig < 65 ? g_signal_words[sig] : NULL;
+    if (!own) return signal_cause_general(sig);
+    snprintf(buf, sizeof buf, "%s; in this lesson: %s", signal_cause_general(sig), own);
+    return buf;
+}
+
+const char *check_signal_name(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    case SIGILL: return "SIGILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGINT: return "SIGINT";
+    default: return "a signal";
+    }
+}
+
+const char *check_signal_cause(int sig) { return signal_cause(sig); }
+
+/* How a check's process ends: a failure where check_note_hung / _crashed was said is
+ * one of those (so that the TODOs it ran are marked). */
+static int child_status(int r) {
+    if (r == CHECK_PASS) return CHILD_PASSED;
+    if (r == CHECK_SKIP) return r;
+    return g_hung ? CHILD_HUNG : g_crashed ? CHILD_CRASHED : r;
+}
+
+/* Printed under a skipped or failed check whose TODOs went wrong above: "TODO 4.6" or
+ * "TODO 4.2-4.6" (the tag of the check that found it). */
+static bool said_above(const TodoSet *set, int state, const char *format, char *why, size_t cap) {
+    const int k = first_in(set, state);
+    if (k < 0) return false;
+    char todo[48];
+    snprintf(todo, sizeof todo, "TODO %s", g_todo_by[k]);
+    snprintf(why, cap, format, todo, todo);
+    return true;
+}
+
 void check_run(const char *tag, const char *name, CheckFn fn, int timeout_seconds) {
     fflush(stdout);
     fflush(stderr);
+    const TodoSet todos = tag_todos(tag);
+    if (g_lesson < 0 && todos.lesson >= 0) g_lesson = todos.lesson;
+    char why[400] = "";
+    if (said_above(&todos, TODO_HUNG, "skipped: %s hung above (this check runs it and would wait as long)",
+                   why, sizeof why) ||
+        said_above(&todos, TODO_CRASHED, "skipped: %s crashed above (this check runs it): fix that first",
+                   why, sizeof why)) {
+        printf("SKIP  %-12s %s (0.0 s)\n", tag, name);
+        print_indented(why);
+        g_skipped++;
+        fflush(stdout);
+        return;
+    }
     int fds[2];
     if (pipe(fds) != 0) {
         perror("pipe");
@@ -117,12 +278,13 @@ void check_run(const char *tag, const char *name, CheckFn fn, int timeout_second
         dup2(fds[1], STDERR_FILENO);
         close(fds[1]);
         setvbuf(stdout, NULL, _IONBF, 0);
+        g_hung = g_crashed = false;
         int r = fn();
         fflush(stdout);
         leak_check(); /* _exit skips LeakSanitizer's own check at exit */
         /* A distinct status for "passed": code under test that calls exit(0)
          * before the check has looked at anything must not count as a pass. */
-        _exit(r == CHECK_PASS ? CHILD_PASSED : r);
+        _exit(child_status(r));
     }
     close(fds[1]);
     static char out[16384];
@@ -132,37 +294,57 @@ void check_run(const char *tag, const char *name, CheckFn fn, int timeout_second
     out[len] = '\0';
     close(fds[0]);
     const char *verdict;
-    char why[320] = "";
+    int state = 0; /* what it says of its TODOs */
     if (!finished) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
         verdict = "FAIL";
+        state = TODO_HUNG;
         snprintf(why, sizeof why, "hung: stopped after %d s (an endless loop, a wait that "
                  "never ends, a huge size?)", timeout_seconds);
     } else if (WIFSIGNALED(status)) {
         verdict = "FAIL";
-        snprintf(why, sizeof why, "crashed with signal %d (%s): %s", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)), signal_cause(WTERMSIG(status)));
+        state = TODO_CRASHED;
+        snprintf(why, sizeof why, "crashed with signal %d (%s, %s): %s", WTERMSIG(status),
+                 check_signal_name(WTERMSIG(status)), strsignal(WTERMSIG(status)),
+                 signal_cause(WTERMSIG(status)));
     } else if (WEXITSTATUS(status) == CHILD_PASSED) {
         verdict = "PASS";
     } else if (WEXITSTATUS(status) == 0) {
         verdict = "FAIL";
+        state = TODO_FAILED;
         snprintf(why, sizeof why, "the code under test called exit(0) before the check finished");
     } else if (WEXITSTATUS(status) == CHECK_SKIP) {
         verdict = "SKIP";
     } else {
         verdict = "FAIL";
+        state = WEXITSTATUS(status) == CHILD_HUNG ? TODO_HUNG
+                : WEXITSTATUS(status) == CHILD_CRASHED ? TODO_CRASHED : TODO_FAILED;
         /* 3: a TODO stub stopped the program and has said which one */
-        if (WEXITSTATUS(status) != CHECK_FAIL && WEXITSTATUS(status) != 3)
+        if (state == TODO_FAILED && WEXITSTATUS(status) != CHECK_FAIL && WEXITSTATUS(status) != 3)
             snprintf(why, sizeof why, "stopped with exit status %d", WEXITSTATUS(status));
     }
     double secs = now_seconds() - start;
     if (tag) printf("%s  %-12s %s (%.1f s)\n", verdict, tag, name, secs);
     else printf("%s  %s (%.1f s)\n", verdict, name, secs);
-    if (verdict[0] != 'P') {
-        if (len) print_indented(out);
-        if (why[0]) print_indented(why);
+    /* A check that runs a TODO whose own check failed above: its hints would blame
+     * what it tests, when the failed TODO may be why */
+    char first[400] = "";
+    if (state == TODO_FAILED) {
+        TodoSet others = todos, own; /* not a check's own TODO: its other checks may fail too */
+        if (others.lesson >= 0 && parse_todos(tag + 5, &own) && (own.todos & (own.todos - 1)) == 0)
+            others.todos &= ~own.todos;
+        said_above(&others, TODO_FAILED, "fix %s first: its check failed above, and this check runs it "
+                   "(its own hints would blame what it tests)", first, sizeof first);
     }
+    if (verdict[0] != 'P') {
+        if (first[0]) print_indented(first);
+        else if (len) print_indented(out);
+        if (why[0]) print_indented(why);
+        if (state == TODO_HUNG || state == TODO_CRASHED)
+            printf("        (the later checks that run %s are skipped)\n", tag ? tag : "it");
+    }
+    if (state) mark_todos(&todos, tag, state);
     if (verdict[0] == 'P') g_passed++;
     else if (verdict[0] == 'S') g_skipped++;
     else g_failed++;
@@ -304,6 +486,7 @@ void run_command(const char *const *argv, double timeout_s, CommandResult *r) {
             kill(-pid, SIGKILL);
             waitpid(pid, &r->status, 0);
             r->timed_out = true;
+            g_hung = true; /* counts where the check fails */
             break;
         }
     }
@@ -312,14 +495,16 @@ void run_command(const char *const *argv, double timeout_s, CommandResult *r) {
     r->out[len] = '\0';
     close(fds[0]);
     r->seconds = now_seconds() - t0;
+    if (r->status >= 0 && WIFSIGNALED(r->status) && !r->timed_out) g_crashed = true;
 }
 
 const char *describe_end(const CommandResult *r, char *buf, size_t cap) {
     if (r->timed_out) snprintf(buf, cap, "hung: killed after %.0f s", r->seconds);
     else if (r->status < 0) snprintf(buf, cap, "could not start");
     else if (WIFSIGNALED(r->status))
-        snprintf(buf, cap, "killed by signal %d (%s: %s)", WTERMSIG(r->status),
-                 strsignal(WTERMSIG(r->status)), signal_cause(WTERMSIG(r->status)));
+        snprintf(buf, cap, "killed by signal %d (%s, %s: %s)", WTERMSIG(r->status),
+                 check_signal_name(WTERMSIG(r->status)), strsignal(WTERMSIG(r->status)),
+                 signal_cause(WTERMSIG(r->status)));
     else snprintf(buf, cap, "exit status %d", WEXITSTATUS(r->status));
     return buf;
 }
@@ -333,6 +518,7 @@ void run_child_stderr(void (*fn)(void *), void *arg, ChildResult *r) {
 }
 
 bool expect_exitv(const char *what, const ChildResult *r, int code, va_list words) {
+    if (WIFSIGNALED(r->status)) g_crashed = true;
     bool ok = expect_true(WIFEXITED(r->status), "%s: did not exit normally (%s)", what,
                           WIFSIGNALED(r->status) ? strsignal(WTERMSIG(r->status)) : "?");
     ok = ok && expect_true(WEXITSTATUS(r->status) == code, "%s: exit status %d, expected %d",
@@ -373,20 +559,24 @@ int with_tmpdir(const char *prefix, int (*body)(const char *dir)) {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
+        g_hung = g_crashed = false;
         int r = body(dir);
         fflush(stdout);
         leak_check();
-        _exit(r);
+        _exit(child_status(r) == CHILD_PASSED ? CHECK_PASS : child_status(r));
     }
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) != pid) status = CHECK_FAIL << 8;
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (WIFSIGNALED(status)) {
-        printf("crashed with signal %d (%s): %s\n", WTERMSIG(status), strsignal(WTERMSIG(status)),
-               signal_cause(WTERMSIG(status)));
+        printf("crashed with signal %d (%s, %s): %s\n", WTERMSIG(status), check_signal_name(WTERMSIG(status)),
+               strsignal(WTERMSIG(status)), signal_cause(WTERMSIG(status)));
+        g_crashed = true;
         return CHECK_FAIL;
     }
-    return WEXITSTATUS(status);
+    if (WEXITSTATUS(status) == CHILD_HUNG) g_hung = true;
+    if (WEXITSTATUS(status) == CHILD_CRASHED) g_crashed = true;
+    return g_hung || g_crashed ? CHECK_FAIL : WEXITSTATUS(status);
 }
 
 void path_in(char *out, size_t cap, const char *dir, const char *name) {

@@ -41,6 +41,26 @@ void check_begin(const char *suite);
 void check_run(const char *tag, const char *name, CheckFn fn, int timeout_seconds);
 int check_end(void);
 
+/* The TODOs a check runs are its tag's ("TODO 4.7": 4.7; "TODO 4.2-4.6": 4.2 to 4.6)
+ * and those check_needs adds to every check of that tag:
+ *   check_needs("TODO 4.7", "4.2-4.6");   // before the check_run calls
+ * A check that would run a TODO that hung or crashed in an earlier check is skipped
+ * ("skipped: TODO 4.6 hung above"), so that one endless loop costs one time limit, not
+ * one per check. A check that fails where a TODO it runs (not its own) failed above says
+ * "fix TODO X first" instead of its own hints. */
+void check_needs(const char *tag, const char *todos);
+/* Inside a check: the code under test hung, or crashed, in something the check ran (a
+ * command, ranks, a child): when the check fails it counts as hung or crashed.
+ * run_command, expect_exit and with_tmpdir say so themselves where they see it. */
+void check_note_hung(void);
+void check_note_crashed(void);
+/* Words of this lesson added to what a signal usually means in a crash's hint, e.g.
+ * check_signal_hint(SIGSEGV, "an optional gradient like din used without a check"). */
+void check_signal_hint(int sig, const char *words);
+/* "SIGSEGV" and what it usually means (with the lesson's words). */
+const char *check_signal_name(int sig);
+const char *check_signal_cause(int sig);
+
 /* Comparison helpers for use inside a check: on a mismatch they print where and by
  * how much (first bad index, both values, the tolerance) and return false. A value
  * passes when |got - want| <= atol + rtol * |want|; NaN never passes. */

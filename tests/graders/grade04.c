@@ -5,6 +5,7 @@
  * inside the real model, and a short run whose loss falls.
  * Run with `make check-lesson 4` (your code) or `make check-lesson 4 SOLUTION=1`. */
 #include <math.h>
+#include <signal.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1003,6 +1004,8 @@ static int check_flops(void) {
 }
 
 int main(void) {
+    check_signal_hint(SIGSEGV, "an optional gradient like din (NULL where no gradient is wanted) used "
+                               "without a check, or a row past the batch's T rows");
     check_begin("lesson 04: transformer");
     check_run("TODO 4.1", "batchify matches the library on 12 odd sizes", check_batchify, 30);
     check_run("TODO 4.1", "get_batch: input, target and seq_len at every i, the last batch shorter", check_get_batch, 30);

@@ -5,6 +5,7 @@
  * reported where it is.
  * Run with `make check-lesson 5` (your code) or `make check-lesson 5 SOLUTION=1`. */
 #include <math.h>
+#include <signal.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -682,6 +683,8 @@ static int check_learns(void) {
 }
 
 int main(void) {
+    check_signal_hint(SIGSEGV, "a row t * N + i past the rollout's T * N rows, an action or "
+                               "observation of the wrong width, or a mini-batch index past p->perm");
     check_begin("lesson 05: ppo");
     check_run("TODO 5.1", "the rollout matches the library's: observations, actions, log-probs, rewards, flags", check_rollout, 30);
     check_run("TODO 5.1", "episodes that end keep their last observation (Pendulum's time limit, CartPole's falls)", check_rollout_final_obs, 30);
