@@ -275,7 +275,18 @@ static bool compare_attention(const AttnCase *c, uint64_t seed, float dropout, f
         const int i = (int)(e / c->T % c->T), j = (int)(e % c->T);
         if (j > i && isfinite(probs[0].data[e]) && probs[0].data[e] != 0.0f) above = e;
     }
+    /* the diagonal left out of the mask (j < i instead of j <= i): row 0 then has no key
+     * at all, where it must put all its weight on itself */
+    bool no_diagonal = true;
+    for (int64_t head = 0; head < (int64_t)c->B * c->H && no_diagonal; head++)
+        for (int i = 0; i < c->T && no_diagonal; i++) {
+            const float pii = probs[0].data[(head * c->T + i) * c->T + i];
+            no_diagonal = pii == 0.0f || isnan(pii);
+        }
     if (m) printf("hint: %s\n", m);
+    else if (no_diagonal)
+        printf("p[0][0] is %g, the diagonal holds no weight\nhint: row 0 must have p = 1 (query 0 sees "
+               "key 0, itself): the mask keeps j <= i, include j = i\n", (double)probs[0].data[0]);
     else if (above >= 0)
         printf("p[%d][%d] of head %d, sequence %d is %g\nhint: p[i][j] for j > i must be 0: query i may "
                "only see keys 0..i (the causal mask)\n", (int)(above / c->T % c->T), (int)(above % c->T),
@@ -377,7 +388,7 @@ static bool qk_close(const float *a, const float *b, int N, int D) {
     return true;
 }
 
-static bool compare_attention_backward(const AttnCase *c, uint64_t seed, float dropout) {
+static bool compare_attention_backward(const AttnCase *c, uint64_t seed, float dropout, bool plain_passed) {
     const int N = c->B * c->T, D = c->H * c->dh;
     Tensor qkv = random_tensor(seed, 2, N, 3 * D, 0, 0, 1.0f), dctx = random_tensor(seed + 1, 2, N, D, 0, 0, 1.0f);
     Tensor ctx = tensor_zeros(2, N, D), probs = tensor_zeros(4, c->B, c->H, c->T, c->T);
@@ -413,7 +424,18 @@ static bool compare_attention_backward(const AttnCase *c, uint64_t seed, float d
         if (qk_close(mine.data, alt.data, N, D)) variant = kind;
         tensor_free(&alt);
     }
+    bool no_mask = false; /* dL/dp without the dropout mask: the gradients of attention without dropout */
+    if (variant < 0 && added && drop) {
+        Tensor alt = copy_of(&init);
+        attention_backward_variant(c, 4, &qkv, &dctx, &probs, NULL, &alt);
+        no_mask = qk_close(mine.data, alt.data, N, D);
+        tensor_free(&alt);
+    }
     if (!added) printf("hint: dq was assigned (=): it starts non-zero here, add (+=) into it\n");
+    else if (no_mask)
+        printf("hint: your dq and dk are those of attention without dropout: the dropout mask was left out "
+               "of dL/dp (the given part of head_backward: dL/dp_ij = dL/dw_ij * w_ij / p_ij, 0 where "
+               "an entry was dropped); the softmax's backward itself is right\n");
     else if (variant == 0)
         printf("hint: your dq and dk are sqrt(dh) = %.3g times too large: the 1/sqrt(dh) scale of the "
                "scores is missing (g = ds[i][j] * scale)\n", sqrt((double)c->dh));
@@ -425,6 +447,10 @@ static bool compare_attention_backward(const AttnCase *c, uint64_t seed, float d
                "whole row first, then overwrite ds[i][j] = p[i][j] * (ds[i][j] - dot)\n",
                variant == 2 ? "while the row was being overwritten (a running sum)"
                             : "after the row was overwritten with p * dp");
+    else if (drop && plain_passed)
+        printf("hint: the cases without dropout above passed, this one with dropout %g does not: look at "
+               "how the dropout mask enters dL/dp (0 where an entry was dropped, w / p elsewhere), not at "
+               "the softmax's backward\n", (double)dropout);
     else if (!q_ok && k_ok) printf("hint: the keys' gradient is right, the queries' is not: dq_i += g * k_j\n");
     else if (q_ok && !k_ok)
         printf("hint: the queries' gradient is right, the keys' is not: dk_j += g * q_i (j is the key's row)\n");
@@ -440,7 +466,8 @@ static int check_attention_backward(void) {
     rng_seed(&rng, 45, 0);
     for (int t = 0; t < 10; t++) {
         AttnCase c = attn_case(&rng);
-        if (!compare_attention_backward(&c, 600 + 10 * (uint64_t)t, t % 2 ? 0.25f : 0.0f))
+        /* even t without dropout, odd t with: those before passed where t >= 1 */
+        if (!compare_attention_backward(&c, 600 + 10 * (uint64_t)t, t % 2 ? 0.25f : 0.0f, t >= 1))
             return CHECK_FAIL;
     }
     return CHECK_PASS;
@@ -888,7 +915,7 @@ static int check_evaluate(void) {
     transformer_eval(&ref);
     double sum = 0, unweighted = 0;
     int64_t tokens = 0, batches = 0, full = 0;
-    double full_sum = 0;
+    double full_sum = 0, input_sum = 0;
     for (int64_t i = 0; i < d.rows - 1; i += bptt) {
         TextBatch b = text_get_batch(&d, i, bptt);
         token_batch_load(&tb, &b);
@@ -896,6 +923,7 @@ static int check_evaluate(void) {
         transformer_forward(&ref, 0, transformer_block_count(&cfg), tb.tokens, NULL);
         const double loss = transformer_loss(&ref, tb.targets);
         sum += loss * b.seq_len * b.cols, unweighted += loss, batches++;
+        input_sum += transformer_loss(&ref, tb.tokens) * b.seq_len * b.cols; /* the usual slip */
         if (b.seq_len == bptt) full_sum += loss * b.seq_len * b.cols, full += (int64_t)b.seq_len * b.cols;
         tokens += (int64_t)b.seq_len * b.cols;
     }
@@ -910,6 +938,9 @@ static int check_evaluate(void) {
             printf("hint: the mean of the batches' losses: weight each by its seq_len * cols tokens\n");
         else if (fabs(got.loss - full_sum / full) < 1e-5 * fabs(want))
             printf("hint: the short last batch was left out\n");
+        else if (fabs(got.loss - input_sum / tokens) < 1e-5 * fabs(want))
+            printf("hint: that is the loss of predicting each input token itself: the targets are "
+                   "tb->targets (each the next token), transformer_loss(m, tb->targets)\n");
         else
             printf("hint: is dropout off (transformer_eval(m) first)? The loss of a batch is "
                    "transformer_loss(m, tb->targets) after transformer_forward\n");
@@ -1006,6 +1037,9 @@ static int check_flops(void) {
 int main(void) {
     check_signal_hint(SIGSEGV, "an optional gradient like din (NULL where no gradient is wanted) used "
                                "without a check, or a row past the batch's T rows");
+    /* 4.7 and 4.8 take their batches from your get_batch */
+    check_needs("TODO 4.7", "4.1");
+    check_needs("TODO 4.8", "4.1");
     check_begin("lesson 04: transformer");
     check_run("TODO 4.1", "batchify matches the library on 12 odd sizes", check_batchify, 30);
     check_run("TODO 4.1", "get_batch: input, target and seq_len at every i, the last batch shorter", check_get_batch, 30);
