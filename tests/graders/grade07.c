@@ -727,8 +727,8 @@ static bool run_program(int ranks, const char *const *opts, const char *what, Co
     run_ranks(ranks, args, 60, r);
     char end[96];
     if (!r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
-    printf("%s on %d rank%s ended: %s. It said:\n", what, ranks, ranks == 1 ? "" : "s", describe_end(r, end, sizeof end));
-    print_ranks_output(r->out);
+    printf("%s on %d rank%s ended: %s.\n", what, ranks, ranks == 1 ? "" : "s", describe_end(r, end, sizeof end));
+    print_job_output(r);
     return false;
 }
 

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,7 +118,40 @@ static inline void print_ranks_output(const char *out) {
     }
 }
 
-/* Every rank's worker line says ok: else prints what failed (and the output). */
+/* The ranks that died of a signal, as mpirun reports them ("mpirun noticed that process
+ * rank 1 with PID 4242 on node n exited on signal 11 (Segmentation fault)."): one line
+ * each, "rank 1: SIGSEGV (Segmentation fault): what it usually means", and the
+ * check counts as crashed (check_note_crashed). Returns how many. */
+static inline int print_rank_signals(const char *out) {
+    int found = 0;
+    for (const char *at = out; (at = strstr(at, "process rank ")); at++) {
+        int rank = -1, sig = -1;
+        const char *on = strstr(at, "on signal ");
+        const char *eol = strchr(at, '\n');
+        if (!on || (eol && on > eol) || sscanf(at, "process rank %d", &rank) != 1 ||
+            sscanf(on, "on signal %d", &sig) != 1)
+            continue;
+        printf("rank %d: %s (%s): %s\n", rank, check_signal_name(sig), strsignal(sig), check_signal_cause(sig));
+        found++;
+    }
+    if (found) check_note_crashed();
+    return found;
+}
+
+/* After a job that failed: the ranks that died of a signal, then what the ranks said. A
+ * job that hung (killed at its time limit, or a rank that said "hung in") counts as hung
+ * (check_note_hung), one whose rank died of a signal as crashed. */
+static inline void print_job_output(const CommandResult *r) {
+    if (r->timed_out || strstr(r->out, "FAIL: hung in ")) check_note_hung();
+    print_rank_signals(r->out);
+    printf("The ranks said:\n");
+    print_ranks_output(r->out);
+}
+
+/* Every rank's worker line says ok: else prints what failed (and the output). A job
+ * that hung (killed at its time limit, or a rank that said "hung in") or whose rank died
+ * of a signal counts as such (check_note_hung / _crashed): the checks after it that run
+ * the same TODO are skipped. */
 static inline bool all_ok(int ranks, const CommandResult *r, const char *what) {
     char end[96];
     int ok = 0;
@@ -127,9 +161,9 @@ static inline bool all_ok(int ranks, const CommandResult *r, const char *what) {
         ok += strstr(r->out, want) != NULL;
     }
     if (ok == ranks && !r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
-    printf("%s with %d ranks: %d of %d ranks ok; the job ended: %s. The ranks said:\n", what,
-           ranks, ok, ranks, describe_end(r, end, sizeof end));
-    print_ranks_output(r->out);
+    printf("%s with %d ranks: %d of %d ranks ok; the job ended: %s.\n", what, ranks, ok, ranks,
+           describe_end(r, end, sizeof end));
+    print_job_output(r);
     return false;
 }
 
