@@ -231,11 +231,13 @@ GRADE_WRAPPED_06 := dist_init dist_broadcast dist_all_reduce dist_all_gather dis
 GRADE_LDFLAGS_06 := -rdynamic $(foreach f,$(GRADE_WRAPPED_06),-Wl,--wrap=$(f))
 # Lesson 07's grader likewise (tests/graders/grade07.c): the twins of TODOs 7.1-7.6, not
 # pipeline_forward/backward/step, which the TODOs call. It also watches the messages of
-# TODO 7.2 (dist_send, dist_send_start, dist_recv, dist_wait: the peer, and no waiting).
+# TODO 7.2 (dist_send, dist_send_start, dist_recv, dist_wait: the peer, and no waiting),
+# and knows when a rank waits for others (those and the step's collectives): a rank
+# stuck elsewhere loops.
 GRADE_WRAPPED_07 := pipeline_partition pipeline_send_activation pipeline_recv_activation \
                     pipeline_send_gradient pipeline_recv_gradient pipeline_micro_loss_grad \
                     pipeline_run_gpipe pipeline_run_1f1b pipeline_bubble_fraction pipeline_bubble_formula \
-                    dist_send dist_send_start dist_recv dist_wait
+                    dist_send dist_send_start dist_recv dist_wait dist_barrier dist_all_gather_double dist_sum_double
 GRADE_LDFLAGS_07 := -rdynamic $(foreach f,$(GRADE_WRAPPED_07),-Wl,--wrap=$(f))
 # Lesson 08's grader (tests/graders/grade08.c): the ring reduce-scatter of TODO 8.2 may
 # not call the library's collectives (the other TODOs may: they are their callers).

@@ -330,7 +330,7 @@ void check_run(const char *tag, const char *name, CheckFn fn, int timeout_second
     /* A check that runs a TODO whose own check failed above: its hints would blame
      * what it tests, when the failed TODO may be why */
     char first[400] = "";
-    if (state == TODO_FAILED) {
+    if (state) {
         TodoSet others = todos, own; /* not a check's own TODO: its other checks may fail too */
         if (others.lesson >= 0 && parse_todos(tag + 5, &own) && (own.todos & (own.todos - 1)) == 0)
             others.todos &= ~own.todos;
@@ -339,7 +339,7 @@ void check_run(const char *tag, const char *name, CheckFn fn, int timeout_second
     }
     if (verdict[0] != 'P') {
         if (first[0]) print_indented(first);
-        else if (len) print_indented(out);
+        if (len && !(first[0] && state == TODO_FAILED)) print_indented(out); /* a hang or crash: what it said too */
         if (why[0]) print_indented(why);
         if (state == TODO_HUNG || state == TODO_CRASHED)
             printf("        (the later checks that run %s are skipped)\n", tag ? tag : "it");

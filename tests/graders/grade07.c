@@ -119,17 +119,47 @@ DistRequest *__wrap_dist_send_start(Dist *d, const Tensor *t, int peer) {
     watch_call("dist_send_start", __builtin_return_address(0), d, peer);
     return __real_dist_send_start(d, t, peer);
 }
+/* Set while the rank waits for the others (a receive, a wait, the step's collectives):
+ * a rank the watchdog finds elsewhere after 20 s is not waiting, it loops. */
+static volatile sig_atomic_t g_waiting;
+
 void __real_dist_recv(Dist *d, Tensor *t, int peer);
 void __wrap_dist_recv(Dist *d, Tensor *t, int peer);
 void __wrap_dist_recv(Dist *d, Tensor *t, int peer) {
     watch_call("dist_recv", __builtin_return_address(0), d, peer);
+    g_waiting++;
     __real_dist_recv(d, t, peer);
+    g_waiting--;
 }
 void __real_dist_wait(Dist *d, DistRequest *r);
 void __wrap_dist_wait(Dist *d, DistRequest *r);
 void __wrap_dist_wait(Dist *d, DistRequest *r) {
     watch_call("dist_wait", __builtin_return_address(0), d, -1);
+    g_waiting++;
     __real_dist_wait(d, r);
+    g_waiting--;
+}
+void __real_dist_barrier(Dist *d);
+void __wrap_dist_barrier(Dist *d);
+void __wrap_dist_barrier(Dist *d) {
+    g_waiting++;
+    __real_dist_barrier(d);
+    g_waiting--;
+}
+void __real_dist_all_gather_double(Dist *d, double v, double *all);
+void __wrap_dist_all_gather_double(Dist *d, double v, double *all);
+void __wrap_dist_all_gather_double(Dist *d, double v, double *all) {
+    g_waiting++;
+    __real_dist_all_gather_double(d, v, all);
+    g_waiting--;
+}
+double __real_dist_sum_double(Dist *d, double v);
+double __wrap_dist_sum_double(Dist *d, double v);
+double __wrap_dist_sum_double(Dist *d, double v) {
+    g_waiting++;
+    const double sum = __real_dist_sum_double(d, v);
+    g_waiting--;
+    return sum;
 }
 
 /* ---------------------------------------------------------------- a rank that hangs
@@ -159,9 +189,11 @@ static void on_alarm(int sig) {
     }
     /* in a signal handler: no stdio (the rank may be inside printf or malloc), one write */
     char line[1400];
-    const int n = snprintf(line, sizeof line, "WORKER rank %d FAIL: hung in %s%s: waited 20 s for a "
-                           "neighbour that never sent (or never received)\n",
-                           g_dist ? g_dist->rank : -1, g_doing, ran);
+    const int n = snprintf(line, sizeof line, "WORKER rank %d FAIL: hung in %s%s: %s\n", g_dist ? g_dist->rank : -1,
+                           g_doing, ran,
+                           g_waiting ? "waited 20 s for a neighbour that never sent (or never received)"
+                                     : "ran 20 s without waiting for any message: an endless loop (a loop whose "
+                                       "index never reaches its end? look at the bounds and the increments)");
     if (n > 0 && write(STDOUT_FILENO, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1)) < 0) _exit(2);
     _exit(1);
 }
@@ -193,8 +225,15 @@ static bool received(const Tensor *t, int from, float sign, const char *fn, cons
     const int s = g_dist->rank;
     for (int64_t i = 0; i < t->size; i++)
         if (t->data[i] != value_of(from, i, sign)) {
-            const char *why = t->data[i] == 0 && t->data[t->size - 1] == 0
-                                  ? ": the tensor was left as it was (receive into the tensor given)"
+            bool rest_zero = true; /* from i on, nothing arrived */
+            for (int64_t k = i; k < t->size && rest_zero; k++) rest_zero = t->data[k] == 0;
+            char shorter[300];
+            snprintf(shorter, sizeof shorter, ": only its first %lld of %lld values arrived, the rest is as it "
+                     "was: stage %d sent a smaller tensor than the one it was given (one kept from an earlier "
+                     "call?): the send must send the tensor it is given, as it is now (not the receive's fault)",
+                     (long long)i, (long long)t->size, from);
+            const char *why = rest_zero && i > 0 ? shorter
+                              : rest_zero ? ": the tensor was left as it was (receive into the tensor given)"
                               : t->data[i] == value_of(from, i, -sign) ? ": that is the other direction's message"
                                                                        : "";
             say(false, "%s on stage %d: %s, element %lld is %g, stage %d sent %g%s", fn, s, what,
@@ -418,9 +457,40 @@ static bool step_as_unsplit(Dist *d, PipeSchedule schedule, int micro, const cha
                       : ": each micro-batch's loss of its own targets, p->targets[micro] (TODO 7.5)?");
         ok = false;
     }
+    /* which stages' gradients are right: every rank learns all (a collective every rank
+     * reaches), so that a stage after which the others are right can say where the
+     * wrong gradient came from */
+    double right[16] = {0};
+    dist_all_gather_double(d, diff <= tol ? 1.0 : 0.0, right);
+    int last_wrong = -1;
+    for (int r = 0; r < P; r++)
+        if (right[r] == 0.0) last_wrong = r;
+    /* the gradients overwritten between micro-batches: those of one micro-batch alone
+     * (the last backward's, or the first's), 1/m each */
+    int alone = -1;
+    for (int k = 0; k < 2 && micro > 1 && alone < 0 && !(diff <= tol); k++) {
+        const int which_micro = k ? 0 : micro - 1;
+        Transformer part;
+        transformer_init(&part, &c, BATCH / micro, SEQ, 5);
+        params_zero_grad(&part.params);
+        transformer_forward_backward(&part, tok[which_micro], tgt[which_micro]);
+        tensor_scale(&part.params.grads, 1.0f / (float)micro);
+        const char *unused;
+        if (grad_difference(&stage, &part, &unused) <= 1e-4) alone = which_micro;
+        transformer_free(&part);
+    }
     if (ok && !(diff <= tol)) {
-        char why[200] = "";
-        if (micro > 1 && fabs(times - micro) <= 1e-3 * micro)
+        char why[300] = "";
+        if (alone >= 0)
+            snprintf(why, sizeof why, ": they are micro-batch %d's alone (its 1/m share): the gradients of the "
+                     "other micro-batches were overwritten, not added: the backwards add (+=) into the "
+                     "gradients; zero them once per step (the library does), never between micro-batches", alone);
+        else if (last_wrong >= 0 && last_wrong < P - 1 && s == last_wrong)
+            snprintf(why, sizeof why, ": the stages after this one have the right gradients, so what came back "
+                     "from stage %d is wrong: the gradient that stage sends (its input's gradient, dx, of the "
+                     "same micro-batch: send the tensor given, as it is now, TODO 7.2) or the order of the "
+                     "backwards (7.3/7.4), not the loss's scale", s + 1);
+        else if (micro > 1 && fabs(times - micro) <= 1e-3 * micro)
             snprintf(why, sizeof why, ": they are m = %d times the unsplit model's: each micro-batch's "
                      "gradient counts 1/m (TODO 7.5)", micro);
         else if (micro > 1 && fabs(times) <= 1e-9)
@@ -570,14 +640,16 @@ static int check_partition_tutorial(void) {
 
 /* ---------------------------------------------------------------- TODO 7.2-7.4 (ranks) */
 
-static int check_comm(void) { return on_2_and_3("comm", "the sends and receives", 60); }
+/* Runs of a few seconds, limited to 30 (a rank that waits says so after 20): a hang
+ * costs 30 s at most, and the later checks of its TODO are skipped. */
+static int check_comm(void) { return on_2_and_3("comm", "the sends and receives", 30); }
 
 static int on_2_and_3_step(const char *which, const char *what) {
     REQUIRE_RANKS();
     for (int ranks = 2; ranks <= 3; ranks++) {
         CommandResult r;
         const char *args[] = {"step", which, NULL};
-        run_ranks(ranks, args, 60, &r);
+        run_ranks(ranks, args, 30, &r);
         if (!all_ok(ranks, &r, what)) return CHECK_FAIL;
     }
     return CHECK_PASS;
@@ -724,7 +796,7 @@ static bool run_program(int ranks, const char *const *opts, const char *what, Co
     int k = 1;
     for (int i = 0; opts[i] && k < 39; i++) args[k++] = opts[i];
     args[k] = NULL;
-    run_ranks(ranks, args, 60, r);
+    run_ranks(ranks, args, 30, r);
     char end[96];
     if (!r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
     printf("%s on %d rank%s ended: %s.\n", what, ranks, ranks == 1 ? "" : "s", describe_end(r, end, sizeof end));
@@ -805,25 +877,26 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The bubble measured on 2 ranks against the formula, GPipe and 1F1B with m = 4:
- * (p - 1) / (m + p - 1) = 0.2. A model whose two stages cost the same (--split 2:
- * embedding and layer 0 | layer 1 and a decoder of 40 words, 1% of a layer), wide
- * enough (256, feed-forward 1024, 4 sequences of 64 a micro-batch) that a forward
- * takes about 10 ms: far above a message's cost between ranks on one machine.
- * What a busy machine does to the measure: a rank held up in its compute for d
- * seconds makes its step d longer and the other rank idle d longer, which moves the
- * measured bubble b of a step of S seconds to (2 S b + d) / (2 S + 2 d): towards 0.5,
- * from below and from above, never away from it. So the least bubble of steps 2-10
- * (the first warms the caches) is the one nearest the schedule's own, and a schedule
- * whose stages do not overlap (each micro-batch's forward and backward before the
- * next forward: 0.5) cannot come near 0.2 however busy the machine. Measured on a
- * 2-core VM, 14 runs of each schedule while other builds ran (load 8): the least
- * 0.16-0.30, the median 0.17-0.37 (so the median would not do); quiet (load 1), 4 runs
- * each: the least 0.21-0.25 (the stages are not quite equal, the sends cost a little);
- * GPipe whose stages
- * run one after the other (F0 B0 F1 B1 ...): 0.50-0.51 in every step. So the least
- * step's bubble must lie from 0.12 to 0.37: above the middle of 0.2 and 0.5, as the
- * noise only ever raises it. */
+/* The bubble measured on 2 ranks against the one the schedule leaves when the stages
+ * take the times they took (as make bench-pipeline judges it): with t_s = busy_s / m a
+ * micro-batch's time on stage s, a step lasts sum_s t_s (the first micro-batch through
+ * every stage) + (m - 1) max_s t_s (the rest at the slowest stage's pace), so
+ *   expected = 1 - mean busy / (p mean busy / m + (m - 1) max busy / m),
+ * (p - 1) / (m + p - 1) = 0.2 when the stages are equal (p = 2, m = 4). The model's two
+ * stages cost about the same (--split 2: embedding and layer 0 | layer 1 and a decoder of
+ * 40 words), wide enough (256, feed-forward 1024, 4 sequences of 64 a micro-batch) that
+ * a forward takes about 10 ms, far above a message's cost on one machine.
+ * A busy machine that holds a rank up in its compute makes its busy time longer, and the
+ * expected bubble with it: judging the measure against what the stages' own times leave,
+ * not against 0.2, takes the load out (an absolute ceiling of 0.37 was passed at 0.31
+ * under load). What stays is a message's cost and the scheduler's noise on an idle
+ * rank's wake-up, which only ever add idle time: so the least of measured - expected
+ * over steps 2-10 (the first warms the caches) is the schedule's own. Measured on a
+ * 2-core VM at load 11, 4 runs: the steps' gaps 0.00-0.16, their median +0.03 to +0.07,
+ * the least 0.00-0.03. A schedule whose stages do not overlap (each micro-batch's forward
+ * and backward before the next forward): 0.52 against 0.21, every step's gap 0.29-0.32;
+ * the busy share instead of the idle one about 0.8 (+0.55); the idle seconds instead of
+ * their share near 0 (-0.2). So the least gap must lie within -0.08 .. +0.12. */
 static int body_program_bubble(const char *dir) {
     REQUIRE_RANKS();
     const double busy[2] = {3, 1}; /* idle 1/4 and 3/4 of a 4 s step: 0.5 */
@@ -835,6 +908,7 @@ static int body_program_bubble(const char *dir) {
     snprintf(text, sizeof text, "%s/words.txt", dir);
     if (!expect_true(write_made_up_text(text, 1800), "cannot write %s", text)) return CHECK_FAIL;
     static const char *const scheds[] = {"gpipe", "1f1b"};
+    const int P = 2, M = 4;
     for (int k = 0; k < 2; k++) {
         snprintf(metrics, sizeof metrics, "%s/b%d.jsonl", dir, k);
         const char *opts[] = {"--dataset", "text", "--data", text, "--d-model", "256", "--heads", "2",
@@ -846,23 +920,34 @@ static int body_program_bubble(const char *dir) {
         snprintf(what, sizeof what, "the program (%s, 4 micro-batches, --split 2)", scheds[k]);
         CommandResult r;
         if (!run_program(2, opts, what, &r)) return CHECK_FAIL;
-        double b[16];
+        double b[16], mean[16], most[16], gap[16], want[16];
         const int n = step_values(metrics, "bubble_fraction", b, 16);
-        if (!expect_true(n == 10, "%s wrote %d step lines with bubble_fraction, 10 expected", what, n))
+        const int nm = step_values(metrics, "busy_mean_seconds", mean, 16);
+        const int nx = step_values(metrics, "busy_max_seconds", most, 16);
+        if (!expect_true(n == 10 && nm == 10 && nx == 10, "%s wrote %d step lines with bubble_fraction (%d, %d "
+                         "with busy_mean_seconds, busy_max_seconds), 10 expected", what, n, nm, nx))
             return CHECK_FAIL;
-        char all[300] = "";
-        size_t len = 0;
-        for (int i = 0; i < n; i++) len += (size_t)snprintf(all + len, sizeof all - len, "%s%.3f", i ? " " : "", b[i]);
-        qsort(b + 1, (size_t)(n - 1), sizeof *b, cmp_double);
-        const double least = b[1], median = b[1 + (n - 1) / 2], formula = 0.2;
-        printf("%s: bubble of steps 1-%d: %s; the least of steps 2-%d %.3f (median %.3f), formula %.3f\n",
-               scheds[k], n, all, n, least, median, formula);
-        if (!expect_true(least >= 0.12 && least <= 0.37, "%s on 2 balanced stages, m = 4: the measured "
-                         "bubble (the least of steps 2-%d) is %.3f, the formula (p - 1) / (m + p - 1) = %.3f "
-                         "(allowed 0.12 to 0.37)%s", scheds[k], n, least, formula,
-                         least > 0.7 ? ": that is the busy share? the bubble is the idle share (TODO 7.6)"
-                         : least > 0.37 ? ": the stages do not overlap: is the schedule (7.3/7.4) right, and the sends non-blocking (7.2)?"
-                         : least < 0.12 ? ": near 0: the mean of the ranks' idle shares of the step (TODO 7.6)?" : ""))
+        char all[400] = "", wants[400] = "";
+        size_t len = 0, wlen = 0;
+        for (int i = 0; i < n; i++) {
+            const double step = P * mean[i] / M + (M - 1) * most[i] / M;
+            want[i] = step > 0 ? 1 - mean[i] / step : 0;
+            gap[i] = b[i] - want[i];
+            len += (size_t)snprintf(all + len, sizeof all - len, "%s%.3f", i ? " " : "", b[i]);
+            wlen += (size_t)snprintf(wants + wlen, sizeof wants - wlen, "%s%.3f", i ? " " : "", want[i]);
+        }
+        qsort(gap + 1, (size_t)(n - 1), sizeof *gap, cmp_double);
+        const double least = gap[1];
+        printf("%s: bubble of steps 1-%d: %s; expected from the stages' own times: %s; the least of measured "
+               "- expected over steps 2-%d: %+.3f (formula for equal stages %.3f)\n",
+               scheds[k], n, all, wants, n, least, (double)(P - 1) / (M + P - 1));
+        if (!expect_true(least >= -0.08 && least <= 0.12, "%s on 2 stages, m = 4: the measured bubble is %+.3f "
+                         "from what the stages' own compute times leave, in the step nearest (allowed -0.08 to "
+                         "+0.12)%s", scheds[k], least,
+                         least > 0.45 ? ": that is the busy share? the bubble is the idle share (TODO 7.6)"
+                         : least > 0.12 ? ": the stages do not overlap: is the schedule (7.3/7.4) right, and the "
+                                          "sends non-blocking (7.2)?"
+                                        : ": below it: the mean of the ranks' idle shares of the step (TODO 7.6)?"))
             return CHECK_FAIL;
     }
     return CHECK_PASS;
