@@ -1,0 +1,117 @@
+/* Unit tests of the check framework's bookkeeping per TODO (tests/framework/check.h):
+ * a TODO that hung or crashed skips the later checks that run it, a failed one makes a
+ * later check that runs it say "fix TODO X first", and a crash names its signal with the
+ * lesson's words. Each runs a small suite of its own in a child and reads its output. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/timer.h"
+#include "framework/check.h"
+
+static int passes(void) { return CHECK_PASS; }
+static int fails(void) {
+    printf("the words of the check\n");
+    return CHECK_FAIL;
+}
+static int loops(void) {
+    for (;;) pause(); /* until the framework's time limit kills it */
+    return CHECK_PASS;
+}
+static int segfaults(void) {
+    raise(SIGSEGV);
+    return CHECK_PASS;
+}
+static int says_hung(void) { /* as a check whose ranks timed out says it */
+    check_note_hung();
+    return CHECK_FAIL;
+}
+static int body_crashed(const char *dir) {
+    (void)dir;
+    check_note_crashed();
+    return CHECK_FAIL;
+}
+static int crashes_in_tmpdir(void) { return with_tmpdir("check_fw", body_crashed); }
+
+/* Whether the line of check `name` is followed (before the next check's line) by `want`. */
+static bool under(const char *out, const char *name, const char *want) {
+    const char *at = strstr(out, name);
+    if (!at) return expect_true(false, "no line for \"%s\" in:\n%s", name, out);
+    const char *next = strstr(at, "\n");
+    while (next && next[1] == ' ') next = strstr(next + 1, "\n"); /* the indented lines below it */
+    const char *w = strstr(at, want);
+    return expect_true(w && (!next || w < next), "\"%s\" not under \"%s\" in:\n%s", want, name, out);
+}
+
+static void suite_hang(void *arg) {
+    (void)arg;
+    check_begin("inner");
+    check_needs("TODO 9.3", "9.1");
+    check_run("TODO 9.1", "first of 9.1 hangs", loops, 1);
+    check_run("TODO 9.1", "second of 9.1", passes, 5);
+    check_run("TODO 9.2", "one of 9.2", passes, 5);
+    check_run("TODO 9.3", "9.3 needs 9.1", passes, 5);
+    check_run("TODO 9.1-9.3", "all of them", passes, 5);
+    check_run("TODO 9.10-9.11", "two-digit TODOs", says_hung, 5);
+    check_run("TODO 9.11", "one of 9.11", passes, 5);
+    check_run(NULL, "untagged", passes, 5);
+    check_end();
+}
+
+static int check_hang_skips(void) {
+    ChildResult r;
+    const double t0 = now_seconds();
+    run_child(suite_hang, NULL, &r);
+    const double seconds = now_seconds() - t0;
+    bool ok = under(r.out, "first of 9.1 hangs", "hung: stopped after 1 s") &&
+              under(r.out, "second of 9.1", "skipped: TODO 9.1 hung above") &&
+              expect_true(strstr(r.out, "PASS  TODO 9.2     one of 9.2") != NULL, "9.2 did not run:\n%s", r.out) &&
+              under(r.out, "9.3 needs 9.1", "skipped: TODO 9.1 hung above") &&
+              under(r.out, "all of them", "skipped: TODO 9.1 hung above") &&
+              under(r.out, "one of 9.11", "skipped: TODO 9.10-9.11 hung above") &&
+              expect_true(strstr(r.out, "PASS  untagged") != NULL, "the untagged check did not run:\n%s", r.out) &&
+              expect_true(strstr(r.out, "2 passed, 2 failed, 4 skipped") != NULL, "the tally:\n%s", r.out);
+    /* the hang cost its own limit (1 s), not one per check that runs it */
+    return ok && expect_true(seconds < 4, "the suite took %.1f s", seconds) ? CHECK_PASS : CHECK_FAIL;
+}
+
+static void suite_fail_crash(void *arg) {
+    (void)arg;
+    check_begin("inner");
+    check_signal_hint(SIGSEGV, "the lesson's own words");
+    check_run("TODO 9.1", "9.1 fails", fails, 5);
+    check_run("TODO 9.1", "9.1 fails again", fails, 5);
+    check_run("TODO 9.1-9.2", "a range fails", fails, 5);
+    check_run("TODO 9.2", "9.2 fails alone", fails, 5);
+    check_run("TODO 9.4", "9.4 crashes", segfaults, 5);
+    check_run("TODO 9.4", "after 9.4's crash", passes, 5);
+    check_run("TODO 9.5", "9.5 crashes in a directory", crashes_in_tmpdir, 5);
+    check_run("TODO 9.5", "after 9.5's crash", passes, 5);
+    check_end();
+}
+
+static int check_fix_first_and_crash(void) {
+    ChildResult r;
+    run_child(suite_fail_crash, NULL, &r);
+    bool ok = under(r.out, "9.1 fails again", "the words of the check") && /* its own TODO: its own words */
+              under(r.out, "a range fails", "fix TODO 9.1 first") &&
+              under(r.out, "9.2 fails alone", "the words of the check") &&
+              under(r.out, "9.4 crashes", "SIGSEGV") && under(r.out, "9.4 crashes", "the lesson's own words") &&
+              under(r.out, "after 9.4's crash", "skipped: TODO 9.4 crashed above") &&
+              under(r.out, "after 9.5's crash", "skipped: TODO 9.5 crashed above");
+    /* the range's own hint is replaced by the TODO that failed first */
+    const char *range = strstr(r.out, "a range fails"), *next = range ? strstr(range, "9.2 fails alone") : NULL;
+    const char *own = range ? strstr(range, "the words of the check") : NULL;
+    ok = ok && expect_true(!own || (next && own > next), "the range's own hint was shown:\n%s", r.out);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+int main(void) {
+    check_begin("tests: check framework");
+    check_run(NULL, "a hang skips the later checks of its TODO (and of ranges, needs); costs one limit",
+              check_hang_skips, 30);
+    check_run(NULL, "fix TODO X first; a crash names its signal and the lesson's words, and skips", check_fix_first_and_crash,
+              30);
+    return check_end();
+}
