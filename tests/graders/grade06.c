@@ -806,6 +806,7 @@ static int body_script_launch(const char *dir) {
 static int check_script_launch(void) { return with_tmpdir("grade06", body_script_launch); }
 
 static void checks(void) {
+    check_signal_hint(SIGSEGV, "a ring chunk past the tensor's end (start + count <= n), or GPU memory read on the CPU");
     check_run("TODO 6.1", "setup: 2 and 3 ranks each know their rank, world and local rank", check_setup, 120);
     check_run("TODO 6.1", "setup: 2 ranks where the script asked for 4 stop with a message", check_setup_wrong_count, 90);
     check_run("TODO 6.2", "every rank starts from rank 0's weights (2 and 3 ranks)", check_broadcast, 120);

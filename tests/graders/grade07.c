@@ -955,6 +955,7 @@ static int body_program_bubble(const char *dir) {
 static int check_program_bubble(void) { return with_tmpdir("grade07", body_program_bubble); }
 
 static void checks(void) {
+    check_signal_hint(SIGSEGV, "a micro-batch index past p->micro, or a send or receive of another tensor than the one given");
     /* one OpenMP thread per rank: 3 ranks of the machine's cores each on 2 cores spin
      * against each other (the program's --threads is 1 too) */
     setenv("OMP_NUM_THREADS", "1", 1);

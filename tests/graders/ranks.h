@@ -95,8 +95,8 @@ static inline void run_ranks(int ranks, const char *const *args, double timeout,
 }
 
 /* What the ranks printed, without mpirun's boxes and without repeats: each rank
- * stopping at the same TODO says so once. */
-static inline void print_ranks_output(const char *out) {
+ * stopping at the same TODO says so once. Returns how many lines it printed. */
+static inline int print_ranks_output(const char *out) {
     static const char *noise[] = {"---", "Primary job", "a non-zero exit code", "mpirun ",
                                   "the job to be terminated", "  Process name", "  Exit code",
                                   "MPI_ABORT", "with errorcode", "NOTE: invoking", "You may or may not",
@@ -116,6 +116,7 @@ static inline void print_ranks_output(const char *out) {
         }
         line = end ? end + 1 : line + len;
     }
+    return shown;
 }
 
 /* The ranks that died of a signal, as mpirun reports them ("mpirun noticed that process
@@ -145,7 +146,7 @@ static inline void print_job_output(const CommandResult *r) {
     if (r->timed_out || strstr(r->out, "FAIL: hung in ")) check_note_hung();
     print_rank_signals(r->out);
     printf("The ranks said:\n");
-    print_ranks_output(r->out);
+    if (print_ranks_output(r->out) == 0) printf("(nothing: a rank ended before it could say why)\n");
 }
 
 /* Every rank's worker line says ok: else prints what failed (and the output). A job
