@@ -480,7 +480,7 @@ static bool step_as_unsplit(Dist *d, PipeSchedule schedule, int micro, const cha
         transformer_free(&part);
     }
     if (ok && !(diff <= tol)) {
-        char why[300] = "";
+        char why[400] = "";
         if (alone >= 0)
             snprintf(why, sizeof why, ": they are micro-batch %d's alone (its 1/m share): the gradients of the "
                      "other micro-batches were overwritten, not added: the backwards add (+=) into the "
