@@ -70,10 +70,10 @@ static void on_send_alarm(int sig) {
     (void)sig;
     char line[700]; /* a signal handler: one write, no stdio */
     const int n = snprintf(line, sizeof line, "WORKER rank %d FAIL: its blocking dist_send to rank %d has not "
-                           "returned in 10 s: the rank it sends to is not receiving, it is sending too. Every "
-                           "rank sent first: a send larger than MPI buffers (here 200 KB and more) waits for its "
-                           "receive, so none returns. Use dist_sendrecv (it sends and receives at once)\n",
-                           g_send_rank, g_send_peer);
+                           "returned in 10 s: rank %d never started the matching receive. Where every rank "
+                           "sends first, none receives: a send larger than MPI buffers (here 200 KB and more) "
+                           "waits for its receive, so none returns. Use dist_sendrecv (it sends and receives "
+                           "at once)\n", g_send_rank, g_send_peer, g_send_peer);
     if (n > 0 && write(STDOUT_FILENO, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1)) < 0) _exit(2);
     _exit(1);
 }
