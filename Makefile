@@ -240,9 +240,10 @@ GRADE_WRAPPED_07 := pipeline_partition pipeline_send_activation pipeline_recv_ac
                     dist_send dist_send_start dist_recv dist_wait dist_barrier dist_all_gather_double dist_sum_double
 GRADE_LDFLAGS_07 := -rdynamic $(foreach f,$(GRADE_WRAPPED_07),-Wl,--wrap=$(f))
 # Lesson 08's grader (tests/graders/grade08.c): the ring reduce-scatter of TODO 8.2 may
-# not call the library's collectives (the other TODOs may: they are their callers).
+# not call the library's collectives (the other TODOs may: they are their callers), nor
+# a blocking send or receive on its own (it must pair them: dist_sendrecv).
 GRADE_WRAPPED_08 := dist_reduce_scatter dist_reduce_scatter_start dist_all_reduce \
-                    dist_all_reduce_start dist_all_gather dist_all_gather_start
+                    dist_all_reduce_start dist_all_gather dist_all_gather_start dist_send dist_recv
 GRADE_LDFLAGS_08 := -rdynamic $(foreach f,$(GRADE_WRAPPED_08),-Wl,--wrap=$(f))
 
 define LESSON_RULES

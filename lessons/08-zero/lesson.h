@@ -22,8 +22,8 @@
 #define LESSON_DIR "lessons/08-zero"
 #define TODO_STOP(id) todo_stop(id, LESSON_DIR, __func__)
 
-/* TODO 8.1 (shard.c): cut n scalars into `world` equal pieces, the last padded with
- * zeros: each rank's piece, the padded size, where rank's piece starts, and how many of
+/* TODO 8.1 (shard.c): cut n scalars into `world` equal pieces, padded with zeros at the
+ * end (the last pieces may hold some padding, or only padding): each rank's piece, the padded size, where rank's piece starts, and how many of
  * its scalars are real (not padding). */
 ZeroRange lesson_shard_range(int64_t n, int world, int rank);
 

@@ -6,7 +6,7 @@
  * the first half of a ring all-reduce, (N - 1) / N of the traffic. The all-gather of
  * the updated parameters (TODO 8.4) is the other half: the same bytes as DDP in all.
  *
- * In place: piece is a view of full at rank * s (stages 1), or a buffer of its own
+ * In place: piece is a view of full at rank * s (stage 1), or a buffer of its own
  * (stages 2 and 3: the gradients of a block live in a window until reduced); the
  * library's collectives take both (lib/dist/dist.h). The request is waited for later:
  * at stage 2 the blocks before this one compute their backward meanwhile. */

@@ -41,7 +41,7 @@
 #include "layers/layer_ops.h"
 #include "models/params.h"
 
-enum { BLOCK_SAVED_MAX = 20, BLOCK_HOOKS_MAX = 4, BLOCK_NAME_MAX = 32 };
+enum { BLOCK_SAVED_MAX = 20, BLOCK_HOOKS_MAX = 8, BLOCK_NAME_MAX = 32 };
 
 typedef struct Block Block;
 typedef struct BlockList BlockList;

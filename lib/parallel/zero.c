@@ -186,6 +186,7 @@ void zero_init(Zero *z, Dist *dist, BlockList *blocks, int stage, const ZeroOps 
         z->memory.params = 4 * z->shard;
         z->memory.windows += 2 * 4 * z->window_size;
         blocks_add_hook(blocks, ops->stage3_hook, z);
+        blocks_add_hook(blocks, zero_stage3_guard, z);
     }
 }
 
@@ -215,7 +216,10 @@ void zero_free(Zero *z) {
         tensor_free(&z->param_windows[k].data);
     }
     if (z->stage >= 2) blocks_remove_hook(z->blocks, zero_gradient_hook, z);
-    if (z->stage == 3) blocks_remove_hook(z->blocks, z->ops->stage3_hook, z);
+    if (z->stage == 3) {
+        blocks_remove_hook(z->blocks, zero_stage3_guard, z);
+        blocks_remove_hook(z->blocks, z->ops->stage3_hook, z);
+    }
     tensor_free(&z->shard_values);
     tensor_free(&z->shard_grads);
     tensor_free(&z->adam.m), tensor_free(&z->adam.v), tensor_free(&z->sgd.buf);
@@ -240,7 +244,7 @@ void zero_finish_gradients(Zero *z) {
         for (int k = z->nunits - 1; k >= 0; k--) {
             Tensor full = zero_flat(&z->params->grads, z->units[k].start, z->units[k].piece * z->dist->world_size);
             Tensor piece = zero_grad_piece(z, &z->units[k]);
-            r[k] = z->ops->reduce_gradients(z->dist, &piece, &full);
+            r[k] = zero_start_reduce(z, &piece, &full);
         }
         for (int k = z->nunits - 1; k >= 0; k--) dist_wait(z->dist, r[k]);
         xfree(r);
@@ -274,6 +278,9 @@ float zero_clip(Zero *z, float max_norm) {
 void zero_step(Zero *z) {
     CHECK(!z->in_step, "zero_step before zero_finish_gradients");
     CHECK(z->adam.m.data || z->sgd.buf.data, "zero_step before zero_optimizer_adamw or _sgd");
+    /* a block a hook left gathered holds the values of before the step: dropped, so the
+     * next pass gathers the new ones */
+    for (int k = 0; z->stage == 3 && k < z->nunits; k++) zero_release(z, &z->units[k]);
     z->ops->step(z);
     z->steps++;
     if (z->stage == 3) return; /* the shard is the parameters: the next forward gathers */
@@ -282,7 +289,7 @@ void zero_step(Zero *z) {
     for (int k = 0; k < z->nunits; k++) {
         Tensor full = zero_param_range(z, &z->units[k]);
         Tensor piece = zero_param_piece(z, &z->units[k]);
-        r[k] = z->ops->gather_params(z->dist, &full, &piece);
+        r[k] = zero_start_gather(z, &full, &piece);
     }
     for (int k = 0; k < z->nunits; k++) dist_wait(z->dist, r[k]);
     xfree(r);

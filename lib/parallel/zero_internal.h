@@ -11,6 +11,13 @@ Tensor zero_flat(Tensor *buffer, int64_t start, int64_t n);
 void zero_point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads);
 /* Waits for *r (if any), counted as exposed communication; *r = NULL after. */
 void zero_wait_timed(Zero *z, DistRequest **r);
+/* ZeroOps' collectives, started, their request checked (a part that returns none is
+ * named, not left to crash a wait later). */
+DistRequest *zero_start_reduce(Zero *z, Tensor *piece, Tensor *full);
+DistRequest *zero_start_gather(Zero *z, Tensor *full, const Tensor *piece);
+/* Stage 3, after the ops' hook: a block about to run without its parameters there, or
+ * still waiting for them, stops with a message that names it. */
+void zero_stage3_guard(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after);
 /* Stages 2 and 3's hook: a block's gradients in a window, reduce-scattered after its
  * backward. */
 void zero_gradient_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after);

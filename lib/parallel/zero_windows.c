@@ -30,6 +30,20 @@ void zero_wait_timed(Zero *z, DistRequest **r) {
     z->exposed_s += now_seconds() - t0;
 }
 
+DistRequest *zero_start_reduce(Zero *z, Tensor *piece, Tensor *full) {
+    DistRequest *r = z->ops->reduce_gradients(z->dist, piece, full);
+    CHECK(r, "ZeroOps' reduce_gradients returned no request (NULL): return the one "
+          "dist_reduce_scatter_start gives; the library waits for it");
+    return r;
+}
+
+DistRequest *zero_start_gather(Zero *z, Tensor *full, const Tensor *piece) {
+    DistRequest *r = z->ops->gather_params(z->dist, full, piece);
+    CHECK(r, "ZeroOps' gather_params returned no request (NULL): return the one "
+          "dist_all_gather_start gives; the library waits for it");
+    return r;
+}
+
 /* ---------------------------------------------------------------- stage 3's mechanics */
 
 void zero_gather(Zero *z, ZeroUnit *u) {
@@ -42,7 +56,7 @@ void zero_gather(Zero *z, ZeroUnit *u) {
     u->window = (int)(w - z->param_windows);
     Tensor full = zero_flat(&w->data, 0, u->piece * z->dist->world_size);
     Tensor piece = zero_param_piece(z, u);
-    u->gather = z->ops->gather_params(z->dist, &full, &piece);
+    u->gather = zero_start_gather(z, &full, &piece);
     progress_all(z);
 }
 
@@ -53,6 +67,19 @@ void zero_await(Zero *z, ZeroUnit *u) {
           "gathered blocks without releasing them: zero_release after each pass)", u->block);
     zero_wait_timed(z, &u->gather);
     zero_point_unit(z, u, z->param_windows[u->window].data.data, false);
+}
+
+void zero_stage3_guard(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
+    (void)l;
+    Zero *z = ctx;
+    ZeroUnit *u = zero_unit_of(z, b);
+    if (!u || after) return;
+    const Param *first = z->params->items[u->first_param];
+    CHECK(u->window >= 0 && !u->gather && first->value.data,
+          "block %d ('%s')'s %s is about to run without its parameters (%s): stage 3's hook "
+          "must zero_await the block before each pass", b->index, b->name,
+          pass == BLOCK_FORWARD ? "forward" : "backward",
+          u->window < 0 ? "not gathered" : u->gather ? "gathered, but not waited for" : "not pointed at");
 }
 
 void zero_release(Zero *z, ZeroUnit *u) {
@@ -91,7 +118,7 @@ void zero_gradient_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool 
         CHECK(w, "block %d's backward ended without its gradient window", u->block);
         Tensor full = zero_flat(&w->data, 0, u->piece * z->dist->world_size);
         Tensor piece = zero_grad_piece(z, u);
-        w->pending = z->ops->reduce_gradients(z->dist, &piece, &full);
+        w->pending = zero_start_reduce(z, &piece, &full);
         zero_point_unit(z, u, NULL, true);
     }
     progress_all(z);

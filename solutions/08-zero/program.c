@@ -178,6 +178,10 @@ static void load_text(Run *run) {
     print0("data: %s, %d words; %lld train and %lld valid tokens\n", run->corpus.name,
            run->corpus.vocab.count, (long long)run->corpus.train.count,
            (long long)run->corpus.valid.count);
+    if (full_batches(&run->valid, c->lm.bptt) < 1) /* say so rather than print nan */
+        print0("note: the valid text (%lld tokens) holds no full batch of %d x %d tokens: its loss "
+               "will read nan (a longer text, or a smaller --batch-size or --bptt)\n",
+               (long long)(run->valid.rows * run->valid.cols), c->batch_size, c->lm.bptt + 1);
 }
 
 static void build(Run *run) {
@@ -238,9 +242,8 @@ static void print_memory(Run *run) {
     print0("memory per rank (MB):  %10s %10s %10s %10s\n", "params", "grads", "optimizer", "total");
     print0("  your formula (8.6)   %10.3f %10.3f %10.3f %10.3f\n", f.params / 1e6, f.grads / 1e6,
            f.optim / 1e6, ftotal / 1e6);
-    print0("  allocated            %10.3f %10.3f %10.3f %10.3f  (%+.2f%%: the padding)\n",
-           a.params / 1e6, a.grads / 1e6, a.optim / 1e6, atotal / 1e6,
-           ftotal > 0 ? 100 * (atotal - ftotal) / ftotal : 0.0);
+    print0("  allocated            %10.3f %10.3f %10.3f %10.3f  (%+.0f bytes: the padding)\n",
+           a.params / 1e6, a.grads / 1e6, a.optim / 1e6, atotal / 1e6, atotal - ftotal);
     if (a.windows)
         print0("  + windows            %10.3f MB: %s of the largest block (%lld scalars), one in "
                "use and one in flight\n", a.windows / 1e6,
@@ -451,6 +454,9 @@ static void train(Run *run) {
                loss_sum / steps, valid, exp(valid), tokens / seconds, 1e3 * exposed / steps);
         if (last) break;
     }
+    if (c->max_steps && run->steps < c->max_steps)
+        print0("note: %d epoch%s ended after %lld steps, before --max-steps %d (--epochs for more)\n",
+               c->epochs, c->epochs == 1 ? "" : "s", (long long)run->steps, c->max_steps);
     if (run->steps_here > 0) {
         const double want = zero_bytes_formula(c->stage, run->lm.params.total, run->dist->world_size);
         print0("communication: %.3f MB sent per step by rank 0, the formula %d x 4 psi (N-1)/N = "
