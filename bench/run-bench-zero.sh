@@ -9,7 +9,9 @@
 #   bench/run-bench-zero.sh BUILD_DIR RANKS [ROUNDS]
 # What runs: lesson 08's program on the tutorial's model and the default text (Debian's
 # fortunes, 55k words: the embedding and decoder are 97% of the parameters), a batch of
-# BATCH (64) sequences, MAX_STEPS (8) steps, one thread per rank.
+# BATCH (64) sequences, MAX_STEPS (8) steps, one thread per rank; MODEL_ARGS adds or
+# overrides options (MODEL_ARGS="--dataset text --data FILE --layers 6": a model of many
+# even blocks).
 set -euo pipefail
 build=$1 ranks=$2 rounds=${3:-3}
 batch=${BATCH:-64} steps=${MAX_STEPS:-8}
@@ -29,7 +31,8 @@ median() { grep -oE "\"$2\": [-0-9.e+]+" "$1" | tail -n +2 | awk '{ print $2 }' 
 run() {
     local s=$1 out m=$tmp/m$1.jsonl step exposed
     out=$(mpirun -n "$ranks" --oversubscribe --bind-to core "$bin" --threads 1 --stage "$s" \
-        --batch-size "$batch" --max-steps "$steps" --valid-batches 1 --impl library --metrics "$m" 2>&1) ||
+        --batch-size "$batch" --max-steps "$steps" --valid-batches 1 --impl library --metrics "$m" \
+        ${MODEL_ARGS:-} 2>&1) ||
         { echo "error: stage $s failed:" >&2; tail -5 <<<"$out" >&2; exit 1; }
     step=$(median "$m" step_seconds) exposed=$(median "$m" exposed_comm_seconds)
     rounds_seen[$s]+=" $step"
@@ -41,7 +44,7 @@ run() {
     mem[$s]=$(awk '/^  allocated/ { print $5 }' <<<"$out")
 }
 
-echo "== lesson 08: ZeRO stages on $ranks CPU ranks, tutorial model, batch $batch, median of steps 2-$steps, best of $rounds rounds"
+echo "== lesson 08: ZeRO stages on $ranks CPU ranks, tutorial model${MODEL_ARGS:+ ($MODEL_ARGS)}, batch $batch, median of steps 2-$steps, best of $rounds rounds"
 echo "   ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(getconf _NPROCESSORS_ONLN) cores, $(date -u +%F), load $(cut -d' ' -f1 /proc/loadavg))"
 for ((r = 1; r <= rounds; r++)); do
     for s in 0 1 2 3; do run "$s"; done

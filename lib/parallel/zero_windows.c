@@ -111,7 +111,8 @@ void zero_gradient_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool 
         z->next_grad_window ^= 1;
         zero_wait_timed(z, &w->pending); /* the window's last reduce-scatter must be done */
         w->unit = (int)(u - z->units);
-        tensor_fill(&w->data, 0.0f);
+        Tensor range = zero_flat(&w->data, 0, u->piece * z->dist->world_size); /* not the rest */
+        tensor_fill(&range, 0.0f);
         zero_point_unit(z, u, w->data.data, true);
     } else {
         ZeroWindow *w = grad_window_of(z, u);
