@@ -207,7 +207,7 @@ static bool setup_of(const char *runtime, const char *device, CommandResult *r) 
              "COURSE_DEVICE=%s container_setup %s /img/dl '/srv/my data' /work/scratch && "
              "printf 'SRUN %%s\\n' \"${CONTAINER_SRUN[@]}\" && printf 'RUN %%s\\n' \"${CONTAINER_RUN[@]}\" && "
              "printf 'PREPARE %%s\\n' \"${CONTAINER_PREPARE[@]}\" && "
-             "echo \"NVIDIA_VISIBLE_DEVICES=${NVIDIA_VISIBLE_DEVICES:-}\"", LESSON_PATH, device, runtime);
+             "echo \"NVIDIA_VISIBLE_DEVICES=$(printenv NVIDIA_VISIBLE_DEVICES)\"", LESSON_PATH, device, runtime);
     snprintf(what, sizeof what, "COURSE_DEVICE=%s container_setup %s", device, runtime);
     return bash(script, r, what);
 }
