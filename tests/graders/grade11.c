@@ -165,18 +165,21 @@ static bool mounts_right(const char *runtime, const char *list, const char *word
     for (const char *p = list; *p; p += *p == ',') {
         const size_t n = strcspn(p, ",");
         snprintf(item, sizeof item, "%.*s", (int)n, p);
+        char whole[600];
+        snprintf(whole, sizeof whole, "%s", item);
         p += n;
         char *dst = strchr(item, ':'), *flags = dst ? strchr(dst + 1, ':') : NULL;
         if (dst) *dst++ = '\0';
         if (flags) *flags++ = '\0';
         if (!expect_true(dst && *item && *dst && (!flags || !strchr(flags, ':')) && !strchr(item, '+') &&
-                         !strchr(dst, '+') && (!flags || !strchr(flags, '/')),
+                         !strchr(dst, '+') && (!flags || !strchr(flags, '/')) &&
+                         (strcmp(runtime, "apptainer") != 0 || !flags || !strchr(flags, '+')),
                          "%s: \"%s\" is not one SRC:DST[:FLAGS] mount: the mounts are separated by commas "
-                         "(SRC:DST:ro,SRC:DST)%s. The words were:\n%s", runtime, list,
+                         "(SRC:DST:ro,SRC:DST)%s. The words were:\n%s", runtime, whole,
                          strcmp(runtime, "pyxis") == 0 ? "; '+' joins the flags of one mount (ro+rprivate), "
                          "never two mounts" : "; Apptainer has no '+' at all", words))
             return false;
-        bool ro = false; /* flags: Pyxis's joined by '+', Apptainer's one word */
+        bool ro = false; /* flags: Pyxis's joined by '+', Apptainer's one word (ro or rw) */
         for (const char *f = flags ? flags : ""; *f; f += *f == '+') {
             const size_t k = strcspn(f, "+");
             ro = ro || (k == 2 && strncmp(f, "ro", 2) == 0);
