@@ -18,34 +18,46 @@ container_binds() {
     # TODO 11.4: for each runtime, the options (see README.md, TODO 11.4, for each
     # runtime's syntax):
     #   charliecloud: -b "$data:/data" -b "$scratch:/scratch", and -t (a private /tmp)
-    #   pyxis:        one --container-mounts=... with both binds (/data read-only: ro),
-    #                 and --no-container-mount-home
-    #   apptainer:    --contain, and one --bind with both binds (/data read-only: ro)
+    #   pyxis:        one --container-mounts=SRC:DST:ro,SRC:DST with both binds (/data
+    #                 read-only: ro; a comma between the two mounts, never '+': that
+    #                 joins the flags of one mount), and --no-container-mount-home
+    #   apptainer:    --contain, and one --bind SRC:DST:ro,SRC:DST with both binds
+    #                 (/data read-only: ro; a comma between the two)
     # as words of the array: CONTAINER_BINDS=(-b "$data:/data" ...). An unknown runtime:
-    # a message on stderr, return 1. Then remove the next two lines.
+    # a message on stderr and a non-zero status (return 1). Then remove the next two lines.
     echo "TODO 11.4 is not done yet: see lessons/11-containers/README.md, section TODO 11.4" >&2
     return 3
 }
 
 # container_setup RUNTIME IMAGE DATA SCRATCH: the arrays CONTAINER_SRUN (options srun
-# itself takes: Pyxis's) and CONTAINER_RUN (the words before the program: ch-run's or
-# apptainer's), with the binds, the image's environment, /scratch as the working
-# directory and, where COURSE_DEVICE=cuda, the GPUs (README.md, GPU passthrough).
+# itself takes: Pyxis's), CONTAINER_RUN (the words before the program: ch-run's or
+# apptainer's) and CONTAINER_PREPARE (a command to run once before them, or none), with
+# the binds, the image's environment, /scratch as the working directory and, where
+# COURSE_DEVICE=cuda, the GPUs (README.md, GPU passthrough).
 container_setup() {
-    local runtime=$1 image=$2 data=$3 scratch=$4
+    local runtime=$1 image=$2 data=$3 scratch=$4 gpus=
+    [ "${COURSE_DEVICE:-cpu}" = cuda ] && gpus=yes
     container_binds "$runtime" "$data" "$scratch" || return
-    CONTAINER_SRUN=() CONTAINER_RUN=()
+    CONTAINER_SRUN=() CONTAINER_RUN=() CONTAINER_PREPARE=()
     case $runtime in
     charliecloud)
-        # --set-env: the image's /ch/environment. GPUs: the host's driver libraries
-        # must be in the image first (ch-fromhost --nvidia IMAGE, once, before the job)
-        CONTAINER_RUN=(ch-run --set-env "${CONTAINER_BINDS[@]}" -c /scratch "$image" --) ;;
+        # --set-env: the image's /ch/environment. GPUs: ch-run has no flag for them; the
+        # host's driver libraries are copied into the (directory) image, on the node
+        CONTAINER_RUN=(ch-run --set-env "${CONTAINER_BINDS[@]}" -c /scratch "$image" --)
+        if [ -n "$gpus" ]; then CONTAINER_PREPARE=(ch-fromhost --nvidia "$image"); fi ;;
     pyxis)
-        # Enroot reads /etc/environment itself; GPUs come through its NVIDIA hook
-        CONTAINER_SRUN=(--container-image="$image" "${CONTAINER_BINDS[@]}" --container-workdir=/scratch) ;;
+        # Enroot reads /etc/environment itself. GPUs: Enroot's NVIDIA hook, for a
+        # container whose environment names them (Pyxis passes srun's on); NVIDIA's CUDA
+        # images set these, Debian's does not. all: the job's (Slurm limits the devices)
+        CONTAINER_SRUN=(--container-image="$image" "${CONTAINER_BINDS[@]}" --container-workdir=/scratch)
+        if [ -n "$gpus" ]; then
+            export NVIDIA_VISIBLE_DEVICES=${NVIDIA_VISIBLE_DEVICES:-all}
+            export NVIDIA_DRIVER_CAPABILITIES=${NVIDIA_DRIVER_CAPABILITIES:-compute,utility}
+        fi ;;
     apptainer)
+        # --nv: the host's NVIDIA libraries and /dev/nvidia* bound in
         CONTAINER_RUN=(apptainer exec "${CONTAINER_BINDS[@]}" --pwd /scratch)
-        [ "${COURSE_DEVICE:-cpu}" = cuda ] && CONTAINER_RUN+=(--nv)
+        if [ -n "$gpus" ]; then CONTAINER_RUN+=(--nv); fi
         CONTAINER_RUN+=("$image") ;;
     esac
 }

@@ -3,14 +3,17 @@
  * parameter digests both print (TODO 11.6).
  *
  *   train                                   # build/image/root against the host build
+ *                                           # (make image-host: lesson 01 with the image's ARCH)
  *   train --inside "apptainer exec dl-course.sif /opt/course/build/solutions/01-cpu-cnn/train"
  *
  * --outside and --inside are shell commands; the training options (--steps' worth of
  * a synthetic set, one thread, seed 42) are appended to both. Exit status 0: the same
  * digest; 1: different; 2: a run failed or printed none. */
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/args.h"
 #include "core/check.h"
@@ -59,6 +62,9 @@ int main(int argc, char **argv) {
                "Lesson 11: lesson 01 for a few steps outside and inside the image; the same parameters?");
     if (steps < 1 || steps > 600) fatal("--steps %d: give 1 to 600", steps);
     if (threads < 1) fatal("--threads %d: give at least 1", threads);
+    /* ch-run stops with "$USER not set" without it (a cron job, env -i, some containers) */
+    const struct passwd *me = getpwuid(getuid());
+    if (!getenv("USER") && me) setenv("USER", me->pw_name, 1);
     char default_inside[COMMAND_MAX];
     if (!inside) {
         snprintf(default_inside, sizeof default_inside,

@@ -14,10 +14,15 @@
 #   7. lesson 11's sbatch script under the local Slurm (tests/slurm/test-11-containers.sh:
 #      lessons 01 and 06, 2 ranks by srun --mpi=pmix into the containers); skipped
 #      without Slurm
+# Steps 5-7 run the solution's binds.sh, job script and program, or with
+# LESSON_FILES=lessons a participant's (lessons/11-containers, build/lessons/...).
 # Last line "N passed, M failed[, K skipped]".
 set -u
 cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
+kind=${LESSON_FILES:-solutions}
+case $kind in solutions | lessons) ;; *) echo "LESSON_FILES=$kind: give solutions or lessons" >&2; exit 2 ;; esac
+export LESSON_FILES=$kind
 out=build/image
 root=$out/root
 export USER=${USER:-$(id -un)}
@@ -79,15 +84,15 @@ else
     # 5
     host=build/image/host
     arch=$(sed -n 's/^arch //p' "$root/etc/dl-course-image")
-    if make --no-print-directory -s BUILD=$host ARCH="$arch" NVCC= $host/solutions/01-cpu-cnn/train >"$tmp/make.log" 2>&1 &&
-       make --no-print-directory -s "$build/solutions/11-containers/train" >>"$tmp/make.log" 2>&1; then
-        o=$("$build/solutions/11-containers/train" --image "$root" --outside "$host/solutions/01-cpu-cnn/train" 2>&1)
+    if make --no-print-directory -s image-host >"$tmp/make.log" 2>&1 &&
+       make --no-print-directory -s "$build/$kind/11-containers/train" >>"$tmp/make.log" 2>&1; then
+        o=$("$build/$kind/11-containers/train" --image "$root" --outside "$host/solutions/01-cpu-cnn/train" 2>&1)
         if [ $? -eq 0 ]; then pass "ch-run: lesson 01 for 5 steps, the same parameter digest inside and outside ($(grep -m1 -o '[0-9a-f]\{16\}' <<<"$o"))"
         else fail "ch-run: lesson 01 inside and outside the image:"; indent <<<"$o"; fi
     else fail "building lesson 01 with ARCH=$arch for the comparison:"; tail -20 "$tmp/make.log" | indent; fi
 
     # 6
-    . solutions/11-containers/binds.sh
+    . "$kind/11-containers/binds.sh"
     mkdir -p "$tmp/data" "$tmp/scratch" "$tmp/home"
     echo data >"$tmp/data/file"
     echo host-home >"$tmp/home/marker" && echo host-tmp >"${TMPDIR:-/tmp}/course-host-tmp-$$"

@@ -40,11 +40,27 @@ static bool has_word(const char *lines, const char *word) {
 
 /* ---------------------------------------------------------------- TODO 11.1-11.3 */
 
+/* The recipe sourced as make image sources it (tools/image/build.sh: IMAGE_ARCH and
+ * IMAGE_JOBS set first), with a stand-in make that refuses: a make at the recipe's top
+ * level would run on the machine that reads it, not in the image. */
+#define SOURCE_RECIPE "set -u; IMAGE_ARCH=x86-64-v3 IMAGE_JOBS=2; " \
+    "make() { echo \"MAKE AT THE TOP LEVEL: make $*\"; return 1; }; . " LESSON_PATH "/image.conf; unset -f make; "
+
+/* A command at the recipe's top level (outside image_build): it ran when the file was
+ * read, on the host. */
+static bool nothing_at_top_level(const CommandResult *r) {
+    return expect_true(!strstr(r->out, "MAKE AT THE TOP LEVEL"), "image.conf ran make when it was read "
+                       "(sourced), not inside image_build: make image reads the recipe on the host, so "
+                       "that build would run there, not in the image. Put the make line inside "
+                       "image_build() { ... }. It said:\n%s", r->out);
+}
+
 static int check_packages(void) {
     CommandResult r;
-    if (!bash("set -u; . " LESSON_PATH "/image.conf; printf '%s\\n' $IMAGE_PACKAGES", &r,
+    if (!bash(SOURCE_RECIPE "printf '%s\\n' $IMAGE_PACKAGES", &r,
               "sourcing image.conf"))
         return CHECK_FAIL;
+    if (!nothing_at_top_level(&r)) return CHECK_FAIL;
     static const char *need[] = {"build-essential", "make", "pkg-config", "zlib1g-dev",
                                  "libopenblas-openmp-dev", "libopenmpi-dev", "openmpi-bin"};
     static const char *host_only[] = {"slurm-wlm", "slurm-client", "munge", "python3-torch", "pandoc",
@@ -64,15 +80,27 @@ static int check_packages(void) {
 
 static int check_build_step(void) {
     CommandResult r;
-    /* a stand-in make that prints its words, one per line */
-    if (!bash("set -u; . " LESSON_PATH "/image.conf; make() { printf 'MAKE\\n'; printf '%s\\n' \"$@\"; };"
+    char cwd[1024];
+    if (!getcwd(cwd, sizeof cwd)) return CHECK_FAIL;
+    /* a stand-in make that prints where it ran and its words, one per line; image_build
+     * runs in the course's directory (here: this one) */
+    if (!bash(SOURCE_RECIPE "make() { printf 'MAKE\\n'; printf 'PWD=%s\\n' \"$PWD\"; printf '%s\\n' \"$@\"; };"
               " IMAGE_ARCH=zen7 IMAGE_JOBS=5 image_build", &r, "image_build (IMAGE_ARCH=zen7 IMAGE_JOBS=5)"))
         return CHECK_FAIL;
     static const char *targets[] = {"build/libcourse.a", "build/solutions/01-cpu-cnn/train",
                                     "build/solutions/01-cpu-cnn/grade", "build/lessons/01-cpu-cnn/train",
                                     "build/lessons/01-cpu-cnn/grade", "build/solutions/06-ddp/train",
                                     "build/lessons/06-ddp/train"};
-    bool ok = expect_true(strstr(r.out, "MAKE\n") != NULL, "image_build did not run make; it said:\n%s", r.out) &&
+    char here[1100];
+    snprintf(here, sizeof here, "PWD=%s", cwd);
+    bool moved = false; /* make -C DIR, -CDIR, --directory[=]DIR */
+    for (const char *p = r.out; *p; p += strcspn(p, "\n"), p += *p == '\n')
+        moved = moved || strncmp(p, "-C", 2) == 0 || strncmp(p, "--directory", 11) == 0;
+    bool ok = nothing_at_top_level(&r) &&
+              expect_true(strstr(r.out, "MAKE\n") != NULL, "image_build did not run make; it said:\n%s", r.out) &&
+              expect_true(has_word(r.out, here) && !moved, "image_build runs in the course's copy in the image "
+                          "(/opt/course) already: make there, without cd or make -C (elsewhere it builds "
+                          "another tree, or none). make saw (PWD: where it ran; %s expected):\n%s", cwd, r.out) &&
               expect_true(has_word(r.out, "ARCH=zen7"), "make was not given ARCH=\"$IMAGE_ARCH\" (with "
                           "IMAGE_ARCH=zen7 it saw:\n%s): the image runs on the cluster's CPUs, not on "
                           "this machine's (-march=native)", r.out) &&
@@ -85,13 +113,24 @@ static int check_build_step(void) {
 
 static int check_environment(void) {
     CommandResult r;
-    if (!bash("set -u; . " LESSON_PATH "/image.conf; printf '%s\\n' \"${IMAGE_ENVIRONMENT[@]}\"", &r,
+    if (!bash(SOURCE_RECIPE "printf '%s\\n' \"${IMAGE_ENVIRONMENT[@]}\"", &r,
               "sourcing image.conf"))
         return CHECK_FAIL;
-    static const char *need[] = {"LANG=C.UTF-8", "COURSE_ROOT=/opt/course", "ARCH=x86-64-v3",
-                                 "OMPI_MCA_btl_vader_single_copy_mechanism=none"};
+    /* IMAGE_ARCH=x86-64-v3 as make image sets it: ARCH="$IMAGE_ARCH" or ARCH=x86-64-v3 */
+    static const struct { const char *word, *why; } need[] = {
+        {"LANG=C.UTF-8", ""},
+        {"COURSE_ROOT=/opt/course", ""},
+        {"PMIX_MCA_gds=hash", " (the stub's: without it every rank prints \"PMIX ERROR ... "
+                              "gds_ds12_lock_pthread.c\": PMIx in a container cannot lock the host "
+                              "Slurm's shared store; keep it)"},
+        {"ARCH=x86-64-v3", " (ARCH=\"$IMAGE_ARCH\" or ARCH=x86-64-v3: make in the image must use the "
+                           "flags it was built with)"},
+        {"OMPI_MCA_btl_vader_single_copy_mechanism=none", ""},
+    };
+    if (!nothing_at_top_level(&r)) return CHECK_FAIL;
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
-        if (!expect_true(has_word(r.out, need[i]), "IMAGE_ENVIRONMENT lacks the word %s; it is:\n%s", need[i], r.out))
+        if (!expect_true(has_word(r.out, need[i].word), "IMAGE_ENVIRONMENT lacks the word %s%s; it is:\n%s",
+                         need[i].word, need[i].why, r.out))
             return CHECK_FAIL;
     for (const char *line = r.out; *line;) { /* each word KEY=VALUE, as /etc/environment wants */
         const size_t n = strcspn(line, "\n"), key = strspn(line, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789abcdefghijklmnopqrstuvwxyz");
@@ -115,6 +154,93 @@ static bool binds_of(const char *runtime, CommandResult *r) {
     return bash(script, r, what);
 }
 
+/* One runtime's list of mounts, SRC:DST[:FLAGS] separated by commas (Pyxis's
+ * --container-mounts, Apptainer's --bind): the data read-only at /data, the scratch
+ * writable at /scratch, nothing else. Flags: Pyxis joins several with '+' (ro+rprivate),
+ * Apptainer takes one (ro or rw). A '+' between two mounts is read by both runtimes as
+ * part of one mount's flags (or path): the second mount is lost. */
+static bool mounts_right(const char *runtime, const char *list, const char *words) {
+    bool data = false, scratch = false;
+    char item[600];
+    for (const char *p = list; *p; p += *p == ',') {
+        const size_t n = strcspn(p, ",");
+        snprintf(item, sizeof item, "%.*s", (int)n, p);
+        char whole[600];
+        snprintf(whole, sizeof whole, "%s", item);
+        p += n;
+        char *dst = strchr(item, ':'), *flags = dst ? strchr(dst + 1, ':') : NULL;
+        if (dst) *dst++ = '\0';
+        if (flags) *flags++ = '\0';
+        if (!expect_true(dst && *item && *dst && (!flags || !strchr(flags, ':')) && !strchr(item, '+') &&
+                         !strchr(dst, '+') && (!flags || !strchr(flags, '/')) &&
+                         (strcmp(runtime, "apptainer") != 0 || !flags || !strchr(flags, '+')),
+                         "%s: \"%s\" is not one SRC:DST[:FLAGS] mount: the mounts are separated by commas "
+                         "(SRC:DST:ro,SRC:DST)%s. The words were:\n%s", runtime, whole,
+                         strcmp(runtime, "pyxis") == 0 ? "; '+' joins the flags of one mount (ro+rprivate), "
+                         "never two mounts" : "; Apptainer has no '+' at all", words))
+            return false;
+        bool ro = false; /* flags: Pyxis's joined by '+', Apptainer's one word (ro or rw) */
+        for (const char *f = flags ? flags : ""; *f; f += *f == '+') {
+            const size_t k = strcspn(f, "+");
+            ro = ro || (k == 2 && strncmp(f, "ro", 2) == 0);
+            f += k;
+        }
+        if (strcmp(dst, "/data") == 0)
+            data = expect_true(strcmp(item, "/srv/my data") == 0 && ro, "%s: /data must be the data directory "
+                               "(/srv/my data here), read-only (SRC:/data:ro); the words were:\n%s", runtime, words);
+        else if (strcmp(dst, "/scratch") == 0)
+            scratch = expect_true(strcmp(item, "/work/scratch") == 0 && !ro, "%s: /scratch must be the scratch "
+                                  "directory (/work/scratch here), writable (no ro); the words were:\n%s", runtime, words);
+        else
+            return expect_true(false, "%s: %s:%s is mounted too: only /data and /scratch; the words were:\n%s",
+                               runtime, item, dst, words);
+        if ((strcmp(dst, "/data") == 0 && !data) || (strcmp(dst, "/scratch") == 0 && !scratch)) return false;
+    }
+    return expect_true(data, "%s: no mount of the data read-only at /data (SRC:/data:ro); the words "
+                       "were:\n%s", runtime, words) &&
+           expect_true(scratch, "%s: no writable mount of the scratch directory at /scratch; the words "
+                       "were:\n%s", runtime, words);
+}
+
+/* container_setup (given, in binds.sh): with COURSE_DEVICE=cuda each runtime's way to
+ * the GPUs, without it none. The arrays and the NVIDIA_* variables, one per line. */
+static bool setup_of(const char *runtime, const char *device, CommandResult *r) {
+    char script[700], what[96];
+    snprintf(script, sizeof script, "set -u; . %s/binds.sh; unset NVIDIA_VISIBLE_DEVICES NVIDIA_DRIVER_CAPABILITIES; "
+             "COURSE_DEVICE=%s container_setup %s /img/dl '/srv/my data' /work/scratch && "
+             "printf 'SRUN %%s\\n' \"${CONTAINER_SRUN[@]}\" && printf 'RUN %%s\\n' \"${CONTAINER_RUN[@]}\" && "
+             "printf 'PREPARE %%s\\n' \"${CONTAINER_PREPARE[@]}\" && "
+             "echo \"NVIDIA_VISIBLE_DEVICES=$(printenv NVIDIA_VISIBLE_DEVICES)\"", LESSON_PATH, device, runtime);
+    snprintf(what, sizeof what, "COURSE_DEVICE=%s container_setup %s", device, runtime);
+    return bash(script, r, what);
+}
+
+static bool gpus_right(void) {
+    static const char *given = "container_setup in binds.sh is given code: put it back as it came "
+                               "(git diff lessons/11-containers/binds.sh)";
+    CommandResult r;
+    bool ok = true;
+    for (int cuda = 0; ok && cuda < 2; cuda++) {
+        const char *dev = cuda ? "cuda" : "cpu";
+        ok = setup_of("apptainer", dev, &r) &&
+             expect_true(has_word(r.out, "RUN --nv") == cuda, "apptainer with COURSE_DEVICE=%s: %s --nv (the "
+                         "host's NVIDIA libraries and devices); %s. It gave:\n%s", dev, cuda ? "no" : "an unasked",
+                         given, r.out) &&
+             expect_true(has_word(r.out, "RUN /img/dl") && strstr(r.out, "RUN apptainer\nRUN exec\n"),
+                         "apptainer: CONTAINER_RUN must be apptainer exec ... IMAGE; %s. It gave:\n%s", given, r.out) &&
+             setup_of("charliecloud", dev, &r) &&
+             expect_true((strstr(r.out, "PREPARE ch-fromhost\nPREPARE --nvidia\nPREPARE /img/dl\n") != NULL) == cuda,
+                         "charliecloud with COURSE_DEVICE=%s: CONTAINER_PREPARE must be %s (ch-run has no GPU flag: "
+                         "the host's driver libraries are copied into the image); %s. It gave:\n%s", dev,
+                         cuda ? "ch-fromhost --nvidia IMAGE" : "empty", given, r.out) &&
+             setup_of("pyxis", dev, &r) &&
+             expect_true(has_word(r.out, "NVIDIA_VISIBLE_DEVICES=all") == cuda, "pyxis with COURSE_DEVICE=%s: "
+                         "Enroot's NVIDIA hook brings the GPUs in only where NVIDIA_VISIBLE_DEVICES is set "
+                         "(exported for srun: %s); %s. It gave:\n%s", dev, cuda ? "all" : "not at all", given, r.out);
+    }
+    return ok;
+}
+
 static int check_binds(void) {
     CommandResult r;
     /* charliecloud: -b (or --bind=) for each, a private /tmp, no home, no writable image */
@@ -134,31 +260,43 @@ static int check_binds(void) {
     if (!binds_of("pyxis", &r)) return CHECK_FAIL;
     const char *m = strstr(r.out, "--container-mounts=");
     char mounts[512] = "";
-    if (m) snprintf(mounts, sizeof mounts, "%.*s", (int)strcspn(m, "\n"), m);
-    ok = expect_true(m != NULL, "pyxis: no --container-mounts=...; the words were:\n%s", r.out) &&
-         expect_true(strstr(mounts, "/srv/my data:/data:ro") != NULL, "pyxis: %s does not mount the data "
-                     "read-only at /data (SRC:DST:ro)", mounts) &&
-         expect_true(strstr(mounts, "/work/scratch:/scratch") != NULL && !strstr(mounts, "/scratch:ro"),
-                     "pyxis: %s does not mount the scratch directory writable at /scratch", mounts) &&
+    const char *v = m ? m + strlen("--container-mounts=") : "";
+    snprintf(mounts, sizeof mounts, "%.*s", (int)strcspn(v, "\n"), v);
+    ok = expect_true(m != NULL && (m == r.out || m[-1] == '\n') && !strstr(m + 1, "--container-mounts"),
+                     "pyxis: one word --container-mounts=SRC:DST:ro,SRC:DST with both mounts; the words "
+                     "were:\n%s", r.out) &&
+         mounts_right("pyxis", mounts, r.out) &&
          expect_true(has_word(r.out, "--no-container-mount-home"), "pyxis: without "
                      "--no-container-mount-home the home directory is mounted; the words were:\n%s", r.out);
     if (!ok) return CHECK_FAIL;
-    /* apptainer: --contain (not --containall: the ranks need Slurm's environment) */
+    /* apptainer: --contain (not --containall: the ranks need Slurm's environment); the
+     * binds of every --bind / -B / --bind=, joined by commas */
     if (!binds_of("apptainer", &r)) return CHECK_FAIL;
+    char binds[1024] = "";
+    for (const char *p = r.out; *p; p += strcspn(p, "\n"), p += *p == '\n') {
+        const char *spec = NULL;
+        if (strncmp(p, "--bind=", 7) == 0) spec = p + 7;
+        else if (strncmp(p, "--bind\n", 7) == 0 || strncmp(p, "-B\n", 3) == 0) spec = strchr(p, '\n') + 1;
+        if (spec && *spec)
+            snprintf(binds + strlen(binds), sizeof binds - strlen(binds), "%s%.*s", *binds ? "," : "",
+                     (int)strcspn(spec, "\n"), spec);
+    }
     ok = expect_true(!has_word(r.out, "--containall") && !has_word(r.out, "-C"), "apptainer: --containall "
                      "also empties the environment, and the ranks need Slurm's PMIx variables: --contain") &&
          expect_true(has_word(r.out, "--contain") || has_word(r.out, "-c"), "apptainer: without --contain the "
                      "home directory and /tmp of the host are there; the words were:\n%s", r.out) &&
-         expect_true(strstr(r.out, "/srv/my data:/data:ro") != NULL, "apptainer: no --bind of the data "
-                     "read-only at /data (SRC:DST:ro); the words were:\n%s", r.out) &&
-         expect_true(strstr(r.out, "/work/scratch:/scratch") != NULL && !strstr(r.out, "/scratch:ro"),
-                     "apptainer: no writable bind of the scratch at /scratch; the words were:\n%s", r.out);
+         expect_true(*binds != '\0', "apptainer: no --bind SRC:DST:ro,SRC:DST; the words were:\n%s", r.out) &&
+         mounts_right("apptainer", binds, r.out);
     if (!ok) return CHECK_FAIL;
     const char *argv[] = {"bash", "-c", ". " LESSON_PATH "/binds.sh; container_binds docker /a /b", NULL};
     run_command(argv, 30, &r);
-    return expect_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0 && strstr(r.out, "docker"),
-                       "container_binds docker (no such runtime here) must fail with a message naming it; "
-                       "it said:\n%s", r.out) ? CHECK_PASS : CHECK_FAIL;
+    char end[96];
+    if (!expect_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0 && strstr(r.out, "docker"),
+                     "container_binds docker (no such runtime here) must print a message naming it and "
+                     "return non-zero (return 1), so that the job stops there; it ended: %s, and said:\n%s",
+                     describe_end(&r, end, sizeof end), r.out))
+        return CHECK_FAIL;
+    return gpus_right() ? CHECK_PASS : CHECK_FAIL;
 }
 
 /* ---------------------------------------------------------------- TODO 11.5 */
@@ -178,9 +316,13 @@ static bool run_job(const char *dir, const char *runtime, char *calls, size_t ca
     snprintf(bin, sizeof bin, "%s/bin", dir);
     mkdir(bin, 0755);
     snprintf(log, sizeof log, "%s/srun.log", dir);
-    snprintf(text, sizeof text, "#!/bin/sh\necho \"srun $*\" >> '%s'\n", log);
-    snprintf(path, sizeof path, "%s/srun", bin);
-    if (!write_script(path, text)) return false;
+    /* srun, and the runtimes a script might start without it: each records its words */
+    static const char *tools[] = {"srun", "ch-run", "apptainer", "ch-fromhost"};
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
+        snprintf(text, sizeof text, "#!/bin/sh\necho \"%s $*\" >> '%s'\n", tools[i], log);
+        snprintf(path, sizeof path, "%s/%s", bin, tools[i]);
+        if (!write_script(path, text)) return false;
+    }
     snprintf(build, sizeof build, "%s/build", dir); /* the lesson's program only has to exist */
     make_dirs(build, "lessons/11-containers"), make_dirs(build, "solutions/11-containers");
     snprintf(path, sizeof path, "%s/lessons/11-containers/train", build);
@@ -226,6 +368,9 @@ static int body_job(const char *dir) {
     second = second ? second + 1 : "";
     bool ok = expect_true(*second != '\0', "srun was called once (lesson 01); lesson 06's launch line "
                           "is missing. srun saw:\n%s", calls) &&
+              expect_true(strncmp(second, "srun ", 5) == 0, "lesson 06's container was started directly, "
+                          "not by srun: the line must begin with \"${JOB_LAUNCH[@]}\" (srun --mpi=pmix starts "
+                          "the ranks, each in a container of its own). What ran:\n%s", second) &&
               expect_true(strstr(second, "--mpi=pmix") != NULL, "lesson 06's srun has no --mpi=pmix (the "
                           "ranks find each other through Slurm's PMIx): use \"${JOB_LAUNCH[@]}\". It saw:\n%s", second) &&
               expect_true(strstr(second, " ch-run --set-env") != NULL && strstr(second, "/data:/data "),
@@ -259,6 +404,7 @@ static int check_find_digest(void) {
         {"rank 0 parameter digest: 1234567812345678\n", false, 0},                  /* not at a line's start */
         {"parameter digest: 12345\n", false, 0},                                    /* too short */
         {"parameter digest: 1234567812345678ff\n", false, 0},                       /* too long */
+        {"parameter digest: 00FF00FF12345678\n", false, 0}, /* lesson 01 prints %016llx: lowercase only */
         {"the loss is 0.5\n", false, 0},
         {"", false, 0},
     };
@@ -266,9 +412,11 @@ static int check_find_digest(void) {
         uint64_t d = 42;
         const bool found = lesson_find_digest(cases[i].text, &d);
         if (!expect_true(found == cases[i].found && d == (found ? cases[i].digest : 42),
-                         "lesson_find_digest(\"%s\") gave %s, %016llx; expected %s%s", cases[i].text,
+                         "lesson_find_digest(\"%s\") gave %s, %016llx; expected %s%s%s", cases[i].text,
                          found ? "true" : "false", (unsigned long long)d, cases[i].found ? "true, " : "false",
-                         cases[i].found ? "the last digest line's number" : " (and the digest untouched)"))
+                         cases[i].found ? "the last digest line's number" : " (and the digest untouched)",
+                         strpbrk(cases[i].text, "ABCDEF") ? ": lesson 01 prints the digest in lowercase "
+                         "hex (%016llx), so only 0-9 and a-f are digits here" : ""))
             return CHECK_FAIL;
     }
     return CHECK_PASS;
@@ -290,6 +438,7 @@ static int check_compare(void) {
 
 int main(void) {
     check_begin("lesson 11: containers");
+    check_needs("TODO 11.5", "11.4"); /* the job script sources binds.sh */
     check_run("TODO 11.1", "the image's packages: build tools, OpenBLAS, zlib, Open MPI; nothing host-only", check_packages, 30);
     check_run("TODO 11.2", "the build step: make with the image's ARCH and jobs, lessons 01 and 06", check_build_step, 30);
     check_run("TODO 11.3", "the environment: ARCH, Open MPI's single copy off, KEY=VALUE words", check_environment, 30);
