@@ -197,7 +197,6 @@ void zero_optimizer_adamw(Zero *z, float lr, float weight_decay) {
     z->adam.m = zeros(z, z->shard);
     z->adam.v = zeros(z, z->shard);
     z->memory.optim = 8 * z->shard;
-    z->peak_bytes = z->memory.params + z->memory.grads + z->memory.optim + z->memory.windows;
 }
 
 void zero_optimizer_sgd(Zero *z, float lr, float momentum, float weight_decay) {
@@ -205,7 +204,6 @@ void zero_optimizer_sgd(Zero *z, float lr, float momentum, float weight_decay) {
     z->sgd = (Sgd){.lr = lr, .momentum = momentum, .weight_decay = weight_decay};
     z->sgd.buf = zeros(z, z->shard);
     z->memory.optim = 4 * z->shard;
-    z->peak_bytes = z->memory.params + z->memory.grads + z->memory.optim + z->memory.windows;
 }
 
 void zero_free(Zero *z) {

@@ -25,9 +25,8 @@
  * gathers twice and reduce-scatters once (3 x ...).
  *
  *   Zero z;
- *   zero_init(&z, dist, &model.blocks, 3, &ZERO_LIBRARY);   // after the model is made
+ *   zero_init(&z, dist, &model.blocks, 3, &ZERO_LIBRARY);   // rank 0's model, sharded
  *   zero_optimizer_adamw(&z, 1e-3f, 0.01f);                  // the shard's state
- *   zero_broadcast_params(&z);                               // before it, everything is rank 0's
  *   for each step:
  *       zero_begin_step(&z);          // gradients to zero (stages 2, 3: the windows)
  *       forward, loss, backward       // the blocks' hooks do stages 2 and 3's work
@@ -128,22 +127,19 @@ struct Zero {
     Sgd sgd;                        /* the shard's momentum [shard] (ZERO_SGD) */
     int64_t steps;
     double exposed_s;               /* time spent waiting for communication, summed */
-    ZeroMemory memory;              /* as allocated */
-    int64_t peak_bytes;             /* the most held at once (state + windows in use) */
+    ZeroMemory memory;              /* as allocated (all of it is held for the whole run) */
     bool in_step;                   /* between zero_begin_step and zero_finish_gradients */
 };
 
 /* Shards the model of `blocks` over the ranks of dist at `stage` 1, 2 or 3: every rank
- * must have the same model (checked); the parameters are laid out padded, and stage 3
- * keeps only this rank's pieces from here on (the values it had: broadcast rank 0's
- * first with zero_broadcast_params, or load a checkpoint). Hooks into the blocks. */
+ * must have the same model (checked). Rank 0's parameters go to every rank first (a
+ * checkpoint loaded later replaces them: zero_checkpoint.h); the parameters are laid out
+ * padded, and stage 3 keeps only this rank's pieces from here on. Hooks into the blocks. */
 void zero_init(Zero *z, Dist *dist, BlockList *blocks, int stage, const ZeroOps *ops);
 void zero_free(Zero *z);
 /* The shard's optimiser state, zeroed (torch.optim.AdamW / SGD defaults as optim.h). */
 void zero_optimizer_adamw(Zero *z, float lr, float weight_decay);
 void zero_optimizer_sgd(Zero *z, float lr, float momentum, float weight_decay);
-/* Rank 0's parameters everywhere. */
-void zero_broadcast_params(Zero *z);
 
 void zero_begin_step(Zero *z);
 /* After the backward: every rank's shard of gradients is the average over the ranks. */
