@@ -95,9 +95,36 @@ static bool same_flags(const char *what, const uint8_t *got, const uint8_t *want
 
 /* ---------------------------------------------------------------- TODO 5.1 */
 
+/* The rewards of both rollouts (scale 0.01): where they differ, name the mistake the
+ * numbers show: unscaled (vec_env_step), zeroed where an episode ended, else the row. */
+static bool same_rewards(const RolloutBuffer *a, const RolloutBuffer *b, int rows, int N) {
+    int unscaled = 0, zeroed = 0, wrong = 0;
+    for (int r = 0; r < rows; r++) {
+        const float g = a->rewards[r], w = b->rewards[r];
+        if (g == w) continue;
+        wrong++;
+        unscaled += fabsf(g - 100.0f * w) <= 1e-4f * fabsf(g) + 1e-6f;
+        zeroed += g == 0.0f && (b->terminated[r] || b->truncated[r]);
+    }
+    if (wrong == 0) return true;
+    same_rows("rewards", a->rewards, b->rewards, 0, rows, 1, N, NULL);
+    if (unscaled == wrong)
+        printf("hint: these are the environment's rewards unscaled: step with ppo_env_step(p, actions_t), not "
+               "vec_env_step: it multiplies env->rewards by the run's reward_scale (Pendulum's 0.01)\n");
+    else if (zeroed == wrong)
+        printf("hint: the reward of a step where the episode ended is 0 in yours: that step's reward counts too; "
+               "store env->rewards[i] whatever the flags say\n");
+    else
+        printf("store env->rewards[i] after ppo_env_step, at t * N + i\n");
+    return false;
+}
+
 /* Your rollout and the library's, from the same seed, rollouts in a row: every array. */
 static bool compare_rollouts(const char *env, int T, int N, int rollouts, bool final_only) {
     Ppo *mine = new_ppo(env, T, N, 21), *ref = new_ppo(env, T, N, 21);
+    /* Pendulum trains with its rewards scaled (ppo_config_for: 0.01); any scale but 1
+     * shows whether the rollout applies it (ppo_env_step does, vec_env_step does not) */
+    mine->cfg.reward_scale = ref->cfg.reward_scale = 0.01f;
     bool ok = true;
     for (int k = 0; ok && k < rollouts; k++) {
         if (rollouts > 1) printf("rollout %d of %d:\n", k + 1, rollouts);
@@ -113,8 +140,7 @@ static bool compare_rollouts(const char *env, int T, int N, int rollouts, bool f
                            "t * N * action_dim") &&
                  same_rows("logprobs", a->logprobs, b->logprobs, 0, rows, 1, N,
                            "pass b->logprobs + t * N to ppo_act") &&
-                 same_rows("rewards", a->rewards, b->rewards, 0, rows, 1, N,
-                           "store env->rewards[i] after ppo_env_step, at t * N + i") &&
+                 same_rewards(a, b, rows, N) &&
                  same_flags("terminated", a->terminated, b->terminated, rows, N,
                             "store env->terminated[i] after ppo_env_step") &&
                  same_flags("truncated", a->truncated, b->truncated, rows, N,
@@ -706,7 +732,9 @@ static bool compare_update(float target_kl, int norm_adv) {
     for (int u = 0; ok && u < 2; u++) {
         prepare_update(mine);
         prepare_update(ref);
-        PpoUpdateStats sm = {0}, sr;
+        /* the program passes *stats uninitialised: the TODO clears it, so start from garbage */
+        PpoUpdateStats sm, sr;
+        memset(&sm, 0x5a, sizeof sm);
         lesson_update(mine, &sm);
         ppo_update(ref, &sr);
         mine->updates++, ref->updates++;
@@ -738,6 +766,10 @@ static bool compare_update(float target_kl, int norm_adv) {
              expect_true(sm.epochs == sr.epochs && sm.minibatches == sr.minibatches,
                          "%d epochs and %d mini-batches, the library ran %d and %d", sm.epochs, sm.minibatches,
                          sr.epochs, sr.minibatches);
+        if (!ok && (sm.minibatches != sr.minibatches || sm.epochs != sr.epochs || !isfinite(sm.policy_loss) ||
+                    fabs(sm.policy_loss) > 1e6))
+            printf("hint: *stats came in holding garbage (the program does not clear it): start with "
+                   "*stats = (PpoUpdateStats){0} before summing into it\n");
     }
     free_ppo(mine);
     free_ppo(ref);
