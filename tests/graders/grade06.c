@@ -766,7 +766,9 @@ static bool run_script(const char *dir, const char *device, CommandResult *r, ch
     setenv("COURSE_DEVICE", device, 1);
     setenv("SOLUTION", strncmp(LESSON_PATH, "solutions", 9) == 0 ? "1" : "0", 1);
     unsetenv("MASTER_ADDR"), unsetenv("MASTER_PORT");
-    const char *argv[] = {"bash", script, NULL};
+    /* sbatch passes the arguments after the script's name on to it (make submit's ARGS):
+     * the launch line's closing "$@" hands them to the program */
+    const char *argv[] = {"bash", script, "--grader-extra", "7", NULL};
     run_command(argv, 30, r);
     return true;
 }
@@ -785,15 +787,25 @@ static int body_script_launch(const char *dir) {
             free(calls);
             return CHECK_FAIL;
         }
+        for (size_t n = strlen(calls); n > 0 && calls[n - 1] == '\n'; n--) calls[n - 1] = '\0';
         bool mpi = strstr(calls, "--mpi=pmix") != NULL;
-        bool ok = expect_true(strstr(calls, "MASTER_ADDR=node03 "), "srun saw \"%s\": MASTER_ADDR "
-                              "must be the first node (node03), exported (TODO 6.10)", calls) &&
-                  expect_true(strstr(calls, "MASTER_PORT=29742"), "srun saw \"%s\": MASTER_PORT "
-                              "must be 29500 + SLURM_JOB_ID %% 1000 = 29742 (TODO 6.10)", calls) &&
+        /* empty in srun's environment: set in the script but not exported */
+        const bool addr_empty = strstr(calls, "MASTER_ADDR= ") != NULL;
+        const char *port = strstr(calls, "MASTER_PORT=");
+        const bool port_empty = port && (port[12] == '\n' || port[12] == '\0');
+        bool ok = expect_true(strstr(calls, "MASTER_ADDR=node03 "), "srun saw \"%s\": MASTER_ADDR %s (TODO 6.10)",
+                              calls, addr_empty ? "is empty in the program's environment: export it (export "
+                              "MASTER_ADDR MASTER_PORT)" : "must be the first node (node03), exported") &&
+                  expect_true(strstr(calls, "MASTER_PORT=29742"), "srun saw \"%s\": MASTER_PORT %s (TODO 6.10)",
+                              calls, port_empty ? "is empty in the program's environment: export it (export "
+                              "MASTER_ADDR MASTER_PORT)" : "must be 29500 + SLURM_JOB_ID % 1000 = 29742") &&
                   expect_true(strstr(calls, "--ranks 8"), "srun saw \"%s\": pass --ranks "
                               "\"$SLURM_NTASKS\" to the program (TODO 6.11)", calls) &&
                   expect_true(strstr(calls, "/train --device"), "srun saw \"%s\": it must start "
                               "\"$JOB_BIN\" --device \"$COURSE_DEVICE\" (TODO 6.11)", calls) &&
+                  expect_true(strstr(calls, " --grader-extra 7"), "srun saw \"%s\": the script was given the "
+                              "arguments \"--grader-extra 7\" (make submit's ARGS), which must reach the "
+                              "program: end the launch line with \"$@\" (TODO 6.11)", calls) &&
                   expect_true(mpi == (k == 1), "COURSE_DEVICE=%s: srun %s --mpi=pmix (%s); it "
                               "saw \"%s\" (TODO 6.11)", devices[k], k ? "needs" : "must not have",
                               k ? "CPU ranks talk through MPI" : "GPU ranks meet through NCCL at MASTER_ADDR",
