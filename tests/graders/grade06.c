@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +48,10 @@ static const char *caller_name(void *address) {
     return dladdr(address, &info) && info.dli_sname ? info.dli_sname : "";
 }
 
+/* worker_average's second part: gradients tagged DEVICE_CUDA (host memory that may not
+ * be touched, as GPU memory on the CPU) and the op lesson_average_gradients asked for */
+static int g_fake_gpu, g_fake_gpu_op = -1;
+
 /* TODO 6.4 asks for the average by hand on the CPU (a sum, then a division): one
  * DIST_AVG call there is refused, as the stub says. On a GPU DIST_AVG is the way. */
 void __real_dist_all_reduce(Dist *d, Tensor *t, DistOp op);
@@ -54,6 +59,18 @@ void __wrap_dist_all_reduce(Dist *d, Tensor *t, DistOp op);
 void __wrap_dist_all_reduce(Dist *d, Tensor *t, DistOp op) {
     void *from = __builtin_return_address(0);
     refuse_from_lesson("dist_all_reduce", from);
+    if (g_fake_gpu && t->device != DEVICE_CPU) { /* worker_average's stand-in for GPU gradients */
+        g_fake_gpu_op = (int)op;
+        if (op != DIST_AVG) {
+            printf("WORKER rank %d FAIL: with gradients in GPU memory (--device cuda), lesson_average_gradients "
+                   "calls dist_all_reduce with %s and would then divide them in a loop on the CPU, which cannot "
+                   "read GPU memory (a crash): where grads.device != DEVICE_CPU, call dist_all_reduce with "
+                   "DIST_AVG (NCCL averages on the GPU) and return\n", d->rank, op == DIST_SUM ? "DIST_SUM" : "another op");
+            fflush(stdout);
+            _exit(1);
+        }
+        return; /* host memory that no one may touch: nothing to average */
+    }
     if (op == DIST_AVG && t->device == DEVICE_CPU && strcmp(caller_name(from), "lesson_average_gradients") == 0) {
         printf("WORKER rank %d FAIL: lesson_average_gradients calls dist_all_reduce with DIST_AVG on CPU "
                "gradients: TODO 6.4 asks for the average by hand here (DIST_SUM, then divide every element "
@@ -214,6 +231,19 @@ static void worker_sampler(void) {
     say(true, "%s", "");
 }
 
+/* A read or write of the gradients tagged as GPU memory: a loop over .data on the CPU. */
+static int g_gpu_rank;
+static void on_gpu_touch(int sig) {
+    (void)sig;
+    char line[600]; /* a signal handler: one write, no stdio */
+    const int len = snprintf(line, sizeof line, "WORKER rank %d FAIL: with gradients in GPU memory (--device cuda), "
+                             "lesson_average_gradients read or wrote grads.data on the CPU, which crashes: where "
+                             "grads.device != DEVICE_CPU, call dist_all_reduce with DIST_AVG (NCCL averages on the "
+                             "GPU) and return before the loop\n", g_gpu_rank);
+    if (write(STDOUT_FILENO, line, (size_t)len) < 0) _exit(1);
+    _exit(1);
+}
+
 /* Gradients made from each rank's seed: every rank can make the others' too. */
 static void fake_grads(float *g, int64_t n, int rank) { fill_uniform(g, n, 500 + (uint64_t)rank, -1, 1); }
 
@@ -238,6 +268,25 @@ static void worker_average(void) {
                 fabsf(got[i] - sum) <= 1e-5f * fabsf(sum) ? ": that is the sum, divide it by the world size" : "");
             return;
         }
+    /* --device cuda: the same buffer tagged as GPU memory, its pages unreadable, as GPU
+     * memory is to the CPU; the wrapper above takes the all-reduce */
+    Tensor *g = &run->model.params.grads;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = ((size_t)n * sizeof(float) + page - 1) / page * page;
+    float *host = g->data;
+    float *locked = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(locked != MAP_FAILED, "grader: mmap of %zu bytes failed", bytes);
+    struct sigaction crash = {.sa_handler = on_gpu_touch}, before;
+    sigaction(SIGSEGV, &crash, &before);
+    g->data = locked, g->device = DEVICE_CUDA, g_fake_gpu = 1, g_gpu_rank = d->rank;
+    lesson_average_gradients(run);
+    g->data = host, g->device = DEVICE_CPU, g_fake_gpu = 0;
+    sigaction(SIGSEGV, &before, NULL);
+    munmap(locked, bytes);
+    if (g_fake_gpu_op != DIST_AVG) {
+        say(false, "%s", "with gradients in GPU memory (--device cuda), lesson_average_gradients made no "
+            "all-reduce: where grads.device != DEVICE_CPU, call dist_all_reduce with DIST_AVG");
+        return;
+    }
     say(true, "%s", "");
 }
 
