@@ -180,10 +180,19 @@ static bool sampler_gives(const int *mine, int n, int count, bool shuffle, uint6
 static const char *sampler_mistake(const int *mine, int n, int count, int W, int rank, int epoch) {
     if (sampler_gives(mine, n, count, false, 17, W, rank, epoch))
         return "they are in order, not shuffled: shuffle true";
-    if (sampler_gives(mine, n, count, true, 17, W, rank, 0))
-        return "the order of no epoch: sampler_set_epoch(&run->sampler, epoch) in lesson_start_epoch";
-    if (sampler_gives(mine, n, count, true, 17, W, rank, epoch - 1 > 0 ? epoch - 1 : 0) && epoch > 1)
-        return "the order of the epoch before: set the epoch given, sampler_set_epoch(&run->sampler, epoch)";
+    static char words[300];
+    if (sampler_gives(mine, n, count, true, 17, W, rank, 0)) {
+        snprintf(words, sizeof words, "the order of epoch 0, as if the epoch were never set: "
+                 "sampler_set_epoch(&run->sampler, epoch) in lesson_start_epoch, with the epoch given%s",
+                 epoch == 1 ? " (not epoch - 1)" : "");
+        return words;
+    }
+    for (int delta = -1; delta <= 1; delta += 2) /* 0 was tried above */
+        if (epoch + delta > 0 && sampler_gives(mine, n, count, true, 17, W, rank, epoch + delta)) {
+            snprintf(words, sizeof words, "the order of epoch %d, not %d: sampler_set_epoch(&run->sampler, epoch) "
+                     "with the epoch given, not epoch %s 1", epoch + delta, epoch, delta < 0 ? "-" : "+");
+            return words;
+        }
     for (uint64_t seed = 0; seed < 64; seed++)
         if (seed != 17 && (sampler_gives(mine, n, count, true, seed, W, rank, epoch) ||
                            sampler_gives(mine, n, count, true, seed + (uint64_t)rank, W, rank, epoch)))
