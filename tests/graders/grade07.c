@@ -550,6 +550,43 @@ static double largest_stage(const double *costs, int stages, const int *first) {
 }
 
 
+/* Whether the lesson splits 2 x stages blocks, the last 100 times as costly as the others,
+ * evenly by count: far from the best cut (the heavy block alone), so no chance. */
+static bool splits_by_count(int stages) {
+    const int blocks = 2 * stages;
+    double costs[132];
+    int first[66];
+    for (int k = 0; k < blocks; k++) costs[k] = k == blocks - 1 ? 100.0 : 1.0;
+    lesson_partition(costs, blocks, stages, first);
+    for (int s = 0; s <= stages; s++)
+        if (first[s] != 2 * s) return false;
+    return true;
+}
+
+/* The dynamic programme with its loop over j stopping at k - 2 (j < k - 1): every stage
+ * after the first holds two blocks at least. false where no such cut exists. */
+static bool partition_stopping_early(const double *costs, int blocks, int stages, int *first) {
+    if (blocks > 1024 || stages > 64) return false;
+    static double prefix[1025], best[65][1025];
+    static int cut[65][1025];
+    prefix[0] = 0;
+    for (int k = 0; k < blocks; k++) prefix[k + 1] = prefix[k] + costs[k];
+    for (int k = 1; k <= blocks; k++) best[0][k] = prefix[k];
+    for (int s = 1; s < stages; s++)
+        for (int k = s + 1; k <= blocks; k++) {
+            best[s][k] = INFINITY, cut[s][k] = -1;
+            for (int j = s; j < k - 1; j++) {
+                const double worst = fmax(best[s - 1][j], prefix[k] - prefix[j]);
+                if (worst < best[s][k]) best[s][k] = worst, cut[s][k] = j;
+            }
+        }
+    if (stages > 1 && !isfinite(best[stages - 1][blocks])) return false;
+    first[0] = 0, first[stages] = blocks;
+    for (int s = stages - 1; s > 0; s--)
+        if ((first[s] = cut[s][first[s + 1]]) < 0) return false;
+    return true;
+}
+
 static void list_text(const int *v, int n, char *out, size_t cap) {
     size_t len = 0;
     out[0] = '\0';
@@ -582,21 +619,29 @@ static bool partition_ok(const char *name, const double *costs, int blocks, int 
     const double mine = largest_stage(costs, stages, first);
     if (mine <= best * (1 + 1e-12)) return true;
     /* what it did instead */
-    int even[66];
+    int even[66] = {0};
     for (int s = 0; s <= stages; s++) even[s] = (int)((long long)s * blocks / stages);
-    int even_up[66];
+    int even_up[66] = {0};
     for (int s = 0; s <= stages; s++) even_up[s] = (int)(((long long)s * blocks + stages - 1) / stages);
-    const bool by_count = memcmp(first, even, sizeof(int) * (size_t)(stages + 1)) == 0 ||
-                          memcmp(first, even_up, sizeof(int) * (size_t)(stages + 1)) == 0;
+    /* an even split here may be chance: claim it only where the lesson splits a case whose
+     * best cut is far from even (one heavy block last) evenly too */
+    const bool even_here = memcmp(first, even, sizeof(int) * (size_t)(stages + 1)) == 0 ||
+                           memcmp(first, even_up, sizeof(int) * (size_t)(stages + 1)) == 0;
+    const bool by_count = even_here && splits_by_count(stages);
+    int short_j[66];
+    const bool stops_early = partition_stopping_early(costs, blocks, stages, short_j) &&
+                             memcmp(first, short_j, sizeof(int) * (size_t)(stages + 1)) == 0;
     return expect_true(false, "%s: costs [%s] in %d stages: first = [%s], whose largest stage costs "
                        "%g; the best cut's largest stage costs %g%s", name, costs_s, stages, got, mine, best,
-                       by_count ? ": these are the cuts of an even split by count: split by cost (the "
-                                  "decoder alone may cost more than all the layers); or, if you did, look "
-                                  "at the walk back: first[s] is the best j of (s, first[s + 1]) itself"
-                                : ": not the least possible (a greedy cut at the average is not "
-                                  "always the best: try every cut j for the last stage, best[s][k] = "
-                                  "min over j of max(best[s - 1][j], P[k] - P[j]); walking back, "
-                                  "first[s] is the best j of (s, first[s + 1]))");
+                       stops_early ? ": that is the cut of a loop over j that stops at k - 2 (j < k - 1): the "
+                                     "last stage may hold one block alone: try every j up to k - 1 (j < k)"
+                       : by_count ? ": these are the cuts of an even split by count: split by cost (the "
+                                    "decoder alone may cost more than all the layers); or, if you did, look "
+                                    "at the walk back: first[s] is the best j of (s, first[s + 1]) itself"
+                                  : ": not the least possible (a greedy cut at the average is not "
+                                    "always the best: try every cut j for the last stage, best[s][k] = "
+                                    "min over j of max(best[s - 1][j], P[k] - P[j]); walking back, "
+                                    "first[s] is the best j of (s, first[s + 1]))");
 }
 
 static int check_partition_random(void) {
