@@ -272,9 +272,14 @@ static void worker_average(void) {
     for (int64_t i = 0; i < n; i++) /* float sums in another order: a few ulps apart */
         if (!(fabsf(got[i] - want[i]) <= 1e-6f + 1e-5f * fabsf(want[i]))) {
             const float sum = want[i] * (float)d->world_size;
+            bool zero = true;
+            for (int64_t k = 0; k < n && zero; k++) zero = got[k] == 0.0f;
             say(false, "gradient %lld is %g, the average over the ranks is %g%s", (long long)i,
                 (double)got[i], (double)want[i],
-                fabsf(got[i] - sum) <= 1e-5f * fabsf(sum) ? ": that is the sum, divide it by the world size" : "");
+                zero ? ": every gradient is 0: an integer division? 1 / world_size is 0 in integers; divide by (float)world_size"
+                : fabsf(got[i] - sum) <= 1e-5f * fabsf(sum) ? ": that is the sum, divide it by the world size"
+                : fabsf(got[i] - want[i] / (float)d->world_size) <= 1e-5f * fabsf(want[i])
+                    ? ": that is the average divided by the world size once more: divide once" : "");
             return;
         }
     /* --device cuda: the same buffer tagged as GPU memory, its pages unreadable, as GPU
@@ -342,7 +347,12 @@ static void worker_report(const char *dir) {
     FILE *f = fopen(path, "r");
     for (int c; f && (c = fgetc(f)) != EOF;) lines += c == '\n';
     if (f) fclose(f);
-    say(true, " metrics %d checkpoints %d", lines, g_writes);
+    /* only rank 0 writes: one metrics line and one checkpoint there, nothing elsewhere */
+    const int want = d->rank == 0;
+    if (lines == want && g_writes == want) say(true, "%s", "");
+    else say(false, "it wrote %d metrics line%s and %d checkpoint%s; %s (only rank 0 writes: the metrics line "
+             "where run->dist->rank == 0, and the checkpoint, save0)", lines, lines == 1 ? "" : "s", g_writes, g_writes == 1 ? "" : "s",
+             want ? "rank 0 writes one of each" : "a rank other than 0 writes nothing");
 }
 
 /* What a wrong element of the ring's result says, for the values worker_ring gives:
@@ -495,15 +505,6 @@ static int body_report(const char *dir) {
         if (!expect_true(lines == 1, "%d ranks: the epoch's line appears %d times, once expected "
                          "(print0, not printf)", ranks, lines))
             return CHECK_FAIL;
-        for (int k = 0; k < ranks; k++) {
-            char want[96];
-            snprintf(want, sizeof want, "WORKER rank %d ok metrics %d checkpoints %d", k, k == 0,
-                     k == 0);
-            if (!expect_true(strstr(r.out, want) != NULL, "%d ranks: rank %d must write %s "
-                             "(only rank 0 writes): see its WORKER line:\n%s", ranks, k,
-                             k == 0 ? "one metrics line and one checkpoint" : "nothing", r.out))
-                return CHECK_FAIL;
-        }
     }
     return CHECK_PASS;
 }
@@ -634,8 +635,10 @@ static int check_program(void) { return with_tmpdir("grade06", body_program); }
  * 40 words (so the vocabulary, and the run, stay small), sequences of 8 tokens, a model
  * 16 wide with one layer and no dropout (deterministic), 6 Adam steps of 4 sequences on
  * each of 2 ranks against 6 steps of 8 on one rank. The sampler hands both runs the same
- * 8 sequences a step, so the mean gradient is the same but for the order of float sums;
- * the global-norm clipping (0.5) scales both alike. The bound is the CNN's: Adam may turn
+ * 8 sequences a step, so the mean gradient is the same but for the order of float sums.
+ * No clipping (--clip 0): it would scale a sum and an average to the same norm. Adam
+ * hides a missing average here all the same (it is scale-invariant but for its eps,
+ * measured: it passes): TODO 6.4's own check finds that one. The bound is the CNN's: Adam may turn
  * a rounding difference into a step of up to lr where a gradient is near 0, so at most
  * 2 lr a parameter per step (0.012), and 1e-5 on average (the embedding rows of words
  * no step saw have no gradient and do not move at all). Measured here: 3e-5 at most,
@@ -654,7 +657,7 @@ static bool run_lm_program(int ranks, int batch, const char *text, const char *d
     const char *args[] = {"main", "--model", "transformer", "--text", "text", "--data", text,
                           "--d-model", "16", "--heads", "2", "--d-hid", "16", "--layers", "1",
                           "--dropout", "0", "--bptt", "8", "--batch-size", b, "--epochs", "1",
-                          "--seed", "5", "--max-steps", "6", "--test-limit", "16",
+                          "--seed", "5", "--max-steps", "6", "--test-limit", "16", "--clip", "0",
                           "--checkpoint-dir", dir, NULL};
     run_ranks(ranks, args, 30, r); /* 2 runs of a few seconds within the check's 90 s */
     char end[96];
