@@ -233,11 +233,13 @@ GRADE_LDFLAGS_06 := -rdynamic $(foreach f,$(GRADE_WRAPPED_06),-Wl,--wrap=$(f))
 # pipeline_forward/backward/step, which the TODOs call. It also watches the messages of
 # TODO 7.2 (dist_send, dist_send_start, dist_recv, dist_wait: the peer, and no waiting),
 # and knows when a rank waits for others (those and the step's collectives): a rank
-# stuck elsewhere loops.
+# stuck elsewhere loops. TODO 7.5 runs once on a p->dloss marked as GPU memory
+# (pipeline_loss_grad and tensor_scale stand in for the GPU there).
 GRADE_WRAPPED_07 := pipeline_partition pipeline_send_activation pipeline_recv_activation \
                     pipeline_send_gradient pipeline_recv_gradient pipeline_micro_loss_grad \
                     pipeline_run_gpipe pipeline_run_1f1b pipeline_bubble_fraction pipeline_bubble_formula \
-                    dist_send dist_send_start dist_recv dist_wait dist_barrier dist_all_gather_double dist_sum_double
+                    dist_send dist_send_start dist_recv dist_wait dist_barrier dist_all_gather_double dist_sum_double \
+                    pipeline_loss_grad tensor_scale
 GRADE_LDFLAGS_07 := -rdynamic $(foreach f,$(GRADE_WRAPPED_07),-Wl,--wrap=$(f))
 # Lesson 08's grader (tests/graders/grade08.c): the ring reduce-scatter of TODO 8.2 may
 # not call the library's collectives (the other TODOs may: they are their callers), nor

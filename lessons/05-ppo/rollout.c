@@ -12,7 +12,8 @@ void lesson_collect_rollout(Ppo *p) {
      *   2. ppo_act(p, obs_t, actions_t, logp_t): the policy samples actions [N, a] for
      *      them and gives their log-probabilities [N]; write both straight into b->actions
      *      and b->logprobs at step t;
-     *   3. ppo_env_step(p, actions_t): every environment takes its action;
+     *   3. ppo_env_step(p, actions_t): every environment takes its action (not
+     *      vec_env_step: ppo_env_step also scales the rewards by p->cfg.reward_scale);
      *   4. for each environment i: b->rewards, b->terminated, b->truncated at t * N + i
      *      from env->rewards[i], env->terminated[i], env->truncated[i]; where the episode
      *      ended (either flag), copy its last observation env->final_obs (row i) into

@@ -13,8 +13,9 @@ float lesson_micro_loss_grad(Pipeline *p, int micro) {
     /* TODO 7.5: pipeline_loss_grad(p, micro) returns micro-batch `micro`'s mean loss (the
      * model's loss on the output of its forward, against its targets) and writes its
      * gradient into p->dloss (overwriting it). Make both the micro-batch's share of the
-     * batch's: scale the gradient (tensor_scale, lib/core/tensor.h: on either device)
-     * and return the share of the loss. The library adds the m shares into the step's
+     * batch's: scale the gradient with tensor_scale (lib/core/tensor.h), not a loop over
+     * p->dloss.data: with --device cuda that is GPU memory, which the CPU cannot read,
+     * and tensor_scale runs on either device; and return the share of the loss. The library adds the m shares into the step's
      * loss. */
     TODO_STOP("7.5");
 }

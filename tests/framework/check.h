@@ -46,8 +46,8 @@ int check_end(void);
  *   check_needs("TODO 4.7", "4.2-4.6");   // before the check_run calls
  * A check that would run a TODO that hung or crashed in an earlier check is skipped
  * ("skipped: TODO 4.6 hung above"), so that one endless loop costs one time limit, not
- * one per check. A check that fails where a TODO it runs (not its own) failed above says
- * "fix TODO X first" instead of its own hints. */
+ * one per check. A check that would run a TODO (not its own) whose check failed above
+ * is not run: it fails at once and says "fix TODO X first", naming that TODO. */
 void check_needs(const char *tag, const char *todos);
 /* Inside a check: the code under test hung, or crashed, in something the check ran (a
  * command, ranks, a child): when the check fails it counts as hung or crashed.

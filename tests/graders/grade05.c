@@ -95,9 +95,36 @@ static bool same_flags(const char *what, const uint8_t *got, const uint8_t *want
 
 /* ---------------------------------------------------------------- TODO 5.1 */
 
+/* The rewards of both rollouts (scale 0.01): where they differ, name the mistake the
+ * numbers show: unscaled (vec_env_step), zeroed where an episode ended, else the row. */
+static bool same_rewards(const RolloutBuffer *a, const RolloutBuffer *b, int rows, int N) {
+    int unscaled = 0, zeroed = 0, wrong = 0;
+    for (int r = 0; r < rows; r++) {
+        const float g = a->rewards[r], w = b->rewards[r];
+        if (g == w) continue;
+        wrong++;
+        unscaled += fabsf(g - 100.0f * w) <= 1e-4f * fabsf(g) + 1e-6f;
+        zeroed += g == 0.0f && (b->terminated[r] || b->truncated[r]);
+    }
+    if (wrong == 0) return true;
+    same_rows("rewards", a->rewards, b->rewards, 0, rows, 1, N, NULL);
+    if (unscaled == wrong)
+        printf("hint: these are the environment's rewards unscaled: step with ppo_env_step(p, actions_t), not "
+               "vec_env_step: it multiplies env->rewards by the run's reward_scale (Pendulum's 0.01)\n");
+    else if (zeroed == wrong)
+        printf("hint: the reward of a step where the episode ended is 0 in yours: that step's reward counts too; "
+               "store env->rewards[i] whatever the flags say\n");
+    else
+        printf("store env->rewards[i] after ppo_env_step, at t * N + i\n");
+    return false;
+}
+
 /* Your rollout and the library's, from the same seed, rollouts in a row: every array. */
 static bool compare_rollouts(const char *env, int T, int N, int rollouts, bool final_only) {
     Ppo *mine = new_ppo(env, T, N, 21), *ref = new_ppo(env, T, N, 21);
+    /* Pendulum trains with its rewards scaled (ppo_config_for: 0.01); any scale but 1
+     * shows whether the rollout applies it (ppo_env_step does, vec_env_step does not) */
+    mine->cfg.reward_scale = ref->cfg.reward_scale = 0.01f;
     bool ok = true;
     for (int k = 0; ok && k < rollouts; k++) {
         if (rollouts > 1) printf("rollout %d of %d:\n", k + 1, rollouts);
@@ -113,8 +140,7 @@ static bool compare_rollouts(const char *env, int T, int N, int rollouts, bool f
                            "t * N * action_dim") &&
                  same_rows("logprobs", a->logprobs, b->logprobs, 0, rows, 1, N,
                            "pass b->logprobs + t * N to ppo_act") &&
-                 same_rows("rewards", a->rewards, b->rewards, 0, rows, 1, N,
-                           "store env->rewards[i] after ppo_env_step, at t * N + i") &&
+                 same_rewards(a, b, rows, N) &&
                  same_flags("terminated", a->terminated, b->terminated, rows, N,
                             "store env->terminated[i] after ppo_env_step") &&
                  same_flags("truncated", a->truncated, b->truncated, rows, N,
@@ -313,17 +339,53 @@ static int check_policy_library(void) {
     PpoPolicyStats ss;
     const float inverted = __real_ppo_policy_loss(scratch, &ss, d.old_logp, d.logp, d.adv, NB, 0.2f);
     const bool is_inverted = !loss_ok && fabsf(lm - inverted) <= 1e-6f + 1e-5f * fabsf(inverted);
+    /* the smaller of the two terms (min for max): its loss and gradient, by definition */
+    double min_loss = 0;
+    float min_grad[NB];
+    for (int i = 0; i < NB; i++) {
+        const float ratio = expf(d.logp[i] - d.old_logp[i]), A = d.adv[i];
+        const float clipped = fminf(fmaxf(ratio, 0.8f), 1.2f);
+        const bool unclipped_smaller = -A * ratio <= -A * clipped;
+        min_loss += unclipped_smaller ? -A * ratio : -A * clipped;
+        min_grad[i] = unclipped_smaller ? -A * ratio / NB : 0.0f;
+    }
+    min_loss /= NB;
+    const bool is_min = !loss_ok && fabs(lm - min_loss) <= 1e-6 + 1e-5 * fabs(min_loss);
     if (is_inverted)
         printf("hint: that is the loss with the ratio inverted, exp(old_logp - logp): ratio = exp(logp - old_logp), "
                "the new policy's probability over the old one's\n");
+    else if (is_min)
+        printf("hint: that is the mean of the smaller of -A ratio and -A clip(ratio): take the larger (max), the "
+               "pessimistic bound (min of the two objectives A ratio and A clip(ratio), negated)\n");
     else if (!loss_ok) printf("(the mean over the n samples of the larger of -A ratio and -A clip(ratio))\n");
     const bool grad_ok = expect_close("dlogp (after adding into non-zero values)", mine, ref, NB, 1e-7f, 1e-5f);
-    bool assigned = !grad_ok;
-    for (int i = 0; i < NB && assigned; i++) /* "=" for "+=": ref less the value it started from */
-        assigned = fabsf(mine[i] - (ref[i] - init[i])) <= 1e-6f + 1e-4f * fabsf(ref[i]);
+    /* what the lesson added, against the library's: in what relation do they stand? */
+    bool assigned = !grad_ok, times_n = !grad_ok, over_n = !grad_ok, no_ratio = !grad_ok, min_g = !grad_ok;
+    int nonzero = 0;
+    for (int i = 0; i < NB && !grad_ok; i++) {
+        const float g = mine[i] - init[i], w = ref[i] - init[i], tol = 1e-6f + 1e-4f * fabsf(w);
+        const float ratio = expf(d.logp[i] - d.old_logp[i]);
+        assigned = assigned && fabsf(mine[i] - w) <= tol; /* "=" for "+=" */
+        times_n = times_n && fabsf(g - w * NB) <= tol * NB;
+        over_n = over_n && fabsf(g - w / NB) <= tol;
+        no_ratio = no_ratio && fabsf(g * ratio - w) <= tol; /* got = expected / ratio */
+        min_g = min_g && fabsf(g - min_grad[i]) <= tol;
+        nonzero += w != 0.0f;
+    }
+    no_ratio = no_ratio && nonzero > 0;
     if (!grad_ok && is_inverted) printf("(the gradient follows from the loss: fix the ratio first)\n");
     else if (!grad_ok && assigned) printf("hint: dlogp was assigned (=): it holds other gradients, add (+=) into it\n");
-    else if (!grad_ok) printf("(the gradient of a mean: divide by n; add with +=)\n");
+    else if (!grad_ok && (is_min || min_g))
+        printf("(the gradient of the smaller term: it follows from the loss, take the larger one)\n");
+    else if (!grad_ok && no_ratio)
+        printf("hint: that is -A / n where the sample is not clipped: the ratio's own derivative is missing: "
+               "d ratio / d logp = ratio, so dlogp += -A ratio / n there\n");
+    else if (!grad_ok && times_n) printf("hint: n times the library's: the gradient of a mean divides by n\n");
+    else if (!grad_ok && over_n) printf("hint: 1/n of the library's: divide by n once\n");
+    else if (!grad_ok && !loss_ok) printf("(the gradient follows from the loss: make its value right first)\n");
+    else if (!grad_ok)
+        printf("(per sample: -A ratio / n where -A ratio is the larger term, 0 where the clipped term is; add "
+               "with +=)\n");
     return loss_ok && grad_ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -418,12 +480,25 @@ static int check_value_library(void) {
         const float lr = ppo_value_loss(ref, d.value, d.old_value, d.returns, NB, clips[c], 0.5f);
         printf("clip_coef %g:\n", (double)clips[c]);
         const bool loss_ok = expect_close("value loss", &lm, &lr, 1, 1e-6f, 1e-5f);
-        if (!loss_ok)
+        /* the clipped error as the clipped move alone, without old_value - R */
+        double bare = 0;
+        for (int i = 0; i < NB && clips[c] > 0; i++) {
+            const double err = (double)d.value[i] - d.returns[i], mv = (double)d.value[i] - d.old_value[i];
+            const double moved = fmin(fmax(mv, -clips[c]), clips[c]);
+            bare += fmax(err * err, moved * moved);
+        }
+        bare = 0.5 * bare / NB;
+        if (!loss_ok && clips[c] > 0 && fabs(lm - bare) <= 1e-6 + 1e-5 * fabs(bare))
+            printf("hint: that is the clipped error without old_value - R: it is old_value + clip(value - old_value, "
+                   "-clip, +clip) - R, the return's error of the value moved at most clip\n");
+        else if (!loss_ok)
             printf("(1/2 the mean over the n samples of the %s)\n",
                    clips[c] > 0 ? "larger of the two squared errors" : "squared error");
         const bool grad_ok = expect_close("dvalue (vf_coef 0.5, added into non-zero values)", mine, ref, NB, 1e-7f,
                                           1e-5f);
-        if (!grad_ok && !(clips[c] > 0 && gradient_where_clipped(mine, ref, init, &d)))
+        /* a wrong loss explains its gradient: the gradient's own hints only where the value is right */
+        if (!grad_ok && !loss_ok) printf("(the gradient follows from the loss: make its value right first)\n");
+        else if (!grad_ok && !(clips[c] > 0 && gradient_where_clipped(mine, ref, init, &d)))
             printf("(vf_coef times the gradient of a mean: divide by n; add with +=)\n");
         ok = loss_ok && grad_ok;
     }
@@ -706,7 +781,9 @@ static bool compare_update(float target_kl, int norm_adv) {
     for (int u = 0; ok && u < 2; u++) {
         prepare_update(mine);
         prepare_update(ref);
-        PpoUpdateStats sm = {0}, sr;
+        /* the program passes *stats uninitialised: the TODO clears it, so start from garbage */
+        PpoUpdateStats sm, sr;
+        memset(&sm, 0x5a, sizeof sm);
         lesson_update(mine, &sm);
         ppo_update(ref, &sr);
         mine->updates++, ref->updates++;
@@ -738,6 +815,10 @@ static bool compare_update(float target_kl, int norm_adv) {
              expect_true(sm.epochs == sr.epochs && sm.minibatches == sr.minibatches,
                          "%d epochs and %d mini-batches, the library ran %d and %d", sm.epochs, sm.minibatches,
                          sr.epochs, sr.minibatches);
+        if (!ok && (sm.minibatches != sr.minibatches || sm.epochs != sr.epochs || !isfinite(sm.policy_loss) ||
+                    fabs(sm.policy_loss) > 1e6))
+            printf("hint: *stats came in holding garbage (the program does not clear it): start with "
+                   "*stats = (PpoUpdateStats){0} before summing into it\n");
     }
     free_ppo(mine);
     free_ppo(ref);

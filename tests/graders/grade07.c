@@ -9,10 +9,12 @@
  * the rest go on. TODOs 7.1, 7.5 and 7.6 are checked in one process.
  * Run with `make check-lesson 7` (your code) or `make check-lesson 7 SOLUTION=1`. */
 #include <math.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -548,6 +550,43 @@ static double largest_stage(const double *costs, int stages, const int *first) {
 }
 
 
+/* Whether the lesson splits 2 x stages blocks, the last 100 times as costly as the others,
+ * evenly by count: far from the best cut (the heavy block alone), so no chance. */
+static bool splits_by_count(int stages) {
+    const int blocks = 2 * stages;
+    double costs[132];
+    int first[66];
+    for (int k = 0; k < blocks; k++) costs[k] = k == blocks - 1 ? 100.0 : 1.0;
+    lesson_partition(costs, blocks, stages, first);
+    for (int s = 0; s <= stages; s++)
+        if (first[s] != 2 * s) return false;
+    return true;
+}
+
+/* The dynamic programme with its loop over j stopping at k - 2 (j < k - 1): every stage
+ * after the first holds two blocks at least. false where no such cut exists. */
+static bool partition_stopping_early(const double *costs, int blocks, int stages, int *first) {
+    if (blocks > 1024 || stages > 64) return false;
+    static double prefix[1025], best[65][1025];
+    static int cut[65][1025];
+    prefix[0] = 0;
+    for (int k = 0; k < blocks; k++) prefix[k + 1] = prefix[k] + costs[k];
+    for (int k = 1; k <= blocks; k++) best[0][k] = prefix[k];
+    for (int s = 1; s < stages; s++)
+        for (int k = s + 1; k <= blocks; k++) {
+            best[s][k] = INFINITY, cut[s][k] = -1;
+            for (int j = s; j < k - 1; j++) {
+                const double worst = fmax(best[s - 1][j], prefix[k] - prefix[j]);
+                if (worst < best[s][k]) best[s][k] = worst, cut[s][k] = j;
+            }
+        }
+    if (stages > 1 && !isfinite(best[stages - 1][blocks])) return false;
+    first[0] = 0, first[stages] = blocks;
+    for (int s = stages - 1; s > 0; s--)
+        if ((first[s] = cut[s][first[s + 1]]) < 0) return false;
+    return true;
+}
+
 static void list_text(const int *v, int n, char *out, size_t cap) {
     size_t len = 0;
     out[0] = '\0';
@@ -580,21 +619,29 @@ static bool partition_ok(const char *name, const double *costs, int blocks, int 
     const double mine = largest_stage(costs, stages, first);
     if (mine <= best * (1 + 1e-12)) return true;
     /* what it did instead */
-    int even[66];
+    int even[66] = {0};
     for (int s = 0; s <= stages; s++) even[s] = (int)((long long)s * blocks / stages);
-    int even_up[66];
+    int even_up[66] = {0};
     for (int s = 0; s <= stages; s++) even_up[s] = (int)(((long long)s * blocks + stages - 1) / stages);
-    const bool by_count = memcmp(first, even, sizeof(int) * (size_t)(stages + 1)) == 0 ||
-                          memcmp(first, even_up, sizeof(int) * (size_t)(stages + 1)) == 0;
+    /* an even split here may be chance: claim it only where the lesson splits a case whose
+     * best cut is far from even (one heavy block last) evenly too */
+    const bool even_here = memcmp(first, even, sizeof(int) * (size_t)(stages + 1)) == 0 ||
+                           memcmp(first, even_up, sizeof(int) * (size_t)(stages + 1)) == 0;
+    const bool by_count = even_here && splits_by_count(stages);
+    int short_j[66];
+    const bool stops_early = partition_stopping_early(costs, blocks, stages, short_j) &&
+                             memcmp(first, short_j, sizeof(int) * (size_t)(stages + 1)) == 0;
     return expect_true(false, "%s: costs [%s] in %d stages: first = [%s], whose largest stage costs "
                        "%g; the best cut's largest stage costs %g%s", name, costs_s, stages, got, mine, best,
-                       by_count ? ": these are the cuts of an even split by count: split by cost (the "
-                                  "decoder alone may cost more than all the layers); or, if you did, look "
-                                  "at the walk back: first[s] is the best j of (s, first[s + 1]) itself"
-                                : ": not the least possible (a greedy cut at the average is not "
-                                  "always the best: try every cut j for the last stage, best[s][k] = "
-                                  "min over j of max(best[s - 1][j], P[k] - P[j]); walking back, "
-                                  "first[s] is the best j of (s, first[s + 1]))");
+                       stops_early ? ": that is the cut of a loop over j that stops at k - 2 (j < k - 1): the "
+                                     "last stage may hold one block alone: try every j up to k - 1 (j < k)"
+                       : by_count ? ": these are the cuts of an even split by count: split by cost (the "
+                                    "decoder alone may cost more than all the layers); or, if you did, look "
+                                    "at the walk back: first[s] is the best j of (s, first[s + 1]) itself"
+                                  : ": not the least possible (a greedy cut at the average is not "
+                                    "always the best: try every cut j for the last stage, best[s][k] = "
+                                    "min over j of max(best[s - 1][j], P[k] - P[j]); walking back, "
+                                    "first[s] is the best j of (s, first[s + 1]))");
 }
 
 static int check_partition_random(void) {
@@ -697,21 +744,25 @@ static bool loss_case(int micro, int Bm, int T) {
         const bool proportional = worst <= 1e-4 * big;
         const double lratio = (double)got / (double)want;
         /* named scales, as multiples of the right one (1/m) */
-        const struct { double scale; const char *hint; } scales[] = {
-            {1.0, ""},
-            {micro, "m times the right one: the micro-batch's share is 1/m of it (scale p->dloss, after pipeline_loss_grad has written it, by 1.0f / p->micro)"},
-            {1.0 / micro, "1/m of the right one: 1/m applied twice (pipeline_loss_grad already takes the micro-batch's mean)"},
-            {(double)micro / Bm, "scaled by 1/B of the micro-batch (sequences): each micro-batch counts 1/m (p->micro), the mean over its tokens is already taken"},
-            {(double)micro / B, "scaled by 1/B of the whole batch: the mean over the tokens is already taken; each micro-batch counts 1/m"},
-            {(double)micro / (Bm * T), "scaled by 1/(tokens of the micro-batch): the mean is already taken; each micro-batch counts 1/m"},
-            {(double)micro / (B * T), "scaled by 1/(tokens of the batch): the mean is already taken; each micro-batch counts 1/m"},
-            {-1.0, "the wrong sign"},
-            {0.0, "zero: 1 / p->micro in integers is 0 for m > 1; write 1.0f / p->micro"}};
+        /* loss: the words for the returned loss where they differ from the gradient's */
+        const struct { double scale; const char *hint, *loss; } scales[] = {
+            {1.0, "", NULL},
+            {micro, "m times the right one: the micro-batch's share is 1/m of it (scale p->dloss, after pipeline_loss_grad has written it, by 1.0f / p->micro)",
+             "m times its share: return loss / p->micro (the loss pipeline_loss_grad returned, divided by m)"},
+            {(double)micro * micro, "multiplied by m instead of divided by it (m^2 times the right one): scale by 1.0f / p->micro",
+             "multiplied by m instead of divided by it (m^2 times its share): return loss / p->micro"},
+            {1.0 / micro, "1/m of the right one: 1/m applied twice (pipeline_loss_grad already takes the micro-batch's mean)", NULL},
+            {(double)micro / Bm, "scaled by 1/B of the micro-batch (sequences): each micro-batch counts 1/m (p->micro), the mean over its tokens is already taken", NULL},
+            {(double)micro / B, "scaled by 1/B of the whole batch: the mean over the tokens is already taken; each micro-batch counts 1/m", NULL},
+            {(double)micro / (Bm * T), "scaled by 1/(tokens of the micro-batch): the mean is already taken; each micro-batch counts 1/m", NULL},
+            {(double)micro / (B * T), "scaled by 1/(tokens of the batch): the mean is already taken; each micro-batch counts 1/m", NULL},
+            {-1.0, "the wrong sign", NULL},
+            {0.0, "zero: 1 / p->micro in integers is 0 for m > 1; write 1.0f / p->micro", NULL}};
         const char *ghint = NULL, *lhint = NULL;
         for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
             const double tol = scales[k].scale != 0 ? 1e-4 * fabs(scales[k].scale) : 1e-9;
             if (!ghint && proportional && fabs(ratio - scales[k].scale) <= tol) ghint = scales[k].hint;
-            if (!lhint && fabs(lratio - scales[k].scale) <= tol) lhint = scales[k].hint;
+            if (!lhint && fabs(lratio - scales[k].scale) <= tol) lhint = scales[k].loss ? scales[k].loss : scales[k].hint;
         }
         char head[96];
         snprintf(head, sizeof head, "m = %d micro-batches of %d x %d tokens, micro-batch %d", micro, Bm, T, i);
@@ -734,8 +785,61 @@ static bool loss_case(int micro, int Bm, int T) {
     return ok;
 }
 
+/* TODO 7.5 with --device cuda: p->dloss in GPU memory, which the CPU cannot read. Here
+ * it is marked DEVICE_CUDA over unreadable host pages; pipeline_loss_grad leaves it
+ * alone and tensor_scale (the call that works on either device) records its factor. */
+static int g_fake_gpu, g_fake_scales;
+static float g_fake_factor = 1.0f;
+float __real_pipeline_loss_grad(Pipeline *p, int micro);
+float __wrap_pipeline_loss_grad(Pipeline *p, int micro);
+float __wrap_pipeline_loss_grad(Pipeline *p, int micro) {
+    return g_fake_gpu ? 2.5f : __real_pipeline_loss_grad(p, micro);
+}
+void __real_tensor_scale(Tensor *t, float factor);
+void __wrap_tensor_scale(Tensor *t, float factor);
+void __wrap_tensor_scale(Tensor *t, float factor) {
+    if (g_fake_gpu && t->device != DEVICE_CPU) {
+        g_fake_scales++, g_fake_factor *= factor;
+        return;
+    }
+    __real_tensor_scale(t, factor);
+}
+static sigjmp_buf g_gpu_touch;
+static void on_gpu_touch(int sig) { siglongjmp(g_gpu_touch, sig); }
+
+static bool loss_on_gpu(void) {
+    const int m = 4;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    float *locked = mmap(NULL, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(locked != MAP_FAILED, "grader: mmap of %zu bytes failed", page);
+    Pipeline p;
+    memset(&p, 0, sizeof p);
+    p.micro = m;
+    p.dloss = (Tensor){.ndim = 2, .shape = {4, VOCAB}, .size = 4 * VOCAB, .device = DEVICE_CUDA, .data = locked};
+    CHECK(p.dloss.size * (int64_t)sizeof(float) <= (int64_t)page, "grader: dloss larger than a page");
+    struct sigaction crash = {.sa_handler = on_gpu_touch}, before;
+    sigaction(SIGSEGV, &crash, &before);
+    volatile float loss = 0;
+    const int sig = sigsetjmp(g_gpu_touch, 1);
+    g_fake_gpu = 1;
+    if (sig == 0) loss = lesson_micro_loss_grad(&p, 1);
+    g_fake_gpu = 0;
+    sigaction(SIGSEGV, &before, NULL);
+    munmap(locked, page);
+    if (sig != 0)
+        return expect_true(false, "with --device cuda (p->dloss.device is DEVICE_CUDA) your function read or wrote "
+                           "p->dloss.data on the CPU, which cannot reach GPU memory (a crash there): scale it with "
+                           "tensor_scale(&p->dloss, 1.0f / p->micro), which runs on either device");
+    return expect_true(g_fake_scales > 0, "with --device cuda (p->dloss.device is DEVICE_CUDA) p->dloss was not "
+                       "scaled by tensor_scale: use tensor_scale(&p->dloss, 1.0f / p->micro), which runs on either "
+                       "device (a loop over .data runs on the CPU only)") &&
+           expect_true(fabsf(g_fake_factor * m - 1) <= 1e-5f && fabsf(loss * m - 2.5f) <= 1e-5f,
+                       "with p->dloss in GPU memory: scaled by %g in all, loss %g of 2.5; expected 1/m = %g and "
+                       "%g", (double)g_fake_factor, (double)loss, 1.0 / m, 2.5 / m);
+}
+
 static int check_micro_loss(void) {
-    return loss_case(4, 3, 5) && loss_case(2, 5, 3) && loss_case(1, 4, 4) ? CHECK_PASS : CHECK_FAIL;
+    return loss_case(4, 3, 5) && loss_case(2, 5, 3) && loss_case(1, 4, 4) && loss_on_gpu() ? CHECK_PASS : CHECK_FAIL;
 }
 
 /* ---------------------------------------------------------------- TODO 7.6 */

@@ -146,7 +146,9 @@ static inline void print_job_output(const CommandResult *r) {
     if (r->timed_out || strstr(r->out, "FAIL: hung in ")) check_note_hung();
     print_rank_signals(r->out);
     printf("The ranks said:\n");
-    if (print_ranks_output(r->out) == 0) printf("(nothing: a rank ended before it could say why)\n");
+    if (print_ranks_output(r->out) == 0)
+        printf("%s\n", r->timed_out ? "(nothing: the ranks were still waiting when the check's time ran out: a hang)"
+                                    : "(nothing: a rank ended before it could say why)");
 }
 
 /* Every rank's worker line says ok: else prints what failed (and the output). A job

@@ -83,6 +83,7 @@ static void suite_fail_crash(void *arg) {
     check_run("TODO 9.1", "9.1 fails", fails, 5);
     check_run("TODO 9.1", "9.1 fails again", fails, 5);
     check_run("TODO 9.1-9.2", "a range fails", fails, 5);
+    check_run("TODO 9.1-9.3", "a range that would pass", passes, 5); /* not run: it fails */
     check_run("TODO 9.2", "9.2 fails alone", fails, 5);
     check_run("TODO 9.4", "9.4 crashes", aborts, 5);
     check_run("TODO 9.4", "after 9.4's crash", passes, 5);
@@ -96,6 +97,7 @@ static int check_fix_first_and_crash(void) {
     run_child(suite_fail_crash, NULL, &r);
     bool ok = under(r.out, "9.1 fails again", "the words of the check") && /* its own TODO: its own words */
               under(r.out, "a range fails", "fix TODO 9.1 first") &&
+              under(r.out, "a range that would pass", "not run: fix TODO 9.1 first") &&
               under(r.out, "9.2 fails alone", "the words of the check") &&
               under(r.out, "9.4 crashes", "SIGABRT") && under(r.out, "9.4 crashes", "the lesson's own words") &&
               under(r.out, "after 9.4's crash", "skipped: TODO 9.4 crashed above") &&
