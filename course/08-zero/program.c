@@ -267,7 +267,9 @@ static void load_batch(Run *run, const TextBatches *split, int64_t i) {
     }
 }
 
-static double sent_bytes(const Dist *d, bool received) {
+/* This rank's bytes of every kind of operation since the counters were reset, sent or
+ * received (dist_counts). */
+static double counted_bytes(const Dist *d, bool received) {
     double sum = 0;
     for (int k = 0; k < DIST_KINDS; k++) {
         const DistCounts n = dist_counts(d, (DistKind)k);
@@ -309,8 +311,8 @@ static void write_step(Run *run, int epoch, double loss, double seconds, double 
     metrics_int(run->metrics, "epoch", epoch);
     metrics_num(run->metrics, "loss", loss);
     metrics_num(run->metrics, "tokens_per_s", (double)run->cfg.batch_size * run->T / seconds);
-    metrics_num(run->metrics, "bytes_sent", sent_bytes(run->dist, false));
-    metrics_num(run->metrics, "bytes_received", sent_bytes(run->dist, true));
+    metrics_num(run->metrics, "bytes_sent", counted_bytes(run->dist, false));
+    metrics_num(run->metrics, "bytes_received", counted_bytes(run->dist, true));
     metrics_int(run->metrics, "param_bytes", a.params);
     metrics_int(run->metrics, "grad_bytes", a.grads);
     metrics_int(run->metrics, "optim_bytes", a.optim);
@@ -430,7 +432,7 @@ static void train(Run *run) {
                 train_stop_if_diverged((float)loss, where, c->lr);
             }
             run->steps++, run->steps_here++, steps++, run->epoch_step = i + 1;
-            run->bytes_sent += sent_bytes(run->dist, false);
+            run->bytes_sent += counted_bytes(run->dist, false);
             loss_sum += loss, tokens += (double)c->batch_size * run->T, exposed += waited;
             write_step(run, epoch, loss, took, waited);
             progress("  epoch %d: step %lld/%lld, loss %.3f, %.0f tokens/s", epoch,

@@ -51,18 +51,14 @@ const ZeroOps ZERO_LIBRARY = {library_shard_range, library_reduce_gradients, lib
 
 /* ---------------------------------------------------------------- views */
 
-Tensor zero_flat(Tensor *buffer, int64_t start, int64_t n) {
-    return tensor_range(buffer, start, n);
-}
-
 Tensor zero_param_piece(Zero *z, const ZeroUnit *u) {
-    if (z->stage == 3) return zero_flat(&z->shard_values, u->local, u->piece);
-    return zero_flat(&z->params->values, u->start + z->dist->rank * u->piece, u->piece);
+    if (z->stage == 3) return tensor_range(&z->shard_values, u->local, u->piece);
+    return tensor_range(&z->params->values, u->start + z->dist->rank * u->piece, u->piece);
 }
 
 Tensor zero_grad_piece(Zero *z, const ZeroUnit *u) {
-    if (z->stage == 1) return zero_flat(&z->params->grads, u->start + z->dist->rank * u->piece, u->piece);
-    return zero_flat(&z->shard_grads, u->local, u->piece);
+    if (z->stage == 1) return tensor_range(&z->params->grads, u->start + z->dist->rank * u->piece, u->piece);
+    return tensor_range(&z->shard_grads, u->local, u->piece);
 }
 
 Tensor zero_state_piece(Zero *z, const ZeroUnit *u, int which) {
@@ -70,12 +66,12 @@ Tensor zero_state_piece(Zero *z, const ZeroUnit *u, int which) {
           which, z->optimizer == ZERO_ADAMW ? "AdamW (0: m, 1: v)" : "SGD (0: momentum)");
     Tensor *t = z->optimizer == ZERO_SGD ? &z->sgd.buf : which == 0 ? &z->adam.m : &z->adam.v;
     CHECK(t->data, "the optimiser's state before zero_optimizer_adamw or zero_optimizer_sgd");
-    return zero_flat(t, u->local, u->piece);
+    return tensor_range(t, u->local, u->piece);
 }
 
 Tensor zero_param_range(Zero *z, const ZeroUnit *u) {
     CHECK(z->stage < 3, "stage 3 keeps no whole parameter buffer (zero_await gathers a block)");
-    return zero_flat(&z->params->values, u->start, u->piece * z->dist->world_size);
+    return tensor_range(&z->params->values, u->start, u->piece * z->dist->world_size);
 }
 
 void zero_update_piece(Zero *z, const ZeroUnit *u, int64_t t) {
@@ -176,7 +172,7 @@ void zero_init(Zero *z, Dist *dist, BlockList *blocks, int stage, const ZeroOps 
         z->shard_values = zeros(z, z->shard);
         for (int k = 0; k < z->nunits; k++) {
             const ZeroUnit *u = &z->units[k];
-            Tensor mine = zero_flat(&z->params->values, u->start + dist->rank * u->piece, u->piece);
+            Tensor mine = tensor_range(&z->params->values, u->start + dist->rank * u->piece, u->piece);
             Tensor to = zero_param_piece(z, u);
             tensor_copy(&to, &mine);
         }
@@ -240,7 +236,7 @@ void zero_finish_gradients(Zero *z) {
     if (z->stage == 1) { /* all after the backward: one reduce-scatter per block, in place */
         DistRequest **r = xcalloc((size_t)z->nunits, sizeof *r);
         for (int k = z->nunits - 1; k >= 0; k--) {
-            Tensor full = zero_flat(&z->params->grads, z->units[k].start, z->units[k].piece * z->dist->world_size);
+            Tensor full = tensor_range(&z->params->grads, z->units[k].start, z->units[k].piece * z->dist->world_size);
             Tensor piece = zero_grad_piece(z, &z->units[k]);
             r[k] = zero_start_reduce(z, &piece, &full);
         }
@@ -280,7 +276,6 @@ void zero_step(Zero *z) {
      * next pass gathers the new ones */
     for (int k = 0; z->stage == 3 && k < z->nunits; k++) zero_release(z, &z->units[k]);
     z->ops->step(z);
-    z->steps++;
     if (z->stage == 3) return; /* the shard is the parameters: the next forward gathers */
     const double t0 = now_seconds();
     DistRequest **r = xcalloc((size_t)z->nunits, sizeof *r);

@@ -125,7 +125,6 @@ struct Zero {
     ZeroOptimizer optimizer;
     Adam adam;                      /* the shard's moments [shard] (ZERO_ADAMW) */
     Sgd sgd;                        /* the shard's momentum [shard] (ZERO_SGD) */
-    int64_t steps;
     double exposed_s;               /* time spent waiting for communication, summed */
     ZeroMemory memory;              /* as allocated (all of it is held for the whole run) */
     bool in_step;                   /* between zero_begin_step and zero_finish_gradients */

@@ -60,7 +60,6 @@ int zero_ckpt_load_latest(ZeroCkpt *c, Zero *z, int64_t *step, CkptError *err) {
     if (rc == 1) {
         if (z->optimizer == ZERO_ADAMW) z->adam.step = m.opt_step;
         else z->sgd.step = m.opt_step;
-        z->steps = m.opt_step;
     }
     zckpt_host_free(host, kinds);
     zckpt_model_free(&m);

@@ -4,8 +4,6 @@
 
 #include "parallel/zero.h"
 
-/* [n] of a flat buffer from start: a piece, a unit's range, a window's part. */
-Tensor zero_flat(Tensor *buffer, int64_t start, int64_t n);
 /* Points unit u's parameter values (or gradients) at `base` + their place in its range;
  * NULL: at nothing (between passes). */
 void zero_point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads);

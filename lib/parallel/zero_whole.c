@@ -32,7 +32,7 @@ static void gather_packed(Zero *z, Tensor (*piece_of)(Zero *, const ZeroUnit *, 
     int64_t at = 0;
     for (int k = 0; k < z->nunits; k++) {
         const ZeroUnit *u = &z->units[k];
-        Tensor range = zero_flat(&full, 0, u->piece * z->dist->world_size);
+        Tensor range = tensor_range(&full, 0, u->piece * z->dist->world_size);
         Tensor piece = piece_of(z, u, which);
         dist_all_gather(z->dist, &range, &piece);
         device_copy(host, DEVICE_CPU, range.data, z->device, (size_t)range.size * sizeof(float));

@@ -54,7 +54,7 @@ void zero_gather(Zero *z, ZeroUnit *u) {
     if (!w) return; /* both in use: zero_await gathers it once one is free */
     w->unit = (int)(u - z->units);
     u->window = (int)(w - z->param_windows);
-    Tensor full = zero_flat(&w->data, 0, u->piece * z->dist->world_size);
+    Tensor full = tensor_range(&w->data, 0, u->piece * z->dist->world_size);
     Tensor piece = zero_param_piece(z, u);
     u->gather = zero_start_gather(z, &full, &piece);
     progress_all(z);
@@ -111,13 +111,13 @@ void zero_gradient_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool 
         z->next_grad_window ^= 1;
         zero_wait_timed(z, &w->pending); /* the window's last reduce-scatter must be done */
         w->unit = (int)(u - z->units);
-        Tensor range = zero_flat(&w->data, 0, u->piece * z->dist->world_size); /* not the rest */
+        Tensor range = tensor_range(&w->data, 0, u->piece * z->dist->world_size); /* not the rest */
         tensor_fill(&range, 0.0f);
         zero_point_unit(z, u, w->data.data, true);
     } else {
         ZeroWindow *w = grad_window_of(z, u);
         CHECK(w, "block %d's backward ended without its gradient window", u->block);
-        Tensor full = zero_flat(&w->data, 0, u->piece * z->dist->world_size);
+        Tensor full = tensor_range(&w->data, 0, u->piece * z->dist->world_size);
         Tensor piece = zero_grad_piece(z, u);
         w->pending = zero_start_reduce(z, &piece, &full);
         zero_point_unit(z, u, NULL, true);
