@@ -5,7 +5,8 @@
 // one warp per row of scores [B, H, T, T]:
 //   forward:  the causal softmax of row i over j <= i, written in place over the scores,
 //             0 above the diagonal (exactly, as the CPU); the attention dropout on the
-//             weights with the CPU's key and the same index (row * T + j): the same mask;
+//             weights with the CPU's key and the same index (row * T + j, placed in the
+//             unsplit model's weights for a tensor-parallel rank's heads): the same mask;
 //   backward: ds = w * dw - p * sum_j (w dw) over j <= i, 0 above the diagonal.
 // The softmax uses expf (within 2 ulp) where the CPU uses softmax_exp (within 1.1e-7
 // relative), and sums in another order: probabilities agree to rounding, not bit for
@@ -27,7 +28,8 @@ extern "C" {
 // p [rows, T] (rows = B*H*T, row r is position i = r % T of its (sequence, head)) holds
 // the scaled scores; w (NULL: none) receives the weights that multiply V.
 static __global__ void causal_softmax_kernel(float *p, float *w, int64_t rows, int T, bool drop,
-                                             uint64_t key, uint64_t threshold, float keep_scale) {
+                                             uint64_t key, uint64_t threshold, float keep_scale,
+                                             DropoutWindow window) {
     const int lane = threadIdx.x % 32;
     WARP_STRIDE_LOOP(r, rows) {
         const int i = (int)(r % T);
@@ -46,7 +48,8 @@ static __global__ void causal_softmax_kernel(float *p, float *w, int64_t rows, i
             const float v = j <= i ? pr[j] * inv : 0.0f;
             pr[j] = v;
             if (w) {
-                const bool keep = !drop || dropout_keeps(key, (uint64_t)(r * T + j), threshold);
+                const uint64_t at = dropout_index(window, (uint64_t)(r * T + j));
+                const bool keep = !drop || dropout_keeps(key, at, threshold);
                 w[r * T + j] = drop ? (keep ? v * keep_scale : 0.0f) : v;
             }
         }
@@ -80,9 +83,17 @@ static void products(const AttentionSizes *s, AttentionGemm which, const float *
 extern "C" void cuda_attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropped,
                                        const Tensor *qkv, float dropout_p, bool training,
                                        Rng *rng) {
+    cuda_attention_forward_window(ctx, probs, dropped, qkv, dropout_p, training, rng,
+                                  DROPOUT_WHOLE);
+}
+
+extern "C" void cuda_attention_forward_window(Tensor *ctx, Tensor *probs, Tensor *dropped,
+                                              const Tensor *qkv, float dropout_p, bool training,
+                                              Rng *rng, DropoutWindow window) {
     CHECK_FLOAT32(ctx, probs, dropped, qkv);
     const AttentionSizes s =
         attention_check_forward(ctx, probs, dropped, qkv, dropout_p, training, rng);
+    attention_check_window(&s, window);
     CHECK_ON_GPU(ctx);
     CHECK_ON_GPU(probs);
     CHECK_ON_GPU(dropped);
@@ -93,7 +104,7 @@ extern "C" void cuda_attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropp
     products(&s, ATTN_SCORES, qkv->data, qkv->data, probs->data);
     causal_softmax_kernel<<<cuda_blocks_for_rows(rows, CUDA_THREADS), CUDA_THREADS>>>(
         probs->data, dropped ? dropped->data : NULL, rows, s.T, d.active, d.key, d.threshold,
-        d.keep_scale);
+        d.keep_scale, window);
     CUDA_CHECK_LAUNCH();
     products(&s, ATTN_CONTEXT, dropped ? dropped->data : probs->data, qkv->data, ctx->data);
 }

@@ -10,7 +10,8 @@
 // comparisons for N = B*T rows, about 0.5 million for the tutorial's batch (20 x 35)
 // and 270 million for 16,384 rows, small next to the step's GEMMs. A second kernel
 // gives each (chain, column) one thread that adds the chain's rows into dtable in
-// order. So every run gives the same bits, and the CPU's (up to the fusing of
+// order (a vocabulary-parallel slice skips the other slices' words). So every run gives
+// the same bits, and the CPU's (up to the fusing of
 // acc + scale * dy into one FMA, which either compiler may or may not do).
 //
 // Tokens live in device memory. Both kernels also note the first row whose token is
@@ -26,17 +27,20 @@ extern "C" {
 #include "layers/embedding.h"
 }
 
+// table holds rows [first, first + V) of a vocabulary of `vocab` words: another
+// slice's word gives zeros.
 static __global__ void embedding_forward_kernel(float *out, int *bad_row, const int *tokens,
                                                 const float *table, int64_t n, int D, int V,
-                                                float scale) {
+                                                float scale, int first, int vocab) {
     GRID_STRIDE_LOOP(i, n) {
         const int64_t row = i / D;
         const int token = tokens[row];
-        if (token < 0 || token >= V) {
+        if (token < 0 || token >= vocab) {
             atomicMin(bad_row, (int)row);
             continue;
         }
-        out[i] = table[(int64_t)token * D + i % D] * scale;
+        const int local = token - first;
+        out[i] = local >= 0 && local < V ? table[(int64_t)local * D + i % D] * scale : 0.0f;
     }
 }
 
@@ -72,12 +76,13 @@ static __global__ void token_chains_kernel(int *next, unsigned char *head, int *
 static __global__ void embedding_backward_kernel(float *dtable, const float *dout,
                                                  const int *tokens, const int *next,
                                                  const unsigned char *head, int64_t n, int D,
-                                                 float scale) {
+                                                 float scale, int first, int V) {
     GRID_STRIDE_LOOP(i, n) {
         const int row = (int)(i / D);
-        if (!head[row]) continue;
+        const int local = tokens[row] - first;
+        if (!head[row] || local < 0 || local >= V) continue; // another slice's word
         const int d = (int)(i % D);
-        float *g = dtable + (int64_t)tokens[row] * D + d;
+        float *g = dtable + (int64_t)local * D + d;
         float acc = *g;
         for (int m = row; m >= 0; m = next[m]) acc += scale * dout[(int64_t)m * D + d];
         *g = acc;
@@ -117,38 +122,57 @@ static void stop_on_bad_token(const int *tokens, int N, int V) {
 
 extern "C" void cuda_embedding_forward(Tensor *out, const int *tokens, const Tensor *table,
                                        float scale) {
+    cuda_embedding_forward_rows(out, tokens, table, scale, 0, table->shape[0]);
+}
+
+extern "C" void cuda_embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens,
+                                        float scale) {
+    cuda_embedding_backward_rows(dtable, dout, tokens, scale, 0, dtable->shape[0]);
+}
+
+static void check_slice(const Tensor *table, int first, int vocab) {
+    CHECK(first >= 0 && first + table->shape[0] <= vocab,
+          "embedding: rows [%d, %d) are not a slice of a vocabulary of %d", first,
+          first + table->shape[0], vocab);
+}
+
+extern "C" void cuda_embedding_forward_rows(Tensor *out, const int *tokens, const Tensor *table,
+                                            float scale, int first, int vocab) {
     CHECK_FLOAT32(out, table);
     embedding_check_forward(out, table);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(table);
+    check_slice(table, first, vocab);
     const int N = out->shape[0], V = table->shape[0], D = table->shape[1];
     const int64_t n = (int64_t)N * D;
     if (N == 0) return;
     tokens_begin(tokens, N, false);
     if (n > 0) {
         embedding_forward_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-            out->data, g_bad_row, tokens, table->data, n, D, V, scale);
+            out->data, g_bad_row, tokens, table->data, n, D, V, scale, first, vocab);
         CUDA_CHECK_LAUNCH();
     }
-    stop_on_bad_token(tokens, N, V);
+    stop_on_bad_token(tokens, N, vocab);
 }
 
-extern "C" void cuda_embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens,
-                                        float scale) {
+extern "C" void cuda_embedding_backward_rows(Tensor *dtable, const Tensor *dout,
+                                             const int *tokens, float scale, int first,
+                                             int vocab) {
     CHECK_FLOAT32(dtable, dout);
     embedding_check_backward(dtable, dout);
     CHECK_ON_GPU(dtable);
     CHECK_ON_GPU(dout);
+    check_slice(dtable, first, vocab);
     const int N = dout->shape[0], V = dtable->shape[0], D = dtable->shape[1];
     if (N == 0) return;
     tokens_begin(tokens, N, true);
     token_chains_kernel<<<(N + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS>>>(
-        g_next, g_head, g_bad_row, tokens, N, V);
+        g_next, g_head, g_bad_row, tokens, N, vocab);
     CUDA_CHECK_LAUNCH();
-    stop_on_bad_token(tokens, N, V); // before any token indexes dtable
+    stop_on_bad_token(tokens, N, vocab); // before any token indexes dtable
     const int64_t n = (int64_t)N * D;
     if (n == 0) return;
     embedding_backward_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-        dtable->data, dout->data, tokens, g_next, g_head, n, D, scale);
+        dtable->data, dout->data, tokens, g_next, g_head, n, D, scale, first, V);
     CUDA_CHECK_LAUNCH();
 }

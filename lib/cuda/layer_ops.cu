@@ -32,12 +32,16 @@ static LayerOps cuda_layers(void) {
     ops.count_correct = cuda_count_correct;
     ops.embedding_forward = cuda_embedding_forward;
     ops.embedding_backward = cuda_embedding_backward;
+    ops.embedding_forward_rows = cuda_embedding_forward_rows;
+    ops.embedding_backward_rows = cuda_embedding_backward_rows;
     ops.positional_forward = cuda_positional_forward;
     ops.layernorm_forward = cuda_layernorm_forward;
     ops.layernorm_backward = cuda_layernorm_backward;
     ops.dropout_forward = cuda_dropout_forward;
+    ops.dropout_forward_window = cuda_dropout_forward_window;
     ops.dropout_backward = cuda_dropout_backward;
     ops.attention_forward = cuda_attention_forward;
+    ops.attention_forward_window = cuda_attention_forward_window;
     ops.attention_backward = cuda_attention_backward;
     ops.gelu_forward = cuda_gelu_forward;
     ops.gelu_backward = cuda_gelu_backward;

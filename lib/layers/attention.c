@@ -13,17 +13,19 @@ typedef struct {
     const float *q, *k, *v; /* [T, dh] each, row stride ld = 3D */
     float *p, *w;           /* probs and the weights that multiply V (dropped, or p): [T, T] */
     int ld;
-    size_t first; /* index of this task's probs[0][0] in [B, H, T, T] (the dropout mask) */
+    size_t first; /* index of this task's probs[0][0] in [B, H, T, T] */
+    uint64_t mask_first; /* and in the mask of the unsplit [B, H_all, T, T] */
 } Head;
 
 static Head head_at(const AttentionSizes *s, int b, int h, const float *qkv, float *probs,
-                    float *dropped) {
+                    float *dropped, DropoutWindow window) {
     Head hd;
     hd.ld = 3 * s->D;
     hd.q = qkv + (size_t)b * s->T * hd.ld + (size_t)h * s->dh;
     hd.k = hd.q + s->D;
     hd.v = hd.q + 2 * s->D;
     hd.first = ((size_t)b * s->H + h) * s->T * s->T;
+    hd.mask_first = dropout_index(window, hd.first); /* a head's T x T lie in one row */
     hd.p = probs + hd.first;
     hd.w = dropped ? dropped + hd.first : hd.p;
     return hd;
@@ -76,6 +78,16 @@ AttentionSizes attention_check_forward(const Tensor *ctx, const Tensor *probs,
     return s;
 }
 
+void attention_check_window(const AttentionSizes *s, DropoutWindow w) {
+    if (!w.cols) return;
+    const int64_t head = (int64_t)s->T * s->T;
+    CHECK(w.cols == s->H * head && w.full_cols % head == 0 && w.col0 % head == 0 &&
+              w.col0 + w.cols <= w.full_cols,
+          "attention dropout window: columns [%lld, %lld) of %lld are not heads of %d x %d "
+          "weights (%d here)", (long long)w.col0, (long long)(w.col0 + w.cols),
+          (long long)w.full_cols, s->T, s->T, s->H);
+}
+
 AttentionSizes attention_check_backward(const Tensor *dqkv, const Tensor *dscores,
                                         const Tensor *dctx, const Tensor *qkv,
                                         const Tensor *probs, const Tensor *dropped) {
@@ -100,9 +112,9 @@ static void head_forward(const AttentionSizes *s, Head hd, float *ctx, bool drop
         softmax_row(p, i + 1);
         for (int j = i + 1; j < T; j++) p[j] = 0.0f;
         if (drop) {
-            const size_t row = hd.first + (size_t)i * T;
+            const uint64_t row = hd.mask_first + (uint64_t)i * T;
             for (int j = 0; j < T; j++)
-                w[j] = dropout_keeps(key, row + (size_t)j, threshold) ? p[j] * keep_scale : 0.0f;
+                w[j] = dropout_keeps(key, row + (uint64_t)j, threshold) ? p[j] * keep_scale : 0.0f;
         } else if (w != p) {
             memcpy(w, p, sizeof(float) * (size_t)T);
         }
@@ -112,9 +124,15 @@ static void head_forward(const AttentionSizes *s, Head hd, float *ctx, bool drop
 
 void attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
                        float dropout_p, bool training, Rng *rng) {
+    attention_forward_window(ctx, probs, dropped, qkv, dropout_p, training, rng, DROPOUT_WHOLE);
+}
+
+void attention_forward_window(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
+                              float dropout_p, bool training, Rng *rng, DropoutWindow window) {
     CHECK_FLOAT32(ctx, probs, dropped, qkv);
     const AttentionSizes s =
         attention_check_forward(ctx, probs, dropped, qkv, dropout_p, training, rng);
+    attention_check_window(&s, window);
     CHECK_DEVICE(ctx, DEVICE_CPU);
     CHECK_DEVICE(probs, DEVICE_CPU);
     CHECK_DEVICE(dropped, DEVICE_CPU);
@@ -126,7 +144,7 @@ void attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor
 #pragma omp parallel for schedule(static) if (tasks > 1)
     for (int task = 0; task < tasks; task++) {
         const int b = task / s.H, h = task % s.H;
-        Head hd = head_at(&s, b, h, qkv->data, probs->data, dropped ? dropped->data : NULL);
+        Head hd = head_at(&s, b, h, qkv->data, probs->data, dropped ? dropped->data : NULL, window);
         float *c = ctx->data + (size_t)b * s.T * s.D + (size_t)h * s.dh;
         head_forward(&s, hd, c, drop, key, threshold, keep_scale);
     }
@@ -172,7 +190,7 @@ void attention_backward(Tensor *dqkv, Tensor *dscores, const Tensor *dctx, const
         const int b = task / s.H, h = task % s.H;
         /* probs and dropped are only read: the casts drop const for the shared view */
         Head hd = head_at(&s, b, h, qkv->data, (float *)probs->data,
-                          dropped ? (float *)dropped->data : NULL);
+                          dropped ? (float *)dropped->data : NULL, DROPOUT_WHOLE);
         float *dq = dqkv->data + (size_t)b * s.T * hd.ld + (size_t)h * s.dh;
         const float *dc = dctx->data + (size_t)b * s.T * s.D + (size_t)h * s.dh;
         head_backward(&s, hd, dq, dscores->data + hd.first, dc);

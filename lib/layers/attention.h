@@ -28,6 +28,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "layers/dropout.h"
 
 typedef struct {
     int B, T, H, D, dh; /* sequences, positions, heads, model width, head width */
@@ -41,6 +42,13 @@ typedef struct {
 void attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
                        float dropout_p, bool training, Rng *rng);
 
+/* The same for some of the heads of a wider attention (a tensor-parallel rank's H of
+ * the model's heads): the weights dropped are the ones the unsplit layer drops, window
+ * placing probs [B, H, T, T] in the unsplit [B, H_all, T, T] (rows of H*T*T entries,
+ * columns [h0*T*T, ...) of H_all*T*T; DROPOUT_WHOLE: all of it). */
+void attention_forward_window(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
+                              float dropout_p, bool training, Rng *rng, DropoutWindow window);
+
 /* dqkv [B*T, 3D] += dL/dqkv given dctx [B*T, D] and what the forward saved (probs
  * and dropped, or dropped NULL when the forward had none). dscores [B, H, T, T] is a
  * workspace (the caller's, allocated once): it receives dL/dscores. */
@@ -51,6 +59,8 @@ void attention_backward(Tensor *dqkv, Tensor *dscores, const Tensor *dctx, const
 AttentionSizes attention_check_forward(const Tensor *ctx, const Tensor *probs,
                                        const Tensor *dropped, const Tensor *qkv,
                                        float dropout_p, bool training, const Rng *rng);
+/* A window of whole heads (attention_forward_window) */
+void attention_check_window(const AttentionSizes *s, DropoutWindow w);
 AttentionSizes attention_check_backward(const Tensor *dqkv, const Tensor *dscores,
                                         const Tensor *dctx, const Tensor *qkv,
                                         const Tensor *probs, const Tensor *dropped);
@@ -59,6 +69,9 @@ AttentionSizes attention_check_backward(const Tensor *dqkv, const Tensor *dscore
  * dropout key drawn on the host from rng as here, so the mask is the CPU's. */
 void cuda_attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
                             float dropout_p, bool training, Rng *rng);
+void cuda_attention_forward_window(Tensor *ctx, Tensor *probs, Tensor *dropped,
+                                   const Tensor *qkv, float dropout_p, bool training, Rng *rng,
+                                   DropoutWindow window);
 void cuda_attention_backward(Tensor *dqkv, Tensor *dscores, const Tensor *dctx,
                              const Tensor *qkv, const Tensor *probs, const Tensor *dropped);
 

@@ -25,6 +25,15 @@ void dropout_check_backward(const Tensor *din, const Tensor *dout, const Tensor 
               (long long)mask->size, (long long)dout->size);
 }
 
+void dropout_check_window(DropoutWindow w, int64_t size) {
+    if (!w.cols) return;
+    CHECK(w.cols > 0 && w.col0 >= 0 && w.col0 + w.cols <= w.full_cols,
+          "dropout window: columns [%lld, %lld) of %lld", (long long)w.col0,
+          (long long)(w.col0 + w.cols), (long long)w.full_cols);
+    CHECK(size % w.cols == 0, "dropout window: %lld entries are not rows of %lld",
+          (long long)size, (long long)w.cols);
+}
+
 uint64_t dropout_draw_key(Rng *rng) {
     const uint64_t hi = rng_u32(rng); /* two statements: the order of the draws is fixed */
     const uint64_t lo = rng_u32(rng);
@@ -35,8 +44,14 @@ uint64_t dropout_threshold(float p) { return (uint64_t)((double)p * 4294967296.0
 
 void dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
                      Rng *rng) {
+    dropout_forward_window(out, mask, in, p, training, rng, DROPOUT_WHOLE);
+}
+
+void dropout_forward_window(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
+                            Rng *rng, DropoutWindow window) {
     CHECK_FLOAT32(out, mask, in);
     dropout_check_forward(out, mask, in, p, training, rng);
+    dropout_check_window(window, in->size);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(mask, DEVICE_CPU);
     CHECK_DEVICE(in, DEVICE_CPU);
@@ -53,6 +68,19 @@ void dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, bool 
     const uint64_t key = dropout_draw_key(rng), threshold = dropout_threshold(p);
     const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     float *m = mask->data;
+    if (window.cols) { /* a slice: the wider mask's entries, row by row */
+        const int64_t cols = window.cols, rows = n / cols;
+#pragma omp parallel for schedule(static) if (n > 65536)
+        for (int64_t r = 0; r < rows; r++) {
+            const uint64_t first = dropout_index(window, (uint64_t)(r * cols));
+            for (int64_t c = 0; c < cols; c++) {
+                const int64_t i = r * cols + c;
+                m[i] = dropout_keeps(key, first + (uint64_t)c, threshold) ? keep_scale : 0.0f;
+                y[i] = x[i] * m[i];
+            }
+        }
+        return;
+    }
 #pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
     for (int64_t i = 0; i < n; i++) {
         m[i] = dropout_keeps(key, (uint64_t)i, threshold) ? keep_scale : 0.0f;

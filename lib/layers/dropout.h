@@ -25,11 +25,32 @@
 #define DROPOUT_HOST_DEVICE
 #endif
 
+/* Where a tensor sits in the mask of a wider one: a tensor-parallel rank holds some
+ * columns of an activation (or some heads of the attention weights) and must drop
+ * exactly the entries the unsplit model drops. Viewed as rows of `cols` entries, the
+ * tensor is columns [col0, col0 + cols) of rows of `full_cols`, so its entry k is entry
+ *   (k / cols) * full_cols + col0 + k % cols
+ * of the wider mask. DROPOUT_WHOLE ({0}): the tensor is the whole of it, entry k is k. */
+typedef struct {
+    int64_t cols, full_cols, col0;
+} DropoutWindow;
+#define DROPOUT_WHOLE ((DropoutWindow){0, 0, 0})
+
+static inline DROPOUT_HOST_DEVICE uint64_t dropout_index(DropoutWindow w, uint64_t k) {
+    if (!w.cols) return k;
+    return (k / (uint64_t)w.cols) * (uint64_t)w.full_cols + (uint64_t)w.col0 + k % (uint64_t)w.cols;
+}
+
 /* out = in * mask, mask [same size as in] = 0 (probability p) or 1 / (1 - p).
  * Identity (out = in, mask all 1) when !training or p == 0; p == 1 drops all.
  * out may be in; mask may be NULL only where dropout_active is false. */
 void dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
                      Rng *rng);
+
+/* The same for a window of a wider tensor: the entries the unsplit tensor's mask keeps
+ * (in->size a multiple of window.cols). */
+void dropout_forward_window(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
+                            Rng *rng, DropoutWindow window);
 
 /* din += dout * mask; mask NULL (an inactive forward given none): din += dout. */
 void dropout_backward(Tensor *din, const Tensor *dout, const Tensor *mask);
@@ -37,6 +58,7 @@ void dropout_backward(Tensor *din, const Tensor *dout, const Tensor *mask);
 /* The size and probability checks of both devices. */
 void dropout_check_forward(const Tensor *out, const Tensor *mask, const Tensor *in, float p,
                            bool training, const Rng *rng);
+void dropout_check_window(DropoutWindow w, int64_t size);
 void dropout_check_backward(const Tensor *din, const Tensor *dout, const Tensor *mask);
 
 /* Whether a forward with these settings drops anything (and so draws a key). */
@@ -62,6 +84,8 @@ static inline DROPOUT_HOST_DEVICE bool dropout_keeps(uint64_t key, uint64_t i,
  * drawn on the host from rng as here, so the mask is the CPU's. */
 void cuda_dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
                           Rng *rng);
+void cuda_dropout_forward_window(Tensor *out, Tensor *mask, const Tensor *in, float p,
+                                 bool training, Rng *rng, DropoutWindow window);
 void cuda_dropout_backward(Tensor *din, const Tensor *dout, const Tensor *mask);
 
 #endif

@@ -24,35 +24,60 @@ void embedding_check_tokens(const int *tokens, int n, int V) {
 }
 
 void embedding_forward(Tensor *out, const int *tokens, const Tensor *table, float scale) {
+    embedding_forward_rows(out, tokens, table, scale, 0, table->shape[0]);
+}
+
+void embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens, float scale) {
+    embedding_backward_rows(dtable, dout, tokens, scale, 0, dtable->shape[0]);
+}
+
+static void check_slice(const Tensor *table, int first, int vocab) {
+    CHECK(first >= 0 && first + table->shape[0] <= vocab,
+          "embedding: rows [%d, %d) are not a slice of a vocabulary of %d", first,
+          first + table->shape[0], vocab);
+}
+
+void embedding_forward_rows(Tensor *out, const int *tokens, const Tensor *table, float scale,
+                            int first, int vocab) {
     CHECK_FLOAT32(out, table);
     embedding_check_forward(out, table);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(table, DEVICE_CPU);
+    check_slice(table, first, vocab);
     const int N = out->shape[0], V = table->shape[0], D = table->shape[1];
-    embedding_check_tokens(tokens, N, V);
+    embedding_check_tokens(tokens, N, vocab);
 #pragma omp parallel for schedule(static) if ((int64_t)N * D > 65536)
     for (int n = 0; n < N; n++) {
-        const float *row = table->data + (size_t)tokens[n] * D;
+        const int local = tokens[n] - first;
         float *y = out->data + (size_t)n * D;
+        if (local < 0 || local >= V) { /* another rank's word */
+            for (int d = 0; d < D; d++) y[d] = 0.0f;
+            continue;
+        }
+        const float *row = table->data + (size_t)local * D;
 #pragma omp simd
         for (int d = 0; d < D; d++) y[d] = row[d] * scale;
     }
 }
 
-void embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens, float scale) {
+void embedding_backward_rows(Tensor *dtable, const Tensor *dout, const int *tokens, float scale,
+                             int first, int vocab) {
     CHECK_FLOAT32(dtable, dout);
     embedding_check_backward(dtable, dout);
     CHECK_DEVICE(dtable, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);
+    check_slice(dtable, first, vocab);
     const int N = dout->shape[0], V = dtable->shape[0], D = dtable->shape[1];
-    embedding_check_tokens(tokens, N, V);
+    embedding_check_tokens(tokens, N, vocab);
     const int blocks = (D + EMBEDDING_COLUMN_BLOCK - 1) / EMBEDDING_COLUMN_BLOCK;
 #pragma omp parallel for schedule(static) if ((int64_t)N * D > 65536)
     for (int b = 0; b < blocks; b++) {
         const int d0 = b * EMBEDDING_COLUMN_BLOCK;
         const int d1 = d0 + EMBEDDING_COLUMN_BLOCK < D ? d0 + EMBEDDING_COLUMN_BLOCK : D;
         for (int n = 0; n < N; n++) {
-            float *g = dtable->data + (size_t)tokens[n] * D;
+            const int local = tokens[n] - first;
+            if (local < 0 || local >= V) continue; /* another rank's word */
+            float *g = dtable->data + (size_t)local * D;
             const float *dy = dout->data + (size_t)n * D;
 #pragma omp simd
             for (int d = d0; d < d1; d++) g[d] += scale * dy[d];

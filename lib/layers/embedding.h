@@ -18,6 +18,15 @@ void embedding_forward(Tensor *out, const int *tokens, const Tensor *table, floa
  * threads: threads split the columns, not the rows). There is no input gradient. */
 void embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens, float scale);
 
+/* The same for a slice of a wider table (a vocabulary-parallel rank's rows): table
+ * [Vr, D] holds rows [first, first + Vr) of a vocabulary of `vocab` words. A token of
+ * the vocabulary outside the slice gives a row of zeros forward and adds nothing
+ * backward; one outside 0..vocab-1 stops as above. */
+void embedding_forward_rows(Tensor *out, const int *tokens, const Tensor *table, float scale,
+                            int first, int vocab);
+void embedding_backward_rows(Tensor *dtable, const Tensor *dout, const int *tokens, float scale,
+                             int first, int vocab);
+
 /* The shape checks of both devices. */
 void embedding_check_forward(const Tensor *out, const Tensor *table);
 void embedding_check_backward(const Tensor *dtable, const Tensor *dout);
@@ -31,5 +40,9 @@ void embedding_check_tokens(const int *tokens, int n, int V);
  * same order, without atomics. */
 void cuda_embedding_forward(Tensor *out, const int *tokens, const Tensor *table, float scale);
 void cuda_embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens, float scale);
+void cuda_embedding_forward_rows(Tensor *out, const int *tokens, const Tensor *table, float scale,
+                                 int first, int vocab);
+void cuda_embedding_backward_rows(Tensor *dtable, const Tensor *dout, const int *tokens,
+                                  float scale, int first, int vocab);
 
 #endif

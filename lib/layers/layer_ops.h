@@ -15,6 +15,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "layers/dropout.h"
 
 typedef struct {
     Device device;
@@ -43,6 +44,11 @@ typedef struct {
     /* layers/embedding.h */
     void (*embedding_forward)(Tensor *out, const int *tokens, const Tensor *table, float scale);
     void (*embedding_backward)(Tensor *dtable, const Tensor *dout, const int *tokens, float scale);
+    /* a vocabulary-parallel rank's rows [first, first + rows) of `vocab` */
+    void (*embedding_forward_rows)(Tensor *out, const int *tokens, const Tensor *table,
+                                   float scale, int first, int vocab);
+    void (*embedding_backward_rows)(Tensor *dtable, const Tensor *dout, const int *tokens,
+                                    float scale, int first, int vocab);
     /* layers/positional.h */
     void (*positional_forward)(Tensor *out, const Tensor *in, const Tensor *table, int T);
     /* layers/layernorm.h */
@@ -54,10 +60,16 @@ typedef struct {
     /* layers/dropout.h */
     void (*dropout_forward)(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
                             Rng *rng);
+    /* a tensor-parallel rank's slice of a wider tensor (DropoutWindow) */
+    void (*dropout_forward_window)(Tensor *out, Tensor *mask, const Tensor *in, float p,
+                                   bool training, Rng *rng, DropoutWindow window);
     void (*dropout_backward)(Tensor *din, const Tensor *dout, const Tensor *mask);
     /* layers/attention.h */
     void (*attention_forward)(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
                               float dropout_p, bool training, Rng *rng);
+    void (*attention_forward_window)(Tensor *ctx, Tensor *probs, Tensor *dropped,
+                                     const Tensor *qkv, float dropout_p, bool training, Rng *rng,
+                                     DropoutWindow window);
     void (*attention_backward)(Tensor *dqkv, Tensor *dscores, const Tensor *dctx,
                                const Tensor *qkv, const Tensor *probs, const Tensor *dropped);
     /* layers/gelu.h */
