@@ -307,7 +307,7 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
 
 float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout) {
     CHECK(l->loss, "this model has no loss of its own");
-    return l->loss(l->layers, out, targets, dout);
+    return l->loss(l->loss_ctx, l->layers, out, targets, dout);
 }
 
 void blocks_add_hook(BlockList *l, BlockHookFn fn, void *ctx) {

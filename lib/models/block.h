@@ -109,8 +109,10 @@ typedef enum { BLOCK_FORWARD, BLOCK_BACKWARD } BlockPass;
 typedef void (*BlockHookFn)(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after);
 
 /* The model's loss on its last block's output: the mean over the batch, and when dout
- * is not NULL its gradient written (not added) into dout. */
-typedef float (*BlockLossFn)(const LayerOps *ops, const Tensor *out, const int *targets, Tensor *dout);
+ * is not NULL its gradient written (not added) into dout. ctx: the list's loss_ctx (a
+ * tensor-parallel loss needs its ranks). */
+typedef float (*BlockLossFn)(void *ctx, const LayerOps *ops, const Tensor *out, const int *targets,
+                             Tensor *dout);
 
 struct BlockList {
     Block *items;              /* count blocks of the model: [first, first + count) */
@@ -123,6 +125,7 @@ struct BlockList {
     int B_max, T_max;          /* what buffers are allocated for */
     int B, T;                  /* the batch of the next forward (blocks_set_batch) */
     BlockLossFn loss;          /* NULL: the model has no loss of its own */
+    void *loss_ctx;            /* what the loss is given */
     Tensor dloss;              /* with a loss: its gradient, the last output's shape at
                                 * B_max x T_max (allocated by blocks_allocate) */
     BlockActs acts;            /* its own activations: one batch in flight */

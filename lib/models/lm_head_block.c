@@ -55,7 +55,9 @@ Block *lm_head_block_add(BlockList *l, const char *prefix, int d_model, int voca
     return blocks_add(l, &HEAD, h, "decoder", first);
 }
 
-float lm_head_loss(const LayerOps *ops, const Tensor *logits, const int *targets, Tensor *dlogits) {
+float lm_head_loss(void *ctx, const LayerOps *ops, const Tensor *logits, const int *targets,
+                   Tensor *dlogits) {
+    (void)ctx;
     if (!dlogits) return ops->softmax_cross_entropy_fast(NULL, logits, targets);
     CHECK_SAME_SHAPE(dlogits, logits);
     /* the library's CPU loss can store its gradient (the same bits as adding it to

@@ -8,6 +8,7 @@
 #include "models/block.h"
 
 Block *lm_head_block_add(BlockList *l, const char *prefix, int d_model, int vocab);
-float lm_head_loss(const LayerOps *ops, const Tensor *logits, const int *targets, Tensor *dlogits);
+float lm_head_loss(void *ctx, const LayerOps *ops, const Tensor *logits, const int *targets,
+                   Tensor *dlogits);
 
 #endif

@@ -46,22 +46,42 @@ const char *transformer_block_name(const TransformerConfig *c, int k, char *buf,
 
 /* ---------------------------------------------------------------- the blocks */
 
+/* The unsplit blocks */
+static Block *make_embedding(void *ctx, BlockList *l, const TransformerConfig *c) {
+    (void)ctx;
+    return embed_block_add(l, "embedding", c->vocab, c->d_model, c->max_len, c->dropout);
+}
+
+static Block *make_encoder(void *ctx, BlockList *l, const TransformerConfig *c, const char *prefix,
+                           const char *name) {
+    (void)ctx;
+    return encoder_block_add(l, prefix, name, c->d_model, c->heads, c->d_ff, c->dropout);
+}
+
+static Block *make_decoder(void *ctx, BlockList *l, const TransformerConfig *c) {
+    (void)ctx;
+    l->loss = lm_head_loss;
+    return lm_head_block_add(l, "linear", c->d_model, c->vocab);
+}
+
+static const TransformerBlockMakers UNSPLIT = {make_embedding, make_encoder, make_decoder, NULL};
+
 /* Blocks [first, last) of the model, their parameters declared into m->params (not
  * allocated): enough to count parameters, activations and FLOPs. */
-static void declare(Transformer *m, const TransformerConfig *c, int B, int T, int first, int last) {
+static void declare(Transformer *m, const TransformerConfig *c, int B, int T, int first, int last,
+                    const TransformerBlockMakers *make) {
     blocks_init(&m->blocks, &m->params, &m->layers, first, transformer_block_count(c), B, T);
     for (int k = first; k < last; k++) {
         char name[BLOCK_NAME_MAX], prefix[64];
         transformer_block_name(c, k, name, sizeof name);
         Block *b;
         if (k == 0) {
-            b = embed_block_add(&m->blocks, "embedding", c->vocab, c->d_model, c->max_len, c->dropout);
+            b = make->embedding(make->ctx, &m->blocks, c);
         } else if (k <= c->layers) {
             snprintf(prefix, sizeof prefix, "transformer_encoder.layers.%d", k - 1);
-            b = encoder_block_add(&m->blocks, prefix, name, c->d_model, c->heads, c->d_ff, c->dropout);
+            b = make->encoder(make->ctx, &m->blocks, c, prefix, name);
         } else {
-            b = lm_head_block_add(&m->blocks, "linear", c->d_model, c->vocab);
-            m->blocks.loss = lm_head_loss;
+            b = make->decoder(make->ctx, &m->blocks, c);
         }
         rng_seed(&b->rng, m->seed, 1000 + (uint64_t)k); /* its own stream of the seed: a split */
     }                                                   /* model draws what the whole one draws */
@@ -72,7 +92,7 @@ static void skeleton(Transformer *m, const TransformerConfig *c, int T, int firs
     transformer_config_check(c);
     memset(m, 0, sizeof *m);
     m->layers = *layer_ops(DEVICE_CPU);
-    declare(m, c, 1, T, first, last);
+    declare(m, c, 1, T, first, last, &UNSPLIT);
 }
 
 static void skeleton_free(Transformer *m) {
@@ -113,6 +133,11 @@ static void point_dlogits(Transformer *m) {
 
 void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, int T,
                              uint64_t seed, int first, int last) {
+    transformer_init_made(m, c, B, T, seed, first, last, NULL);
+}
+
+void transformer_init_made(Transformer *m, const TransformerConfig *c, int B, int T, uint64_t seed,
+                           int first, int last, const TransformerBlockMakers *makers) {
     transformer_config_check(c);
     const int blocks = transformer_block_count(c);
     if (first < 0 || last > blocks || first >= last)
@@ -127,11 +152,11 @@ void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, 
     m->seed = seed;
     m->device = DEVICE_CPU;
     m->layers = *layer_ops(DEVICE_CPU);
-    declare(m, c, B, T, first, last);
+    declare(m, c, B, T, first, last, makers ? makers : &UNSPLIT);
     /* The whole need up front, before any of it is taken: a vocabulary of millions of
      * words makes gigabytes of embedding, decoder and logits, and the kernel would kill
      * the program halfway with no word (lib/core/memory.h) */
-    const double act = transformer_activation_floats_per_token(c, T, first, last) * B * T;
+    const double act = (double)blocks_saved_bytes(&m->blocks, first, last, B, T) / sizeof(float);
     char what[256];
     snprintf(what, sizeof what, "the transformer (a vocabulary of %d words, %d wide, %d layers, "
              "batches of %d x %d: %lld parameters, their gradients and the activations)",

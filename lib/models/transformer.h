@@ -79,11 +79,27 @@ typedef struct {
                             * blocks.dloss (a model with the decoder) */
 } Transformer;             /* stays where it was made: its blocks point to params and layers */
 
+/* What makes each kind of the model's blocks: transformer_init_blocks uses the unsplit
+ * ones (embed_block.h, encoder_block.h, lm_head_block.h); a tensor-parallel model
+ * (parallel/tensor_parallel.h) swaps in sharded blocks with the same parameter names,
+ * drawing the same initial values. Each appends one block to l and returns it; the
+ * decoder's also sets the list's loss (l->loss, l->loss_ctx). */
+typedef struct {
+    Block *(*embedding)(void *ctx, BlockList *l, const TransformerConfig *c);
+    Block *(*encoder)(void *ctx, BlockList *l, const TransformerConfig *c, const char *prefix,
+                      const char *name);
+    Block *(*decoder)(void *ctx, BlockList *l, const TransformerConfig *c);
+    void *ctx;
+} TransformerBlockMakers;
+
 /* The whole model, blocks 0 .. L+1, for batches of B sequences of T tokens. */
 void transformer_init(Transformer *m, const TransformerConfig *c, int B, int T, uint64_t seed);
 /* Blocks [first, last) only: their parameters and activations (a pipeline stage). */
 void transformer_init_blocks(Transformer *m, const TransformerConfig *c, int B, int T,
                              uint64_t seed, int first, int last);
+/* The same with other blocks (NULL: the unsplit ones). */
+void transformer_init_made(Transformer *m, const TransformerConfig *c, int B, int T, uint64_t seed,
+                           int first, int last, const TransformerBlockMakers *makers);
 void transformer_free(Transformer *m);
 /* Moves parameters, gradients, buffers and the positions to `device` and takes that
  * device's layer table; a table without one of the transformer's layers is an error
