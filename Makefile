@@ -177,7 +177,7 @@ $(BUILD)/tests/test_gpu_%: $(BUILD)/obj/tests/gpu/test_gpu_%.o $(FRAMEWORK_OBJ) 
 # tests/dist/: programs that mpirun starts as several ranks (tests/dist/run.sh)
 DIST_TEST_BIN := $(if $(HAVE_MPI),$(BUILD)/tests/dist/test_collectives $(BUILD)/tests/dist/test_pipeline \
                                   $(BUILD)/tests/dist/test_grid $(BUILD)/tests/dist/test_zero \
-                                  $(BUILD)/tests/dist/test_zero_ckpt)
+                                  $(BUILD)/tests/dist/test_zero_ckpt $(BUILD)/tests/dist/test_tensor_parallel)
 $(BUILD)/tests/dist/%: $(BUILD)/obj/tests/dist/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@

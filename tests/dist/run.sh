@@ -3,7 +3,8 @@
 # (more ranks than cores is fine: --oversubscribe); lib/parallel/pipeline with 2, 3
 # and 4 stages against the unsplit transformer; lib/parallel/grid: every layout of 1,
 # 2, 4, 8 and 16 ranks checked with collectives on its axes; lib/parallel/zero's stages
-# 1-3 against plain data parallel on 1 to 4 ranks; lib/parallel/zero_checkpoint: runs
+# 1-3 against plain data parallel on 1 to 4 ranks; lib/parallel/tensor_parallel at t =
+# 1, 2, 4 against the unsplit model, and as data x pipeline x tensor on 8 and 12 ranks; lib/parallel/zero_checkpoint: runs
 # saved on 1, 2, 3 ranks resumed on 1, 2, 3 at other stages, and a checkpoint with a
 # missing, truncated or foreign shard, no index, a damaged or copied index or a killed
 # writer refused by name for the previous one; then the faults a job must
@@ -18,11 +19,12 @@ pipe_bin=$build/tests/dist/test_pipeline
 grid_bin=$build/tests/dist/test_grid
 zero_bin=$build/tests/dist/test_zero
 zc_bin=$build/tests/dist/test_zero_ckpt
+tp_bin=$build/tests/dist/test_tensor_parallel
 passed=0 failed=0 skipped=0
 pass() { echo "PASS  $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
 
-if ! command -v mpirun >/dev/null || [ ! -x "$bin" ] || [ ! -x "$pipe_bin" ] || [ ! -x "$grid_bin" ] || [ ! -x "$zero_bin" ] || [ ! -x "$zc_bin" ]; then
+if ! command -v mpirun >/dev/null || [ ! -x "$bin" ] || [ ! -x "$pipe_bin" ] || [ ! -x "$grid_bin" ] || [ ! -x "$zero_bin" ] || [ ! -x "$zc_bin" ] || [ ! -x "$tp_bin" ]; then
     echo "SKIP  lib/dist with several ranks: needs ranks: Open MPI's mpirun (sudo make deps) and $bin"
     echo "0 passed, 0 failed, 1 skipped"
     exit 0
@@ -33,12 +35,15 @@ mpi=(mpirun --oversubscribe --mca btl self,vader,tcp)
 
 for run in "$bin 2" "$bin 3" "$pipe_bin 2" "$pipe_bin 3" "$pipe_bin 4" \
     "$grid_bin 1" "$grid_bin 2" "$grid_bin 4" "$grid_bin 8" "$grid_bin 16" \
-    "$zero_bin 1" "$zero_bin 2" "$zero_bin 3" "$zero_bin 4"; do
+    "$zero_bin 1" "$zero_bin 2" "$zero_bin 3" "$zero_bin 4" \
+    "$tp_bin 1" "$tp_bin 2" "$tp_bin 4" "$tp_bin 8" "$tp_bin 12"; do
     prog=${run% *} n=${run##* } what=lib/dist
     [ "$prog" = "$pipe_bin" ] && what=lib/parallel/pipeline
     [ "$prog" = "$grid_bin" ] && what=lib/parallel/grid
     [ "$prog" = "$zero_bin" ] && what=lib/parallel/zero
-    out=$(timeout 300 "${mpi[@]}" -n "$n" "$prog" 2>&1)
+    [ "$prog" = "$tp_bin" ] && what=lib/parallel/tensor_parallel
+    # one thread a rank: 12 ranks on 2 cores
+    out=$(OMP_NUM_THREADS=1 timeout 300 "${mpi[@]}" -n "$n" "$prog" 2>&1)
     printf '%s\n' "$out" | grep -E '^(PASS|FAIL|==|        )' | sed 's/^/    /'
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)
     p=$(sed -nE 's/^([0-9]+) passed.*/\1/p' <<<"$line")

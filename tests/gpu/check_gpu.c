@@ -72,6 +72,7 @@
 #include "models/cnn.h"
 #include "models/transformer.h"
 #include "parallel/pipeline.h"
+#include "parallel/tensor_parallel.h"
 #include "parallel/zero.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
@@ -1097,6 +1098,91 @@ static int check_single_backend_gpu(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* A tensor-parallel rank's slices (rank r of 3): a window of a dropout mask, the
+ * attention on 2 of 6 heads (their dropout weights placed in the unsplit mask), the
+ * embedding of rows [4r, 4r + 4) of 12: the CPU's masks and values. */
+static int check_windows(void) {
+    REQUIRE_GPU();
+    enum { R = 5, C = 12, B = 2, T = 9, HL = 2, DH = 4, V = 12, N = B * T };
+    for (int r = 0; r < 3; r++) {
+        const uint64_t seed = 400 + 10 * (uint64_t)r;
+        Rng r1, r2;
+        rng_seed(&r1, seed, 1), rng_seed(&r2, seed, 1);
+        const DropoutWindow cols = {C / 3, C, r * C / 3};
+        Tensor x = random_tensor(seed, R, C / 3, 0, 0), y = tensor_zeros(2, R, C / 3);
+        Tensor m = tensor_zeros(2, R, C / 3), gx = on_gpu(&x), gy = on_gpu(&y), gm = on_gpu(&m);
+        dropout_forward_window(&y, &m, &x, 0.3f, true, &r1, cols);
+        cuda_dropout_forward_window(&gy, &gm, &gx, 0.3f, true, &r2, cols);
+        bool ok = same("dropout window's mask", &gm, &m, EXACT, EXACT);
+        const DropoutWindow heads = {HL * T * T, 3 * HL * T * T, r * HL * T * T};
+        Tensor qkv = random_tensor(seed + 1, N, 3 * HL * DH, 0, 0), ctx = tensor_zeros(2, N, HL * DH);
+        Tensor probs = tensor_zeros(4, B, HL, T, T), dropped = tensor_zeros(4, B, HL, T, T);
+        Tensor gqkv = on_gpu(&qkv), gctx = on_gpu(&ctx), gprobs = on_gpu(&probs), gdropped = on_gpu(&dropped);
+        attention_forward_window(&ctx, &probs, &dropped, &qkv, 0.3f, true, &r1, heads);
+        cuda_attention_forward_window(&gctx, &gprobs, &gdropped, &gqkv, 0.3f, true, &r2, heads);
+        ok = ok && same_zeros(&gdropped, &dropped) &&
+             same("attention on a window of heads", &gctx, &ctx, 2 * sum_atol(DH + 2 * T), RTOL);
+        int *tokens = random_tokens(N, V, seed + 2), *gtokens = ints_on_gpu(tokens, N);
+        Tensor table = random_tensor(seed + 3, V / 3, 8, 0, 0), out = tensor_zeros(2, N, 8);
+        Tensor dout = random_tensor(seed + 4, N, 8, 0, 0), dtable = tensor_zeros(2, V / 3, 8);
+        Tensor gtable = on_gpu(&table), gout = on_gpu(&out), gdout = on_gpu(&dout), gdtable = on_gpu(&dtable);
+        embedding_forward_rows(&out, tokens, &table, 2.0f, r * V / 3, V);
+        cuda_embedding_forward_rows(&gout, gtokens, &gtable, 2.0f, r * V / 3, V);
+        embedding_backward_rows(&dtable, &dout, tokens, 2.0f, r * V / 3, V);
+        cuda_embedding_backward_rows(&gdtable, &gdout, gtokens, 2.0f, r * V / 3, V);
+        ok = ok && same("embedding of a slice of the words", &gout, &out, EXACT, EXACT) &&
+             same("its backward", &gdtable, &dtable, sum_atol(N) * 2, 1e-6f);
+        if (!ok) printf("rank %d of 3\n", r);
+        Tensor *all[] = {&x, &y, &m, &gx, &gy, &gm, &qkv, &ctx, &probs, &dropped, &gqkv, &gctx,
+                         &gprobs, &gdropped, &table, &out, &dout, &dtable, &gtable, &gout, &gdout, &gdtable};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+        cuda_free(gtokens);
+        xfree(tokens);
+        if (!ok) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+/* Lesson 09's sharded blocks on one rank (t = 1, the single backend on the GPU): its
+ * blocks, windows and vocabulary-parallel loss (through host copies) on the GPU against
+ * the same on the CPU, 3 SGD steps; the tolerances of compare_transformer. */
+static int check_tensor_parallel_one_rank(void) {
+    REQUIRE_GPU();
+    const TransformerConfig c = {.vocab = 41, .d_model = 24, .heads = 3, .d_ff = 40, .layers = 2,
+                                 .max_len = 64, .dropout = 0.2f};
+    const int B = 3, T = 10, N = B * T;
+    Dist *dc = dist_init(&(DistOptions){.backend = "single"});
+    Dist *dg = dist_init(&(DistOptions){.backend = "single", .device = DEVICE_CUDA});
+    TensorParallel tc, tg;
+    tensor_parallel_init(&tc, dc, &c);
+    tensor_parallel_init(&tg, dg, &c);
+    const TransformerBlockMakers mc = tensor_parallel_makers(&tc), mg = tensor_parallel_makers(&tg);
+    Transformer cpu, gpu;
+    transformer_init_made(&cpu, &c, B, T, 9, 0, transformer_block_count(&c), &mc);
+    transformer_init_made(&gpu, &c, B, T, 9, 0, transformer_block_count(&c), &mg);
+    transformer_to_device(&gpu, DEVICE_CUDA);
+    Sgd oc, og;
+    sgd_init(&oc, &cpu.params, 0.5f, 0.0f, 0.0f);
+    sgd_init(&og, &gpu.params, 0.5f, 0.0f, 0.0f);
+    bool ok = true;
+    for (int s = 0; s < 3 && ok; s++) {
+        int *tokens = random_tokens(N, c.vocab, 50 + (uint64_t)s), *targets = random_tokens(N, c.vocab, 60 + (uint64_t)s);
+        int *gtokens = ints_on_gpu(tokens, N), *gtargets = ints_on_gpu(targets, N);
+        params_zero_grad(&cpu.params), params_zero_grad(&gpu.params);
+        const float lc = transformer_forward_backward(&cpu, tokens, targets);
+        const float lg = transformer_forward_backward(&gpu, gtokens, gtargets);
+        ok = expect_close("loss", &lg, &lc, 1, 0.0f, 1e-5f) && same_grads(&gpu, &cpu);
+        sgd_step(&oc, &cpu.params), sgd_step(&og, &gpu.params);
+        cuda_free(gtokens), cuda_free(gtargets);
+        xfree(tokens), xfree(targets);
+    }
+    sgd_free(&oc), sgd_free(&og);
+    transformer_free(&cpu), transformer_free(&gpu);
+    tensor_parallel_free(&tc), tensor_parallel_free(&tg);
+    dist_finalize(dc), dist_finalize(dg);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* Lesson 07's step on one stage (the single backend: no messages): 4 micro-batches in
  * flight in 4 activation slots on the GPU, each loss share scaled on the device,
  * against the same on the CPU; the tolerances of compare_transformer. */
@@ -1273,6 +1359,8 @@ int main(void) {
     check_run(NULL, "single-process backend with GPU tensors: every collective, host scalars", GPU_CHECK(check_single_backend_gpu), 60);
     check_run(NULL, "a one-stage pipeline: 4 micro-batches in activation slots, loss shares scaled on the GPU", GPU_CHECK(check_pipeline_stage), 120);
     check_run(NULL, "ZeRO stage 3 on one rank: 3 clipped AdamW steps = plain training on the GPU, bit for bit", GPU_CHECK(check_zero_stage3), 120);
+    check_run(NULL, "tensor-parallel slices: dropout and attention windows, an embedding's rows", GPU_CHECK(check_windows), 60);
+    check_run(NULL, "lesson 09's sharded transformer at t = 1 on the GPU: 3 SGD steps = the CPU's", GPU_CHECK(check_tensor_parallel_one_rank), 120);
     check_run(NULL, "the local rank picks the device", GPU_CHECK(check_local_rank), 60);
     return check_end();
 }

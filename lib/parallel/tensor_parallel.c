@@ -1,0 +1,168 @@
+#include "tensor_parallel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "train/clip.h"
+
+const TensorParallelOps TP_LIBRARY = {
+    .shard = tp_shard,
+    .qkv_rows = tp_qkv_rows,
+    .f = tp_f,
+    .g = tp_g,
+    .row_linear_forward = tp_row_linear_forward,
+    .vocab_cross_entropy = tp_vocab_cross_entropy,
+};
+
+/* ---------------------------------------------------------------- the cuts */
+
+TpRange tp_shard(int n, int t, int r) {
+    CHECK(t >= 1 && n % t == 0 && r >= 0 && r < t, "%d rows do not split %d ways (rank %d)", n,
+          t, r);
+    return (TpRange){r * (n / t), n / t};
+}
+
+void tp_qkv_rows(int D, int t, int r, int *rows) {
+    const TpRange mine = tp_shard(D, t, r); /* this rank's heads' columns of q, k and v */
+    for (int part = 0; part < 3; part++)    /* q, k, v: blocks of D rows each */
+        for (int i = 0; i < mine.count; i++) rows[part * mine.count + i] = part * D + mine.start + i;
+}
+
+/* ---------------------------------------------------------------- f and g */
+
+void tp_f(TensorParallel *tp, Tensor *x, BlockPass pass) {
+    if (pass == BLOCK_BACKWARD) dist_all_reduce(tp->group, x, DIST_SUM);
+}
+
+void tp_g(TensorParallel *tp, Tensor *x, BlockPass pass) {
+    if (pass == BLOCK_FORWARD) dist_all_reduce(tp->group, x, DIST_SUM);
+}
+
+void tp_row_linear_forward(TensorParallel *tp, const LayerOps *o, Tensor *out, const Tensor *in,
+                           const Tensor *w, const Tensor *bias) {
+    /* each rank's product is a partial sum: the bias goes into one of them only */
+    CHECK(bias->size <= tp->zeros.size, "a row-parallel bias of %lld for a model %lld wide",
+          (long long)bias->size, (long long)tp->zeros.size);
+    Tensor none = tensor_range(&tp->zeros, 0, bias->size);
+    o->linear_forward(out, in, w, tp->rank == 0 ? bias : &none);
+    tp->ops.g(tp, out, BLOCK_FORWARD);
+}
+
+/* ---------------------------------------------------------------- the loss */
+
+void tp_all_reduce_host(TensorParallel *tp, Tensor *host, DistOp op) {
+    if (tp->group->device == DEVICE_CPU) {
+        dist_all_reduce(tp->group, host, op);
+        return;
+    }
+    Tensor there = tensor_to(host, tp->group->device); /* NCCL reduces device memory only */
+    dist_all_reduce(tp->group, &there, op);
+    tensor_copy(host, &there);
+    tensor_free(&there);
+}
+
+float tp_vocab_cross_entropy(TensorParallel *tp, Tensor *dlogits, const Tensor *logits,
+                             const int *targets) {
+    CHECK_DEVICE(logits, DEVICE_CPU);
+    const int N = logits->shape[0], V = logits->shape[1], first = tp->words.start;
+    const int valid = tp->vocab - first < V ? tp->vocab - first : V; /* the rest: padding */
+    Tensor max = tensor_zeros(1, N), sums = tensor_zeros(2, 2, N); /* [sum exp; target] */
+    for (int n = 0; n < N; n++) {
+        const float *z = logits->data + (size_t)n * V;
+        float m = -INFINITY;
+        for (int j = 0; j < valid; j++) m = z[j] > m ? z[j] : m;
+        max.data[n] = m;
+    }
+    tp_all_reduce_host(tp, &max, DIST_MAX);
+    for (int n = 0; n < N; n++) {
+        const float *z = logits->data + (size_t)n * V;
+        float s = 0.0f;
+        for (int j = 0; j < valid; j++) s += expf(z[j] - max.data[n]);
+        sums.data[n] = s;
+        CHECK(targets[n] >= 0 && targets[n] < tp->vocab,
+              "target %d of row %d is outside the vocabulary 0..%d", targets[n], n, tp->vocab - 1);
+        const int local = targets[n] - first; /* the rank that holds the target adds it */
+        if (local >= 0 && local < valid) sums.data[N + n] = z[local] - max.data[n];
+    }
+    tp_all_reduce_host(tp, &sums, DIST_SUM);
+    double loss = 0.0;
+    for (int n = 0; n < N; n++) loss += logf(sums.data[n]) - sums.data[N + n];
+    if (dlogits) {
+        for (int n = 0; n < N; n++) {
+            const float *z = logits->data + (size_t)n * V;
+            float *d = dlogits->data + (size_t)n * V;
+            const float inv = 1.0f / sums.data[n];
+            for (int j = 0; j < V; j++)
+                d[j] = j < valid ? expf(z[j] - max.data[n]) * inv / (float)N : 0.0f;
+            const int local = targets[n] - first;
+            if (local >= 0 && local < valid) d[local] -= 1.0f / (float)N;
+        }
+    }
+    tensor_free(&max);
+    tensor_free(&sums);
+    return (float)(loss / N);
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+int tensor_parallel_check(const TransformerConfig *c, int t, char *msg, size_t cap) {
+    const char *what = c->heads % t ? "heads" : c->d_ff % t ? "feed-forward width" : NULL;
+    if (t >= 1 && !what) return 0;
+    if (t < 1) {
+        snprintf(msg, cap, "--tp must be at least 1, got %d", t);
+        return -1;
+    }
+    const int n = c->heads % t ? c->heads : c->d_ff;
+    char fits[128] = "";
+    for (int k = 1, len = 0; k <= c->heads && len < (int)sizeof fits - 12; k++)
+        if (c->heads % k == 0 && c->d_ff % k == 0)
+            len += snprintf(fits + len, sizeof fits - (size_t)len, "%s%d", len ? ", " : "", k);
+    snprintf(msg, cap, "--tp %d does not divide the model's %d %s: each rank holds 1/t of them "
+             "(sizes that fit this model: %s)", t, n, what, fits);
+    return -1;
+}
+
+void tensor_parallel_init(TensorParallel *tp, Dist *group, const TransformerConfig *c) {
+    char msg[256];
+    if (tensor_parallel_check(c, group->world_size, msg, sizeof msg)) fatal("%s", msg);
+    memset(tp, 0, sizeof *tp);
+    tp->group = group;
+    tp->t = group->world_size, tp->rank = group->rank;
+    tp->vocab = c->vocab;
+    tp->vocab_padded = (c->vocab + tp->t - 1) / tp->t * tp->t;
+    tp->words = tp_shard(tp->vocab_padded, tp->t, tp->rank);
+    tp->ops = TP_LIBRARY;
+    tp->zeros = tensor_zeros(1, c->d_model);
+}
+
+void tensor_parallel_free(TensorParallel *tp) {
+    xfree(tp->split);
+    tensor_free(&tp->zeros);
+    tensor_free(&tp->host_logits);
+    tensor_free(&tp->host_dlogits);
+    memset(tp, 0, sizeof *tp);
+}
+
+/* ---------------------------------------------------------------- counts */
+
+double tensor_parallel_grad_squares(const TensorParallel *tp, const ParamList *params) {
+    CHECK(tp->split_count == params->count, "the parameters (%d) are not the sharded model's (%d)",
+          params->count, tp->split_count);
+    double sum = 0.0;
+    for (int i = 0; i < params->count; i++)
+        if (tp->split[i] != TP_REPLICATED || tp->rank == 0)
+            sum += grad_sum_squares(&params->items[i]->grad);
+    return sum;
+}
+
+int64_t tensor_parallel_param_count(const TransformerConfig *c, int t) {
+    const int64_t D = c->d_model, F = c->d_ff, Vp = (c->vocab + t - 1) / t * t;
+    const int64_t layer = 3 * D * D / t + 3 * D / t  /* in-projection, by heads */
+                          + D * D / t + D            /* out-projection, its bias whole */
+                          + F * D / t + F / t        /* linear1, by rows */
+                          + D * F / t + D            /* linear2, by columns */
+                          + 4 * D;                   /* two layer norms */
+    return Vp / t * D + c->layers * layer + Vp / t * D + Vp / t;
+}

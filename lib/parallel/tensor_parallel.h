@@ -1,0 +1,147 @@
+/* Tensor parallelism (Megatron-LM's, in C): each of t ranks holds a slice of every
+ * weight of the transformer and computes its share of each layer; two all-reduces per
+ * layer and pass join the shares.
+ *
+ *   column-parallel linear  W [out, in] cut by rows: rank r computes columns
+ *                           [r*out/t, (r+1)*out/t) of the output from the whole input;
+ *   row-parallel linear     W [out, in] cut by columns: rank r multiplies its columns of
+ *                           the input and gets a partial sum of the whole output.
+ *
+ * An encoder layer runs its in-projection column-parallel (rank r gets the queries,
+ * keys and values of heads [r*H/t, (r+1)*H/t): attention needs no communication),
+ * the out-projection row-parallel, and the feed-forward likewise (linear1 by rows,
+ * linear2 by columns). Two conjugate operators join them:
+ *
+ *   f  before a column-parallel part:  forward identity,   backward all-reduce
+ *   g  after a row-parallel part:      forward all-reduce, backward identity
+ *
+ * so a layer's forward all-reduces twice ([N, D] after each row-parallel linear) and its
+ * backward twice (the input's gradient before each column-parallel part). A bias of a
+ * row-parallel linear is added once, after the all-reduce; layer norms, those biases
+ * and everything between the parts are replicated: every rank of the group computes the
+ * same numbers (the same dropout masks: every rank draws the same keys).
+ *
+ * The vocabulary is cut too: the embedding (each rank looks up its rows, the others'
+ * words give zeros, then g) and the decoder (column-parallel: each rank's logits are
+ * [N, V/t]), with a cross-entropy that never gathers the logits: the maxima, the sums
+ * of exponentials and the target's logit are all-reduced instead ([N] floats each).
+ * A vocabulary that t does not divide is padded to a multiple of t with words that are
+ * never predicted (their logits take no part in the softmax, their weights stay 0).
+ *
+ * The sharded blocks have the unsplit model's parameter names and draw its initial
+ * values (each slices the full tensors it draws from the same stream), and their
+ * dropout masks are the unsplit model's (dropout windows): a run at any t takes the
+ * steps of the run at t = 1, to rounding.
+ *
+ *   TensorParallel tp;
+ *   tensor_parallel_init(&tp, grid.tensor, &cfg);
+ *   TransformerBlockMakers make = tensor_parallel_makers(&tp);
+ *   transformer_init_made(&m, &cfg, B, T, seed, first, last, &make);   // a stage, or all
+ *   ... forward, loss, backward as for any transformer (or a pipeline of such stages) ...
+ *   tensor_parallel_free(&tp);
+ *
+ * What lesson 09 writes itself goes through TensorParallelOps (TP_LIBRARY: the
+ * library's own). */
+#ifndef PARALLEL_TENSOR_PARALLEL_H
+#define PARALLEL_TENSOR_PARALLEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dist/dist.h"
+#include "layers/layer_ops.h"
+#include "models/block.h"
+#include "models/transformer.h"
+
+typedef struct TensorParallel TensorParallel;
+
+/* Rows (or columns) [start, start + count) of a dimension. */
+typedef struct {
+    int start, count;
+} TpRange;
+
+/* How a parameter is cut over the group. */
+typedef enum {
+    TP_REPLICATED, /* whole on every rank */
+    TP_ROWS,       /* rows (first dimension): column-parallel weights, their biases, the
+                    * vocabulary's rows (padded) */
+    TP_COLUMNS,    /* columns (last dimension): row-parallel weights */
+    TP_QKV_ROWS    /* the fused q|k|v rows of this rank's heads (ops.qkv_rows) */
+} TpSplit;
+
+typedef struct {
+    /* Of n rows (n a multiple of t), the ones rank r of t holds. */
+    TpRange (*shard)(int n, int t, int r);
+    /* rows[i], i < 3D/t: the row of the in-projection [3D, D] that is row i of rank r's
+     * [3D/t, D]: its heads' queries, then their keys, then their values. */
+    void (*qkv_rows)(int D, int t, int r, int *rows);
+    /* f and g on x (in place), forward or backward. */
+    void (*f)(TensorParallel *tp, Tensor *x, BlockPass pass);
+    void (*g)(TensorParallel *tp, Tensor *x, BlockPass pass);
+    /* out [N, D] = in [N, K/t] W[:, this rank's columns]^T summed over the group, + bias
+     * [D] once. */
+    void (*row_linear_forward)(TensorParallel *tp, const LayerOps *o, Tensor *out,
+                               const Tensor *in, const Tensor *w, const Tensor *bias);
+    /* The mean cross-entropy of logits [N, Vp/t] (this rank's words) against targets [N]
+     * (host memory), every rank the same; dlogits (NULL: none) its gradient, written. */
+    float (*vocab_cross_entropy)(TensorParallel *tp, Tensor *dlogits, const Tensor *logits,
+                                 const int *targets);
+} TensorParallelOps;
+
+extern const TensorParallelOps TP_LIBRARY;
+
+struct TensorParallel {
+    Dist *group;             /* the tensor group (not owned): its rank is this shard */
+    int t, rank;
+    int vocab, vocab_padded; /* V and V rounded up to a multiple of t */
+    TpRange words;           /* this rank's rows of the padded vocabulary */
+    TensorParallelOps ops;
+    TpSplit *split;          /* [the model's parameters] how each is cut, by index */
+    int split_count, split_cap;
+    Tensor zeros;            /* [D] the bias of a row-parallel linear's other shards */
+    Tensor host_logits, host_dlogits; /* the loss's host copies (a model on a GPU) */
+};
+
+/* 0 when a model fits t ranks: t divides the heads and the feed-forward width; else -1
+ * with one message naming the size and the values of t that fit. */
+int tensor_parallel_check(const TransformerConfig *c, int t, char *msg, size_t cap);
+/* Over the tensor group `group` (checked with tensor_parallel_check: a user error). */
+void tensor_parallel_init(TensorParallel *tp, Dist *group, const TransformerConfig *c);
+void tensor_parallel_free(TensorParallel *tp);
+/* The makers of its sharded blocks, for transformer_init_made. */
+TransformerBlockMakers tensor_parallel_makers(TensorParallel *tp);
+
+/* The library's TensorParallelOps. */
+TpRange tp_shard(int n, int t, int r);
+void tp_qkv_rows(int D, int t, int r, int *rows);
+void tp_f(TensorParallel *tp, Tensor *x, BlockPass pass);
+void tp_g(TensorParallel *tp, Tensor *x, BlockPass pass);
+void tp_row_linear_forward(TensorParallel *tp, const LayerOps *o, Tensor *out, const Tensor *in,
+                           const Tensor *w, const Tensor *bias);
+float tp_vocab_cross_entropy(TensorParallel *tp, Tensor *dlogits, const Tensor *logits,
+                             const int *targets);
+
+/* dist_all_reduce of a host tensor over the group, through the group's device when its
+ * backend reduces device memory only (NCCL): the loss's few floats per row. */
+void tp_all_reduce_host(TensorParallel *tp, Tensor *host, DistOp op);
+
+/* This rank's share of the squared gradient norm of the model: its slices' squares
+ * and, on shard 0 only, the replicated parameters' (summed over the group and the
+ * pipeline's stages, the whole model's squared norm, each parameter counted once). */
+double tensor_parallel_grad_squares(const TensorParallel *tp, const ParamList *params);
+
+/* Parameters per rank of a model cut t ways (the embedding, the layers and the decoder
+ * of the padded vocabulary): what tensor_parallel_init's blocks declare, from the
+ * shapes. */
+int64_t tensor_parallel_param_count(const TransformerConfig *c, int t);
+
+/* The whole model from its slices: every parameter of `whole` (an unsplit model's, the
+ * same names) that this rank's stage holds, assembled from the group's slices (a
+ * collective over the tensor group); then each stage's broadcast to the other stages
+ * over `pipe` (NULL or one rank: no pipeline), first_block[s] the first block of
+ * stage s (first_block[pipe size] = the model's blocks). */
+void tensor_parallel_gather(TensorParallel *tp, const ParamList *local, Transformer *whole,
+                            Dist *pipe, const int *first_block);
+
+#endif

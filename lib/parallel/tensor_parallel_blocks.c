@@ -1,0 +1,173 @@
+/* The transformer's blocks cut over a tensor group (tensor_parallel.h): the embedding
+ * and the decoder by words, each encoder layer by heads and feed-forward columns. Each
+ * mirrors its unsplit twin in lib/models (the same passes in the same order, the same
+ * names, the same draws); what differs is marked f, g, or "a window". */
+#include <math.h>
+#include <stdio.h>
+
+#include "core/check.h"
+#include "layers/dropout.h"
+#include "layers/positional.h"
+#include "parallel/tensor_parallel.h"
+#include "parallel/tensor_parallel_slices.h"
+
+/* ---------------------------------------------------------------- embedding */
+
+typedef struct {
+    TensorParallel *tp;
+    int D, max_len;
+    float dropout;
+    Param *table; /* [Vp/t, D]: rows tp->words of the padded vocabulary */
+    Tensor pe;    /* [max_len, D] */
+} Embed;
+
+static int embed_saved(const Block *b, int B, int T, Tensor *s) {
+    s[0] = s[1] = block_shape(2, B * T, ((const Embed *)b->state)->D); /* x, its mask */
+    return 2;
+}
+
+static void embed_input(const Block *b, int B, int T, Tensor *shape) {
+    (void)b, (void)B, (void)T;
+    *shape = (Tensor){.ndim = 0}; /* the batch's ids */
+}
+
+static int embed_scratch(const Block *b, int B, int T, Tensor *s) {
+    s[0] = block_shape(2, B * T, ((const Embed *)b->state)->D);
+    return 1;
+}
+
+static void embed_forward(Block *b, const BlockCall *c) {
+    const Embed *e = b->state;
+    TensorParallel *tp = e->tp;
+    Tensor *x = &c->saved[0];
+    c->ops->embedding_forward_rows(x, c->ids, &e->table->value, sqrtf((float)e->D),
+                                   tp->words.start, tp->vocab_padded); /* others' words: 0 */
+    tp->ops.g(tp, x, BLOCK_FORWARD);
+    c->ops->positional_forward(x, x, &e->pe, c->T);
+    c->ops->dropout_forward(x, &c->saved[1], x, e->dropout, c->training, c->rng);
+}
+
+static void embed_backward(Block *b, const BlockCall *c) {
+    const Embed *e = b->state;
+    TensorParallel *tp = e->tp;
+    Tensor *dx = &c->work[0];
+    tensor_fill(dx, 0.0f);
+    c->ops->dropout_backward(dx, c->dout, dropout_active(e->dropout, c->training) ? &c->saved[1] : NULL);
+    tp->ops.g(tp, dx, BLOCK_BACKWARD);
+    c->ops->embedding_backward_rows(&e->table->grad, dx, c->ids, sqrtf((float)e->D),
+                                    tp->words.start, tp->vocab_padded);
+}
+
+static double embed_flops(const Block *b, int T) {
+    (void)T;
+    return 2.0 * ((const Embed *)b->state)->D;
+}
+
+static void embed_init(Block *b, Rng *rng) {
+    Embed *e = b->state;
+    tp_draw_slice(e->tp, e->table, TP_ROWS, e->tp->vocab, e->D, 0.1f, rng);
+    e->pe = tensor_zeros(2, e->max_len, e->D);
+    positional_table_fill(&e->pe);
+}
+
+static void embed_to_device(Block *b, Device device) {
+    Embed *e = b->state;
+    Tensor pe = tensor_to(&e->pe, device);
+    tensor_free(&e->pe);
+    e->pe = pe;
+    tp_zeros_to(e->tp, device);
+}
+
+static void embed_free(Block *b) {
+    Embed *e = b->state;
+    tensor_free(&e->pe);
+    xfree(e);
+}
+
+static const BlockType TP_EMBED = {.kind = "embedding (by words)", .saved = embed_saved,
+                                    .input = embed_input, .scratch = embed_scratch,
+                                    .forward = embed_forward, .backward = embed_backward,
+                                    .flops = embed_flops, .init = embed_init,
+                                    .to_device = embed_to_device, .free = embed_free};
+
+static Block *make_embedding(void *ctx, BlockList *l, const TransformerConfig *c) {
+    TensorParallel *tp = ctx;
+    Embed *e = xcalloc(1, sizeof *e);
+    *e = (Embed){.tp = tp, .D = c->d_model, .max_len = c->max_len, .dropout = c->dropout};
+    const int first = l->params->count;
+    e->table = tp_declare(tp, l->params, "embedding.weight", TP_ROWS, 2,
+                          (int[]){tp->words.count, c->d_model});
+    return blocks_add(l, &TP_EMBED, e, "embedding", first);
+}
+
+/* ---------------------------------------------------------------- decoder */
+
+typedef struct {
+    TensorParallel *tp;
+    int D;
+    Param *w, *b; /* [Vp/t, D], [Vp/t]: this rank's words */
+} Head;
+
+static int head_saved(const Block *b, int B, int T, Tensor *s) {
+    s[0] = block_shape(2, B * T, ((const Head *)b->state)->tp->words.count); /* its logits */
+    return 1;
+}
+
+static void head_input(const Block *b, int B, int T, Tensor *shape) {
+    *shape = block_shape(2, B * T, ((const Head *)b->state)->D);
+}
+
+static int head_scratch(const Block *b, int B, int T, Tensor *s) {
+    s[0] = block_shape(2, B * T, ((const Head *)b->state)->D); /* its share of din */
+    return 1;
+}
+
+static void head_forward(Block *b, const BlockCall *c) {
+    const Head *h = b->state;
+    h->tp->ops.f(h->tp, (Tensor *)c->in, BLOCK_FORWARD);
+    c->ops->linear_forward(&c->saved[0], c->in, &h->w->value, &h->b->value);
+}
+
+static void head_backward(Block *b, const BlockCall *c) {
+    const Head *h = b->state;
+    Tensor *part = &c->work[0];
+    tensor_fill(part, 0.0f);
+    c->ops->linear_backward(part, &h->w->grad, &h->b->grad, c->dout, c->in, &h->w->value);
+    h->tp->ops.f(h->tp, part, BLOCK_BACKWARD); /* the words of every rank */
+    if (c->din) c->ops->add_backward(c->din, NULL, part);
+}
+
+static double head_flops(const Block *b, int T) {
+    (void)T;
+    const Head *h = b->state;
+    return 2.0 * h->D * h->tp->words.count;
+}
+
+static void head_init(Block *b, Rng *rng) {
+    Head *h = b->state;
+    tp_draw_slice(h->tp, h->w, TP_ROWS, h->tp->vocab, h->D, 0.1f, rng); /* the bias stays 0 */
+}
+
+static void head_to_device(Block *b, Device device) { tp_zeros_to(((Head *)b->state)->tp, device); }
+
+static const BlockType TP_HEAD = {.kind = "decoder (by words)", .saved = head_saved,
+                                   .input = head_input, .scratch = head_scratch,
+                                   .forward = head_forward, .backward = head_backward,
+                                   .flops = head_flops, .init = head_init,
+                                   .to_device = head_to_device};
+
+static Block *make_decoder(void *ctx, BlockList *l, const TransformerConfig *c) {
+    TensorParallel *tp = ctx;
+    Head *h = xcalloc(1, sizeof *h);
+    *h = (Head){.tp = tp, .D = c->d_model};
+    const int first = l->params->count;
+    h->w = tp_declare(tp, l->params, "linear.weight", TP_ROWS, 2, (int[]){tp->words.count, c->d_model});
+    h->b = tp_declare(tp, l->params, "linear.bias", TP_ROWS, 1, (int[]){tp->words.count});
+    l->loss = tp_loss;
+    l->loss_ctx = tp;
+    return blocks_add(l, &TP_HEAD, h, "decoder", first);
+}
+
+TransformerBlockMakers tensor_parallel_makers(TensorParallel *tp) {
+    return (TransformerBlockMakers){make_embedding, tp_make_encoder, make_decoder, tp};
+}

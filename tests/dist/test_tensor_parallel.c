@@ -1,0 +1,302 @@
+/* lib/parallel/tensor_parallel with several ranks: started by tests/dist/run.sh as
+ *   mpirun -n 1|2|4 build/tests/dist/test_tensor_parallel      (tensor parallel: t = ranks)
+ *   mpirun -n 8|12 build/tests/dist/test_tensor_parallel       (data x pipeline x tensor)
+ * Every rank also builds the unsplit model (the same seed gives the same weights) and
+ * trains it on the same batches in one process: the reference every check compares
+ * with. Rank 0 prints one line per check and "N passed, M failed". */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "dist/dist.h"
+#include "dist/rank_checks.h"
+#include "models/transformer.h"
+#include "parallel/grid.h"
+#include "parallel/pipeline.h"
+#include "parallel/tensor_parallel.h"
+#include "train/checkpoint.h"
+#include "train/optim.h"
+
+enum { B = 4, T = 6, SEED = 11 };
+/* (at 0.5 this small model on random targets is chaotic: rounding grows to 6e-5 in 100
+ * steps in the unsplit model against itself with its adds reordered) */
+static const float LR = 0.2f;
+
+/* 4 heads and a feed-forward of 24 split 1, 2 or 4 ways; 37 words pad to 38 and 40 */
+static TransformerConfig small_config(int vocab, float dropout) {
+    return (TransformerConfig){.vocab = vocab, .d_model = 16, .heads = 4, .d_ff = 24,
+                               .layers = 2, .max_len = 64, .dropout = dropout};
+}
+
+/* Step `step`'s batch of `rows` sequences, the same on every rank. */
+static void make_batch(int vocab, int step, int rows, int *tokens, int *targets) {
+    Rng rng;
+    rng_seed(&rng, 77 + (uint64_t)step, 0);
+    for (int i = 0; i < rows * T; i++) tokens[i] = (int)rng_below(&rng, (uint64_t)vocab);
+    for (int i = 0; i < rows * T; i++) targets[i] = (int)rng_below(&rng, (uint64_t)vocab);
+}
+
+static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
+
+/* The largest |a - b| over the whole model's parameters, relative to the largest |b|. */
+static double params_gap(const Tensor *a, const Tensor *b) {
+    double gap = 0.0, top = 0.0;
+    for (int64_t i = 0; i < b->size; i++) {
+        gap = fmax(gap, fabs((double)a->data[i] - b->data[i]));
+        top = fmax(top, fabs((double)b->data[i]));
+    }
+    return gap / fmax(top, 1e-30);
+}
+
+/* The whole model's gradients from the slices: tensor_parallel_gather on a list whose
+ * values are the gradients. */
+static void gather_grads(TensorParallel *tp, ParamList *local, Transformer *whole) {
+    Param *copies = xcalloc((size_t)local->count, sizeof *copies);
+    Param **items = xcalloc((size_t)local->count, sizeof *items);
+    for (int i = 0; i < local->count; i++) {
+        copies[i] = *local->items[i];
+        copies[i].value = local->items[i]->grad;
+        items[i] = &copies[i];
+    }
+    ParamList view = {.items = items, .count = local->count, .total = local->total};
+    tensor_parallel_gather(tp, &view, whole, NULL, NULL);
+    xfree(items);
+    xfree(copies);
+}
+
+/* ---------------------------------------------------------------- t = ranks */
+
+/* A column-parallel linear (rows of W) gives exactly the unsplit layer's columns; a
+ * row-parallel one (columns of W, g, the bias once) the unsplit output to rounding. */
+static bool linears(Dist *d) {
+    enum { N = 5, IN = 8, OUT = 256 };
+    TransformerConfig c = small_config(37, 0.0f);
+    c.d_model = OUT; /* the zero bias of the other ranks: as wide as the output */
+    TensorParallel tp;
+    tensor_parallel_init(&tp, d, &c);
+    const int t = d->world_size, r = d->rank;
+    Rng rng;
+    rng_seed(&rng, 3, 0);
+    Tensor x = tensor_zeros(2, N, IN), w = tensor_zeros(2, OUT, IN), bias = tensor_zeros(1, OUT);
+    Tensor y = tensor_zeros(2, N, OUT);
+    for (int64_t i = 0; i < x.size; i++) x.data[i] = rng_uniform_range(&rng, -1, 1);
+    for (int64_t i = 0; i < w.size; i++) w.data[i] = rng_uniform_range(&rng, -1, 1);
+    for (int64_t i = 0; i < bias.size; i++) bias.data[i] = rng_uniform_range(&rng, -1, 1);
+    const LayerOps *o = layer_ops(DEVICE_CPU);
+    o->linear_forward(&y, &x, &w, &bias);
+    /* column-parallel: rows [r OUT/t, ...) of W and the bias */
+    const TpRange mine = tp_shard(OUT, t, r);
+    Tensor wc = tensor_range(&w, (int64_t)mine.start * IN, (int64_t)mine.count * IN);
+    wc = tensor_view(&wc, 2, mine.count, IN);
+    Tensor bc = tensor_range(&bias, mine.start, mine.count), yc = tensor_zeros(2, N, mine.count);
+    o->linear_forward(&yc, &x, &wc, &bc);
+    bool exact = true;
+    for (int n = 0; n < N; n++)
+        for (int j = 0; j < mine.count; j++)
+            exact &= yc.data[n * mine.count + j] == y.data[n * OUT + mine.start + j];
+    /* row-parallel: columns [r IN/t, ...) of W and of x */
+    const TpRange cols = tp_shard(IN, t, r);
+    Tensor wr = tensor_zeros(2, OUT, cols.count), xr = tensor_zeros(2, N, cols.count);
+    Tensor yr = tensor_zeros(2, N, OUT);
+    for (int i = 0; i < OUT; i++)
+        for (int k = 0; k < cols.count; k++) wr.data[i * cols.count + k] = w.data[i * IN + cols.start + k];
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < cols.count; k++) xr.data[n * cols.count + k] = x.data[n * IN + cols.start + k];
+    tp_row_linear_forward(&tp, o, &yr, &xr, &wr, &bias);
+    double worst = 0.0;
+    for (int64_t i = 0; i < y.size; i++) worst = fmax(worst, fabs(yr.data[i] - y.data[i]));
+    if (!exact) printf("rank %d: a column-parallel output differs from the unsplit layer's\n", r);
+    if (worst > 1e-5) printf("rank %d: row-parallel output off by %g (1e-5 allowed)\n", r, worst);
+    Tensor *all[] = {&x, &w, &bias, &y, &yc, &wr, &xr, &yr};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    tensor_parallel_free(&tp);
+    return exact && worst <= 1e-5;
+}
+
+typedef struct {
+    double loss_gap, grad_gap, param_gap;
+    int64_t all_reduces, bytes_sent, expected_bytes, params, expected_params;
+} Compared;
+
+/* STEPS SGD steps of the model cut t = ranks ways and of the unsplit one. */
+static Compared train_both(Dist *d, int vocab, int steps) {
+    const TransformerConfig c = small_config(vocab, 0.1f);
+    const int blocks = transformer_block_count(&c), t = d->world_size;
+    TensorParallel tp;
+    tensor_parallel_init(&tp, d, &c);
+    const TransformerBlockMakers make = tensor_parallel_makers(&tp);
+    Transformer m, ref, whole;
+    transformer_init_made(&m, &c, B, T, SEED, 0, blocks, &make);
+    transformer_init(&ref, &c, B, T, SEED);
+    transformer_init(&whole, &c, 1, 1, 0); /* what the slices are gathered into */
+    Sgd opt, ref_opt;
+    sgd_init(&opt, &m.params, LR, 0.0f, 0.0f);
+    sgd_init(&ref_opt, &ref.params, LR, 0.0f, 0.0f);
+    Compared r = {.params = m.params.total, .expected_params = tensor_parallel_param_count(&c, t)};
+    for (int s = 0; s < steps; s++) {
+        int tokens[B * T], targets[B * T];
+        make_batch(vocab, s, B, tokens, targets);
+        params_zero_grad(&m.params);
+        params_zero_grad(&ref.params);
+        dist_counts_reset(d);
+        const float loss = transformer_forward_backward(&m, tokens, targets);
+        const float ref_loss = transformer_forward_backward(&ref, tokens, targets);
+        r.loss_gap = fmax(r.loss_gap, rel(loss, ref_loss));
+        if (s == 0) {
+            const DistCounts n = dist_counts(d, DIST_KIND_ALL_REDUCE);
+            r.all_reduces = n.calls, r.bytes_sent = n.bytes_sent;
+            /* 2 forward and 2 backward per layer and the embedding's and the decoder's
+             * [N, D]; the loss's maxima [N] and sums with the target's logit [2N] */
+            const int64_t row = (int64_t)B * T * c.d_model * 4;
+            const int64_t one = t > 1 ? 2 * (t - 1) * row / t : 0;
+            const int64_t loss_bytes = t > 1 ? 2 * (t - 1) * (B * T * 4) / t + 2 * (t - 1) * (2 * B * T * 4) / t : 0;
+            r.expected_bytes = (4 * c.layers + 2) * one + loss_bytes;
+            gather_grads(&tp, &m.params, &whole);
+            r.grad_gap = params_gap(&whole.params.values, &ref.params.grads);
+        }
+        sgd_step(&opt, &m.params);
+        sgd_step(&ref_opt, &ref.params);
+    }
+    tensor_parallel_gather(&tp, &m.params, &whole, NULL, NULL);
+    r.param_gap = params_gap(&whole.params.values, &ref.params.values);
+    sgd_free(&opt);
+    sgd_free(&ref_opt);
+    transformer_free(&m);
+    transformer_free(&ref);
+    transformer_free(&whole);
+    tensor_parallel_free(&tp);
+    return r;
+}
+
+static bool same_steps(Dist *d) {
+    const Compared r = train_both(d, 37, 100);
+    const bool ok = r.loss_gap <= 1e-5 && r.grad_gap <= 1e-5 && r.param_gap <= 1e-5;
+    if (!ok || d->rank == 0)
+        printf("    rank %d: 100 steps, dropout 0.1: loss within %.2g relative (1e-5 allowed), "
+               "first gradients %.2g and final parameters %.2g of the largest (1e-5 each)\n",
+               d->rank, r.loss_gap, r.grad_gap, r.param_gap);
+    return ok;
+}
+
+static bool counted(Dist *d) {
+    const Compared r = train_both(d, 37, 1);
+    const int t = d->world_size;
+    const int64_t want = t > 1 ? 4 * 2 + 4 : 0; /* 2 layers x 4, embedding, decoder, loss x 2 */
+    const bool ok = r.all_reduces == want && r.bytes_sent == r.expected_bytes &&
+                    r.params == r.expected_params;
+    if (!ok || d->rank == 0)
+        printf("    rank %d: %lld all-reduces (%lld expected), %lld bytes sent (%lld), "
+               "%lld parameters (%lld from the shapes)\n", d->rank, (long long)r.all_reduces,
+               (long long)want, (long long)r.bytes_sent, (long long)r.expected_bytes,
+               (long long)r.params, (long long)r.expected_params);
+    return ok;
+}
+
+/* 50,257 words (GPT-2's), padded to a multiple of t, over 3 steps */
+static bool odd_vocabulary(Dist *d) {
+    const Compared r = train_both(d, 50257, 3);
+    const bool ok = r.loss_gap <= 1e-5 && r.param_gap <= 1e-4;
+    if (!ok || d->rank == 0)
+        printf("    rank %d: 50,257 words: loss within %.2g relative, parameters %.2g\n", d->rank,
+               r.loss_gap, r.param_gap);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- data x pipeline x tensor */
+
+enum { MICRO = 2, MICRO_ROWS = 2, GRID_STEPS = 20 };
+
+/* The ranks as dp x 2 x 2 (8: 2 x 2 x 2, 12: 3 x 2 x 2), GRID_STEPS SGD steps of a batch
+ * of dp x MICRO x MICRO_ROWS sequences: each replica its share, in MICRO micro-batches
+ * through 1F1B, its gradients averaged over the replicas; against one process on the
+ * whole batch. Dropout off: a replica's micro-batch draws the masks a whole batch
+ * would not (the masks at t > 1 are checked above). */
+static bool grid_steps(Dist *d) {
+    Grid g;
+    grid_init(&g, d, (GridShape){.dp = 0, .pp = 2, .tp = 2});
+    const int dp = g.shape.dp, rows = dp * MICRO * MICRO_ROWS, stage = g.coord[GRID_PIPE];
+    const TransformerConfig c = small_config(37, 0.0f);
+    const int blocks = transformer_block_count(&c);
+    double costs[16];
+    int first[3];
+    transformer_block_costs(&c, T, costs);
+    pipeline_partition(costs, blocks, 2, first);
+    TensorParallel tp;
+    tensor_parallel_init(&tp, g.tensor, &c);
+    const TransformerBlockMakers make = tensor_parallel_makers(&tp);
+    Transformer m, ref, whole;
+    transformer_init_made(&m, &c, MICRO_ROWS, T, SEED, first[stage], first[stage + 1], &make);
+    transformer_init(&ref, &c, rows, T, SEED);
+    transformer_init(&whole, &c, 1, 1, 0);
+    Pipeline pipe;
+    pipeline_init(&pipe, g.pipe, &m.blocks, MICRO, PIPE_1F1B);
+    Sgd opt, ref_opt;
+    sgd_init(&opt, &m.params, LR, 0.0f, 0.0f);
+    sgd_init(&ref_opt, &ref.params, LR, 0.0f, 0.0f);
+    double gap = 0.0;
+    int *tokens = xmalloc((size_t)rows * T * sizeof(int)), *targets = xmalloc((size_t)rows * T * sizeof(int));
+    for (int s = 0; s < GRID_STEPS; s++) {
+        make_batch(c.vocab, s, rows, tokens, targets);
+        const int *tok[MICRO], *tgt[MICRO];
+        for (int i = 0; i < MICRO; i++) { /* this replica's micro-batches */
+            const size_t at = ((size_t)g.coord[GRID_DATA] * MICRO + i) * MICRO_ROWS * T;
+            tok[i] = tokens + at, tgt[i] = targets + at;
+        }
+        const float loss = pipeline_step(&pipe, tok, tgt);
+        dist_all_reduce(g.data, &m.params.grads, DIST_AVG);
+        const double mean = dist_sum_double(g.data, loss) / dp;
+        params_zero_grad(&ref.params);
+        const float ref_loss = transformer_forward_backward(&ref, tokens, targets);
+        gap = fmax(gap, rel(mean, ref_loss));
+        sgd_step(&opt, &m.params);
+        sgd_step(&ref_opt, &ref.params);
+    }
+    tensor_parallel_gather(&tp, &m.params, &whole, g.pipe, first);
+    const double param_gap = params_gap(&whole.params.values, &ref.params.values);
+    /* every rank holds the same whole model: its digest, in two halves, on all ranks */
+    const uint64_t digest = params_digest(&whole.params);
+    double *all = xmalloc(2 * (size_t)d->world_size * sizeof *all);
+    dist_all_gather_double(d, (double)(digest >> 32), all);
+    dist_all_gather_double(d, (double)(digest & 0xffffffffu), all + d->world_size);
+    bool same = true;
+    for (int r = 0; r < d->world_size; r++)
+        same &= all[r] == all[0] && all[d->world_size + r] == all[d->world_size];
+    char line[160];
+    grid_describe(&g, line, sizeof line);
+    const bool ok = gap <= 1e-5 && param_gap <= 1e-5 && same;
+    if (!ok || d->rank == 0)
+        printf("    rank %d: %s: %d steps, loss within %.2g relative (1e-5 allowed), parameters "
+               "%.2g of the largest (1e-5), whole-model digests %s\n", d->rank, line, GRID_STEPS,
+               gap, param_gap, same ? "equal on every rank" : "DIFFER between ranks");
+    xfree(all);
+    xfree(tokens);
+    xfree(targets);
+    sgd_free(&opt);
+    sgd_free(&ref_opt);
+    pipeline_free(&pipe);
+    transformer_free(&m);
+    transformer_free(&ref);
+    transformer_free(&whole);
+    tensor_parallel_free(&tp);
+    grid_free(&g);
+    return ok;
+}
+
+int main(void) {
+    g_dist = dist_init(&(DistOptions){.backend = "auto", .timeout_s = 120});
+    const int n = g_dist->world_size;
+    if (n == 1 || n == 2 || n == 4) {
+        run("a column-parallel linear = the unsplit layer's columns, row-parallel to rounding", linears);
+        run("the model cut t ways takes the unsplit model's 100 steps (dropout on)", same_steps);
+        run("2 all-reduces per layer each way, bytes and parameters as the formulas", counted);
+        run("a vocabulary of 50,257 words, padded, trains as the unsplit model", odd_vocabulary);
+    }
+    if (n == 8 || n == 12)
+        run("data x pipeline 2 x tensor 2 takes one process's 20 steps", grid_steps);
+    const int status = rank_checks_end();
+    dist_finalize(g_dist);
+    return status;
+}
