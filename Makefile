@@ -248,6 +248,11 @@ GRADE_WRAPPED_08 := dist_reduce_scatter dist_reduce_scatter_start dist_all_reduc
                     dist_all_reduce_start dist_all_gather dist_all_gather_start dist_send dist_recv
 GRADE_LDFLAGS_08 := -rdynamic $(foreach f,$(GRADE_WRAPPED_08),-Wl,--wrap=$(f))
 
+# Lesson 09's grader (tests/graders/grade09.c): each TODO may not call the library's twin.
+GRADE_WRAPPED_09 := tp_shard tp_qkv_rows tp_f tp_g tp_row_linear_forward tp_vocab_cross_entropy \
+                    tensor_parallel_param_count tensor_parallel_bytes
+GRADE_LDFLAGS_09 := -rdynamic $(foreach f,$(GRADE_WRAPPED_09),-Wl,--wrap=$(f))
+
 define LESSON_RULES
 $(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.c $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)
 	@mkdir -p $$(@D)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "layers/softmax_exp.h"
 #include "train/clip.h"
 
 const TensorParallelOps TP_LIBRARY = {
@@ -63,26 +64,38 @@ void tp_all_reduce_host(TensorParallel *tp, Tensor *host, DistOp op) {
     tensor_free(&there);
 }
 
+/* The largest of z[0..n), and the sum of exp(z[j] - m): one row of this rank's words. */
+static float row_max(const float *z, int n) {
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int j = 0; j < n; j++) m = z[j] > m ? z[j] : m;
+    return m;
+}
+
+static float row_sum_exp(const float *z, int n, float m) {
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < n; j++) s += softmax_exp(z[j] - m);
+    return s;
+}
+
 float tp_vocab_cross_entropy(TensorParallel *tp, Tensor *dlogits, const Tensor *logits,
                              const int *targets) {
     CHECK_DEVICE(logits, DEVICE_CPU);
     const int N = logits->shape[0], V = logits->shape[1], first = tp->words.start;
     const int valid = tp->vocab - first < V ? tp->vocab - first : V; /* the rest: padding */
-    Tensor max = tensor_zeros(1, N), sums = tensor_zeros(2, 2, N); /* [sum exp; target] */
-    for (int n = 0; n < N; n++) {
-        const float *z = logits->data + (size_t)n * V;
-        float m = -INFINITY;
-        for (int j = 0; j < valid; j++) m = z[j] > m ? z[j] : m;
-        max.data[n] = m;
-    }
-    tp_all_reduce_host(tp, &max, DIST_MAX);
-    for (int n = 0; n < N; n++) {
-        const float *z = logits->data + (size_t)n * V;
-        float s = 0.0f;
-        for (int j = 0; j < valid; j++) s += expf(z[j] - max.data[n]);
-        sums.data[n] = s;
+    for (int n = 0; n < N; n++)
         CHECK(targets[n] >= 0 && targets[n] < tp->vocab,
               "target %d of row %d is outside the vocabulary 0..%d", targets[n], n, tp->vocab - 1);
+    Tensor max = tensor_zeros(1, N), sums = tensor_zeros(2, 2, N); /* [sum exp; target - max] */
+    const bool threads = (int64_t)N * V > 65536;
+#pragma omp parallel for schedule(static) if (threads)
+    for (int n = 0; n < N; n++) max.data[n] = row_max(logits->data + (size_t)n * V, valid);
+    tp_all_reduce_host(tp, &max, DIST_MAX); /* every rank subtracts the same maximum */
+#pragma omp parallel for schedule(static) if (threads)
+    for (int n = 0; n < N; n++) {
+        const float *z = logits->data + (size_t)n * V;
+        sums.data[n] = row_sum_exp(z, valid, max.data[n]);
         const int local = targets[n] - first; /* the rank that holds the target adds it */
         if (local >= 0 && local < valid) sums.data[N + n] = z[local] - max.data[n];
     }
@@ -90,12 +103,14 @@ float tp_vocab_cross_entropy(TensorParallel *tp, Tensor *dlogits, const Tensor *
     double loss = 0.0;
     for (int n = 0; n < N; n++) loss += logf(sums.data[n]) - sums.data[N + n];
     if (dlogits) {
+#pragma omp parallel for schedule(static) if (threads)
         for (int n = 0; n < N; n++) {
             const float *z = logits->data + (size_t)n * V;
             float *d = dlogits->data + (size_t)n * V;
-            const float inv = 1.0f / sums.data[n];
-            for (int j = 0; j < V; j++)
-                d[j] = j < valid ? expf(z[j] - max.data[n]) * inv / (float)N : 0.0f;
+            const float m = max.data[n], scale = 1.0f / sums.data[n] / (float)N;
+#pragma omp simd
+            for (int j = 0; j < valid; j++) d[j] = softmax_exp(z[j] - m) * scale;
+            for (int j = valid; j < V; j++) d[j] = 0.0f; /* padding: never a word */
             const int local = targets[n] - first;
             if (local >= 0 && local < valid) d[local] -= 1.0f / (float)N;
         }
@@ -157,12 +172,25 @@ double tensor_parallel_grad_squares(const TensorParallel *tp, const ParamList *p
     return sum;
 }
 
-int64_t tensor_parallel_param_count(const TransformerConfig *c, int t) {
+int64_t tensor_parallel_param_count(const TransformerConfig *c, int t, int first, int last) {
     const int64_t D = c->d_model, F = c->d_ff, Vp = (c->vocab + t - 1) / t * t;
     const int64_t layer = 3 * D * D / t + 3 * D / t  /* in-projection, by heads */
                           + D * D / t + D            /* out-projection, its bias whole */
                           + F * D / t + F / t        /* linear1, by rows */
                           + D * F / t + D            /* linear2, by columns */
                           + 4 * D;                   /* two layer norms */
-    return Vp / t * D + c->layers * layer + Vp / t * D + Vp / t;
+    int64_t n = 0;
+    for (int k = first; k < last; k++)
+        n += k == 0 ? Vp / t * D : k <= c->layers ? layer : Vp / t * D + Vp / t;
+    return n;
+}
+
+double tensor_parallel_bytes(const TransformerConfig *c, int64_t rows, int t, int first, int last) {
+    if (t == 1) return 0.0;
+    double floats = 0.0; /* all-reduced per step, of rows tokens */
+    for (int k = first; k < last; k++)
+        floats += k == 0 ? (double)rows * c->d_model             /* g forward */
+                  : k <= c->layers ? 4.0 * rows * c->d_model     /* 2 g forward, 2 f backward */
+                  : (double)rows * c->d_model + 3.0 * rows;      /* f backward; the loss's */
+    return 2.0 * (t - 1) / t * 4.0 * floats;
 }

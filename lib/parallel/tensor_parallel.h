@@ -131,10 +131,15 @@ void tp_all_reduce_host(TensorParallel *tp, Tensor *host, DistOp op);
  * pipeline's stages, the whole model's squared norm, each parameter counted once). */
 double tensor_parallel_grad_squares(const TensorParallel *tp, const ParamList *params);
 
-/* Parameters per rank of a model cut t ways (the embedding, the layers and the decoder
- * of the padded vocabulary): what tensor_parallel_init's blocks declare, from the
+/* Parameters per rank of blocks [first, last) of a model cut t ways (the embedding and
+ * the decoder of the padded vocabulary): what the sharded blocks declare, from the
  * shapes. */
-int64_t tensor_parallel_param_count(const TransformerConfig *c, int t);
+int64_t tensor_parallel_param_count(const TransformerConfig *c, int t, int first, int last);
+/* Bytes a rank sends per step in the group's all-reduces for blocks [first, last), for
+ * `rows` tokens a step (all micro-batches): 4 of [rows, D] per layer, 1 for the
+ * embedding, 1 for the decoder and [rows] + [2 rows] for the loss, each 2 (t-1)/t of its
+ * bytes (dist.h's rule; the counters round each call down to whole bytes). */
+double tensor_parallel_bytes(const TransformerConfig *c, int64_t rows, int t, int first, int last);
 
 /* The whole model from its slices: every parameter of `whole` (an unsplit model's, the
  * same names) that this rank's stage holds, assembled from the group's slices (a

@@ -135,7 +135,7 @@ static Compared train_both(Dist *d, int vocab, int steps) {
     Sgd opt, ref_opt;
     sgd_init(&opt, &m.params, LR, 0.0f, 0.0f);
     sgd_init(&ref_opt, &ref.params, LR, 0.0f, 0.0f);
-    Compared r = {.params = m.params.total, .expected_params = tensor_parallel_param_count(&c, t)};
+    Compared r = {.params = m.params.total, .expected_params = tensor_parallel_param_count(&c, t, 0, blocks)};
     for (int s = 0; s < steps; s++) {
         int tokens[B * T], targets[B * T];
         make_batch(vocab, s, B, tokens, targets);
@@ -184,13 +184,17 @@ static bool same_steps(Dist *d) {
 static bool counted(Dist *d) {
     const Compared r = train_both(d, 37, 1);
     const int t = d->world_size;
-    const int64_t want = t > 1 ? 4 * 2 + 4 : 0; /* 2 layers x 4, embedding, decoder, loss x 2 */
+    const int64_t want = 4 * 2 + 4; /* 2 layers x 4, embedding, decoder, loss x 2 (one rank too) */
+    const TransformerConfig c = small_config(37, 0.1f);
+    const double formula = tensor_parallel_bytes(&c, B * T, t, 0, transformer_block_count(&c));
     const bool ok = r.all_reduces == want && r.bytes_sent == r.expected_bytes &&
+                    fabs(formula - (double)r.bytes_sent) <= (double)want && /* rounded down a call */
                     r.params == r.expected_params;
     if (!ok || d->rank == 0)
-        printf("    rank %d: %lld all-reduces (%lld expected), %lld bytes sent (%lld), "
-               "%lld parameters (%lld from the shapes)\n", d->rank, (long long)r.all_reduces,
-               (long long)want, (long long)r.bytes_sent, (long long)r.expected_bytes,
+        printf("    rank %d: %lld all-reduces (%lld expected), %lld bytes sent (%lld; the "
+               "library's formula %.1f), %lld parameters (%lld from the shapes)\n", d->rank,
+               (long long)r.all_reduces, (long long)want, (long long)r.bytes_sent,
+               (long long)r.expected_bytes, formula,
                (long long)r.params, (long long)r.expected_params);
     return ok;
 }

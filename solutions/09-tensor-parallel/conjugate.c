@@ -1,0 +1,24 @@
+/* TODO 9.2: the conjugate operators f and g.
+ *
+ * Between the sliced linears every rank of the group must hold the same whole
+ * activation, and each pass needs one all-reduce to get there:
+ *
+ *   f, before a column-parallel part (its input x is whole on every rank):
+ *     forward:  identity (each rank multiplies the whole x by its rows of W);
+ *     backward: all-reduce (sum) dL/dx: each rank's rows of W gave only its share of it.
+ *   g, after a row-parallel part (each rank has a partial sum of the output):
+ *     forward:  all-reduce (sum) the output;
+ *     backward: identity (the gradient of a sum reaches each summand unchanged).
+ *
+ * They are each other's transpose: Megatron-LM names them so, and calls them in pairs
+ * around every attention and feed-forward. The library calls them with pass =
+ * BLOCK_FORWARD or BLOCK_BACKWARD on the tensor in place. */
+#include "lesson.h"
+
+void lesson_f(TensorParallel *tp, Tensor *x, BlockPass pass) {
+    if (pass == BLOCK_BACKWARD) dist_all_reduce(tp->group, x, DIST_SUM);
+}
+
+void lesson_g(TensorParallel *tp, Tensor *x, BlockPass pass) {
+    if (pass == BLOCK_FORWARD) dist_all_reduce(tp->group, x, DIST_SUM);
+}

@@ -1,0 +1,3 @@
+#include "lesson.h"
+
+int main(int argc, char **argv) { return lesson_main(argc, argv); }
