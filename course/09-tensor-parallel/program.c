@@ -399,7 +399,7 @@ static void print_communication(Run *run) {
 static void print_digest(Run *run) {
     Transformer whole;
     transformer_init(&whole, &run->model_cfg, 1, 1, 0);
-    tensor_parallel_gather(&run->tp, &run->stage.params, &whole, run->grid.pipe, run->first);
+    tensor_parallel_gather(&run->tp, &run->stage.params, &whole.blocks, run->grid.pipe, run->first);
     printf("rank %d parameter digest: %016llx\n", run->dist->rank,
            (unsigned long long)params_digest(&whole.params));
     fflush(stdout);

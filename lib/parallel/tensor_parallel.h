@@ -141,12 +141,13 @@ int64_t tensor_parallel_param_count(const TransformerConfig *c, int t, int first
  * bytes (dist.h's rule; the counters round each call down to whole bytes). */
 double tensor_parallel_bytes(const TransformerConfig *c, int64_t rows, int t, int first, int last);
 
-/* The whole model from its slices: every parameter of `whole` (an unsplit model's, the
- * same names) that this rank's stage holds, assembled from the group's slices (a
+/* The whole model from its slices: every parameter of `whole` (the blocks of an unsplit
+ * model in host memory, the same names: transformer_init's m.blocks) that this rank's
+ * stage holds, assembled from the group's slices (a
  * collective over the tensor group); then each stage's broadcast to the other stages
  * over `pipe` (NULL or one rank: no pipeline), first_block[s] the first block of
  * stage s (first_block[pipe size] = the model's blocks). */
-void tensor_parallel_gather(TensorParallel *tp, const ParamList *local, Transformer *whole,
+void tensor_parallel_gather(TensorParallel *tp, const ParamList *local, BlockList *whole,
                             Dist *pipe, const int *first_block);
 
 #endif

@@ -26,24 +26,24 @@ static void assemble(TensorParallel *tp, TpSplit split, const Param *local, Para
     tensor_free(&mine);
 }
 
-void tensor_parallel_gather(TensorParallel *tp, const ParamList *local, Transformer *whole,
+void tensor_parallel_gather(TensorParallel *tp, const ParamList *local, BlockList *whole,
                             Dist *pipe, const int *first_block) {
-    CHECK(whole->device == DEVICE_CPU, "the whole model is gathered into host memory");
+    CHECK(whole->params->values.device == DEVICE_CPU, "the whole model is gathered into host memory");
     CHECK(tp->split_count == local->count, "the parameters (%d) are not the sharded model's (%d)",
           local->count, tp->split_count);
     for (int i = 0; i < local->count; i++) {
         const Param *p = local->items[i];
-        Param *w = params_find(&whole->params, p->name);
+        Param *w = params_find(whole->params, p->name);
         CHECK(w != NULL, "the whole model has no parameter %s", p->name);
         assemble(tp, tp->split[i], p, w);
     }
     if (!pipe || pipe->world_size == 1) return;
     for (int s = 0; s < pipe->world_size; s++) { /* stage s's parameters: one range of the buffer */
-        const Block *a = &whole->blocks.items[first_block[s]];
-        const Block *z = &whole->blocks.items[first_block[s + 1] - 1];
-        const Param *last = whole->params.items[z->first_param + z->params - 1];
-        const int64_t start = whole->params.items[a->first_param]->offset;
-        Tensor range = tensor_range(&whole->params.values, start, last->offset + last->value.size - start);
+        const Block *a = &whole->items[first_block[s]];
+        const Block *z = &whole->items[first_block[s + 1] - 1];
+        const Param *last = whole->params->items[z->first_param + z->params - 1];
+        const int64_t start = whole->params->items[a->first_param]->offset;
+        Tensor range = tensor_range(&whole->params->values, start, last->offset + last->value.size - start);
         dist_broadcast(pipe, &range, s);
     }
 }

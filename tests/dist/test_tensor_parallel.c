@@ -62,7 +62,7 @@ static void gather_grads(TensorParallel *tp, ParamList *local, Transformer *whol
         items[i] = &copies[i];
     }
     ParamList view = {.items = items, .count = local->count, .total = local->total};
-    tensor_parallel_gather(tp, &view, whole, NULL, NULL);
+    tensor_parallel_gather(tp, &view, &whole->blocks, NULL, NULL);
     xfree(items);
     xfree(copies);
 }
@@ -160,7 +160,7 @@ static Compared train_both(Dist *d, int vocab, int steps) {
         sgd_step(&opt, &m.params);
         sgd_step(&ref_opt, &ref.params);
     }
-    tensor_parallel_gather(&tp, &m.params, &whole, NULL, NULL);
+    tensor_parallel_gather(&tp, &m.params, &whole.blocks, NULL, NULL);
     r.param_gap = params_gap(&whole.params.values, &ref.params.values);
     sgd_free(&opt);
     sgd_free(&ref_opt);
@@ -258,7 +258,7 @@ static bool grid_steps(Dist *d) {
         sgd_step(&opt, &m.params);
         sgd_step(&ref_opt, &ref.params);
     }
-    tensor_parallel_gather(&tp, &m.params, &whole, g.pipe, first);
+    tensor_parallel_gather(&tp, &m.params, &whole.blocks, g.pipe, first);
     const double param_gap = params_gap(&whole.params.values, &ref.params.values);
     /* every rank holds the same whole model: its digest, in two halves, on all ranks */
     const uint64_t digest = params_digest(&whole.params);
