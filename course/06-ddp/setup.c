@@ -38,7 +38,10 @@ void lesson_setup(Run *run) {
      *   3. every rank prints one line (printf, then fflush(stdout)):
      *        rank R of W: local rank L of N on its node, cpu   (or GPU g)
      *      from run->dist->rank, world_size, local_rank, local_size; g is the GPU
-     *      cuda_require() chose, cuda_current_device() (lib/cuda/device.h);
+     *      cuda_require() chose, cuda_current_device() (lib/cuda/device.h). The
+     *      flush: in a batch job stdout is a file, which C writes in blocks, so an
+     *      unflushed line comes out late, amid other output, or never if the job is
+     *      killed;
      *   4. rank 0 alone prints dist_describe()'s line: print0 (lib/core/log.h). */
     (void)device;
     TODO_STOP("6.1");
