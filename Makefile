@@ -304,11 +304,26 @@ $(BENCH_PPO_BIN): $(BUILD)/obj/bench/bench_ppo.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 
+# ---------------------------------------------------------------- make gpu-report
+# Every GPU check and benchmark the project owes, one report (tools/gpu-report/items.py
+# lists them). A GPU node without a compiler gets them built ahead and carried:
+#   make -j2 BUILD=build-gpu ARCH=x86-64-v3 CUDA_ARCH=90 ... gpu-report-build   (here)
+#   make gpu-report BUILD=build-gpu PREBUILT=1                                 (there)
+GPU_REPORT_DIR ?= $(BUILD)/gpu-report
+GPU_REPORT_LESSONS := 00-hello-gpu 02-gpu-cnn 04-transformer 06-ddp 07-pipeline 08-zero 09-tensor-parallel
+GPU_REPORT_BINS := $(CHECK_GPU_BIN) $(BUILD)/tests/test_dist $(BENCH_GPU_BIN) \
+                   $(foreach d,$(GPU_REPORT_LESSONS),$(BUILD)/solutions/$(d)/train) \
+                   $(foreach d,00-hello-gpu 02-gpu-cnn,$(BUILD)/solutions/$(d)/grade $(BUILD)/lessons/$(d)/grade)
+PREBUILT ?=
+GPU_REPORT_EMULATED ?=
+GPU_REPORT_BUDGET ?=
+
 # ---------------------------------------------------------------- targets
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-zero bench-ppo check-gpu check-gpu-emulated bench-gpu clean slides
+        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-zero bench-ppo check-gpu check-gpu-emulated bench-gpu \
+        gpu-report gpu-report-build clean slides
 
 all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) ## build the library, tests, lessons, solutions and benchmark
 
@@ -408,6 +423,16 @@ bench-ppo: $(BENCH_PPO_BIN) $(BUILD)/solutions/05-ppo/train ## lesson 05: second
 
 bench-gpu: $(BENCH_GPU_BIN) ## on a GPU node: CNN training images/s vs PyTorch on the same GPU, GEMM vs cuBLAS
 	@bench/run-bench-gpu.sh $(BENCH_GPU_BIN)
+
+gpu-report: ## on a GPU node: every GPU check and benchmark owed, one report: build/gpu-report/report.md and .json [PREBUILT=1] [GPU_REPORT_EMULATED=1]
+	@if [ -z "$(PREBUILT)$(GPU_REPORT_EMULATED)" ] && nvidia-smi -L >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory gpu-report-build; fi
+	@"$$(command -v $(PYTHON) || command -v python3)" tools/gpu-report/gpu-report.py --build $(BUILD) \
+	  --out $(GPU_REPORT_DIR) $(if $(filter 1 yes true,$(GPU_REPORT_EMULATED)),--emulated) \
+	  $(if $(GPU_REPORT_BUDGET),--budget $(GPU_REPORT_BUDGET))
+
+gpu-report-build: $(GPU_REPORT_BINS) ## build what make gpu-report runs (with BUILD=build-gpu ...: to carry to a GPU node)
+	@git describe --always --dirty >$(BUILD)/gpu-report-commit 2>/dev/null || rm -f $(BUILD)/gpu-report-commit
 
 clean: ## remove build/
 	rm -rf $(BUILD)

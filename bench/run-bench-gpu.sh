@@ -3,6 +3,7 @@
 # and in PyTorch on the same GPU, three alternating rounds each, the best counting;
 # then the CNN's GEMM shapes through the library against cuBLAS called directly.
 #   bench/run-bench-gpu.sh BENCH_GPU_BINARY
+# BENCH_GPU_JSON=FILE also keeps every round's JSON lines there (make gpu-report does).
 set -euo pipefail
 bin=${1:-}
 python=${PYTHON:-/usr/bin/python3}
@@ -22,6 +23,7 @@ for r in 1 2 3; do
         t_runs+=$("$python" "$here/pytorch_cnn_gpu.py")$'\n'
     fi
 done
+[ -z "${BENCH_GPU_JSON:-}" ] || printf '%s%s%s\n' "$c_runs" "$t_runs" "$gemms" | { grep '^{' || true; } >"$BENCH_GPU_JSON"
 device=$(head -1 <<<"$c_runs" | sed -E 's/.*"device": "([^"]+)".*/\1/')
 c_best=$(best <<<"$c_runs")
 echo "simple CNN training, 1x28x28, batch 100, Adam, FP32, on $device; best of 3 rounds"

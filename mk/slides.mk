@@ -22,6 +22,8 @@ STEP          ?=
 # lesson 07's --timeline files, drawn by tools/figures/timeline.py (SVG only, no gnuplot)
 FIGURE_TIMELINES := $(wildcard docs/figures/data/[0-9][0-9]-timeline-*.jsonl)
 PLOT          ?=
+# make gpu-report's report: make figures takes the GPU rows of the figures with gpu=ITEM from it
+GPU_REPORT    ?= $(GPU_REPORT_DIR)/report.json
 PLOT_OUT      ?= $(BUILD)/plots
 NOTES         ?=
 
@@ -69,8 +71,8 @@ slides-pdf: slides ## every deck as a PDF in build/slides/pdf/ (headless Chromiu
 check-slides: ## the decks against their lessons, then every slide in headless Chromium, offline
 	@tests/slides/run.sh
 
-figures: ## redraw docs/figures/*.svg and *.png from the measured runs in docs/figures/data/ (gnuplot; timelines: SVG)
-	@$(PYTHON) tools/figures/figures.py render $(FIGURES_LIST)
+figures: ## redraw docs/figures/*.svg and *.png from the measured runs in docs/figures/data/ (gnuplot; timelines: SVG), GPU ones from GPU_REPORT (make gpu-report's)
+	@$(PYTHON) tools/figures/figures.py render $(FIGURES_LIST) $(if $(wildcard $(GPU_REPORT)),--gpu-report $(GPU_REPORT))
 	@for t in $(FIGURE_TIMELINES); do \
 	  $(PYTHON) tools/figures/timeline.py "$$t" --out docs/figures/$$(basename "$$t" .jsonl).svg || exit 1; done
 

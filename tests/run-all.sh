@@ -3,7 +3,8 @@
 #   1. the library's unit tests
 #   1b. lib/dist with 2 and 3 ranks under mpirun, and the faults that must end a job
 #   1c. make check-gpu: CUDA against CPU (every check skips where there is no GPU), and
-#       the same checks on a CPU emulator of lib/cuda/*.cu (the kernels' logic only)
+#       the same checks on a CPU emulator of lib/cuda/*.cu (the kernels' logic only);
+#       make gpu-report's report writer, without a GPU and with a stand-in one
 #   2. every solution's grader (all checks must pass)
 #   3. every stub's grader (every TODO check must fail)
 #   4. lessons/ and solutions/ in sync with course/; the solutions' programs against
@@ -50,6 +51,7 @@ tally "lesson 06 on two hosts (network namespaces) and a killed rank" tests/dist
 tally "lesson 08: resumed on other rank counts and stages, a killed rank, disagreeing ranks" tests/dist/lesson08.sh "$build"
 tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "CUDA kernels on a CPU emulator, not a GPU (make check-gpu-emulated)" tests/gpu/emulator/run.sh "$build"/emulator
+tally "make gpu-report: parsing, verdicts, no GPU, a stand-in GPU, figures from a report" python3 tests/gpu/test_gpu_report.py
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
 tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
 tally "lessons/ and solutions/ in sync with course/" sync_check

@@ -37,7 +37,8 @@ enum { CHECK_PASS = 0, CHECK_FAIL = 1, CHECK_SKIP = 77 };
 typedef int (*CheckFn)(void);
 
 void check_begin(const char *suite);
-/* tag: "TODO 1.1" for a lesson check, NULL for a library unit test. */
+/* tag: "TODO 1.1" for a lesson check, NULL for a library unit test. With CHECK_ONLY set
+ * ("word,word"), only the checks whose name contains one of the words run and count. */
 void check_run(const char *tag, const char *name, CheckFn fn, int timeout_seconds);
 int check_end(void);
 

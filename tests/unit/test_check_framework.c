@@ -4,6 +4,7 @@
  * lesson's words. Each runs a small suite of its own in a child and reads its output. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -109,11 +110,33 @@ static int check_fix_first_and_crash(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+static void suite_only(void *arg) {
+    (void)arg;
+    setenv("CHECK_ONLY", "alpha,gamma", 1); /* in the child run_child starts */
+    check_begin("inner");
+    check_run(NULL, "alpha passes", passes, 5);
+    check_run(NULL, "beta fails", fails, 5);
+    check_run(NULL, "the gamma one passes", passes, 5);
+    check_end();
+}
+
+static int check_only(void) {
+    ChildResult r;
+    run_child(suite_only, NULL, &r);
+    bool ok = expect_true(strstr(r.out, "(CHECK_ONLY=alpha,gamma: only") != NULL, "no CHECK_ONLY line:\n%s", r.out) &&
+              expect_true(strstr(r.out, "PASS  alpha passes") != NULL, "alpha did not run:\n%s", r.out) &&
+              expect_true(strstr(r.out, "PASS  the gamma one passes") != NULL, "gamma did not run:\n%s", r.out) &&
+              expect_true(strstr(r.out, "beta") == NULL, "beta ran:\n%s", r.out) &&
+              expect_true(strstr(r.out, "\n2 passed, 0 failed\n") != NULL, "the tally:\n%s", r.out);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("tests: check framework");
     check_run(NULL, "a hang skips the later checks of its TODO (and of ranges, needs); costs one limit",
               check_hang_skips, 30);
     check_run(NULL, "fix TODO X first; a crash names its signal and the lesson's words, and skips", check_fix_first_and_crash,
               30);
+    check_run(NULL, "CHECK_ONLY=words: only the checks whose name has one of them run and count", check_only, 30);
     return check_end();
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Figures from measured runs (make figures, make plot).
 
-  figures.py render docs/figures/figures.list [--out DIR] [--only NAME ...]
+  figures.py render docs/figures/figures.list [--out DIR] [--only NAME ...] [--gpu-report FILE]
       every figure of the list (NAME KIND DATA [key=value ...] a line) as
-      DIR/NAME.svg and DIR/NAME.png; DATA is read from data/ beside the list
+      DIR/NAME.svg and DIR/NAME.png; DATA is read from data/ beside the list. With a
+      GPU report (make gpu-report's report.json), a figure with gpu=ITEM takes that
+      item's metrics into DATA first (tools/figures/gpu_data.py)
   figures.py plot FILE.jsonl [FILE.jsonl ...] [--out DIR] [key=value ...]
       runs of your own: loss and accuracy or perplexity per epoch (kind=epochs, the
       default), or kind=xy x=KEY y=KEY, kind=bars label=KEY value=KEY; metrics with a
@@ -18,6 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from gpu_data import take  # noqa: E402
 from metrics import KINDS, FigureError, read_jsonl, read_source, read_specs  # noqa: E402
 from plots import render  # noqa: E402
 
@@ -39,7 +42,7 @@ def select(rows, opts):
     return kept
 
 
-def render_list(list_path, out_dir, only):
+def render_list(list_path, out_dir, only, gpu_report=None):
     specs = read_specs(list_path)
     if only:
         unknown = set(only) - {s["name"] for s in specs}
@@ -52,6 +55,9 @@ def render_list(list_path, out_dir, only):
         data = os.path.join(data_dir, spec["data"])
         try:
             opts = dict(spec["options"])
+            wanted = opts.pop("gpu", None)
+            if wanted and gpu_report:
+                print(f"figure {spec['name']}: {take(gpu_report, wanted, data)}")
             rows = select(read_jsonl(data), opts)
             source = read_source(data)
             title = opts.pop("title", spec["name"])
@@ -128,13 +134,15 @@ def main():
     r.add_argument("list")
     r.add_argument("--out", help="output directory (default: the list's directory)")
     r.add_argument("--only", nargs="+", default=[], metavar="NAME")
+    r.add_argument("--gpu-report", metavar="FILE", help="make gpu-report's report.json")
     p = sub.add_parser("plot", help="metrics files of your own (several: one line each)")
     p.add_argument("words", nargs="+", metavar="FILE.jsonl ... [key=value ...]")
     p.add_argument("--out", default="build/plots")
     args = parser.parse_args()
     try:
         if args.command == "render":
-            render_list(args.list, args.out or os.path.dirname(args.list) or ".", args.only)
+            render_list(args.list, args.out or os.path.dirname(args.list) or ".", args.only,
+                        args.gpu_report)
         else:
             # key=value words are options; the rest (and any file that exists) are files
             files = [w for w in args.words if "=" not in w or os.path.exists(w)]
