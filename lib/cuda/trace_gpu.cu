@@ -8,8 +8,10 @@
 // work, which the step's loss has waited for already.
 #include <stdio.h>
 
+extern "C" {
 #include "core/check.h"
 #include "core/trace.h"
+}
 #include "cuda_check.h"
 #include "trace_gpu.h"
 
