@@ -114,9 +114,9 @@ void trace_begin_bytes(const char *name, TraceCat cat, int64_t bytes) {
     TraceOpen *o = &t->stack[t->depth++];
     copy_name(o->name, name);
     o->cat = cat, o->bytes = bytes;
+    o->start_ns = trace_now_ns(); /* before the GPU's event: that never starts before the host */
     NVTX_PUSH(o->name);
     if (g_gpu && cat == TRACE_COMPUTE) g_gpu->begin(o->name);
-    o->start_ns = trace_now_ns(); /* last: the bookkeeping above is not the range's time */
 }
 
 void trace_begin(const char *name, TraceCat cat) { trace_begin_bytes(name, cat, -1); }
