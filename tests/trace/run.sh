@@ -13,6 +13,7 @@
 #     its own: what no range covers) add up to the step time within 2%, and lesson 07's
 #     steps in the trace are the steps its --metrics times (within 2% and 50 us);
 #   - the SVG of a step is well-formed XML with a band per rank;
+#   - a --trace that cannot be written stops the ranks before any step, naming it;
 #   - the validator fails traces that break the rules (it can fail: an overlap, a
 #     missing field, an unknown phase, a thread without a name, a B never closed).
 # Last line: "N passed, M failed[, K skipped]". Skipped without mpirun.
@@ -123,6 +124,18 @@ PY
     pass "07-1f1b: the trace's steps take what the program's own clock says (--metrics, within 2% + 50 us)"
 else
     fail "07-1f1b: the trace's steps differ from the program's own step times"
+fi
+
+# A trace that cannot be written stops every rank at the start, by name, not after training.
+out=$(timeout 120 "${mpi[@]}" $l07 --dataset text --data "$text" --d-model 32 --heads 2 --d-hid 32 --bptt 8 \
+    --layers 4 --batch-size 16 --micro-batches 4 --max-steps 2 --epochs 1 --trace "$tmp/no/such/dir/t.json" 2>&1)
+status=$?
+if [ $status -ne 0 ] && [ $status -ne 124 ] && grep -q "cannot write the trace: .*$tmp/no/such/dir/t.rank0.json" <<<"$out" &&
+    ! grep -q "end of epoch" <<<"$out"; then
+    pass "--trace into a missing directory: exit $status before any step, naming the file"
+else
+    fail "--trace into a missing directory: exit $status; output:"
+    tail -5 <<<"$out" | sed 's/^/        /'
 fi
 
 # The validator can fail: traces that break one rule each.
