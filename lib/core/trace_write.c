@@ -88,7 +88,8 @@ bool trace_write(const Trace *t) {
     }
     fprintf(f, "\n],\n\"otherData\": {\"format\": \"course trace 1\", \"rank\": %d, \"world_size\": "
             "%d, \"max_events\": %" PRId64 ", \"dropped_events\": %" PRId64 ", \"clock\": "
-            "\"CLOCK_MONOTONIC; ts 0 when the ranks left a barrier together\"}}\n",
+            "\"CLOCK_MONOTONIC; ts 0: the time origin (dist_trace_start: when the ranks left a "
+            "barrier together)\"}}\n",
             pid, t->opt.world_size, t->opt.max_events, t->dropped);
     return !ferror(f);
 }
