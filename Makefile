@@ -318,14 +318,20 @@ PREBUILT ?=
 GPU_REPORT_EMULATED ?=
 GPU_REPORT_BUDGET ?=
 
+# What a trace's range costs (make bench-trace)
+BENCH_TRACE_BIN := $(BUILD)/bench/bench_trace
+$(BENCH_TRACE_BIN): $(BUILD)/obj/bench/bench_trace.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
 # ---------------------------------------------------------------- targets
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-zero bench-ppo check-gpu check-gpu-emulated bench-gpu \
+        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-zero bench-ppo bench-trace check-gpu check-gpu-emulated bench-gpu \
         gpu-report gpu-report-build clean slides
 
-all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) ## build the library, tests, lessons, solutions and benchmark
+all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) $(BENCH_TRACE_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile mk/*.mk | sed -E 's/:.*## /\t/' | \
@@ -417,6 +423,9 @@ bench-pipeline: $(BUILD)/solutions/07-pipeline/train ## lesson 07: bubble measur
 
 bench-zero: $(BUILD)/solutions/08-zero/train ## lesson 08: step time of ZeRO stages 1-3 against plain data parallel on RANKS (2) CPU ranks, exposed communication, bytes and memory
 	@bench/run-bench-zero.sh $(BUILD) $(or $(RANKS),2) $(or $(ROUNDS),3)
+
+bench-trace: $(BENCH_TRACE_BIN) $(BUILD)/solutions/06-ddp/train ## what --trace costs: lesson 06 on RANKS (2) ranks with and without it (best of ROUNDS, 5), and a range's cost times a step's ranges
+	@bench/run-bench-trace.sh $(BUILD) $(or $(RANKS),2) $(or $(ROUNDS),5)
 
 bench-ppo: $(BENCH_PPO_BIN) $(BUILD)/solutions/05-ppo/train ## lesson 05: seconds to a CartPole return of 475 (median of 5 seeds), C against PyTorch; steps/s, where the time goes
 	@bench/run-bench-ppo.sh $(BUILD) $(THREADS) $(or $(SEEDS),5)

@@ -81,8 +81,13 @@ timeline: ## draw a pipeline step: make timeline TIMELINE=file.jsonl [STEP=N] (l
 	@$(PYTHON) tools/figures/timeline.py $(TIMELINE) $(if $(STEP),--step $(STEP)) \
 	  --out $(PLOT_OUT)/$(basename $(notdir $(TIMELINE))).svg
 
+trace: ## where a step's time goes: make trace TRACE="run.rank*.json" [STEP=N] (a program's --trace files; merged and drawn in build/plots/)
+	@test -n "$(TRACE)" || { echo "error: give the trace files: make trace TRACE=\"run.rank*.json\" (a program's --trace run.json writes one per rank)" >&2; exit 1; }
+	@n=$$(basename "$(firstword $(wildcard $(TRACE)) $(TRACE))" .json); n=$${n%.rank*}; \
+	$(PYTHON) tools/trace/trace.py $(TRACE) $(if $(STEP),--step $(STEP)) --merged $(PLOT_OUT)/$$n.json --svg $(PLOT_OUT)/$$n.svg
+
 plot: ## plot your own runs: make plot METRICS="a.jsonl [b.jsonl ...]" [PLOT="kind=xy x=step y=mean_return"] (build/plots/)
 	@test -n "$(METRICS)" || { echo "error: give the metrics file: make plot METRICS=run.jsonl (a program's --metrics FILE)" >&2; exit 1; }
 	@$(PYTHON) tools/figures/figures.py plot $(METRICS) $(PLOT) --out $(PLOT_OUT)
 
-.PHONY: slides slides-deps slides-pdf check-slides figures plot timeline
+.PHONY: slides slides-deps slides-pdf check-slides figures plot timeline trace

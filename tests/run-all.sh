@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything `make test` runs, in order, then one total:
 #   1. the library's unit tests
-#   1b. lib/dist with 2 and 3 ranks under mpirun, and the faults that must end a job
+#   1b. lib/dist with 2 and 3 ranks under mpirun, and the faults that must end a job;
+#       traces of lessons 06 and 07 (--trace) against the format's rules
 #   1c. make check-gpu: CUDA against CPU (every check skips where there is no GPU), and
 #       the same checks on a CPU emulator of lib/cuda/*.cu (the kernels' logic only);
 #       make gpu-report's report writer, without a GPU and with a stand-in one
@@ -49,6 +50,7 @@ tally "unit tests" tests/run-suites.sh "$build"/tests/test_*
 tally "lib/dist with several ranks (mpirun)" tests/dist/run.sh "$build"
 tally "lesson 06 on two hosts (network namespaces) and a killed rank" tests/dist/lesson06.sh "$build"
 tally "lesson 08: resumed on other rank counts and stages, a killed rank, disagreeing ranks" tests/dist/lesson08.sh "$build"
+tally "traces of lessons 06 and 07 (--trace): the format's rules, the shares of a step" tests/trace/run.sh "$build"
 tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "CUDA kernels on a CPU emulator, not a GPU (make check-gpu-emulated)" tests/gpu/emulator/run.sh "$build"/emulator
 tally "make gpu-report: parsing, verdicts, no GPU, a stand-in GPU, figures from a report" python3 tests/gpu/test_gpu_report.py

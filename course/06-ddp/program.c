@@ -20,9 +20,12 @@
 #include "core/args.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "core/trace.h"
 #include "cuda/device.h"
 #include "dist/dist_options.h"
+#include "dist/dist_trace.h"
 #include "lesson.h"
+#include "models/block_trace.h"
 #include "train/stop_note.h"
 #include "train/train_state.h"
 
@@ -31,7 +34,7 @@
 /* The options every rank must share are compared across ranks once the job is joined
  * (lib/dist/dist_options.h); these may differ: the file rank 0 writes, each rank's
  * threads and patience. */
-enum { OWN = 14, MAX_SPECS = OWN + TRAIN_OPTION_SPECS + LM_OPTION_SPECS };
+enum { OWN = 15, MAX_SPECS = OWN + TRAIN_OPTION_SPECS + LM_OPTION_SPECS };
 static const char *const per_rank_options[] = {"metrics", "threads", "timeout", NULL};
 
 /* Fills *c, and specs (MAX_SPECS) with the options pointing into it; returns how many. */
@@ -58,6 +61,7 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
         {"checkpoint-dir", ARG_STRING, &c->checkpoint_dir, "rank 0 writes a checkpoint here after each epoch", NULL},
         {"resume", ARG_FLAG, &c->resume, "continue from the newest checkpoint there (any rank count)", NULL},
         {"collectives", ARG_FLAG, &c->collectives, "part 2: check the ring all-reduce, measure bandwidths", NULL},
+        {"trace", ARG_STRING, &c->trace, "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace format; make trace)", NULL},
     };
     memcpy(specs, own, sizeof own);
     int n = OWN + train_options_specs(&c->train, specs + OWN);
@@ -117,12 +121,15 @@ EpochStats train_epoch(Run *run, int epoch) {
     lesson_start_epoch(run, epoch);
     while ((n = sampler_next(&run->sampler, run->batch.indices, run->batch.size)) > 0) {
         if (run->cfg.max_steps && run->steps >= run->cfg.max_steps) break;
+        trace_begin("step", TRACE_STEP); /* with --trace (core/trace.h) */
         const int *labels;
         Tensor images = batch_load(&run->batch, &run->train, n, &labels);
         Tensor logits = cnn_forward(&run->model, &images);
         Tensor dlogits = tensor_rows(&run->model.d_logits, n);
         tensor_fill(&dlogits, 0.0f);
+        trace_begin("loss", TRACE_COMPUTE);
         float loss = run->model.layers.softmax_cross_entropy(&dlogits, &logits, labels);
+        trace_end("loss");
         if (!isfinite(loss)) { /* this rank's share; the job ends with it */
             char where[64];
             snprintf(where, sizeof where, "step %lld on rank %d", (long long)run->steps + 1, run->dist->rank);
@@ -133,6 +140,7 @@ EpochStats train_epoch(Run *run, int epoch) {
         if (buckets) ddp_finish_gradients(&run->ddp); /* started during the backward */
         else lesson_average_gradients(run);
         adam_step(&run->opt, &run->model.params);
+        trace_end("step");
         s.loss_sum += (double)loss * n;
         s.examples += n;
         run->steps++;
@@ -226,6 +234,8 @@ static void train(Run *run) {
         if (run->dist->rank != 0) ckpt_store_init(&run->store, run->cfg.checkpoint_dir, 2);
     }
     int first_epoch = run->cfg.resume ? resume(run) : 1;
+    dist_trace_start(run->dist, run->cfg.trace); /* --trace: ts 0 here on every rank */
+    BlockTrace *blocks = block_trace_attach(is_lm(run) ? &run->lm.blocks : &run->model.blocks);
     if (run->dist->rank == 0) /* a resumed run adds to the earlier epochs' lines */
         run->metrics = run->cfg.resume ? metrics_open_resumed(t->metrics, first_epoch)
                                        : metrics_open(t->metrics);
@@ -287,6 +297,8 @@ static void train(Run *run) {
                1e3 * run->ddp.exposed_s / run->ddp.steps);
     printf("rank %d parameter digest: %016llx\n", run->dist->rank,
            (unsigned long long)params_digest(&run->model.params));
+    block_trace_detach(blocks);
+    dist_trace_finish(run->dist, run->cfg.trace);
     metrics_close(run->metrics);
     if (!strcmp(run->cfg.grad_sync, "buckets")) ddp_free(&run->ddp);
     adam_free(&run->opt);

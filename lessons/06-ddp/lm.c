@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/trace.h"
 #include "lesson.h"
 #include "train/clip.h"
 
@@ -105,7 +106,10 @@ EpochStats lm_train_epoch(Run *run, int epoch) {
         /* the model is built for B sequences: a shorter last batch is dropped (DataLoader's
          * drop_last), on every rank alike, since the sampler gives every rank as many */
         if (n < B) break;
+        trace_begin("step", TRACE_STEP); /* with --trace (core/trace.h) */
+        trace_begin("load batch", TRACE_DATA);
         load_sequences(run, &run->corpus.train);
+        trace_end("load batch");
         params_zero_grad(&run->lm.params);
         const float loss = transformer_forward_backward(&run->lm, run->dev_tokens, run->dev_targets);
         if (!isfinite(loss)) { /* this rank's share; the job ends with it (as the CNN's) */
@@ -117,6 +121,7 @@ EpochStats lm_train_epoch(Run *run, int epoch) {
         else lesson_average_gradients(run);
         if (run->cfg.clip > 0) clip_grad_norm(&run->lm.params, run->cfg.clip); /* the same on all ranks */
         adam_step(&run->opt, &run->model.params);
+        trace_end("step");
         s.loss_sum += (double)loss * B * T; /* the mean over this step's tokens */
         s.examples += (double)B * T;        /* examples are tokens here */
         run->steps++;

@@ -8,6 +8,7 @@
 #include "check.h"
 
 static const TensorDeviceOps *g_device_ops[2]; /* [DEVICE_CUDA]: set by the backend */
+static int64_t g_allocated[2];                 /* tensor_allocated_bytes, per device */
 
 void tensor_register_device(Device device, const TensorDeviceOps *ops) {
     CHECK(device == DEVICE_CUDA, "only DEVICE_CUDA takes a backend, not %d", (int)device);
@@ -52,6 +53,12 @@ static void alloc_data(Tensor *t) {
     CHECK(t->size >= 0 && (uint64_t)t->size <= SIZE_MAX / elem, "tensor of %lld %s elements",
           (long long)t->size, dtype_name(t->dtype));
     t->raw = device_alloc(t->device, (size_t)t->size * elem);
+    t->owned_bytes = (int64_t)tensor_bytes(t);
+    __atomic_fetch_add(&g_allocated[t->device == DEVICE_CUDA], t->owned_bytes, __ATOMIC_RELAXED);
+}
+
+int64_t tensor_allocated_bytes(Device device) {
+    return __atomic_load_n(&g_allocated[device == DEVICE_CUDA], __ATOMIC_RELAXED);
 }
 
 size_t tensor_bytes(const Tensor *t) { return (size_t)t->size * dtype_size(t->dtype); }
@@ -114,6 +121,8 @@ Tensor tensor_zeros_like(const Tensor *t) {
 }
 
 void tensor_free(Tensor *t) {
+    if (t->raw) /* (its size may have shrunk since: blocks reshape their activations) */
+        __atomic_fetch_sub(&g_allocated[t->device == DEVICE_CUDA], t->owned_bytes, __ATOMIC_RELAXED);
     device_free(t->device, t->raw);
     memset(t, 0, sizeof *t);
 }
@@ -146,6 +155,7 @@ Tensor tensor_view(const Tensor *t, int ndim, ...) {
 Tensor tensor_rows(const Tensor *t, int n) {
     CHECK(n >= 1 && n <= t->shape[0], "rows 0..%d of a tensor with %d", n, t->shape[0]);
     Tensor v = *t;
+    v.owned_bytes = 0; /* a view: its parent's tensor_free gives the memory back */
     v.shape[0] = n;
     v.size = t->size / t->shape[0] * n;
     return v;

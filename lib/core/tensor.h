@@ -36,6 +36,8 @@ typedef struct {
     int64_t size;                 /* product of shape */
     Device device;
     DType dtype;                  /* DTYPE_F32 (0) unless made otherwise */
+    int64_t owned_bytes;          /* what this file allocated for it (0: a view, or memory
+                                   * from elsewhere): given back by tensor_free */
     union {                       /* size elements of dtype, owned by the tensor */
         float *data;              /* float32: what the layers read and write */
         uint16_t *bits16;         /* bfloat16, float16: the raw 16-bit patterns */
@@ -55,6 +57,9 @@ void tensor_free(Tensor *t);
 
 /* Bytes of t's elements: size x dtype_size(dtype). */
 size_t tensor_bytes(const Tensor *t);
+/* The bytes of tensors allocated on a device now (made by this file's functions, less
+ * those tensor_free gave back): a trace's memory counter (core/trace.h). */
+int64_t tensor_allocated_bytes(Device device);
 
 /* A new tensor on `device` holding a copy of t, of t's dtype (host to device, device
  * to host, or a plain copy). */

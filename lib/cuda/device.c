@@ -11,6 +11,7 @@
 #include "cuda_check.h"
 #include "device.h"
 #include "kernels.h"
+#include "trace_gpu.h"
 
 static int g_device = -1;
 static cublasHandle_t g_cublas;
@@ -245,6 +246,7 @@ bool cuda_init(char *why, size_t why_cap) {
     g_sync_launches = sync && *sync && strcmp(sync, "0") != 0;
     g_device = dev;
     tensor_register_device(DEVICE_CUDA, &CUDA_TENSORS);
+    cuda_trace_register(); /* a trace (core/trace.h) times compute ranges on the GPU too */
     return true;
 }
 #endif

@@ -7,7 +7,9 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "dist_backend.h"
+#include "dist_trace.h"
 
 static bool built(const char *backend) {
     if (strcmp(backend, "single") == 0) return true;
@@ -158,26 +160,57 @@ static int64_t ring_bytes(const Dist *d, int phases, size_t bytes) {
     return (int64_t)phases * (W - 1) * (int64_t)bytes / W;
 }
 
+/* ---------------------------------------------------------------- tracing */
+
+/* A tensor's bytes for a trace's range, before its checks (-1: none to tell). */
+static int64_t nbytes(const Tensor *t) {
+    return t && t->dtype < DTYPE_COUNT ? (int64_t)tensor_bytes(t) : -1;
+}
+
+/* A blocking operation: one range on the host track, from its start to its end. */
+#define BLOCKING(d, name, bytes, start)                                       \
+    do {                                                                      \
+        trace_begin_bytes(name, TRACE_COMM, bytes);                           \
+        (d)->ops->wait((d), (start));                                         \
+        trace_end(name);                                                      \
+    } while (0)
+
+/* A non-blocking one: in flight on a lane of the trace until seen finished. */
+static DistRequest *in_flight(DistRequest *r, const char *name, int64_t bytes) {
+    dist_trace_request(r, name, bytes);
+    return r;
+}
+
 /* ---------------------------------------------------------------- collectives */
 
-void dist_broadcast(Dist *d, Tensor *t, int root) {
+static DistRequest *broadcast_start(Dist *d, Tensor *t, int root) {
     check_tensor(d, t, "dist_broadcast");
     CHECK(root >= 0 && root < d->world_size, "dist_broadcast from rank %d of %d", root, d->world_size);
     /* the chain root -> root + 1 -> ... -> root - 1 (dist.h) */
     const int64_t B = d->world_size > 1 ? (int64_t)tensor_bytes(t) : 0;
     const bool last = d->rank == (root + d->world_size - 1) % d->world_size;
     count(d, DIST_KIND_BROADCAST, last ? 0 : B, d->rank == root ? 0 : B);
-    d->ops->wait(d, d->ops->broadcast(d, t->raw, t->size, dist_type_of(t->dtype), root));
+    return d->ops->broadcast(d, t->raw, t->size, dist_type_of(t->dtype), root);
 }
 
-DistRequest *dist_all_reduce_start(Dist *d, Tensor *t, DistOp op) {
+void dist_broadcast(Dist *d, Tensor *t, int root) {
+    BLOCKING(d, "broadcast", nbytes(t), broadcast_start(d, t, root));
+}
+
+static DistRequest *all_reduce_start(Dist *d, Tensor *t, DistOp op) {
     check_tensor(d, t, "dist_all_reduce");
     const int64_t bytes = ring_bytes(d, 2, tensor_bytes(t));
     count(d, DIST_KIND_ALL_REDUCE, bytes, bytes);
     return d->ops->all_reduce(d, t->raw, t->size, dist_type_of(t->dtype), op);
 }
 
-void dist_all_reduce(Dist *d, Tensor *t, DistOp op) { dist_wait(d, dist_all_reduce_start(d, t, op)); }
+DistRequest *dist_all_reduce_start(Dist *d, Tensor *t, DistOp op) {
+    return in_flight(all_reduce_start(d, t, op), "all-reduce", nbytes(t));
+}
+
+void dist_all_reduce(Dist *d, Tensor *t, DistOp op) {
+    BLOCKING(d, "all-reduce", nbytes(t), all_reduce_start(d, t, op));
+}
 
 /* The buffers of an all-gather or a reduce-scatter are apart, or exactly in place: the
  * small one is this rank's block of the large one (NCCL's rule). */
@@ -189,7 +222,7 @@ static void check_in_place(const Dist *d, const Tensor *small, const Tensor *lar
           "not this rank's block of the larger one (the only overlap allowed: in place)", what);
 }
 
-DistRequest *dist_all_gather_start(Dist *d, Tensor *out, const Tensor *in) {
+static DistRequest *all_gather_start(Dist *d, Tensor *out, const Tensor *in) {
     check_tensor(d, out, "dist_all_gather (out)");
     check_tensor(d, in, "dist_all_gather (in)");
     check_same_dtype(out, in, "dist_all_gather", "out", "in");
@@ -201,11 +234,15 @@ DistRequest *dist_all_gather_start(Dist *d, Tensor *out, const Tensor *in) {
     return d->ops->all_gather(d, out->raw, in->raw, in->size, dist_type_of(in->dtype));
 }
 
-void dist_all_gather(Dist *d, Tensor *out, const Tensor *in) {
-    dist_wait(d, dist_all_gather_start(d, out, in));
+DistRequest *dist_all_gather_start(Dist *d, Tensor *out, const Tensor *in) {
+    return in_flight(all_gather_start(d, out, in), "all-gather", nbytes(out));
 }
 
-DistRequest *dist_reduce_scatter_start(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
+void dist_all_gather(Dist *d, Tensor *out, const Tensor *in) {
+    BLOCKING(d, "all-gather", nbytes(out), all_gather_start(d, out, in));
+}
+
+static DistRequest *reduce_scatter_start(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
     check_tensor(d, out, "dist_reduce_scatter (out)");
     check_tensor(d, in, "dist_reduce_scatter (in)");
     check_same_dtype(out, in, "dist_reduce_scatter", "out", "in");
@@ -217,16 +254,28 @@ DistRequest *dist_reduce_scatter_start(Dist *d, Tensor *out, const Tensor *in, D
     return d->ops->reduce_scatter(d, out->raw, in->raw, out->size, dist_type_of(in->dtype), op);
 }
 
+DistRequest *dist_reduce_scatter_start(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
+    return in_flight(reduce_scatter_start(d, out, in, op), "reduce-scatter", nbytes(in));
+}
+
 void dist_reduce_scatter(Dist *d, Tensor *out, const Tensor *in, DistOp op) {
-    dist_wait(d, dist_reduce_scatter_start(d, out, in, op));
+    BLOCKING(d, "reduce-scatter", nbytes(in), reduce_scatter_start(d, out, in, op));
 }
 
 void dist_barrier(Dist *d) {
     count(d, DIST_KIND_BARRIER, 0, 0);
-    d->ops->wait(d, d->ops->barrier(d));
+    BLOCKING(d, "barrier", -1, d->ops->barrier(d));
 }
 
-DistRequest *dist_sendrecv_start(Dist *d, const Tensor *out, int to, Tensor *in, int from) {
+static const char *sendrecv_name(const Tensor *out, const Tensor *in) {
+    return out && in ? "send+receive" : out ? "send" : "receive";
+}
+
+static int64_t sendrecv_bytes(const Tensor *out, const Tensor *in) {
+    return (out ? nbytes(out) : 0) + (in ? nbytes(in) : 0);
+}
+
+static DistRequest *sendrecv_start(Dist *d, const Tensor *out, int to, Tensor *in, int from) {
     CHECK(out || in, "dist_sendrecv with nothing to send or receive");
     if (out) check_tensor(d, out, "dist_send"), check_peer(d, to, "dist_send");
     if (in) check_tensor(d, in, "dist_recv"), check_peer(d, from, "dist_recv");
@@ -236,6 +285,10 @@ DistRequest *dist_sendrecv_start(Dist *d, const Tensor *out, int to, Tensor *in,
     return d->ops->sendrecv(d, out ? out->raw : NULL, out ? out->size : 0, to,
                             in ? in->raw : NULL, in ? in->size : 0, from,
                             dist_type_of(out ? out->dtype : in->dtype));
+}
+
+DistRequest *dist_sendrecv_start(Dist *d, const Tensor *out, int to, Tensor *in, int from) {
+    return in_flight(sendrecv_start(d, out, to, in, from), sendrecv_name(out, in), sendrecv_bytes(out, in));
 }
 
 DistRequest *dist_send_start(Dist *d, const Tensor *t, int peer) {
@@ -248,30 +301,49 @@ DistRequest *dist_recv_start(Dist *d, Tensor *t, int peer) {
     return dist_sendrecv_start(d, NULL, -1, t, peer);
 }
 
-void dist_send(Dist *d, const Tensor *t, int peer) { dist_wait(d, dist_send_start(d, t, peer)); }
-void dist_recv(Dist *d, Tensor *t, int peer) { dist_wait(d, dist_recv_start(d, t, peer)); }
-void dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int from) {
-    if (!out && !in) return; /* an empty step of a ring: nothing to do */
-    dist_wait(d, dist_sendrecv_start(d, out, to, in, from));
+void dist_send(Dist *d, const Tensor *t, int peer) {
+    check_tensor(d, t, "dist_send");
+    BLOCKING(d, "send", nbytes(t), sendrecv_start(d, t, peer, NULL, -1));
 }
 
-void dist_wait(Dist *d, DistRequest *r) { d->ops->wait(d, r); }
-bool dist_test(Dist *d, DistRequest *r) { return d->ops->test(d, r); }
+void dist_recv(Dist *d, Tensor *t, int peer) {
+    check_tensor(d, t, "dist_recv");
+    BLOCKING(d, "receive", nbytes(t), sendrecv_start(d, NULL, -1, t, peer));
+}
+
+void dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int from) {
+    if (!out && !in) return; /* an empty step of a ring: nothing to do */
+    BLOCKING(d, sendrecv_name(out, in), sendrecv_bytes(out, in), sendrecv_start(d, out, to, in, from));
+}
+
+void dist_wait(Dist *d, DistRequest *r) {
+    dist_trace_wait_begin(r);
+    d->ops->wait(d, r);
+    dist_trace_wait_end(r);
+}
+
+bool dist_test(Dist *d, DistRequest *r) {
+    const bool done = d->ops->test(d, r);
+    if (done) dist_trace_finished(r);
+    return done;
+}
 
 /* ---------------------------------------------------------------- host scalars */
 
 double dist_sum_double(Dist *d, double v) {
-    d->ops->wait(d, d->ops->all_reduce(d, &v, 1, DIST_F64, DIST_SUM));
+    BLOCKING(d, "all-reduce (scalars)", 8, d->ops->all_reduce(d, &v, 1, DIST_F64, DIST_SUM));
     return v;
 }
 
 void dist_all_gather_double(Dist *d, double v, double *all) {
-    d->ops->wait(d, d->ops->all_gather(d, all, &v, 1, DIST_F64));
+    BLOCKING(d, "all-gather (scalars)", 8 * (int64_t)d->world_size,
+             d->ops->all_gather(d, all, &v, 1, DIST_F64));
 }
 
 void dist_check_same(Dist *d, int64_t value, const char *what) {
     int64_t *all = xcalloc((size_t)d->world_size, sizeof *all);
-    d->ops->wait(d, d->ops->all_gather(d, all, &value, 1, DIST_I64));
+    BLOCKING(d, "all-gather (scalars)", 8 * (int64_t)d->world_size,
+             d->ops->all_gather(d, all, &value, 1, DIST_I64));
     for (int r = 1; r < d->world_size; r++)
         if (all[r] != all[0]) {
             if (d->rank == 0)

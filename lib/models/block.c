@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/trace.h"
 
 Tensor block_shape(int ndim, ...) {
     CHECK(ndim >= 1 && ndim <= TENSOR_MAX_DIMS, "a shape of %d dimensions", ndim);
@@ -307,7 +308,10 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
 
 float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout) {
     CHECK(l->loss, "this model has no loss of its own");
-    return l->loss(l->loss_ctx, l->layers, out, targets, dout);
+    trace_begin("loss", TRACE_COMPUTE);
+    const float loss = l->loss(l->loss_ctx, l->layers, out, targets, dout);
+    trace_end("loss");
+    return loss;
 }
 
 void blocks_add_hook(BlockList *l, BlockHookFn fn, void *ctx) {

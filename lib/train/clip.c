@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/check.h"
+#include "core/trace.h"
 #include "cuda/clip.h"
 
 /* sum of g^2 over g[0..n): each block in double, in parallel, then the blocks' sums
@@ -37,8 +38,7 @@ float grad_norm(const ParamList *params) {
     return (float)sqrt(sum_squares(params->grads.data, params->total));
 }
 
-float clip_grad_norm(ParamList *params, float max_norm) {
-    CHECK(max_norm > 0.0f, "clip_grad_norm with max_norm %g: it must be positive", max_norm);
+static float clip(ParamList *params, float max_norm) {
     const float norm = grad_norm(params);
     const float coef = max_norm / (norm + 1e-6f); /* float, as PyTorch computes it */
     if (!(coef < 1.0f) && !isnan(coef)) return norm;
@@ -49,5 +49,13 @@ float clip_grad_norm(ParamList *params, float max_norm) {
     float *g = params->grads.data;
 #pragma omp parallel for simd schedule(static)
     for (int64_t k = 0; k < params->total; k++) g[k] *= coef;
+    return norm;
+}
+
+float clip_grad_norm(ParamList *params, float max_norm) {
+    CHECK(max_norm > 0.0f, "clip_grad_norm with max_norm %g: it must be positive", max_norm);
+    trace_begin("clip gradients", TRACE_COMPUTE);
+    const float norm = clip(params, max_norm);
+    trace_end("clip gradients");
     return norm;
 }

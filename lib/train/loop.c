@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "core/trace.h"
 
 void batch_init(Batch *b, int size, const Dataset *d) {
     *b = (Batch){0};
@@ -35,16 +36,19 @@ void batch_free(Batch *b) {
 }
 
 Tensor batch_load(Batch *b, const Dataset *d, int n, const int **labels) {
+    trace_begin("load batch", TRACE_DATA);
     Tensor host = tensor_rows(&b->images, n);
     dataset_gather(d, b->indices, n, &host, b->labels);
     if (b->device == DEVICE_CPU) {
         *labels = b->labels;
+        trace_end("load batch");
         return host;
     }
     Tensor images = tensor_rows(&b->device_images, n);
     tensor_copy(&images, &host);
     device_copy(b->device_labels, b->device, b->labels, DEVICE_CPU, (size_t)n * sizeof(int));
     *labels = b->device_labels;
+    trace_end("load batch");
     return images;
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/trace.h"
 #include "cuda/optim.h"
 
 /* Parameters below this many are updated on one thread (a parallel region costs more). */
@@ -51,8 +52,10 @@ void sgd_step(Sgd *opt, ParamList *params) {
     if (opt->momentum != 0.0f) check_state(&opt->buf, params, "SGD");
     CHECK_DEVICE(&params->grads, params->values.device);
     opt->step++;
+    trace_begin("sgd step", TRACE_COMPUTE);
     sgd_update_on(params->values.device, params->values.data, params->grads.data, opt->buf.data,
                   params->total, opt, opt->step == 1);
+    trace_end("sgd step");
 }
 
 void sgd_free(Sgd *opt) { tensor_free(&opt->buf); }
@@ -111,8 +114,10 @@ void adam_step(Adam *opt, ParamList *params) {
     check_state(&opt->m, params, "Adam");
     CHECK_DEVICE(&params->grads, params->values.device);
     opt->step++;
+    trace_begin("adam step", TRACE_COMPUTE);
     adam_update_on(params->values.device, params->values.data, params->grads.data, opt->m.data,
                    opt->v.data, params->total, opt, opt->step);
+    trace_end("adam step");
 }
 
 void adam_free(Adam *opt) {

@@ -20,9 +20,12 @@
 #include "core/args.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "core/trace.h"
 #include "cuda/device.h"
 #include "dist/dist_options.h"
+#include "dist/dist_trace.h"
 #include "lesson.h"
+#include "models/block_trace.h"
 #include "train/clip.h"
 #include "train/loop.h"
 #include "train/loss_watch.h"
@@ -31,7 +34,7 @@
 
 typedef struct {
     LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
-    const char *dataset, *data, *model, *schedule, *split, *device, *dist, *metrics, *timeline;
+    const char *dataset, *data, *model, *schedule, *split, *device, *dist, *metrics, *timeline, *trace;
     int micro, batch_size, epochs, max_steps, seed, threads, ranks, dp, timeline_steps;
     float lr, gamma, clip, timeout_s;
 } Config;
@@ -39,7 +42,7 @@ typedef struct {
 /* The options every rank must share are compared across ranks once the job is joined
  * (lib/dist/dist_options.h); these may differ: the files rank 0 writes, each rank's
  * threads and patience. */
-enum { OWN = 22, MAX_SPECS = OWN + LM_OPTION_SPECS };
+enum { OWN = 23, MAX_SPECS = OWN + LM_OPTION_SPECS };
 static const char *const per_rank_options[] = {"metrics", "timeline", "threads", "timeout", NULL};
 
 /* --batch-size against the micro-batches and the pipelines (after the rank count: with
@@ -80,6 +83,7 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
         {"metrics", ARG_STRING, &c->metrics, "JSON lines: one per step (loss, tokens_per_s, bubble_fraction) and one per epoch", NULL},
         {"timeline", ARG_STRING, &c->timeline, "JSON lines: every stage's forwards, backwards, sends and waits of the first steps (with --dp: the first pipeline's)", NULL},
         {"timeline-steps", ARG_INT, &c->timeline_steps, "how many steps --timeline records", NULL},
+        {"trace", ARG_STRING, &c->trace, "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace format; make trace)", NULL},
     };
     memcpy(specs, own, sizeof own);
     const int n = OWN + lm_options_specs(&c->lm, specs + OWN);
@@ -238,6 +242,7 @@ static void build_stage(Run *run) {
 /* Batch i of a split (get_batch, [T, columns]) into micro-batches of this pipeline's
  * columns, batch-major (sequence b, position t at row b*T + t), in the stage's memory. */
 static void load_batch(Run *run, const TextBatches *split, int64_t i) {
+    trace_begin("load batch", TRACE_DATA); /* with --trace (core/trace.h) */
     const TextBatch b = text_get_batch(split, i, run->T);
     const int M = run->cfg.micro, Bm = run->Bm, T = run->T;
     const int col0 = run->dp_dist ? run->dp_dist->rank * M * Bm : 0; /* this pipeline's columns */
@@ -253,6 +258,7 @@ static void load_batch(Run *run, const TextBatches *split, int64_t i) {
         device_copy(run->dev_tokens, run->stage.device, run->host_tokens, DEVICE_CPU, bytes);
         device_copy(run->dev_targets, run->stage.device, run->host_targets, DEVICE_CPU, bytes);
     }
+    trace_end("load batch");
 }
 
 /* torch.nn.utils.clip_grad_norm_ over the whole model: every stage's share of the
@@ -295,6 +301,7 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
     const double t0 = now_seconds();
     for (int64_t i = 0; i < n && !(c->max_steps && e.steps >= c->max_steps); i++) {
         const double start = now_seconds();
+        trace_begin("step", TRACE_STEP);
         load_batch(run, &run->train, i * run->T);
         float loss = pipeline_step(&run->pipe, run->tok, run->tgt);
         if (run->dp_dist) { /* the pipelines' gradients: the average, as lesson 06 */
@@ -304,6 +311,7 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
         loss_watch_step(&run->watch, loss, run->steps + 1, c->lr); /* NaN, far above its start, rising: names --lr */
         if (c->clip > 0) clip_global(run);
         sgd_step(&run->opt, &run->stage.params);
+        trace_end("step");
         run->steps++, e.steps++;
         const double bubble = lesson_bubble_fraction(run->pipe.rank_busy, P, run->pipe.seconds); /* TODO 7.6 */
         bubble_sum += bubble;
@@ -430,7 +438,11 @@ int lesson_main(int argc, char **argv) {
            run.corpus.vocab.count, (long long)run.corpus.train.count,
            (long long)run.corpus.valid.count, (long long)run.corpus.test.count);
     build_stage(&run);
+    dist_trace_start(run.world, run.cfg.trace); /* --trace: ts 0 here on every rank */
+    BlockTrace *blocks = block_trace_attach(&run.stage.blocks);
     train(&run);
+    block_trace_detach(blocks);
+    dist_trace_finish(run.world, run.cfg.trace);
     finish(&run);
     return 0;
 }

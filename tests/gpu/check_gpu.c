@@ -51,9 +51,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "core/trace.h"
 #include "data/dataset.h"
 #include "dist/dist.h"
 #include "gpu/gpu_check.h"
@@ -1279,6 +1281,54 @@ static int check_zero_stage3(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* ---------------------------------------------------------------- trace */
+
+/* ts and dur of the event "fill" on track tid of a trace (false: not there). */
+static bool fill_event(const char *text, int tid, double *ts, double *dur) {
+    char key[160];
+    snprintf(key, sizeof key, "\"name\": \"fill\", \"cat\": \"compute\", \"ph\": \"X\", "
+             "\"pid\": 0, \"tid\": %d, \"ts\": ", tid);
+    const char *p = strstr(text, key);
+    return p && sscanf(p + strlen(key), "%lf, \"dur\": %lf", ts, dur) == 2;
+}
+
+/* core/trace.h with lib/cuda/trace_gpu.cu: a compute range's GPU time on the stream's
+ * track, from CUDA events placed on the host clock: it cannot start before the host
+ * asked for it. */
+static int check_trace_gpu(void) {
+    REQUIRE_GPU();
+    char path[] = "/tmp/check_gpu_trace_XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) return CHECK_FAIL;
+    close(fd);
+    trace_open(path, &(TraceOptions){.world_size = 1});
+    Tensor x = tensor_zeros_on(DEVICE_CUDA, 1, 1 << 22);
+    trace_begin("step", TRACE_STEP);
+    trace_begin("fill", TRACE_COMPUTE);
+    tensor_fill(&x, 1.0f);
+    trace_end("fill");
+    trace_end("step"); /* the step's end hands the GPU's times to the trace */
+    trace_close();
+    tensor_free(&x);
+    static char text[1 << 16];
+    FILE *f = fopen(path, "r");
+    const size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    unlink(path);
+    double host_ts, host_dur, gpu_ts, gpu_dur;
+    bool ok = expect_true(fill_event(text, 0, &host_ts, &host_dur), "no host range 'fill' in:\n%s", text);
+    ok = ok && expect_true(fill_event(text, 1, &gpu_ts, &gpu_dur), "no GPU range 'fill' (tid 1) in:\n%s", text);
+    ok = ok && expect_true(strstr(text, "\"name\": \"GPU: CUDA stream 0 (compute)\"") != NULL,
+                           "the stream's track has no thread_name");
+    ok = ok && expect_true(gpu_ts >= host_ts && gpu_dur >= 0 && gpu_ts <= host_ts + host_dur + 1e7,
+                           "the GPU's fill at %.3f us for %.3f us; the host asked at %.3f us for "
+                           "%.3f us", gpu_ts, gpu_dur, host_ts, host_dur);
+    if (ok) printf("host %.1f us, GPU %.1f us, starting %.1f us after the host's\n", host_dur, gpu_dur,
+                   gpu_ts - host_ts);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* ---------------------------------------------------------------- device choice */
 
 /* CUDA does not survive fork: checks that start children must not start CUDA
@@ -1361,6 +1411,7 @@ int main(void) {
     check_run(NULL, "ZeRO stage 3 on one rank: 3 clipped AdamW steps = plain training on the GPU, bit for bit", GPU_CHECK(check_zero_stage3), 120);
     check_run(NULL, "tensor-parallel slices: dropout and attention windows, an embedding's rows", GPU_CHECK(check_windows), 60);
     check_run(NULL, "lesson 09's sharded transformer at t = 1 on the GPU: 3 SGD steps = the CPU's", GPU_CHECK(check_tensor_parallel_one_rank), 120);
+    check_run(NULL, "trace: a compute range's GPU time on the stream's track, on the host clock", GPU_CHECK(check_trace_gpu), 60);
     check_run(NULL, "the local rank picks the device", GPU_CHECK(check_local_rank), 60);
     return check_end();
 }

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <functional>
 
@@ -64,5 +65,25 @@ inline float atomicAdd(float *a, float v) { const float old = *a; *a = old + v; 
 inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, sizeof d); return d; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
+
+// Events (lib/cuda/trace_gpu.cu): a launch runs at once, so an event happens when it is
+// recorded; its time is the host's clock then.
+typedef void *cudaStream_t;
+struct EmuEvent {
+    int64_t ns;
+};
+typedef EmuEvent *cudaEvent_t;
+inline cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new EmuEvent{0}; return cudaSuccess; }
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = 0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    e->ns = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    *ms = (float)((double)(b->ns - a->ns) / 1e6);
+    return cudaSuccess;
+}
 
 #endif

@@ -14,6 +14,7 @@ extern "C" {
 #include "core/tensor.h"
 #include "cuda/device.h"
 #include "cuda/gemm_map.h"
+#include "cuda/trace_gpu.h"
 void cuda_fill(float *x, int64_t n, float value); // lib/cuda/tensor.cu
 void cuda_scale(float *x, int64_t n, float factor);
 void cuda_fill16(uint16_t *x, int64_t n, uint16_t bits);
@@ -269,7 +270,7 @@ cublasHandle_t cuda_cublas(void) {
 }
 bool cuda_init(char *why, size_t why_cap) {
     (void)why, (void)why_cap;
-    if (!started) tensor_register_device(DEVICE_CUDA, &EMULATED);
+    if (!started) tensor_register_device(DEVICE_CUDA, &EMULATED), cuda_trace_register();
     started = true;
     return true;
 }

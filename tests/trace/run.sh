@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Traces of real runs (--trace, lib/core/trace.h) against the format's rules, and the
+# shares of a step that tools/trace computes from them:
+#   - lesson 06 (the solution) on 2 CPU ranks: the CNN with the library's overlapped
+#     buckets (all-reduces in flight), and lesson 04's transformer with TODO 6.4's
+#     all-reduce; lesson 07 (the solution) as 2 stages, 1F1B;
+#   - every rank's file passes tests/trace/validate.py (required fields, phases,
+#     metadata, strict nesting per track; one pid per rank), and so does the merged file
+#     that tools/trace/trace.py writes;
+#   - the ranges a run must have are there: every block's forward and backward, the
+#     optimiser step, the collectives (in flight and waited for), data loading, steps;
+#   - per rank, compute + exposed communication + data loading + idle (idle measured on
+#     its own: what no range covers) add up to the step time within 2%, and lesson 07's
+#     steps in the trace are the steps its --metrics times (within 2% and 50 us);
+#   - the SVG of a step is well-formed XML with a band per rank;
+#   - a --trace that cannot be written stops the ranks before any step, naming it;
+#   - the validator fails traces that break the rules (it can fail: an overlap, a
+#     missing field, an unknown phase, a thread without a name, a B never closed).
+# Last line: "N passed, M failed[, K skipped]". Skipped without mpirun.
+#   tests/trace/run.sh BUILD_DIR
+set -u
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+passed=0 failed=0 skipped=0
+pass() { echo "PASS  $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+validate=tests/trace/validate.py tool=tools/trace/trace.py
+l06=$build/solutions/06-ddp/train l07=$build/solutions/07-pipeline/train
+text=/usr/share/common-licenses/GPL-3 # Debian's base-files: on every Debian system
+
+if ! command -v mpirun >/dev/null || [ ! -x "$l06" ] || [ ! -x "$l07" ]; then
+    echo "SKIP  traces of lessons 06 and 07: need Open MPI's mpirun (sudo make deps) and $l06, $l07"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+mpi=(mpirun --oversubscribe --mca btl self,vader,tcp -n 2)
+tmp=$(mktemp -d /tmp/trace_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+lm=(--text text --data "$text" --d-model 32 --heads 2 --d-hid 32 --bptt 8)
+declare -A runs=(
+    [06-cnn]="$l06 --dataset synthetic --train-limit 800 --test-limit 100 --epochs 1 --grad-sync buckets --bucket-mb 0.2"
+    [06-transformer]="$l06 --model transformer ${lm[*]} --layers 2 --batch-size 8 --max-steps 6 --epochs 1"
+    [07-1f1b]="$l07 --dataset text --data $text --d-model 32 --heads 2 --d-hid 32 --bptt 8 --layers 4 --batch-size 16 --micro-batches 4 --max-steps 6 --epochs 1 --schedule 1f1b --metrics $tmp/07-1f1b.jsonl"
+)
+# the names each run's trace must hold (on some rank)
+declare -A want=(
+    [06-cnn]="step|load batch|loss|conv1 forward|conv2 backward|fc2 backward|adam step|all-reduce|wait all-reduce|memory"
+    [06-transformer]="step|load batch|loss|embedding forward|layer 1 backward|decoder backward|adam step|clip gradients|all-reduce"
+    [07-1f1b]="step|load batch|loss|embedding forward|decoder backward|sgd step|send|receive|all-gather (scalars)|barrier"
+)
+for run in 06-cnn 06-transformer 07-1f1b; do
+    # shellcheck disable=SC2086  # the run's command line
+    if ! timeout 300 "${mpi[@]}" ${runs[$run]} --trace "$tmp/$run.json" >"$tmp/$run.out" 2>&1; then
+        fail "$run with --trace: the run failed"
+        tail -5 "$tmp/$run.out" | sed 's/^/        /'
+        continue
+    fi
+    files=("$tmp/$run.rank0.json" "$tmp/$run.rank1.json")
+    if out=$(python3 "$validate" --same-job "${files[@]}" 2>&1); then
+        pass "$run: each rank's trace follows the format's rules (nesting per track, one pid per rank)"
+    else
+        fail "$run: a rank's trace breaks the format's rules"
+        printf '%s\n' "$out" | sed 's/^/        /'
+        continue
+    fi
+    missing=
+    IFS='|' read -ra names <<<"${want[$run]}"
+    for name in "${names[@]}"; do
+        grep -qF "\"name\": \"$name\"" "${files[@]}" || missing="$missing '$name'"
+    done
+    if [ -z "$missing" ]; then pass "$run: blocks, optimiser, collectives, data loading and steps are ranges"
+    else fail "$run: no range named$missing"; fi
+    if python3 "$tool" "${files[@]}" --merged "$tmp/$run.merged.json" --svg "$tmp/$run.svg" >"$tmp/$run.report" 2>&1 &&
+        python3 "$validate" "$tmp/$run.merged.json" >/dev/null; then
+        pass "$run: tools/trace merges the ranks into one trace that follows the rules"
+    else
+        fail "$run: tools/trace could not merge the ranks into a valid trace"
+        sed 's/^/        /' "$tmp/$run.report"
+    fi
+    if python3 "$tool" "${files[@]}" --json >"$tmp/$run.shares" && python3 - "$tmp/$run.shares" <<'PY'; then
+import json, sys
+rows = json.load(open(sys.argv[1]))
+ok = len(rows) == 2
+for rank, r in sorted(rows.items()):
+    parts = r["compute_us"] + r["comm_us"] + r["data_us"] + r["idle_us"]
+    off = abs(parts - r["step_us"]) / r["step_us"] if r["step_us"] > 0 else 1
+    print(f"        rank {rank}: {r['steps']:.0f} steps, {r['step_us'] / 1000:.2f} ms; compute "
+          f"{r['compute_us'] / 1000:.2f}, exposed comm {r['comm_us'] / 1000:.2f}, data "
+          f"{r['data_us'] / 1000:.2f}, idle {r['idle_us'] / 1000:.2f} ms: {100 * off:.3f}% off")
+    ok = ok and r["steps"] > 0 and off <= 0.02 and r["compute_us"] > 0 and r["comm_us"] > 0
+sys.exit(0 if ok else 1)
+PY
+        pass "$run: per rank, compute + exposed communication + data + idle = the step time (within 2%)"
+    else
+        fail "$run: the shares of a step do not add up to it (or a rank has no compute or communication)"
+    fi
+    if python3 - "$tmp/$run.svg" <<'PY'; then
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+sys.exit(0 if "rank 0" in texts and "rank 1" in texts else 1)
+PY
+        pass "$run: the SVG of a step is well-formed, a band per rank"
+    else
+        fail "$run: the SVG $tmp/$run.svg is not well-formed or lacks a rank"
+    fi
+done
+
+# Lesson 07's steps in the trace against the program's own clock (--metrics: tokens over
+# tokens_per_s, rank 0's step from before its batch is loaded to after its SGD step).
+if [ -f "$tmp/07-1f1b.rank0.json" ] && python3 - "$tmp/07-1f1b.rank0.json" "$tmp/07-1f1b.jsonl" <<'PY'; then
+import json, sys
+trace = json.load(open(sys.argv[1]))
+traced = sorted((e["ts"], e["dur"]) for e in trace["traceEvents"] if e.get("cat") == "step")
+timed = [16 * 8 / r["tokens_per_s"] * 1e6 for r in map(json.loads, open(sys.argv[2])) if "step" in r]
+ok = len(traced) == len(timed) == 6
+for (_, dur), t in zip(traced, timed):
+    print(f"        traced {dur:.1f} us, timed {t:.1f} us")
+    ok = ok and abs(dur - t) <= 0.02 * t + 50
+sys.exit(0 if ok else 1)
+PY
+    pass "07-1f1b: the trace's steps take what the program's own clock says (--metrics, within 2% + 50 us)"
+else
+    fail "07-1f1b: the trace's steps differ from the program's own step times"
+fi
+
+# A trace that cannot be written stops every rank at the start, by name, not after training.
+out=$(timeout 120 "${mpi[@]}" $l07 --dataset text --data "$text" --d-model 32 --heads 2 --d-hid 32 --bptt 8 \
+    --layers 4 --batch-size 16 --micro-batches 4 --max-steps 2 --epochs 1 --trace "$tmp/no/such/dir/t.json" 2>&1)
+status=$?
+if [ $status -ne 0 ] && [ $status -ne 124 ] && grep -q "cannot write the trace: .*$tmp/no/such/dir/t.rank0.json" <<<"$out" &&
+    ! grep -q "end of epoch" <<<"$out"; then
+    pass "--trace into a missing directory: exit $status before any step, naming the file"
+else
+    fail "--trace into a missing directory: exit $status; output:"
+    tail -5 <<<"$out" | sed 's/^/        /'
+fi
+
+# The validator can fail: traces that break one rule each.
+bad() { # NAME JSON WANT: the validator must fail the trace, naming WANT
+    printf '%s' "$2" >"$tmp/bad-$1.json"
+    local out
+    if out=$(python3 "$validate" "$tmp/bad-$1.json" 2>&1); then
+        fail "validator: passed a trace with $1"
+    elif grep -qF "$3" <<<"$out"; then
+        pass "validator: fails a trace with $1 ($3)"
+    else
+        fail "validator: failed a trace with $1 without naming it: $out"
+    fi
+}
+meta='{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "rank 0"}},
+      {"name": "thread_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "host"}}'
+tail='], "otherData": {"dropped_events": 0}}'
+x() { echo "{\"name\": \"$1\", \"cat\": \"compute\", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": $2, \"dur\": $3}"; }
+bad "an overlap" "{\"traceEvents\": [$meta, $(x a 0 10), $(x b 5 10)$tail" "'b' [5, 15] overlaps 'a'"
+bad "a child ending late by a nanosecond" "{\"traceEvents\": [$meta, $(x a 0 10.000), $(x b 5.000 5.001)$tail" "overlaps 'a'"
+bad "no dur" "{\"traceEvents\": [$meta, {\"name\": \"a\", \"cat\": \"compute\", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": 1}$tail" "dur None"
+bad "an unknown phase" "{\"traceEvents\": [$meta, $(x a 0 1), {\"name\": \"q\", \"ph\": \"Q\", \"pid\": 0, \"tid\": 0, \"ts\": 1}$tail" "ph 'Q'"
+bad "a thread without a name" "{\"traceEvents\": [$meta, $(x a 0 1), {\"name\": \"c\", \"cat\": \"comm\", \"ph\": \"X\", \"pid\": 0, \"tid\": 9, \"ts\": 0, \"dur\": 1}$tail" "track (0, 9) has no thread_name"
+bad "a B never closed" "{\"traceEvents\": [$meta, $(x a 0 1), {\"name\": \"b\", \"ph\": \"B\", \"pid\": 0, \"tid\": 0, \"ts\": 2}$tail" "'b' (B) never ends"
+bad "the array form" "[$(x a 0 1)]" "not the JSON object form"
+good="{\"traceEvents\": [$meta, $(x a 0 10), $(x b 0 10), $(x c 10 0), {\"name\": \"d\", \"ph\": \"B\", \"pid\": 0, \"tid\": 0, \"ts\": 2}, {\"ph\": \"E\", \"pid\": 0, \"tid\": 0, \"ts\": 3}$tail"
+printf '%s' "$good" >"$tmp/good.json"
+if python3 "$validate" "$tmp/good.json" >/dev/null; then pass "validator: passes ranges that share their ends, and B/E pairs"
+else fail "validator: failed a valid trace: $(python3 "$validate" "$tmp/good.json")"; fi
+
+if [ $skipped -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
+else echo "$passed passed, $failed failed"; fi
+[ $failed -eq 0 ]

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Where a step's time goes, from the --trace files of a run (one per rank, lib/core/trace.h).
+
+  trace.py FILE... [--merged OUT.json] [--svg OUT.svg] [--step N] [--json]
+
+Reads every rank's file (run.rank0.json run.rank1.json ..., or a merged one), prints
+per rank the steps traced, the mean step and its share in compute, exposed
+communication (the host waiting for it), data loading and idle, and that the parts add
+up to the step; --merged writes all ranks as one trace (open it in
+https://ui.perfetto.dev or chrome://tracing: a process per rank); --svg draws step N
+(default: the second, the first after the warm-up, or the only one) of every rank;
+--json prints the numbers as JSON instead (microseconds). `make trace TRACE="..."` runs
+it with --merged and --svg under build/plots/.
+
+Python's standard library only."""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trace_read import PARTS, TraceError, load, merge, shares  # noqa: E402
+from trace_svg import render, step_count  # noqa: E402
+
+NAMES = {"compute": "compute", "comm": "exposed communication", "data": "data loading", "idle": "idle"}
+
+
+def report(doc):
+    lines = []
+    for pid, row in sorted(shares(doc).items()):
+        n, step = row["steps"], row["step_us"]
+        if n == 0:
+            lines.append(f"rank {pid}: no steps traced (ranges of category step)")
+            continue
+        parts = ", ".join(f"{NAMES[p]} {100 * row[p + '_us'] / step:.1f}% ({row[p + '_us'] / n / 1000:.2f} ms)"
+                          for p in PARTS)
+        lines.append(f"rank {pid}: {n} steps of {step / n / 1000:.2f} ms: {parts}; the parts add up to "
+                     f"{100 * row['parts_us'] / step:.2f}% of the step")
+    dropped = doc.get("otherData", {}).get("dropped_events", 0)
+    if dropped:
+        lines.append(f"warning: {dropped} events were dropped beyond the trace's cap: the shares miss them")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", help="the ranks' trace files (or one merged file)")
+    parser.add_argument("--merged", help="write every rank's events into this one trace")
+    parser.add_argument("--svg", help="draw a step of every rank into this SVG")
+    parser.add_argument("--step", type=int, help="the step to draw, from 1 (default: the second)")
+    parser.add_argument("--json", action="store_true", help="the shares as JSON (microseconds)")
+    args = parser.parse_args()
+    try:
+        docs = [load(p) for p in args.files]
+        doc = docs[0] if len(docs) == 1 else merge(docs, args.files)
+        if args.json:
+            print(json.dumps({str(pid): {k: float(v) for k, v in row.items()} for pid, row in shares(doc).items()}))
+        else:
+            print(report(doc))
+        if args.merged:
+            os.makedirs(os.path.dirname(args.merged) or ".", exist_ok=True)
+            with open(args.merged, "w", encoding="utf-8") as f:
+                json.dump(doc, f, default=float)
+            print(f"merged: {args.merged}")
+        if args.svg:
+            count = step_count(doc)
+            index = (args.step - 1) if args.step else (1 if count > 1 else 0)
+            if count == 0 or not 0 <= index < count:
+                raise TraceError(f"no step {index + 1} on every rank (each has at least {count})")
+            ranks = len({e["pid"] for e in doc["traceEvents"] if e.get("ph") == "X"})
+            title = f"Step {index + 1} of {ranks} rank{'s' if ranks != 1 else ''}: where the time goes"
+            os.makedirs(os.path.dirname(args.svg) or ".", exist_ok=True)
+            with open(args.svg, "w", encoding="utf-8") as f:
+                f.write(render(doc, index, title, footer=" ".join(os.path.basename(p) for p in args.files)))
+            print(f"drawn: {args.svg} (step {index + 1})")
+    except (OSError, TraceError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Reading the course's trace files (lib/core/trace.h), merging the ranks' files into one,
+and the share of a step in compute, exposed communication, data loading and idle.
+
+A step is an event of category "step" on a rank's host track (tid 0). Each instant of
+it belongs to the innermost range open on the host then: its category says what the
+rank was doing (compute; comm: waiting for communication, so exposed; data), and an
+instant inside no range but the step itself is idle (bookkeeping between the ranges,
+or work nobody named; category "other" counts as idle too). So a range's own time is
+its duration less its children's, and a step's parts add up to the step when the
+ranges nest. Communication in flight beside the host (the lanes, tid 9 and up) is not
+exposed and does not count; the time the host waits for it does ("wait all-reduce")."""
+
+import json
+from decimal import Decimal
+
+HOST = 0
+PARTS = ("compute", "comm", "data", "idle")
+PART_OF = {"compute": "compute", "comm": "comm", "data": "data", "step": "idle", "other": "idle"}
+
+
+class TraceError(Exception):
+    pass
+
+
+def load(path):
+    """The JSON object of one trace file (times as decimals: exact microseconds)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f, parse_float=Decimal)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise TraceError(f"{path}: {err}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise TraceError(f"{path}: not a trace (no traceEvents: is this a --trace file?)")
+    return doc
+
+
+def merge(docs, paths):
+    """One trace of every rank's file: their events side by side (each rank is its own
+    pid); otherData lists the files' own, in rank order. A pid twice is refused."""
+    seen, events, others = {}, [], []
+    for doc, path in zip(docs, paths):
+        pids = {e.get("pid") for e in doc["traceEvents"]}
+        for pid in pids:
+            if pid in seen:
+                raise TraceError(f"{path}: rank (pid) {pid} is also in {seen[pid]}: files of one job, once each")
+            seen[pid] = path
+        events += doc["traceEvents"]
+        others.append(dict(doc.get("otherData", {}), file=path))
+    others.sort(key=lambda o: o.get("rank", 0))
+    dropped = sum(o.get("dropped_events", 0) for o in others)
+    return {"displayTimeUnit": "ms", "traceEvents": events,
+            "otherData": {"ranks": others, "dropped_events": dropped}}
+
+
+def host_events(doc, pid):
+    return [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("pid") == pid and e.get("tid") == HOST]
+
+
+def pids(doc):
+    return sorted({e["pid"] for e in doc["traceEvents"] if e.get("ph") == "X"})
+
+
+def nest(events):
+    """[(event, children)] roots of the ranges' tree (they nest: the validator says so)."""
+    roots, stack = [], []
+    for e in sorted(events, key=lambda e: (e["ts"], -e["dur"])):
+        while stack and stack[-1][0]["ts"] + stack[-1][0]["dur"] <= e["ts"]:
+            stack.pop()
+        node = (e, [])
+        (stack[-1][1] if stack else roots).append(node)
+        stack.append(node)
+    return roots
+
+
+def _own_time(node, parts):
+    e, children = node
+    own = e["dur"] - sum(c[0]["dur"] for c in children)
+    parts[PART_OF.get(e.get("cat"), "idle")] += own
+    for c in children:
+        _own_time(c, parts)
+
+
+def _covered(step, children):
+    """How much of the step its ranges cover: the union of their spans inside it."""
+    covered, end = Decimal(0), step["ts"]
+    stop = step["ts"] + step["dur"]
+    for e, _ in sorted(children, key=lambda c: c[0]["ts"]):
+        a, b = max(e["ts"], end), min(e["ts"] + e["dur"], stop)
+        if b > a:
+            covered += b - a
+            end = b
+    return covered
+
+
+def step_parts(step_node):
+    """{part: microseconds} of one step (a node of nest()): its ranges' own times by
+    their category, and idle, the part of the step that no range covers, measured on
+    its own: the parts add up to the step only when the ranges nest inside it."""
+    step, children = step_node
+    parts = {p: Decimal(0) for p in PARTS}
+    for c in children:
+        _own_time(c, parts)
+    parts["idle"] += step["dur"] - _covered(step, children)
+    return parts
+
+
+def steps(doc, pid):
+    """The rank's step nodes in time order (steps inside steps are not steps of their own)."""
+    found = []
+
+    def walk(nodes):
+        for node in nodes:
+            if node[0].get("cat") == "step":
+                found.append(node)
+            else:
+                walk(node[1])
+    walk(nest(host_events(doc, pid)))
+    return found
+
+
+def shares(doc):
+    """{pid: {"steps": n, "step_us": total, part + "_us": total, "parts_us": their sum}}."""
+    out = {}
+    for pid in pids(doc):
+        nodes = steps(doc, pid)
+        total = {p: Decimal(0) for p in PARTS}
+        for node in nodes:
+            for p, v in step_parts(node).items():
+                total[p] += v
+        row = {"steps": len(nodes), "step_us": sum((n[0]["dur"] for n in nodes), Decimal(0))}
+        row.update({p + "_us": v for p, v in total.items()})
+        row["parts_us"] = sum(total.values(), Decimal(0))
+        out[pid] = row
+    return out
