@@ -363,7 +363,7 @@ check-lesson: ## grade lesson N: make check-lesson 1 [SOLUTION=1]
 	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/grade && \
 	OMP_NUM_THREADS=$(THREADS) $(BUILD)/$(KIND)/$$d/grade
 
-# RANKS=N starts N ranks on this machine with mpirun (lessons 06, 07 and 08; N = 1 takes
+# RANKS=N starts N ranks on this machine with mpirun (lessons 06, 07, 08 and 09; N = 1 takes
 # the same path): more ranks than cores is allowed, shared memory between them, and
 # OMPI_ALLOW_RUN_AS_ROOT so that it also runs in a container as root. THREADS is per
 # rank: unless given, the cores are shared out between the ranks. Lesson 05 (PPO) runs

@@ -51,6 +51,7 @@ tally "lib/dist with several ranks (mpirun)" tests/dist/run.sh "$build"
 tally "lesson 06 on two hosts (network namespaces) and a killed rank" tests/dist/lesson06.sh "$build"
 tally "lesson 08: resumed on other rank counts and stages, a killed rank, disagreeing ranks" tests/dist/lesson08.sh "$build"
 tally "traces of lessons 06 and 07 (--trace): the format's rules, the shares of a step" tests/trace/run.sh "$build"
+tally "lesson 09: bad layouts refused, data x pipeline x tensor on 8 and 12 ranks = 1 rank" tests/dist/lesson09.sh "$build"
 tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "CUDA kernels on a CPU emulator, not a GPU (make check-gpu-emulated)" tests/gpu/emulator/run.sh "$build"/emulator
 tally "make gpu-report: parsing, verdicts, no GPU, a stand-in GPU, figures from a report" python3 tests/gpu/test_gpu_report.py
