@@ -35,6 +35,7 @@
 #include "train/clip.h"
 #include "train/lm_options.h"
 #include "train/loop.h"
+#include "train/loss_watch.h"
 #include "train/optim.h"
 
 const TensorParallelOps LESSON_OPS = {lesson_shard, lesson_qkv_rows, lesson_f, lesson_g,
@@ -62,7 +63,7 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
         {"tp", ARG_INT, &c->tp, "tensor-parallel ranks: each holds 1/tp of every weight (divides the heads and --d-hid)", NULL},
         {"dp", ARG_INT, &c->dp, "data-parallel replicas (0: the ranks left over, ranks / (pp x tp))", NULL},
         {"pp", ARG_INT, &c->pp, "pipeline stages (lesson 07)", NULL},
-        {"micro", ARG_INT, &c->micro, "micro-batches per step through the pipeline (0: pp, or 1 without a pipeline)", NULL},
+        {"micro", ARG_INT, &c->micro, "micro-batches per step through the pipeline (0: one per stage)", NULL},
         {"schedule", ARG_CHOICE, &c->schedule, "the pipeline's schedule (lesson 07)", "gpipe|1f1b"},
         {"model", ARG_CHOICE, &c->model, "tutorial: lesson 04's (200 wide, 2 heads, 2 layers); seed: the seed exercise's (1024 wide, 4 heads, 3 layers)", "tutorial|seed"},
         {"dataset", ARG_CHOICE, &c->dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
@@ -101,7 +102,6 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (ints[i].value < ints[i].min || ints[i].value > ints[i].max)
             fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, ints[i].max, ints[i].value);
-    if (!c->micro) c->micro = c->pp;
     if (!(c->lr > 0) || !isfinite(c->lr)) fatal("--lr must be positive, got %g", (double)c->lr);
     if (!(c->clip >= 0) || !isfinite(c->clip)) fatal("--clip must be 0 or more, got %g", (double)c->clip);
     if (!(c->timeout_s > 0) || !isfinite(c->timeout_s)) fatal("--timeout must be positive, got %g", (double)c->timeout_s);
@@ -122,7 +122,9 @@ typedef struct {
     Transformer stage;               /* this rank's slice: its stage's blocks, cut t ways */
     Pipeline pipe;
     Sgd opt;
-    int Bl, Bm, T;                   /* this replica's sequences a step, a micro-batch's, tokens */
+    int Bl, Bm, T, micro;            /* this replica's sequences a step, a micro-batch's, tokens;
+                                      * micro-batches a step */
+    LossWatch watch;                 /* a diverging loss stops the run (train/loss_watch.h) */
     int *host_tokens, *host_targets; /* [Bl * T] batch-major */
     int *dev_tokens, *dev_targets;
     const int *tok[64], *tgt[64];    /* the micro-batches, in the device's memory */
@@ -132,6 +134,14 @@ typedef struct {
 } Run;
 
 static bool library(const Run *run) { return strcmp(run->cfg.impl, "library") == 0; }
+
+/* Micro-batches a step with pp stages: --micro, else one per stage. */
+static int micro_of(const Config *c, int pp) { return c->micro ? c->micro : pp; }
+
+/* The model's sizes before the text is read (its vocabulary does not matter for them). */
+static TransformerConfig model_sizes(const Config *c, int vocab) {
+    return lm_model_config(&c->lm, strcmp(c->model, "seed") == 0 ? "seed" : "tutorial", vocab);
+}
 static int stage_of(const Run *run) { return run->grid.coord[GRID_PIPE]; }
 
 /* The layout: the grid, the model fits the tensor size, the batch the replicas. */
@@ -147,10 +157,17 @@ static void join(Run *run, const ArgSpec *specs, int nspecs) {
     GridShape shape = {.dp = c->dp, .pp = c->pp, .tp = c->tp};
     if (grid_check_shape(&shape, run->dist->world_size, line, sizeof line) != 0)
         fatal("%s (--dp %d --pp %d --tp %d)", line, c->dp, c->pp, c->tp);
-    if (c->batch_size % (shape.dp * c->micro) != 0)
-        fatal("--batch-size %d does not split into %d replicas x %d micro-batches: make it a "
-              "multiple of %d", c->batch_size, shape.dp, c->micro, shape.dp * c->micro);
-    if (c->micro > 64) fatal("--micro %d: at most 64 micro-batches", c->micro);
+    const TransformerConfig sizes = model_sizes(c, 2);
+    if (tensor_parallel_check(&sizes, c->tp, line, sizeof line)) fatal("%s", line);
+    if (c->pp > transformer_block_count(&sizes))
+        fatal("--pp %d: the model has %d blocks (the embedding, %d layers, the decoder), at most "
+              "one stage each", c->pp, transformer_block_count(&sizes), sizes.layers);
+    const int micro = micro_of(c, c->pp);
+    if (micro > 64) fatal("--micro %d: at most 64 micro-batches", micro);
+    if (c->batch_size % (shape.dp * micro) != 0)
+        fatal("--batch-size %d does not split into %d replica%s x %d micro-batch%s: make it a "
+              "multiple of %d", c->batch_size, shape.dp, shape.dp == 1 ? "" : "s", micro,
+              micro == 1 ? "" : "es", shape.dp * micro);
     grid_init(&run->grid, run->dist, shape);
     grid_describe(&run->grid, line, sizeof line);
     print0("%s\n", line);
@@ -186,15 +203,13 @@ static void partition(Run *run, const TransformerConfig *mc, int pp) {
 
 static void build(Run *run) {
     const Config *c = &run->cfg;
-    run->model_cfg = lm_model_config(&c->lm, strcmp(c->model, "seed") == 0 ? "seed" : "tutorial",
-                                     run->corpus.vocab.count);
-    char msg[256];
-    if (tensor_parallel_check(&run->model_cfg, c->tp, msg, sizeof msg)) fatal("%s", msg);
+    run->model_cfg = model_sizes(c, run->corpus.vocab.count);
     dist_check_same(run->dist, run->model_cfg.vocab, "the text's vocabulary (every rank reads the same text)");
     partition(run, &run->model_cfg, run->grid.shape.pp);
     run->T = c->lm.bptt;
     run->Bl = c->batch_size / run->grid.shape.dp;
-    run->Bm = run->Bl / c->micro;
+    run->micro = micro_of(c, c->pp);
+    run->Bm = run->Bl / run->micro;
     if (!run->grid.inside_node[GRID_TENSOR]) /* grid_init warned; what it costs a step: */
         print0("  each rank of a tensor group sends %.1f MB a step over the network this way "
                "(9.5), where a node's links would carry it %s\n",
@@ -209,7 +224,7 @@ static void build(Run *run) {
                           run->first[s], run->first[s + 1], &make);
     const Device device = run->dist->device;
     if (device != DEVICE_CPU) transformer_to_device(&run->stage, device);
-    pipeline_init(&run->pipe, run->grid.pipe, &run->stage.blocks, c->micro,
+    pipeline_init(&run->pipe, run->grid.pipe, &run->stage.blocks, run->micro,
                   strcmp(c->schedule, "gpipe") == 0 ? PIPE_GPIPE : PIPE_1F1B);
     sgd_init(&run->opt, &run->stage.params, c->lr, 0.0f, 0.0f);
     const size_t bytes = (size_t)run->Bl * run->T * sizeof(int);
@@ -219,7 +234,7 @@ static void build(Run *run) {
         run->dev_tokens = device_alloc(device, bytes);
         run->dev_targets = device_alloc(device, bytes);
     }
-    for (int i = 0; i < c->micro; i++) {
+    for (int i = 0; i < run->micro; i++) {
         run->tok[i] = run->dev_tokens + (size_t)i * run->Bm * run->T;
         run->tgt[i] = run->dev_targets + (size_t)i * run->Bm * run->T;
     }
@@ -232,11 +247,11 @@ static void print_memory(Run *run) {
     double *got = xmalloc(2 * (size_t)W * sizeof *got);
     dist_all_gather_double(run->dist, (double)run->stage.params.total, got);
     dist_all_gather_double(run->dist, (double)want, got + W);
-    print0("model: %s transformer, %lld parameters, %d words (padded to %d for %d tensor ranks); "
+    print0("model: %s transformer, %lld parameters, %d words (padded to %d for %d tensor rank%s); "
            "%d sequences of %d tokens per replica a step, %d micro-batch%s (%s parts)\n",
            run->cfg.model, (long long)transformer_param_count(&run->model_cfg), run->tp.vocab,
-           run->tp.vocab_padded, t, run->Bl, run->T, run->cfg.micro,
-           run->cfg.micro == 1 ? "" : "es", library(run) ? "the library's" : "your");
+           run->tp.vocab_padded, t, t == 1 ? "" : "s", run->Bl, run->T, run->micro,
+           run->micro == 1 ? "" : "es", library(run) ? "the library's" : "your");
     print0("%6s %9s %8s %14s %14s\n", "rank", "(d,p,t)", "blocks", "parameters", "your 9.5");
     for (int r = 0; r < W; r++) {
         int co[GRID_AXES];
@@ -341,6 +356,7 @@ static void train(Run *run) {
     print0("training: SGD lr %g, clip %g, %lld steps an epoch of %d sequences, %d thread%s per rank\n",
            (double)c->lr, (double)c->clip, (long long)n, c->batch_size, c->threads,
            c->threads == 1 ? "" : "s");
+    loss_watch_init(&run->watch, run->model_cfg.vocab);
     if (c->metrics) {
         char path[4096];
         rank_path(c->metrics, run->dist->rank, path, sizeof path);
@@ -353,11 +369,7 @@ static void train(Run *run) {
             load_batch(run, &run->train, i * run->T);
             counters(run, true, &sent);
             const double s0 = now_seconds(), loss = train_step(run), took = now_seconds() - s0;
-            if (!isfinite(loss)) {
-                char where[64];
-                snprintf(where, sizeof where, "step %lld", (long long)run->steps + 1);
-                train_stop_if_diverged((float)loss, where, c->lr);
-            }
+            loss_watch_step(&run->watch, loss, run->steps + 1, c->lr); /* NaN, far above its start, rising: names --lr */
             counters(run, false, &sent);
             const DistCounts tc = dist_counts(run->grid.tensor, DIST_KIND_ALL_REDUCE);
             run->steps++, steps++;
@@ -386,7 +398,7 @@ static void print_communication(Run *run) {
     const int64_t rows = (int64_t)run->Bl * run->T;
     const double want = lesson_tensor_bytes(&run->model_cfg, rows, t, run->first[s], run->first[s + 1]);
     print0("communication of rank 0 a step: %.0f all-reduces in its tensor group, %.3f MB sent "
-           "there (your formula 9.5: %.3f MB); %.3f MB on every axis\n",
+           "there (your formula 9.5: %.3f MB); %.3f MB on all axes together\n",
            run->all_reduces / run->steps, run->tensor_bytes / run->steps / 1e6, want / 1e6,
            run->bytes_sent / run->steps / 1e6);
     print0("memory of rank 0: %.3f MB of parameters, %.3f MB of activations kept for the "
@@ -410,8 +422,7 @@ static void print_digest(Run *run) {
 
 /* Every layout of N ranks for this model: what a rank holds and sends per step. */
 static void plan(const Config *c) {
-    const TransformerConfig mc = lm_model_config(&c->lm, strcmp(c->model, "seed") == 0 ? "seed" : "tutorial",
-                                                 28782);
+    const TransformerConfig mc = model_sizes(c, 28782);
     const int N = c->plan, G = c->gpus_per_node, blocks = transformer_block_count(&mc);
     printf("layouts of %d ranks, %d per node, for the %s model (%lld parameters, %d words), "
            "batches of %d x %d tokens, SGD (parameters and gradients: 8 bytes each):\n", N, G,
@@ -426,7 +437,7 @@ static void plan(const Config *c) {
             const int dp = N / (tp * pp);
             if (pp > blocks) { stages++; continue; }
             if (tensor_parallel_check(&mc, tp, why, sizeof why)) { heads++; continue; }
-            if (c->batch_size % dp) { batch++; continue; }
+            if (c->batch_size % (dp * micro_of(c, pp))) { batch++; continue; }
             Run r = {.cfg = *c};
             partition(&r, &mc, pp);
             int64_t most = 0;
@@ -445,11 +456,18 @@ static void plan(const Config *c) {
         }
     printf("(the fullest stage's rank; tensor and data bytes are sent per step in all-reduces, "
            "pipeline bytes to the neighbouring stages; a vocabulary of 28,782 words, WikiText-2's)\n");
-    if (heads + batch + stages)
-        printf("left out: %d layout%s whose tp does not divide the %d heads and the feed-forward "
-               "width %d, %d whose dp does not divide --batch-size %d, %d with more stages than "
-               "the %d blocks\n", heads, heads == 1 ? "" : "s", mc.heads, mc.d_ff, batch,
-               c->batch_size, stages, blocks);
+    char left[512] = "";
+    int len = 0;
+    if (heads)
+        len += snprintf(left + len, sizeof left - (size_t)len, "; %d whose tp does not divide the "
+                        "%d heads and the feed-forward width %d", heads, mc.heads, mc.d_ff);
+    if (batch)
+        len += snprintf(left + len, sizeof left - (size_t)len, "; %d whose replicas x micro-batches "
+                        "do not divide --batch-size %d", batch, c->batch_size);
+    if (stages)
+        snprintf(left + len, sizeof left - (size_t)len, "; %d with more stages than the %d blocks",
+                 stages, blocks);
+    if (*left) printf("left out: %s\n", left + 2); /* past the first "; " */
 }
 
 /* ---------------------------------------------------------------- main */

@@ -123,19 +123,20 @@ float tp_vocab_cross_entropy(TensorParallel *tp, Tensor *dlogits, const Tensor *
 /* ---------------------------------------------------------------- set-up */
 
 int tensor_parallel_check(const TransformerConfig *c, int t, char *msg, size_t cap) {
-    const char *what = c->heads % t ? "heads" : c->d_ff % t ? "feed-forward width" : NULL;
-    if (t >= 1 && !what) return 0;
+    if (t >= 1 && c->heads % t == 0 && c->d_ff % t == 0) return 0;
     if (t < 1) {
         snprintf(msg, cap, "--tp must be at least 1, got %d", t);
         return -1;
     }
-    const int n = c->heads % t ? c->heads : c->d_ff;
+    char size[64];
+    if (c->heads % t) snprintf(size, sizeof size, "%d heads", c->heads);
+    else snprintf(size, sizeof size, "feed-forward width of %d", c->d_ff);
     char fits[128] = "";
     for (int k = 1, len = 0; k <= c->heads && len < (int)sizeof fits - 12; k++)
         if (c->heads % k == 0 && c->d_ff % k == 0)
             len += snprintf(fits + len, sizeof fits - (size_t)len, "%s%d", len ? ", " : "", k);
-    snprintf(msg, cap, "--tp %d does not divide the model's %d %s: each rank holds 1/t of them "
-             "(sizes that fit this model: %s)", t, n, what, fits);
+    snprintf(msg, cap, "--tp %d does not divide the model's %s: each rank holds 1/t of the %s "
+             "(sizes that fit this model: %s)", t, size, c->heads % t ? "heads" : "hidden units", fits);
     return -1;
 }
 

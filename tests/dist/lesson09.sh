@@ -57,7 +57,7 @@ refused() { # $1: what; $2: the message expected (grep -E); $3: ranks; the rest:
 }
 refused "--tp 3 with 2 heads on 3 ranks" "--tp 3 does not divide the model's 2 heads" \
     3 "$bin" "${small[@]}" --tp 3 --max-steps 1
-refused "--tp 4 with a feed-forward width of 30 on 4 ranks" "--tp 4 does not divide the model's 30 feed-forward width" \
+refused "--tp 4 with a feed-forward width of 30 on 4 ranks" "--tp 4 does not divide the model's feed-forward width of 30" \
     4 "$bin" "${small[@]}" --heads 4 --d-hid 30 --tp 4 --max-steps 1
 refused "--dp 3 --tp 2 on 4 ranks" "data 3 x pipeline 1 x tensor 2 is 6 ranks, but the job has 4" \
     4 "$bin" "${small[@]}" --dp 3 --tp 2 --max-steps 1
