@@ -11,6 +11,11 @@
 #     step's loss (--metrics) within 1e-5 relative of 1 rank's over 20 steps, every
 #     rank's parameter digest the same, the parameters and the bytes of rank 0 what
 #     TODO 9.5 counts from the shapes
+#   - two hosts on one machine (two network namespaces joined by a veth pair, Open MPI
+#     over TCP, as tests/dist/lesson06.sh makes them): a tensor group across the two is
+#     warned about at start, with what it sends over the network a step, and still
+#     takes one process's steps; replicas across them (--dp 2) are not warned about.
+#     Needs root and iproute2, else skipped.
 # Last line: "N passed, M failed[, K skipped]".
 #   tests/dist/lesson09.sh BUILD_DIR
 set -u
@@ -118,4 +123,55 @@ check_layout "3 x 2 x 2 on 12 ranks, 2 micro-batches, dropout off" one0 grid12 1
 run one 1
 run pipe8 8 --pp 4 --tp 2 --micro 1
 check_layout "1 x 4 x 2 on 8 ranks, one micro-batch, dropout on" one pipe8 8
+
+# ---- two hosts: a tensor group that spans them is warned about, with its cost
+tag=$$ ns1=course9-h1-$$ ns2=course9-h2-$$
+net=10.$((200 + tag % 50)).$((tag % 250)) # a /24 unlikely to be in use
+trap 'ip netns del "$ns1" 2>/dev/null; ip netns del "$ns2" 2>/dev/null; rm -rf "$scratch"' EXIT
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+    skip "lesson 09 on two hosts: needs root and iproute2 for network namespaces"
+elif ! { ip netns add "$ns1" && ip netns add "$ns2" &&
+    ip link add "w1-$tag" type veth peer name "w2-$tag" &&
+    ip link set "w1-$tag" netns "$ns1" && ip link set "w2-$tag" netns "$ns2" &&
+    ip -n "$ns1" addr add "$net.1/24" dev "w1-$tag" && ip -n "$ns2" addr add "$net.2/24" dev "w2-$tag" &&
+    ip -n "$ns1" link set "w1-$tag" up && ip -n "$ns2" link set "w2-$tag" up &&
+    ip -n "$ns1" link set lo up && ip -n "$ns2" link set lo up; } 2>"$scratch/ip.err"; then
+    skip "lesson 09 on two hosts: cannot make network namespaces here ($(head -1 "$scratch/ip.err"))"
+else
+    # mpirun's remote shell: the command runs inside the namespace that owns the address
+    cat >"$scratch/agent" <<AGENT
+#!/bin/sh
+case "\$1" in $net.1) ns=$ns1 ;; $net.2) ns=$ns2 ;; *) echo "no such host: \$1" >&2; exit 1 ;; esac
+shift
+exec ip netns exec "\$ns" sh -c "\$*"
+AGENT
+    chmod +x "$scratch/agent"
+    printf '%s slots=1\n%s slots=1\n' "$net.1" "$net.2" >"$scratch/hosts"
+    hosts() { # $1: name; the rest: options; one rank on each host
+        local name=$1
+        shift
+        timeout 300 ip netns exec "$ns1" mpirun -n 2 --hostfile "$scratch/hosts" \
+            --mca plm_rsh_agent "$scratch/agent" --mca btl self,tcp \
+            --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
+            -x OMP_NUM_THREADS "$bin" "${small[@]}" --max-steps 20 \
+            --metrics "$scratch/$name.jsonl" "$@" >"$scratch/$name.out" 2>&1
+    }
+    hosts span --tp 2
+    hosts replicas --dp 2 --dropout 0
+    if ! grep -q "2 ranks on 2 nodes" "$scratch/span.out"; then
+        fail "lesson 09 on two hosts: the job did not see 2 nodes"
+        tail -8 "$scratch/span.out" | sed 's/^/        | /'
+    elif ! grep -q "tensor groups of 2 ranks span nodes" "$scratch/span.out" ||
+        ! grep -qE "sends [0-9.]+ MB a step over the network" "$scratch/span.out"; then
+        fail "lesson 09 on two hosts: --tp 2 across them is not warned about with its cost"
+        head -8 "$scratch/span.out" | sed 's/^/        | /'
+    elif ! worst=$(close "$scratch/one.jsonl" "$scratch/span.jsonl"); then
+        fail "lesson 09 on two hosts: --tp 2 across them is off by $worst from 1 rank's steps"
+    elif grep -q "span nodes" "$scratch/replicas.out" || ! grep -q "parameter digest" "$scratch/replicas.out"; then
+        fail "lesson 09 on two hosts: --dp 2 across them warned about a tensor group, or did not finish"
+        tail -8 "$scratch/replicas.out" | sed 's/^/        | /'
+    else
+        pass "lesson 09 on two hosts: --tp 2 across them warned ($(grep -oE 'sends [0-9.]+ MB a step over the network' "$scratch/span.out")) and within $worst of 1 rank's steps; --dp 2 across them not warned"
+    fi
+fi
 finish
