@@ -24,10 +24,13 @@
 #include "core/args.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/trace.h"
 #include "core/timer.h"
 #include "data/text.h"
 #include "dist/dist_options.h"
+#include "dist/dist_trace.h"
 #include "lesson.h"
+#include "models/block_trace.h"
 #include "models/transformer.h"
 #include "parallel/grid.h"
 #include "parallel/pipeline.h"
@@ -45,14 +48,14 @@ const TensorParallelOps LESSON_OPS = {lesson_shard, lesson_qkv_rows, lesson_f, l
 
 typedef struct {
     LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
-    const char *dataset, *data, *model, *impl, *device, *dist, *metrics, *schedule;
+    const char *dataset, *data, *model, *impl, *device, *dist, *metrics, *schedule, *trace;
     int tp, dp, pp, micro, batch_size, epochs, max_steps, valid_batches, seed, threads, ranks;
     int plan, gpus_per_node;
     float lr, clip, timeout_s;
 } Config;
 
 static const char *const per_rank_options[] = {"metrics", "threads", "timeout", NULL};
-enum { OWN = 24, MAX_SPECS = OWN + LM_OPTION_SPECS };
+enum { OWN = 25, MAX_SPECS = OWN + LM_OPTION_SPECS };
 
 static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
     *c = (Config){.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
@@ -82,6 +85,7 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
         {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", NULL},
         {"timeout", ARG_FLOAT, &c->timeout_s, "seconds a rank waits for another before the job ends", NULL},
         {"metrics", ARG_STRING, &c->metrics, "JSON lines, one per step and rank: loss, tokens_per_s, bytes_sent, all_reduces, step_seconds, param_bytes, activation_bytes", NULL},
+        {"trace", ARG_STRING, &c->trace, "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace format; make trace)", NULL},
         {"plan", ARG_INT, &c->plan, "print every layout of this many ranks (memory and bytes per rank) and stop; no ranks needed", NULL},
         {"gpus-per-node", ARG_INT, &c->gpus_per_node, "--plan: ranks per node (a tensor group should fit in one)", NULL},
     };
@@ -267,6 +271,7 @@ static void print_memory(Run *run) {
 
 /* Batch i of a split: this replica's columns, batch-major. */
 static void load_batch(Run *run, const TextBatches *split, int64_t i) {
+    trace_begin("load batch", TRACE_DATA); /* with --trace (core/trace.h) */
     const TextBatch b = text_get_batch(split, i, run->T);
     const int Bl = run->Bl, T = run->T, col0 = run->grid.coord[GRID_DATA] * Bl;
     for (int s = 0; s < Bl; s++)
@@ -279,6 +284,7 @@ static void load_batch(Run *run, const TextBatches *split, int64_t i) {
         device_copy(run->dev_tokens, run->stage.device, run->host_tokens, DEVICE_CPU, bytes);
         device_copy(run->dev_targets, run->stage.device, run->host_targets, DEVICE_CPU, bytes);
     }
+    trace_end("load batch");
 }
 
 /* The communicators a step talks on: the tensor group, the data group, the pipeline's. */
@@ -304,10 +310,12 @@ static void clip_global(Run *run) {
 
 /* One step: the loss, the mean over the replicas. */
 static double train_step(Run *run) {
+    trace_begin("step", TRACE_STEP);
     const float loss = pipeline_step(&run->pipe, run->tok, run->tgt);
     dist_all_reduce(run->grid.data, &run->stage.params.grads, DIST_AVG);
     if (run->cfg.clip > 0) clip_global(run);
     sgd_step(&run->opt, &run->stage.params);
+    trace_end("step");
     return dist_sum_double(run->grid.data, loss) / run->grid.shape.dp;
 }
 
@@ -501,7 +509,11 @@ int lesson_main(int argc, char **argv) {
     load_text(run);
     build(run);
     print_memory(run);
+    dist_trace_start(run->dist, run->cfg.trace); /* --trace: ts 0 here on every rank */
+    BlockTrace *blocks = block_trace_attach(&run->stage.blocks);
     train(run);
+    block_trace_detach(blocks);
+    dist_trace_finish(run->dist, run->cfg.trace);
     print_communication(run);
     print_digest(run);
     finish(run);
