@@ -42,34 +42,15 @@ run=(--threads 1 --dataset synthetic --train-limit 800 --test-limit 200 --epochs
 digests() { sed -nE 's/^rank ([0-9]+) parameter digest: ([0-9a-f]+)$/\1 \2/p' <<<"$1" | sort; }
 
 # ---- two hosts in network namespaces
-tag=$$ ns1=course-h1-$$ ns2=course-h2-$$ scratch=$(mktemp -d)
-cleanup() { ip netns del "$ns1" 2>/dev/null; ip netns del "$ns2" 2>/dev/null; rm -rf "$scratch"; }
+tag=$$ scratch=$(mktemp -d) # tag: this run's, in the names the checks below give their jobs
+. "$(dirname "$0")/two_hosts.sh"
+cleanup() { two_hosts_down; rm -rf "$scratch"; }
 trap cleanup EXIT
-net=10.$((200 + tag % 50)).$((tag % 250)) # a /24 unlikely to be in use
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
-    skip "lesson 06 on two hosts: needs root and iproute2 for network namespaces"
-elif ! { ip netns add "$ns1" && ip netns add "$ns2" &&
-    ip link add "v1-$tag" type veth peer name "v2-$tag" &&
-    ip link set "v1-$tag" netns "$ns1" && ip link set "v2-$tag" netns "$ns2" &&
-    ip -n "$ns1" addr add "$net.1/24" dev "v1-$tag" && ip -n "$ns2" addr add "$net.2/24" dev "v2-$tag" &&
-    ip -n "$ns1" link set "v1-$tag" up && ip -n "$ns2" link set "v2-$tag" up &&
-    ip -n "$ns1" link set lo up && ip -n "$ns2" link set lo up; } 2>"$scratch/ip.err"; then
-    skip "lesson 06 on two hosts: cannot make network namespaces here ($(head -1 "$scratch/ip.err"))"
+if ! two_hosts_up "$scratch"; then
+    skip "lesson 06 on two hosts: $TWO_HOSTS_WHY"
 else
-    # mpirun's remote shell: run the command inside the namespace that owns the address
-    cat >"$scratch/agent" <<AGENT
-#!/bin/sh
-case "\$1" in $net.1) ns=$ns1 ;; $net.2) ns=$ns2 ;; *) echo "no such host: \$1" >&2; exit 1 ;; esac
-shift
-exec ip netns exec "\$ns" sh -c "\$*"
-AGENT
-    chmod +x "$scratch/agent"
-    printf '%s slots=1\n%s slots=1\n' "$net.1" "$net.2" >"$scratch/hosts"
     one=$(timeout 120 mpirun -n 2 --oversubscribe --mca btl self,vader,tcp "$bin" "${run[@]}" 2>&1)
-    two=$(timeout 120 ip netns exec "$ns1" mpirun -n 2 --hostfile "$scratch/hosts" \
-        --mca plm_rsh_agent "$scratch/agent" --mca btl self,tcp \
-        --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
-        -x OMP_NUM_THREADS "$bin" "${run[@]}" 2>&1)
+    two=$(two_hosts_mpirun "$bin" "${run[@]}" 2>&1)
     d1=$(digests "$one") d2=$(digests "$two")
     if ! grep -q "2 ranks on 2 nodes" <<<"$two"; then
         fail "lesson 06 on two hosts: the job did not see 2 nodes"

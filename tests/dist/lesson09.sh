@@ -125,36 +125,16 @@ run pipe8 8 --pp 4 --tp 2 --micro 1
 check_layout "1 x 4 x 2 on 8 ranks, one micro-batch, dropout on" one pipe8 8
 
 # ---- two hosts: a tensor group that spans them is warned about, with its cost
-tag=$$ ns1=course9-h1-$$ ns2=course9-h2-$$
-net=10.$((200 + tag % 50)).$((tag % 250)) # a /24 unlikely to be in use
-trap 'ip netns del "$ns1" 2>/dev/null; ip netns del "$ns2" 2>/dev/null; rm -rf "$scratch"' EXIT
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
-    skip "lesson 09 on two hosts: needs root and iproute2 for network namespaces"
-elif ! { ip netns add "$ns1" && ip netns add "$ns2" &&
-    ip link add "w1-$tag" type veth peer name "w2-$tag" &&
-    ip link set "w1-$tag" netns "$ns1" && ip link set "w2-$tag" netns "$ns2" &&
-    ip -n "$ns1" addr add "$net.1/24" dev "w1-$tag" && ip -n "$ns2" addr add "$net.2/24" dev "w2-$tag" &&
-    ip -n "$ns1" link set "w1-$tag" up && ip -n "$ns2" link set "w2-$tag" up &&
-    ip -n "$ns1" link set lo up && ip -n "$ns2" link set lo up; } 2>"$scratch/ip.err"; then
-    skip "lesson 09 on two hosts: cannot make network namespaces here ($(head -1 "$scratch/ip.err"))"
+. "$(dirname "$0")/two_hosts.sh"
+trap 'two_hosts_down; rm -rf "$scratch"' EXIT
+if ! two_hosts_up "$scratch"; then
+    skip "lesson 09 on two hosts: $TWO_HOSTS_WHY"
 else
-    # mpirun's remote shell: the command runs inside the namespace that owns the address
-    cat >"$scratch/agent" <<AGENT
-#!/bin/sh
-case "\$1" in $net.1) ns=$ns1 ;; $net.2) ns=$ns2 ;; *) echo "no such host: \$1" >&2; exit 1 ;; esac
-shift
-exec ip netns exec "\$ns" sh -c "\$*"
-AGENT
-    chmod +x "$scratch/agent"
-    printf '%s slots=1\n%s slots=1\n' "$net.1" "$net.2" >"$scratch/hosts"
     hosts() { # $1: name; the rest: options; one rank on each host
         local name=$1
         shift
-        timeout 300 ip netns exec "$ns1" mpirun -n 2 --hostfile "$scratch/hosts" \
-            --mca plm_rsh_agent "$scratch/agent" --mca btl self,tcp \
-            --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
-            -x OMP_NUM_THREADS "$bin" "${small[@]}" --max-steps 20 \
-            --metrics "$scratch/$name.jsonl" "$@" >"$scratch/$name.out" 2>&1
+        two_hosts_mpirun "$bin" "${small[@]}" --max-steps 20 --metrics "$scratch/$name.jsonl" "$@" \
+            >"$scratch/$name.out" 2>&1
     }
     hosts span --tp 2
     hosts replicas --dp 2 --dropout 0
