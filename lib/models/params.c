@@ -149,7 +149,8 @@ void params_to_device(ParamList *list, Device device) {
 void params_set_working(ParamList *list, DType dtype) {
     CHECK(list->values.data != NULL, "params_set_working before params_allocate");
     CHECK(dtype == DTYPE_BF16 || dtype == DTYPE_F16, "params_set_working(%s): the working copy "
-          "is bfloat16 or float16 (float32 training reads the values themselves)", dtype_name(dtype));
+          "is bfloat16 or float16 (float32 training reads the values themselves)",
+          dtype_name(dtype));
     tensor_free(&list->working);
     list->working = tensor_zeros_typed(list->values.device, dtype, 1, (int)list->values.size);
     params_refresh_working(list);

@@ -94,10 +94,10 @@ void params_to_device(ParamList *list, Device device);
 /* Frees the buffers, the working copy and the parameters. */
 void params_free(ParamList *list);
 
-/* A working copy of dtype DTYPE_BF16 or DTYPE_F16 (stops with a message otherwise): one flat
- * buffer of the values' size on their device, a `work` view per parameter at its
- * offset, filled from the values (params_refresh_working). Called again with another
- * dtype, the copy is made anew. params_set_layout lays it out with the values and
+/* A working copy of dtype DTYPE_BF16 or DTYPE_F16 (stops with a message otherwise):
+ * one flat buffer of the values' size on their device, a `work` view per parameter at
+ * its offset, filled from the values (params_refresh_working). Called again, the copy
+ * is made anew (of the new dtype). params_set_layout lays it out with the values and
  * refreshes it. */
 void params_set_working(ParamList *list, DType dtype);
 /* working = values rounded to its dtype (core/dtype.h: nearest even, the same bits on

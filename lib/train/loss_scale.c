@@ -45,14 +45,15 @@ bool loss_scale_unscale(LossScaler *ls, Tensor *grads) {
           "divided by the scale twice (call loss_scale_update to end the step)");
     CHECK_FLOAT32(grads);
     const float inv = (float)(1.0 / (double)ls->scale);
-    ls->found_inf = grads->device == DEVICE_CPU ? unscale_cpu(grads->data, grads->size, inv)
-                                                : cuda_unscale_find_inf(grads->data, grads->size, inv);
+    if (grads->device == DEVICE_CPU) ls->found_inf = unscale_cpu(grads->data, grads->size, inv);
+    else ls->found_inf = cuda_unscale_find_inf(grads->data, grads->size, inv);
     ls->unscaled = true;
     return ls->found_inf;
 }
 
 void loss_scale_agree(LossScaler *ls, LossScaleAgreeFn agree, void *ctx) {
-    CHECK(ls->unscaled, "loss_scale_agree before loss_scale_unscale: there is no verdict to share yet");
+    CHECK(ls->unscaled, "loss_scale_agree before loss_scale_unscale: there is no verdict to "
+          "share yet");
     ls->found_inf = agree(ctx, ls->found_inf);
 }
 

@@ -18,7 +18,7 @@
  *   params_zero_grad(&params);
  *   // forward; the loss gradient times loss_scale_value(&ls); backward
  *   loss_scale_unscale(&ls, &params.grads);       // g *= 1/S, inf/NaN noted
- *   loss_scale_agree(&ls, any_rank, dist);        // data parallel only (below)
+ *   loss_scale_agree(&ls, any_rank, dist);        // several ranks only (below)
  *   clip_grad_norm(&params, max_norm);            // on true gradients
  *   if (loss_scale_should_step(&ls)) adam_step(&opt, &params);
  *   loss_scale_update(&ls);                       // halve, or count towards doubling
@@ -34,7 +34,8 @@
  *
  * Data parallel: every rank must skip the same steps, or the replicas drift apart. The
  * ranks' flags are combined by the caller (lib/train does not know lib/dist) with one
- * host-scalar reduction, MAX over ranks (any rank's inf skips everyone):
+ * host-scalar reduction, MAX over ranks (any rank's inf skips everyone; for flags of 0
+ * and 1 a sum above 0 is their maximum):
  *
  *   static bool any_rank(void *d, bool found) { return dist_sum_double(d, found) > 0.0; }
  *   loss_scale_agree(&ls, any_rank, dist);         // after unscale, before clip/step
