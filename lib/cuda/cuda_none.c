@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "cuda/clip.h"
+#include "cuda/loss_scale.h"
 #include "cuda/optim.h"
 #include "device.h"
 #include "layers/layer_ops.h"
@@ -82,6 +83,10 @@ void cuda_sgd_update(float *p, const float *g, float *buf, int64_t n, float lr, 
 }
 double cuda_sum_squares(const float *x, int64_t n, int64_t block) {
     (void)x, (void)n, (void)block;
+    no_cuda(__func__);
+}
+bool cuda_unscale_find_inf(float *g, int64_t n, float inv_scale) {
+    (void)g, (void)n, (void)inv_scale;
     no_cuda(__func__);
 }
 #endif

@@ -35,13 +35,19 @@ Param *params_add(ParamList *list, const char *name, int ndim, const int *shape)
     return p;
 }
 
-/* Points every parameter's value and grad at its place in the two buffers. */
+/* Points every parameter's value, grad and work at its place in the buffers. */
 static void point_views(ParamList *list) {
     for (int i = 0; i < list->count; i++) {
         Param *p = list->items[i];
         p->value.data = list->values.data + p->offset;
         p->grad.data = list->grads.data + p->offset;
         p->value.device = p->grad.device = list->values.device;
+        p->work = (Tensor){0};
+        if (list->working.raw) { /* the value's shape, the working copy's dtype and data */
+            p->work = p->value;
+            p->work.dtype = list->working.dtype;
+            p->work.bits16 = list->working.bits16 + p->offset;
+        }
     }
 }
 
@@ -114,6 +120,12 @@ void params_set_layout(ParamList *list, const int64_t *offset, int64_t size) {
     list->values = values;
     list->grads = tensor_zeros_like(&values);
     for (int i = 0; i < list->count; i++) list->items[i]->offset = offset[i];
+    if (list->working.raw) { /* the new layout's size, made anew from the values */
+        const DType dtype = list->working.dtype;
+        tensor_free(&list->working);
+        list->working = tensor_zeros_typed(device, dtype, 1, (int)size);
+        params_refresh_working(list);
+    }
     point_views(list);
 }
 
@@ -126,12 +138,35 @@ void params_to_device(ParamList *list, Device device) {
     tensor_free(&list->grads);
     list->values = values;
     list->grads = grads;
+    if (list->working.raw) {
+        Tensor working = tensor_to(&list->working, device);
+        tensor_free(&list->working);
+        list->working = working;
+    }
     point_views(list);
+}
+
+void params_set_working(ParamList *list, DType dtype) {
+    CHECK(list->values.data != NULL, "params_set_working before params_allocate");
+    CHECK(dtype == DTYPE_BF16 || dtype == DTYPE_F16, "params_set_working(%s): the working copy "
+          "is bfloat16 or float16 (float32 training reads the values themselves)",
+          dtype_name(dtype));
+    tensor_free(&list->working);
+    list->working = tensor_zeros_typed(list->values.device, dtype, 1, (int)list->values.size);
+    params_refresh_working(list);
+    point_views(list);
+}
+
+void params_refresh_working(ParamList *list) {
+    CHECK(list->working.raw != NULL, "params_refresh_working without a working copy: call "
+          "params_set_working first");
+    tensor_convert(&list->working, &list->values);
 }
 
 void params_free(ParamList *list) {
     tensor_free(&list->values);
     tensor_free(&list->grads);
+    tensor_free(&list->working);
     for (int i = 0; i < list->count; i++) xfree(list->items[i]);
     xfree(list->items);
     memset(list, 0, sizeof *list);

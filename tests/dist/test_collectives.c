@@ -25,6 +25,7 @@
 #include "layers/softmax_xent.h"
 #include "models/cnn.h"
 #include "parallel/ddp.h"
+#include "train/loss_scale.h"
 #include "train/optim.h"
 #include "train/sampler.h"
 
@@ -358,6 +359,37 @@ static bool check_ddp_equals_one_big_batch(Dist *d) {
     return ok;
 }
 
+/* ------------------------------------------------------------ loss scaling */
+
+/* The call docs/mixed-precision.md and train/loss_scale.h tell the caller to make. */
+static bool any_rank(void *d, bool found) { return dist_sum_double(d, found) > 0.0; }
+
+/* Dynamic loss scaling on ranks that hold different gradients (a pipeline's stages, a
+ * ZeRO shard): an inf on the last rank only makes every rank skip and halve; a clean
+ * step after it steps everywhere; the scales stay equal. */
+static bool check_loss_scale_agree(Dist *d) {
+    Tensor g = tensor_zeros(1, 1000);
+    LossScaler ls;
+    loss_scale_init(&ls);
+    bool ok = true;
+    for (int step = 0; step < 2; step++) {
+        for (int64_t i = 0; i < g.size; i++) g.data[i] = (float)(d->rank + 1) * (float)(i % 7);
+        const bool inject = step == 0 && d->rank == d->world_size - 1;
+        if (inject) g.data[500] = INFINITY;
+        const bool local = loss_scale_unscale(&ls, &g);
+        loss_scale_agree(&ls, any_rank, d);
+        const bool stepped = loss_scale_should_step(&ls);
+        loss_scale_update(&ls);
+        ok = expect(local == inject, "this rank's own verdict", step, local, inject) && ok;
+        ok = expect(stepped == (step == 1), "stepped", step, stepped, step == 1) && ok;
+    }
+    ok = expect(ls.scale == 32768.0f && ls.steps_skipped == 1 && ls.steps_taken == 1,
+                "scale after a skipped and a clean step", 0, ls.scale, 32768.0) && ok;
+    dist_check_same(d, (int64_t)ls.scale, "the loss scale");
+    tensor_free(&g);
+    return ok;
+}
+
 /* ------------------------------------------------------------ faults */
 
 static void fault(Dist *d, const char *kind) {
@@ -396,6 +428,7 @@ int main(int argc, char **argv) {
     run("byte counters against the ring formulas; over all ranks bytes sent = bytes received", check_byte_counts);
     run("distributed sampler: every example once per epoch, padding repeats the first", check_distributed_sampler);
     run("DDP: 4 Adam steps on the ranks' shares equal one big batch; ranks bit-identical", check_ddp_equals_one_big_batch);
+    run("loss scaling: an inf on the last rank only skips the step and halves the scale on every rank", check_loss_scale_agree);
     const int status = rank_checks_end();
     dist_finalize(g_dist);
     return status;

@@ -189,14 +189,31 @@ static bool collect(int fd, pid_t pid, double deadline, char *buf, size_t cap, s
     }
 }
 
-static void print_indented(const char *text) {
+/* check_show's lines begin with this byte, which nothing else prints. */
+#define SHOW_MARK '\x01'
+
+/* text's lines, indented under the check's line; only check_show's when shown_only
+ * (a check that passed), without their mark either way. */
+static void print_lines(const char *text, bool shown_only) {
     const char *p = text;
     while (*p) {
         const char *nl = strchr(p, '\n');
         int len = nl ? (int)(nl - p) : (int)strlen(p);
-        printf("        %.*s\n", len, p);
+        const bool shown = *p == SHOW_MARK;
+        if (shown || !shown_only) printf("        %.*s\n", len - shown, p + shown);
         p += len + (nl ? 1 : 0);
     }
+}
+
+static void print_indented(const char *text) { print_lines(text, false); }
+
+void check_show(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    putchar(SHOW_MARK);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
 }
 
 static const char *signal_cause_general(int sig) {
@@ -358,6 +375,7 @@ void check_run(const char *tag, const char *name, CheckFn fn, int timeout_second
     double secs = now_seconds() - start;
     if (tag) printf("%s  %-12s %s (%.1f s)\n", verdict, tag, name, secs);
     else printf("%s  %s (%.1f s)\n", verdict, name, secs);
+    if (verdict[0] == 'P' && len) print_lines(out, true);
     if (verdict[0] != 'P') {
         if (len) print_indented(out);
         if (why[0]) print_indented(why);

@@ -68,6 +68,10 @@ const char *check_signal_cause(int sig);
 bool expect_close(const char *what, const float *got, const float *want, int64_t n,
                   float atol, float rtol);
 bool expect_true(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Inside a check: one line (printf-style, no newline needed) shown under the check's
+ * line even when it passes, for the numbers a reader should see (what a check prints
+ * otherwise is shown only when it does not pass). */
+void check_show(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A float32 sum against its value in double: got[i] passes within
  * roundings * FLT_EPSILON * mag[i], mag[i] the sum of its terms' magnitudes. The

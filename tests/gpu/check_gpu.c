@@ -79,6 +79,7 @@
 #include "ops/gemm.h"
 #include "ops/im2col.h"
 #include "train/clip.h"
+#include "train/loss_scale.h"
 #include "train/optim.h"
 
 #ifdef HAVE_CUDA
@@ -1329,6 +1330,108 @@ static int check_trace_gpu(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* ---------------------------------------------------------------- mixed precision */
+
+/* Loss scaling's unscale on the GPU against the CPU loop: the same verdict (clean, an
+ * inf, -inf or NaN first, last or in the middle, several at once; then clean again, so
+ * a flag left set by the step before shows) and the same bits (one multiplication by
+ * 1/S each; a NaN stays a NaN, its payload may differ), the same scale after the update. */
+static int check_loss_scale(void) {
+    REQUIRE_GPU();
+    enum { N = 300007, CASES = 6 };
+    const int64_t at[CASES] = {-1, 0, N - 1, N / 2 + 3, 77, -1};
+    const float bad[CASES] = {0.0f, INFINITY, NAN, -INFINITY, NAN, 0.0f};
+    Tensor h = tensor_zeros(1, N), d = tensor_zeros_on(DEVICE_CUDA, 1, N);
+    LossScaler lc, lg;
+    loss_scale_init(&lc), loss_scale_init(&lg);
+    bool ok = true;
+    for (int c = 0; c < CASES && ok; c++) {
+        fill_uniform(h.data, N, 500 + (uint64_t)c, -2000.0f, 2000.0f);
+        if (at[c] >= 0) h.data[at[c]] = bad[c];
+        if (c == 4) h.data[N - 2] = INFINITY, h.data[N / 3] = -INFINITY; /* several at once */
+        tensor_copy(&d, &h);
+        const bool fc = loss_scale_unscale(&lc, &h), fg = loss_scale_unscale(&lg, &d);
+        ok = expect_true(fc == (at[c] >= 0) && fg == fc, "case %d (%s, at %lld of %d): found "
+                         "%d on the CPU, %d on the GPU", c, at[c] < 0 ? "clean" : isnan(bad[c]) ?
+                         "NaN" : "inf", (long long)at[c], N, fc, fg);
+        Tensor b = back(&d);
+        for (int64_t k = 0; k < N && ok; k++) {
+            const bool both_nan = isnan(b.data[k]) && isnan(h.data[k]);
+            ok = expect_true(both_nan || memcmp(&b.data[k], &h.data[k], 4) == 0, "case %d: "
+                             "element %lld unscaled to %a on the GPU, %a on the CPU", c,
+                             (long long)k, (double)b.data[k], (double)h.data[k]);
+        }
+        tensor_free(&b);
+        loss_scale_update(&lc), loss_scale_update(&lg);
+        ok = ok && expect_true(lc.scale == lg.scale && lc.steps_skipped == lg.steps_skipped,
+                               "scales %g and %g after case %d", (double)lc.scale, (double)lg.scale, c);
+    }
+    printf("scale after 4 skipped and 2 clean steps: %g (CPU) and %g (GPU)\n", (double)lc.scale,
+           (double)lg.scale);
+    ok = ok && expect_true(lg.steps_skipped == 4 && lg.scale == 65536.0f / 16.0f, "%lld skipped, scale "
+                           "%g; expected 4 and 4096", (long long)lg.steps_skipped, (double)lg.scale);
+    tensor_free(&h), tensor_free(&d);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* The bits of a GPU working copy against dtype.h's conversion of the GPU master copied
+ * to the host; the views on the GPU at their offsets. */
+static bool same_working(const ParamList *g, const char *when) {
+    Tensor v = back(&g->values), w = back(&g->working);
+    Tensor want = tensor_zeros_typed(DEVICE_CPU, w.dtype, 1, (int)w.size);
+    tensor_convert(&want, &v);
+    bool ok = expect_true(g->working.device == DEVICE_CUDA, "%s: the working copy is on the %s", when,
+                          device_name(g->working.device));
+    for (int64_t k = 0; k < w.size && ok; k++)
+        ok = expect_true(w.bits16[k] == want.bits16[k], "%s: %s element %lld is 0x%04x on the GPU, "
+                         "the CPU converts %a to 0x%04x", when, dtype_name(w.dtype), (long long)k,
+                         w.bits16[k], (double)v.data[k], want.bits16[k]);
+    for (int i = 0; i < g->count && ok; i++) {
+        const Param *p = g->items[i];
+        ok = expect_true(p->work.device == DEVICE_CUDA && p->work.dtype == w.dtype &&
+                         p->work.bits16 == g->working.bits16 + p->offset, "%s: %s's work view", when,
+                         p->name);
+    }
+    tensor_free(&v), tensor_free(&w), tensor_free(&want);
+    return ok;
+}
+
+/* Master weights on the GPU: a working copy made on the CPU and moved, one made on the
+ * GPU, and one refreshed after an SGD step on the GPU, for bfloat16 and float16, equal
+ * the CPU's conversion bit for bit (values across float16's range, its overflow too). */
+static int check_working_copy(void) {
+    REQUIRE_GPU();
+    bool ok = true;
+    for (int d = DTYPE_BF16; d <= DTYPE_F16 && ok; d++) {
+        ParamList c, g;
+        make_params(&c, 1), make_params(&g, 1);
+        for (int64_t k = 0; k < c.total; k += 5) c.values.data[k] *= 0x1p17f; /* float16: inf */
+        for (int64_t k = 2; k < c.total; k += 5) c.values.data[k] *= 0x1p-20f; /* subnormals */
+        tensor_copy(&g.values, &c.values);
+        params_set_working(&c, (DType)d);
+        params_to_device(&c, DEVICE_CUDA);        /* made on the CPU, moved */
+        params_to_device(&g, DEVICE_CUDA);
+        params_set_working(&g, (DType)d);         /* made on the GPU */
+        Tensor a = back(&c.working), b = back(&g.working);
+        ok = same_working(&c, "moved to the GPU") && same_working(&g, "made on the GPU") &&
+             expect_true(memcmp(a.raw, b.raw, tensor_bytes(&a)) == 0, "%s: the moved working copy "
+                         "differs from the one made on the GPU", dtype_name((DType)d));
+        tensor_free(&a), tensor_free(&b);
+        Sgd opt;
+        sgd_init(&opt, &g, 0.1f, 0.0f, 0.0f);
+        Tensor hg = tensor_zeros(1, (int)g.total);
+        fill_uniform(hg.data, hg.size, 600 + (uint64_t)d, -1.0f, 1.0f);
+        tensor_copy(&g.grads, &hg);
+        sgd_step(&opt, &g);
+        params_refresh_working(&g);
+        ok = ok && same_working(&g, "after an SGD step on the GPU and a refresh");
+        tensor_free(&hg);
+        sgd_free(&opt);
+        params_free(&c), params_free(&g);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* ---------------------------------------------------------------- device choice */
 
 /* CUDA does not survive fork: checks that start children must not start CUDA
@@ -1412,6 +1515,8 @@ int main(void) {
     check_run(NULL, "tensor-parallel slices: dropout and attention windows, an embedding's rows", GPU_CHECK(check_windows), 60);
     check_run(NULL, "lesson 09's sharded transformer at t = 1 on the GPU: 3 SGD steps = the CPU's", GPU_CHECK(check_tensor_parallel_one_rank), 120);
     check_run(NULL, "trace: a compute range's GPU time on the stream's track, on the host clock", GPU_CHECK(check_trace_gpu), 60);
+    check_run(NULL, "loss scaling: unscale and the inf/NaN flag on the GPU = the CPU's (verdicts, bits, scale)", GPU_CHECK(check_loss_scale), 60);
+    check_run(NULL, "master weights: the bf16/fp16 working copy on the GPU (moved, made, refreshed) = the CPU's bits", GPU_CHECK(check_working_copy), 60);
     check_run(NULL, "the local rank picks the device", GPU_CHECK(check_local_rank), 60);
     return check_end();
 }

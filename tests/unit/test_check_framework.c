@@ -1,7 +1,8 @@
 /* Unit tests of the check framework's bookkeeping per TODO (tests/framework/check.h):
  * a TODO that hung or crashed skips the later checks that run it, a failed one makes a
  * later check that runs it say "fix TODO X first", and a crash names its signal with the
- * lesson's words. Each runs a small suite of its own in a child and reads its output. */
+ * lesson's words; check_show's lines are shown under a check that passes. Each runs a
+ * small suite of its own in a child and reads its output. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,8 +132,45 @@ static int check_only(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+static int passes_showing(void) {
+    printf("words only for a failure\n");
+    check_show("a number to see: %d", 42);
+    return CHECK_PASS;
+}
+static int fails_showing(void) {
+    check_show("shown %s", "too");
+    printf("and the failure's words\n");
+    return CHECK_FAIL;
+}
+
+static void suite_show(void *arg) {
+    (void)arg;
+    check_begin("inner");
+    check_run(NULL, "passes and shows", passes_showing, 5);
+    check_run(NULL, "fails and shows", fails_showing, 5);
+    check_run(NULL, "last", passes, 5);
+    check_end();
+}
+
+/* check_show's lines are shown under a check that passes, its other output is not; under
+ * a failing one both are, without the mark. */
+static int check_show_lines(void) {
+    ChildResult r;
+    run_child(suite_show, NULL, &r);
+    const char *pass = strstr(r.out, "passes and shows"), *fail = strstr(r.out, "fails and shows");
+    const char *hidden = strstr(r.out, "words only for a failure");
+    bool ok = under(r.out, "passes and shows", "        a number to see: 42\n") &&
+              expect_true(!hidden || (fail && hidden > fail), "a passing check's own words were "
+                          "shown:\n%s", r.out) &&
+              under(r.out, "fails and shows", "        shown too\n") &&
+              under(r.out, "fails and shows", "        and the failure's words") &&
+              expect_true(pass && !strchr(r.out, '\x01'), "the mark was printed:\n%s", r.out);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("tests: check framework");
+    check_run(NULL, "check_show: shown under a passing check, the rest only on failure", check_show_lines, 30);
     check_run(NULL, "a hang skips the later checks of its TODO (and of ranges, needs); costs one limit",
               check_hang_skips, 30);
     check_run(NULL, "fix TODO X first; a crash names its signal and the lesson's words, and skips", check_fix_first_and_crash,
