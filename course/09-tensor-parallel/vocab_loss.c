@@ -1,7 +1,7 @@
 /* TODO 9.4: the vocabulary-parallel cross-entropy.
  *
  * The decoder is column-parallel over the words: rank r holds the logits of words
- * [tp->words.start, + tp->words.count) of every row, [N, V/t], and no rank sees a whole
+ * [tp->words.start, + tp->words.count) of every row, [N, Vp/t], and no rank sees a whole
  * row. Gathering them would move N x V floats (a 50,257-word vocabulary: 200 kB a
  * token); the loss needs only three numbers per row, each one all-reduce of [N]:
  *
@@ -30,7 +30,8 @@ float lesson_vocab_cross_entropy(TensorParallel *tp, Tensor *dlogits, const Tens
                                  const int *targets) {
 #ifdef SOLUTION
     const int N = logits->shape[0], V = logits->shape[1], first = tp->words.start;
-    const int valid = tp->vocab - first < V ? tp->vocab - first : V; /* the rest: padding */
+    int valid = tp->vocab - first < V ? tp->vocab - first : V; /* the rest: padding */
+    if (valid < 0) valid = 0;                                    /* a rank of padding only */
     Tensor max = tensor_zeros(1, N), sums = tensor_zeros(2, 2, N);  /* [S; target - m] */
     for (int n = 0; n < N; n++) {
         const float *z = logits->data + (size_t)n * V;
@@ -61,7 +62,7 @@ float lesson_vocab_cross_entropy(TensorParallel *tp, Tensor *dlogits, const Tens
     return (float)(loss / N);
 #else
     /* TODO 9.4: the three steps above, then the mean loss and (when dlogits is not NULL)
-     * the gradient; valid = how many of this rank's V columns are words. */
+     * the gradient; valid = how many of this rank's Vp/t columns are words (at least 0). */
     (void)tp, (void)dlogits, (void)logits, (void)targets;
     TODO_STOP("9.4");
 #endif

@@ -23,7 +23,8 @@ TpRange lesson_shard(int n, int t, int r) {
 
 void lesson_qkv_rows(int D, int t, int r, int *rows) {
     /* TODO 9.1, part 2: with per = D / t, rows[part * per + i] for part 0 (q), 1 (k),
-     * 2 (v) and i < per is row part * D + (rank r's first column) + i. */
+     * 2 (v) and i < per is row part * D + r * per + i (rank r's heads start at row
+     * r * per of each of the three blocks). */
     (void)D, (void)t, (void)r, (void)rows;
     TODO_STOP("9.1");
 }

@@ -1,7 +1,7 @@
 /* TODO 9.4: the vocabulary-parallel cross-entropy.
  *
  * The decoder is column-parallel over the words: rank r holds the logits of words
- * [tp->words.start, + tp->words.count) of every row, [N, V/t], and no rank sees a whole
+ * [tp->words.start, + tp->words.count) of every row, [N, Vp/t], and no rank sees a whole
  * row. Gathering them would move N x V floats (a 50,257-word vocabulary: 200 kB a
  * token); the loss needs only three numbers per row, each one all-reduce of [N]:
  *
@@ -29,7 +29,7 @@
 float lesson_vocab_cross_entropy(TensorParallel *tp, Tensor *dlogits, const Tensor *logits,
                                  const int *targets) {
     /* TODO 9.4: the three steps above, then the mean loss and (when dlogits is not NULL)
-     * the gradient; valid = how many of this rank's V columns are words. */
+     * the gradient; valid = how many of this rank's Vp/t columns are words (at least 0). */
     (void)tp, (void)dlogits, (void)logits, (void)targets;
     TODO_STOP("9.4");
 }

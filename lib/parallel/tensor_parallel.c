@@ -83,7 +83,8 @@ float tp_vocab_cross_entropy(TensorParallel *tp, Tensor *dlogits, const Tensor *
                              const int *targets) {
     CHECK_DEVICE(logits, DEVICE_CPU);
     const int N = logits->shape[0], V = logits->shape[1], first = tp->words.start;
-    const int valid = tp->vocab - first < V ? tp->vocab - first : V; /* the rest: padding */
+    int valid = tp->vocab - first < V ? tp->vocab - first : V; /* the rest: padding */
+    if (valid < 0) valid = 0;                                    /* a rank of padding only */
     for (int n = 0; n < N; n++)
         CHECK(targets[n] >= 0 && targets[n] < tp->vocab,
               "target %d of row %d is outside the vocabulary 0..%d", targets[n], n, tp->vocab - 1);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/log.h"
 
 LmOptions lm_options_defaults(void) {
     return (LmOptions){.tokenizer = "words", .dropout = -1.0f, .bptt = 35};
@@ -53,4 +54,24 @@ TransformerConfig lm_model_config(const LmOptions *o, const char *preset, int vo
     if (o->bptt > m.max_len) m.max_len = o->bptt;
     transformer_config_check(&m);
     return m;
+}
+
+int64_t lm_full_batches(const TextBatches *split, int bptt) { return (split->rows - 1) / bptt; }
+
+void lm_load_text(const LmOptions *o, const char *dataset, const char *data, int batch_size,
+                  TextCorpus *corpus, TextBatches *train, TextBatches *valid) {
+    const TextOptions topt = lm_text_options(o);
+    text_load(dataset, data, &topt, corpus);
+    text_batchify(&corpus->train, batch_size, "train", train);
+    text_batchify(&corpus->valid, batch_size, "valid", valid);
+    if (lm_full_batches(train, o->bptt) < 1)
+        fatal("%s's training text has %lld rows of %d columns: fewer than --bptt %d + 1; a "
+              "smaller --bptt or --batch-size", corpus->name, (long long)train->rows, batch_size,
+              o->bptt);
+    print0("data: %s, %d words; %lld train and %lld valid tokens\n", corpus->name,
+           corpus->vocab.count, (long long)corpus->train.count, (long long)corpus->valid.count);
+    if (lm_full_batches(valid, o->bptt) < 1) /* say so rather than print nan */
+        print0("note: the valid text (%lld tokens) holds no full batch of %d x %d tokens: its loss "
+               "will read nan (a longer text, or a smaller --batch-size or --bptt)\n",
+               (long long)(valid->rows * valid->cols), batch_size, o->bptt + 1);
 }

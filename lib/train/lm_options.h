@@ -43,4 +43,13 @@ TextOptions lm_text_options(const LmOptions *o);
  * checked (transformer_config_check). */
 TransformerConfig lm_model_config(const LmOptions *o, const char *preset, int vocab);
 
+/* Batches of --bptt tokens a split holds whole (the model is built for that length). */
+int64_t lm_full_batches(const TextBatches *split, int bptt);
+/* The text of --dataset/--data read (every rank reads it), its train and valid splits
+ * batchified into batch_size columns, and "data: NAME, V words; ... tokens" printed on
+ * rank 0; a training split without one full batch is a user error naming --bptt and
+ * --batch-size, a valid split without one is a note (its loss would read nan). */
+void lm_load_text(const LmOptions *o, const char *dataset, const char *data, int batch_size,
+                  TextCorpus *corpus, TextBatches *train, TextBatches *valid);
+
 #endif

@@ -163,25 +163,9 @@ static void join(Run *run, const ArgSpec *specs, int nspecs) {
 }
 
 /* Full batches only: the model is built for sequences of --bptt tokens. */
-static int64_t full_batches(const TextBatches *split, int bptt) { return (split->rows - 1) / bptt; }
-
 static void load_text(Run *run) {
     const Config *c = &run->cfg;
-    const TextOptions topt = lm_text_options(&c->lm);
-    text_load(c->dataset, c->data, &topt, &run->corpus); /* every rank reads it */
-    text_batchify(&run->corpus.train, c->batch_size, "train", &run->train);
-    text_batchify(&run->corpus.valid, c->batch_size, "valid", &run->valid);
-    if (full_batches(&run->train, c->lm.bptt) < 1)
-        fatal("%s's training text has %lld rows of %d columns: fewer than --bptt %d + 1; a "
-              "smaller --bptt or --batch-size", run->corpus.name, (long long)run->train.rows,
-              c->batch_size, c->lm.bptt);
-    print0("data: %s, %d words; %lld train and %lld valid tokens\n", run->corpus.name,
-           run->corpus.vocab.count, (long long)run->corpus.train.count,
-           (long long)run->corpus.valid.count);
-    if (full_batches(&run->valid, c->lm.bptt) < 1) /* say so rather than print nan */
-        print0("note: the valid text (%lld tokens) holds no full batch of %d x %d tokens: its loss "
-               "will read nan (a longer text, or a smaller --batch-size or --bptt)\n",
-               (long long)(run->valid.rows * run->valid.cols), c->batch_size, c->lm.bptt + 1);
+    lm_load_text(&c->lm, c->dataset, c->data, c->batch_size, &run->corpus, &run->train, &run->valid);
 }
 
 static void build(Run *run) {
@@ -326,7 +310,7 @@ static void write_step(Run *run, int epoch, double loss, double seconds, double 
 static double evaluate(Run *run, const TextBatches *split) {
     transformer_eval(&run->lm);
     const int blocks = transformer_block_count(&run->model_cfg);
-    int64_t n = full_batches(split, run->T);
+    int64_t n = lm_full_batches(split, run->T);
     if (run->cfg.valid_batches && run->cfg.valid_batches < n) n = run->cfg.valid_batches;
     double sum = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -411,7 +395,7 @@ static void resume(Run *run) {
 
 static void train(Run *run) {
     const Config *c = &run->cfg;
-    const int64_t n = full_batches(&run->train, run->T);
+    const int64_t n = lm_full_batches(&run->train, run->T);
     print0("training: %s lr %g, clip %g, %lld steps an epoch of %d sequences, %d thread%s per rank\n",
            sgd(run) ? "SGD" : "AdamW", (double)c->lr, (double)c->clip, (long long)n, c->batch_size,
            c->threads, c->threads == 1 ? "" : "s");

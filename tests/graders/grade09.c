@@ -155,7 +155,21 @@ static void worker_row_linear(void) {
             worst = fmax(worst, fabs(d));
             bias_off += d / b.data[j] / (N * OUT); /* how many biases too many, on average */
         }
+    /* this rank's own product (its bias share as the solution adds it): what out holds
+     * when nothing sums the ranks' partial products */
+    Tensor own = tensor_zeros(2, N, OUT), none = tensor_zeros(1, OUT);
+    o->linear_forward(&own, &xr, &wr, r == 0 ? &b : &none);
+    double from_own = 0, from_own_nb = 0;
+    for (int64_t i = 0; i < own.size; i++) {
+        from_own = fmax(from_own, fabs(got.data[i] - own.data[i]));
+        from_own_nb = fmax(from_own_nb, fabs(got.data[i] - (own.data[i] - (r == 0 ? b.data[i % OUT] : 0))));
+    }
+    tensor_free(&own), tensor_free(&none);
     if (worst > 1e-5) {
+        if (from_own <= 1e-6 || from_own_nb <= 1e-6)
+            FAIL("off by %g from the unsplit layer: out holds only this rank's own partial "
+                 "product; the group's sum is missing: tp->ops.g(tp, out, BLOCK_FORWARD) after the "
+                 "linear (g's forward is the all-reduce; with BLOCK_BACKWARD it does nothing)", worst);
         if (fabs(bias_off - (t - 1)) < 0.01)
             FAIL("off by %g: every rank added the bias before the sum, so it counts %d times; add "
                  "it on rank 0 only (tp->rank == 0), zeros elsewhere", worst, t);
@@ -172,9 +186,12 @@ static void worker_row_linear(void) {
 
 typedef struct {
     bool ok;
-    float loss, want;     /* yours, the unsplit one's */
+    float loss, want, none;   /* yours, the unsplit one's, the unsplit one without the
+                               * target's term (the mean of log S) */
     double worst, pad, ratio; /* the gradient's largest error, the padding's largest, yours
                                * over the unsplit one where that is not small */
+    double worst_target;      /* the gradient's largest error at the targets' columns */
+    bool added;               /* the gradient is the right one plus what dlogits held */
     char what[256];
 } VocabCase;
 
@@ -200,10 +217,27 @@ static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, 
     }
     tp->vocab = V, tp->vocab_padded = VP, tp->words = (TpRange){first, vl};
     const float want = softmax_cross_entropy(&dwhole, &whole, targets);
+    /* the loss alone first (evaluation: dlogits NULL), then with its gradient */
+    const float alone = lesson_vocab_cross_entropy(tp, NULL, &mine, targets);
     tensor_fill(&dmine, 7.0f); /* written, not added to */
     const float got = lesson_vocab_cross_entropy(tp, &dmine, &mine, targets);
-    double worst = 0, pad_grad = 0, ratio = 0;
-    for (int n = 0; n < N; n++)
+    double losses[8] = {0}; /* every rank's: they must agree */
+    dist_all_gather_double(tp->group, got, losses);
+    for (int q = 1; q < tp->t; q++)
+        if (losses[q] != losses[0])
+            FAIL("rank %d returned the loss %.7g, rank 0 %.7g: every rank returns the same mean, "
+                 "from the all-reduced sums (the program's ranks would train different steps)", q,
+                 losses[q], losses[0]);
+    if (alone != got)
+        FAIL("the loss alone (dlogits NULL, as at evaluation) is %.7g, with its gradient %.7g: "
+             "they must be the same number", (double)alone, (double)got);
+    double none = 0, worst = 0, pad_grad = 0, ratio = 0, worst_target = 0;
+    bool added = true;
+    for (int n = 0; n < N; n++) {
+        double m = -INFINITY, sum = 0;
+        for (int j = 0; j < V; j++) m = fmax(m, whole.data[n * V + j]);
+        for (int j = 0; j < V; j++) sum += exp(whole.data[n * V + j] - m);
+        none += log(sum) / N;
         for (int j = 0; j < vl; j++) {
             const float d = dmine.data[n * vl + j];
             if (first + j >= V) {
@@ -211,13 +245,20 @@ static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, 
                 continue;
             }
             const float w = dwhole.data[n * V + first + j];
-            worst = fmax(worst, fabs(d - w));
+            if (first + j == targets[n]) worst_target = fmax(worst_target, fabs(d - w));
+            else worst = fmax(worst, fabs(d - w));
+            added &= fabsf(d - (w + 7.0f)) <= 1e-5f;
             if (fabsf(w) > 1e-3f) ratio = d / w;
         }
-    VocabCase v = {.loss = got, .want = want, .worst = worst, .pad = pad_grad, .ratio = ratio};
-    v.ok = fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f && worst <= 1e-6 && pad_grad == 0;
-    snprintf(v.what, sizeof v.what, "loss %.7g (unsplit %.7g), gradient off by %g, the padding's "
-             "gradient up to %g", (double)got, (double)want, worst, pad_grad);
+    }
+    VocabCase v = {.loss = got, .want = want, .none = (float)none, .worst = fmax(worst, worst_target),
+                   .pad = pad_grad, .ratio = ratio, .worst_target = worst_target, .added = added};
+    v.ok = fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f && v.worst <= 1e-6 && pad_grad == 0;
+    snprintf(v.what, sizeof v.what, "loss %.7g (unsplit %.7g), gradient off by %g%s", (double)got,
+             (double)want, v.worst, V < VP ? "" : "");
+    if (V < VP)
+        snprintf(v.what + strlen(v.what), sizeof v.what - strlen(v.what),
+                 ", the padding's gradient up to %g", pad_grad);
     Tensor *all[] = {&full, &mine, &dmine, &whole, &dwhole};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
     return v;
@@ -230,7 +271,23 @@ static void worker_vocab_loss(void) {
     /* plain: 42 words, none padding, logits near 0 */
     VocabCase v = vocab_case(&tp, 42, 0.0f, 0.0f, false);
     if (!v.ok) {
-        if (fabsf(v.loss - v.want) <= 1e-5f * fabsf(v.want) && fabs(v.ratio - 6.0) < 1e-3)
+        const bool loss_ok = fabsf(v.loss - v.want) <= 1e-5f * fabsf(v.want);
+        if (v.added)
+            FAIL("42 words: %s: the gradient is the right one plus what dlogits held before "
+                 "(7): write it (=), do not add to it", v.what);
+        if (isinf(v.loss) && v.loss < 0)
+            FAIL("42 words: %s: every exp(z - m) underflowed to 0, so m is above every logit: the "
+                 "maxima combined with DIST_SUM (t times too large), not DIST_MAX?", v.what);
+        if (!loss_ok && v.worst <= 1e-6 && fabsf(v.loss - v.none) <= 1e-5f * fabsf(v.none))
+            FAIL("42 words: %s: the loss lacks the target's term: the rank that holds the target "
+                 "(0 <= targets[n] - tp->words.start < valid) adds z_target - m, the others 0", v.what);
+        if (!loss_ok && v.worst <= 1e-6)
+            FAIL("42 words: %s; the gradient is right: the loss's target term is not: only the rank "
+                 "that holds the target adds z[targets[n] - tp->words.start] - m, once", v.what);
+        if (v.worst_target > 1e-6 && fabs(v.worst - v.worst_target) < 1e-12 && loss_ok)
+            FAIL("42 words: %s, only at the targets' columns: subtract 1/N at this rank's column "
+                 "of the target, targets[n] - tp->words.start, where 0 <= it < valid", v.what);
+        if (loss_ok && fabs(v.ratio - 6.0) < 1e-3)
             FAIL("42 words: %s: the gradient is N = 6 times too large: divide by N, the loss is a "
                  "mean over the rows", v.what);
         if (fabsf(v.loss - 6.0f * v.want) <= 1e-4f * fabsf(v.want))
@@ -239,11 +296,18 @@ static void worker_vocab_loss(void) {
             FAIL("42 words: %s. With every rank's largest logit the same it is right: each rank "
                  "subtracted its own maximum; all-reduce the maxima first (DIST_MAX), so that all "
                  "subtract the row's", v.what);
+        if (v.worst_target > 1e-6 && !loss_ok)
+            FAIL("42 words: %s, the loss and the targets' columns both: is the target's column on "
+                 "this rank targets[n] - tp->words.start (and only where 0 <= it < valid)?", v.what);
         FAIL("42 words, no padding: %s (the three steps: the row's max, the sum of exp, the "
              "target's logit from the rank that holds it)", v.what);
     }
     /* logits near 150: exp overflows unless the maximum comes off first */
     v = vocab_case(&tp, 42, 150.0f, 0.0f, false);
+    if (!v.ok && isinf(v.loss) && v.loss < 0)
+        FAIL("logits near 150: %s: every exp(z - m) underflowed to 0, so m is far above every "
+             "logit: the maxima combined with DIST_SUM (t times 150), not DIST_MAX? (near 0 that "
+             "went unnoticed: any m gives the same log-sum-exp)", v.what);
     if (!v.ok)
         FAIL("logits near 150: %s. exp(150) overflows a float: subtract the row's maximum before "
              "exp", v.what);
@@ -287,32 +351,43 @@ static int check_shard(void) {
     return CHECK_PASS;
 }
 
-/* TODO 9.1, part 2: the q|k|v rows, D = 4-48, t dividing D. */
+/* TODO 9.1, part 2: the q|k|v rows, D = 4-48, t dividing D; the last rank first (rank
+ * 0's rows fit more than one mistake). */
 static int check_qkv_rows(void) {
     int got[3 * 48], want[3 * 48];
     for (int D = 4; D <= 48; D += 4)
         for (int t = 1; t <= 4; t++) {
             if (D % t) continue;
             const int per = D / t;
-            for (int r = 0; r < t; r++) {
+            for (int r = t - 1; r >= 0; r--) {
                 for (int i = 0; i < 3 * per; i++) got[i] = -1;
                 lesson_qkv_rows(D, t, r, got);
                 for (int p = 0; p < 3; p++)
                     for (int i = 0; i < per; i++) want[p * per + i] = p * D + r * per + i;
                 if (memcmp(got, want, sizeof(int) * 3 * (size_t)per) == 0) continue;
-                printf("D = %d over %d ranks, rank %d: rows", D, t, r);
+                printf("D = %d over %d rank%s, rank %d: rows", D, t, t == 1 ? "" : "s", r);
                 for (int i = 0; i < 3 * per && i < 12; i++) printf(" %d", got[i]);
                 printf("%s; expected", 3 * per > 12 ? " ..." : "");
                 for (int i = 0; i < 3 * per && i < 12; i++) printf(" %d", want[i]);
                 printf("%s\n", 3 * per > 12 ? " ..." : "");
-                bool block = true; /* rows [r 3D/t, (r+1) 3D/t): a third of the fused weight */
-                for (int i = 0; i < 3 * per; i++) block &= got[i] == r * 3 * per + i;
-                if (block && t > 1)
+                bool after = true, block = true, same_rows = true; /* the known mistakes */
+                for (int i = 0; i < 3 * per; i++) {
+                    after &= got[i] == r * per + i;
+                    block &= got[i] == r * 3 * per + i;
+                    bool found = false;
+                    for (int k = 0; k < 3 * per; k++) found |= got[k] == want[i];
+                    same_rows &= found;
+                }
+                if (after && t > 1)
+                    printf("hint: q, k and v are three blocks of D rows each: this rank's keys start "
+                           "at row D + r x D/t, not right after its queries (and its values at 2D + r x D/t)\n");
+                else if (block && t > 1)
                     printf("hint: that is a contiguous third of in_proj_weight, which mixes queries "
                            "and keys of other heads: take D/t rows from each of the q, k and v blocks\n");
-                else if (got[per] == r * per + per && t > 1)
-                    printf("hint: q, k and v are three blocks of D rows each: this rank's keys start "
-                           "at row D + its first column, not right after its queries\n");
+                else if (same_rows)
+                    printf("hint: the right rows in another order: the attention layer reads a fused "
+                           "q|k|v, all of this rank's queries first, then all its keys, then all its "
+                           "values (not q, k, v of one head side by side)\n");
                 return CHECK_FAIL;
             }
         }
@@ -350,6 +425,11 @@ static int check_plan(void) {
                         if (first == 0 && last == 1 && got == (int64_t)c->vocab / t * c->d_model)
                             printf("hint: the vocabulary is padded to a multiple of t: Vp / t rows, "
                                    "Vp = %lld\n", (long long)Vp);
+                        else if (first > 0 && got == tensor_parallel_param_count(c, t, 0, last))
+                            printf("hint: count blocks [first, last) only: a pipeline stage holds "
+                                   "those; the ones before first are another stage's\n");
+                        else if (last == blocks && want - got == Vp / t)
+                            printf("hint: the decoder has a bias too: Vp/t of them, cut with its rows\n");
                         else if (got < want)
                             printf("hint: some parameters are whole on every rank: the out-projection's "
                                    "and linear2's biases (D each) and both layer norms (2 x 2D)\n");
@@ -392,9 +472,10 @@ static bool run_program(int ranks, const char *const *layout, const char *dir, f
     run_ranks(ranks, args, 180, &r);
     char end[96];
     if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
-        printf("the program on %d ranks (", ranks);
+        printf("the program on %d rank%s (", ranks, ranks == 1 ? "" : "s");
         for (int i = 0; layout[i]; i++) printf("%s%s", i ? " " : "", layout[i]);
-        printf(") ended: %s. It said:\n", describe_end(&r, end, sizeof end));
+        printf("%s) ended: %s. It said:\n", layout[0] ? "" : "no layout options",
+               describe_end(&r, end, sizeof end));
         print_job_output(&r);
         return false;
     }
@@ -469,6 +550,7 @@ static int check_program(void) {
 }
 
 static void checks(void) {
+    check_signal_hint(SIGSEGV, "dlogits may be NULL (the loss alone, at evaluation): write the gradient only when it is not");
     check_needs("TODO 9.1-9.5", "9.1-9.5");
     check_run("TODO 9.1", "which rows a rank holds: n / t each, in rank order (t = 1-8)", check_shard, 10);
     check_run("TODO 9.1", "the q|k|v rows of a rank's heads: its queries, keys, values (D = 4-48)", check_qkv_rows, 10);

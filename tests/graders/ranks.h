@@ -47,7 +47,8 @@ static inline void say(bool ok, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    printf("WORKER rank %d %s%s\n", g_dist ? g_dist->rank : -1, ok ? "ok" : "FAIL: ", msg);
+    printf("WORKER rank %d %s%s\n", g_dist ? g_dist->rank : -1,
+           ok ? (*msg && *msg != ' ' ? "ok: " : "ok") : "FAIL: ", msg);
     fflush(stdout);
 }
 
