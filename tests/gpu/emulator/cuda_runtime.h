@@ -23,6 +23,11 @@ inline const char *cudaGetErrorString(cudaError_t) { return "emulated"; }
 #define __device__
 #define __host__
 #define __shared__ static /* one block runs at a time: a static is its shared memory */
+#define __align__(n) __attribute__((aligned(n)))
+
+struct __align__(16) float4 {
+    float x, y, z, w;
+};
 
 struct dim3 {
     unsigned x, y, z;
