@@ -64,6 +64,7 @@
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/embedding.h"
+#include "layers/flash_attention.h"
 #include "layers/gelu.h"
 #include "layers/layernorm.h"
 #include "layers/linear.h"
@@ -872,6 +873,113 @@ static int check_attention(void) {
     return CHECK_PASS;
 }
 
+/* The fused attention (flash_attention.cu) against its CPU twin. Forward: ctx and lse
+ * from the same Rng state, the same FlashDropout (key, window) and Rng state after; the
+ * backward given the CPU's ctx and lse. float32: the attention's rule above (scores of
+ * dh terms, sums of up to T weights up to 1 / (1 - p), expf against softmax_exp).
+ * bfloat16: both devices compute in float32 and round once where they store, so a
+ * value differs by the float32 difference plus at most one unit in the last place of
+ * bfloat16 (2^-7 of its binade), where the two float32 values fall on either side of a
+ * rounding boundary: with float32 differences near 1e-6 of a value against bfloat16's
+ * steps of 4e-3 to 8e-3 of it, that is rare (on the emulator 1 entry in 10,000), and all
+ * but 1% (and 2) of the entries must hold the same bits: a CPU run predicts the GPU's. */
+static float bf16_ulp(float x) {
+    int e;
+    frexpf(fabsf(x), &e); /* |x| in [2^(e-1), 2^e): bfloat16's step there is 2^(e-8) */
+    return x == 0.0f ? 0.0f : ldexpf(1.0f, e - 8);
+}
+
+static bool same_flash(const char *what, const Tensor *gpu, const Tensor *cpu, float atol) {
+    Tensor h = back(gpu);
+    if (cpu->dtype == DTYPE_F32) {
+        const bool ok = expect_close(what, h.data, cpu->data, cpu->size, atol, RTOL);
+        tensor_free(&h);
+        return ok;
+    }
+    int64_t equal = 0;
+    bool ok = true;
+    for (int64_t i = 0; ok && i < cpu->size; i++) {
+        const float g = dtype_f32_from_bf16(h.bits16[i]), c = dtype_f32_from_bf16(cpu->bits16[i]);
+        equal += h.bits16[i] == cpu->bits16[i];
+        ok = expect_true(fabsf(g - c) <= bf16_ulp(c) + atol + RTOL * fabsf(c),
+                         "%s[%lld]: %.6g on the GPU, %.6g on the CPU (bfloat16 0x%04x, 0x%04x): "
+                         "more than one step apart", what, (long long)i, g, c, h.bits16[i],
+                         cpu->bits16[i]);
+    }
+    ok = ok && expect_true(equal >= cpu->size - cpu->size / 100 - 2, "%s: only %lld of %lld bfloat16 "
+                           "entries hold the CPU's bits", what, (long long)equal, (long long)cpu->size);
+    tensor_free(&h);
+    return ok;
+}
+
+static Tensor typed(const Tensor *t, DType dtype) {
+    Tensor r = tensor_zeros_typed(DEVICE_CPU, dtype, t->ndim, t->shape[0], t->shape[1], t->shape[2], t->shape[3]);
+    tensor_convert(&r, t);
+    return r;
+}
+
+static int compare_flash(int B, int T, int H, int dh, DType dt, float p, DropoutWindow window,
+                         uint64_t seed) {
+    const int D = H * dh, N = B * T;
+    Tensor q32 = random_tensor(seed, N, 3 * D, 0, 0), g32 = random_tensor(seed + 1, N, D, 0, 0);
+    Tensor d32 = random_tensor(seed + 2, N, 3 * D, 0, 0);
+    Tensor qkv = typed(&q32, dt), dctx = typed(&g32, dt), dqkv = typed(&d32, dt);
+    Tensor ctx = tensor_zeros_typed(DEVICE_CPU, dt, 2, N, D), lse = tensor_zeros(3, B, H, T);
+    Tensor gqkv = on_gpu(&qkv), gdctx = on_gpu(&dctx), gdqkv = on_gpu(&dqkv);
+    Tensor gctx = on_gpu(&ctx), glse = on_gpu(&lse);
+    tensor_fill(&gctx, 7.0f), tensor_fill(&glse, 7.0f); /* what they held must not matter */
+    FlashDropout d1, d2;
+    Rng r1, r2;
+    rng_seed(&r1, seed, 1), rng_seed(&r2, seed, 1);
+    flash_attention_forward(&ctx, &lse, &d1, &qkv, p, true, &r1, window);
+    cuda_flash_attention_forward(&gctx, &glse, &d2, &gqkv, p, true, &r2, window);
+    const float w = p < 1.0f ? 1.0f / (1.0f - p) : 1.0f; /* the largest weight */
+    bool ok = same_flash("flash ctx", &gctx, &ctx, w * sum_atol(dh + 2 * T)) &&
+              same_flash("flash lse", &glse, &lse, sum_atol(dh + T)) &&
+              expect_true(d1.active == d2.active && d1.key == d2.key && d1.threshold == d2.threshold &&
+                              d1.keep_scale == d2.keep_scale && d1.window.cols == d2.window.cols &&
+                              d1.window.full_cols == d2.window.full_cols && d1.window.col0 == d2.window.col0,
+                          "the FlashDropout differs from the CPU's") &&
+              expect_true(rng_u32(&r1) == rng_u32(&r2), "the Rng is not where the CPU's is");
+    /* the backward, given the CPU's ctx and lse */
+    tensor_copy(&gctx, &ctx), tensor_copy(&glse, &lse);
+    flash_attention_backward(&dqkv, &dctx, &qkv, &ctx, &lse, &d1);
+    cuda_flash_attention_backward(&gdqkv, &gdctx, &gqkv, &gctx, &glse, &d2);
+    ok = ok && same_flash("flash dqkv (added to)", &gdqkv, &dqkv, w * sum_atol(dh + 2 * T + 1));
+    if (!ok)
+        printf("B=%d T=%d H=%d dh=%d, %s, dropout %g, window %lld of %lld from %lld\n", B, T, H, dh,
+               dtype_name(dt), (double)p, (long long)window.cols, (long long)window.full_cols,
+               (long long)window.col0);
+    Tensor *all[] = {&q32, &g32, &d32, &qkv, &dctx, &dqkv, &ctx, &lse, &gqkv, &gdctx, &gdqkv, &gctx, &glse};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tensor_free(all[i]);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_flash_attention(void) {
+    REQUIRE_GPU();
+    /* B, T, H, dh: T of 1, below, at and above a tile of 32 (and a block's rows), the
+     * tutorial's 2 heads of 100 at T = 35, 257 and 1,024 (4 s on the emulator); each
+     * register tile (32, 64, 128, 256 columns) and heads that fill none (5, 100) */
+    static const int cases[][4] = {{1, 1, 1, 16}, {2, 7, 3, 5},   {2, 33, 4, 16}, {2, 35, 2, 100},
+                                   {1, 64, 2, 32}, {1, 130, 2, 64}, {1, 257, 1, 128}, {1, 45, 1, 256},
+                                   {1, 1024, 1, 64}};
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    for (int dt = 0; dt < 2; dt++)
+        for (int t = 0; t < ncases; t++)
+            for (int drop = 0; drop < 2; drop++)
+                if (compare_flash(cases[t][0], cases[t][1], cases[t][2], cases[t][3],
+                                  dt ? DTYPE_BF16 : DTYPE_F32, drop ? 0.2f : 0.0f, DROPOUT_WHOLE,
+                                  200 + 10 * (uint64_t)t) != CHECK_PASS)
+                    return CHECK_FAIL;
+    /* a tensor-parallel rank's heads 2 and 3 of 6, dropout placed in the whole's mask */
+    const int T = 40;
+    const DropoutWindow heads = {2 * T * T, 6 * T * T, 2 * T * T};
+    for (int dt = 0; dt < 2; dt++)
+        if (compare_flash(2, T, 2, 24, dt ? DTYPE_BF16 : DTYPE_F32, 0.3f, heads, 290) != CHECK_PASS)
+            return CHECK_FAIL;
+    return CHECK_PASS;
+}
+
 static int check_gelu(void) {
     REQUIRE_GPU();
     const int n = 100003;
@@ -1503,6 +1611,7 @@ int main(void) {
     check_run(NULL, "layer norm forward (mean, rstd, output) and backward (din, dgamma, dbeta)", GPU_CHECK(check_layernorm), 60);
     check_run(NULL, "dropout: the CPU's mask and Rng state, on and off, in place, backward", GPU_CHECK(check_dropout), 60);
     check_run(NULL, "causal attention forward and backward: exact zeros above the diagonal, dropout on and off", GPU_CHECK(check_attention), 120);
+    check_run(NULL, "fused (flash) attention forward and backward, float32 and bfloat16, dropout, a window of heads", GPU_CHECK(check_flash_attention), 180);
     check_run(NULL, "GELU forward and backward", GPU_CHECK(check_gelu), 60);
     check_run(NULL, "residual add forward (in place too) and backward, exact", GPU_CHECK(check_add), 60);
     check_run(NULL, "softmax cross-entropy over a vocabulary (fast version): loss and gradient", GPU_CHECK(check_softmax_xent_fast), 60);

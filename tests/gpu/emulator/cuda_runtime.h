@@ -56,7 +56,7 @@ template <class... P> Launch<P...> launch(void (*kernel)(P...), dim3 grid, dim3 
 #define blockIdx emu::block_idx
 #define blockDim emu::block_dim
 #define gridDim emu::grid_dim
-// run.sh rewrites kernel<<<grid, block>>>(args) as EMU_LAUNCH(kernel, grid, block)(args)
+// run.sh rewrites kernel<<<grid, block>>>(args) as EMU_LAUNCH((kernel), grid, block)(args)
 #define EMU_LAUNCH(kernel, grid, block) emu::launch(kernel, grid, block)
 
 inline void __syncthreads() { emu::block_barrier(); }

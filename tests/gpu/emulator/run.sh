@@ -18,10 +18,11 @@ make --no-print-directory BUILD="$BUILD" NVCC= "$BUILD/libcourse.a" \
 OUT="$BUILD/emulator"
 mkdir -p "$OUT"
 FLAGS="-O1 -g -fopenmp -I$HERE -Ilib/cuda -Ilib -Itests -DHAVE_CUDA -DCUDA_EMULATOR"
-# kernel<<<grid, block>>>(args) -> EMU_LAUNCH(kernel, grid, block)(args)
+# kernel<<<grid, block>>>(args) -> EMU_LAUNCH((kernel), grid, block)(args); a template's
+# arguments (kernel<E, 64, 8>) go inside the parentheses, so their commas stay there
 for f in lib/cuda/*.cu; do
     b=$(basename "$f" .cu)
-    { echo "#line 1 \"$f\""; python3 -c 'import re, sys; sys.stdout.write(re.sub(r"(\w+)<<<(.*?)>>>", r"EMU_LAUNCH(\1, \2)", open(sys.argv[1]).read(), flags=re.S))' "$f"; } > "$OUT/$b.cpp"
+    { echo "#line 1 \"$f\""; python3 -c 'import re, sys; sys.stdout.write(re.sub(r"(\w+(?:<[\w\s,:]*>)?)<<<(.*?)>>>", r"EMU_LAUNCH((\1), \2)", open(sys.argv[1]).read(), flags=re.S))' "$f"; } > "$OUT/$b.cpp"
     g++ -std=c++17 $FLAGS -Wall -Wno-unused-parameter -c "$OUT/$b.cpp" -o "$OUT/$b.o"
 done
 g++ -std=c++17 $FLAGS -Wall -c "$HERE/emulator.cpp" -o "$OUT/emulator.o"
