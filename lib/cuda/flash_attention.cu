@@ -11,8 +11,10 @@
 // all lanes of a warp at once: broadcasts, as float4), the accumulators per lane in
 // registers: lane l holds columns l, l + 32, ... of each of its warp's R rows, so a head
 // of DH columns (32, 64, 128 or 256, the next up from dh; the rest zero) costs R DH / 32
-// registers per accumulator. R = 8 (forward, dQ) or 8, 4, 2 (dK/dV, for DH up to 64,
-// 128, 256): 16 to 45 KiB of shared memory per block.
+// registers per accumulator. R = 8 (forward, dQ; 4 for DH = 256) or 8, 4, 2 (dK/dV, for
+// DH up to 64, 128, 256): 12 to 45 KiB of shared memory per block. ptxas (sm_90) gives
+// 138 to 252 registers a thread and no spills: 2 to 3 blocks, 8 to 12 warps, per SM, a
+// low occupancy that a GPU run should weigh (__launch_bounds__ would trade it for spills).
 //
 // Forward (flash_forward_kernel), block = 4R queries of one (sequence, head), heaviest
 // (latest) tiles first: Q tile into shared memory, then for each key tile up to the
@@ -33,7 +35,8 @@
 //     of a 32-query tile, tiles from the diagonal to the end: per column chunk of Q,
 //     dctx and ctx, s, dp and delta; then p = exp(s - lse), w = p mask,
 //     ds = p (mask dp - delta) to shared memory; then, lane = column, dV += w^T dctx and
-//     dK += ds^T Q over the chunks again (from the phase's own chunk when one is all).
+//     dK += ds^T Q over the chunks again (the first phase's chunk reused when the head
+//     fits in one).
 //   flash_dq_kernel, block = 4R queries (Q and dctx rows in shared memory, delta and lse
 //     per row), lane = key of a 32-key tile up to the diagonal: s, dp, ds as above;
 //     then, lane = column, dQ += ds K over the chunks of K.
@@ -43,11 +46,12 @@
 // accumulators (the issue's 989 TFLOP/s against float32's 67), so P and ds are rounded
 // to bfloat16 before their products (the CPU twin would round there too, and the
 // tolerances of tests/unit/test_layers_flash.c grow by the weights' 2^-8); tiles become
-// 64 x 64 or bigger, held in shared memory as bf16 with an swizzled layout rather than
-// padding, loaded asynchronously (cp.async / TMA) into double buffers; exp2 with
-// log2(e) folded into the scale instead of expf; and the warps of a block would split
-// the key loop rather than the rows. The recomputation split (dK/dV, then dQ) would
-// stay, or dQ move to atomics into a float32 buffer as flash-attention 2 does.
+// 64 x 64 or bigger, held in shared memory as bf16 with a swizzled layout rather than
+// padding, loaded asynchronously (cp.async / TMA) into double buffers; a warp's Q rows
+// live in registers as fragments instead of being broadcast from shared memory per
+// product; exp2 with log2(e) folded into the scale instead of expf. The recomputation
+// split (dK/dV, then dQ) would stay, or dQ move to atomics into a float32 buffer as
+// flash-attention 2 does (faster, but no longer the same bits every run).
 #include <math.h>
 
 #include "cuda_check.h"

@@ -46,7 +46,10 @@
  * The CPU version runs one task per (sequence, head) over OpenMP threads (the same
  * bits on any number of threads) with the GPU's tiles and arithmetic, float32
  * scratch of O(T dh) per task. The CUDA twin (lib/cuda/flash_attention.cu) says what
- * each thread block does. */
+ * each thread block does, and what a tensor-core (WMMA / mma) version would change:
+ * bf16 fragments for the six products, so P and ds rounded to bfloat16 before them
+ * (here too then), bigger tiles loaded asynchronously. Its speed on a GPU is owed
+ * (docs/gpu.md). */
 #ifndef LAYERS_FLASH_ATTENTION_H
 #define LAYERS_FLASH_ATTENTION_H
 

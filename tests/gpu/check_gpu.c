@@ -889,6 +889,8 @@ static float bf16_ulp(float x) {
     return x == 0.0f ? 0.0f : ldexpf(1.0f, e - 8);
 }
 
+static int64_t flash_equal16, flash_total16; /* bfloat16 entries with the CPU's bits, of all */
+
 static bool same_flash(const char *what, const Tensor *gpu, const Tensor *cpu, float atol) {
     Tensor h = back(gpu);
     if (cpu->dtype == DTYPE_F32) {
@@ -906,6 +908,7 @@ static bool same_flash(const char *what, const Tensor *gpu, const Tensor *cpu, f
                          "more than one step apart", what, (long long)i, g, c, h.bits16[i],
                          cpu->bits16[i]);
     }
+    flash_equal16 += equal, flash_total16 += cpu->size;
     ok = ok && expect_true(equal >= cpu->size - cpu->size / 100 - 2, "%s: only %lld of %lld bfloat16 "
                            "entries hold the CPU's bits", what, (long long)equal, (long long)cpu->size);
     tensor_free(&h);
@@ -977,6 +980,8 @@ static int check_flash_attention(void) {
     for (int dt = 0; dt < 2; dt++)
         if (compare_flash(2, T, 2, 24, dt ? DTYPE_BF16 : DTYPE_F32, 0.3f, heads, 290) != CHECK_PASS)
             return CHECK_FAIL;
+    check_show("bfloat16: %lld of %lld entries hold the CPU's bits", (long long)flash_equal16,
+               (long long)flash_total16);
     return CHECK_PASS;
 }
 
