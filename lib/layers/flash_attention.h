@@ -44,8 +44,9 @@
  * identical mask (nothing of size T x T is kept for it either).
  *
  * The CPU version runs one task per (sequence, head) over OpenMP threads (the same
- * bits on any number of threads) with the GPU's tiles and arithmetic, float32
- * scratch of O(T dh) per task. The CUDA twin (lib/cuda/flash_attention.cu) says what
+ * bits on any number of threads) with the GPU's formulas (its forward with the same
+ * key tiles; its backward one (i, j) pair at a time), float32 scratch of O(T dh) per
+ * task. The CUDA twin (lib/cuda/flash_attention.cu) says what
  * each thread block does, and what a tensor-core (WMMA / mma) version would change:
  * bf16 fragments for the six products, so P and ds rounded to bfloat16 before them
  * (here too then), bigger tiles loaded asynchronously. Its speed on a GPU is owed
