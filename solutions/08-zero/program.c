@@ -22,11 +22,14 @@
 #include "core/args.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/trace.h"
 #include "core/timer.h"
 #include "cuda/device.h"
 #include "data/text.h"
 #include "dist/dist_options.h"
+#include "dist/dist_trace.h"
 #include "lesson.h"
+#include "models/block_trace.h"
 #include "models/transformer.h"
 #include "parallel/ddp.h"
 #include "parallel/zero_checkpoint.h"
@@ -43,6 +46,7 @@ const ZeroOps LESSON_OPS = {lesson_shard_range, lesson_reduce_gradients, lesson_
 typedef struct {
     LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
     const char *dataset, *data, *model, *optimizer, *impl, *device, *dist, *metrics, *checkpoint_dir;
+    const char *trace;
     int stage, batch_size, epochs, max_steps, valid_batches, seed, threads, ranks, collectives;
     int checkpoint_every, resume;
     float lr, weight_decay, momentum, clip, bucket_mb, timeout_s;
@@ -50,7 +54,7 @@ typedef struct {
 
 /* Options each rank may set its own way; every other one must agree (dist_check_options). */
 static const char *const per_rank_options[] = {"metrics", "threads", "timeout", NULL};
-enum { OWN = 26, MAX_SPECS = OWN + LM_OPTION_SPECS };
+enum { OWN = 27, MAX_SPECS = OWN + LM_OPTION_SPECS };
 
 /* Parses into *out; specs (MAX_SPECS) keep pointing at *out's fields, for the ranks'
  * comparison. Returns how many. */
@@ -86,6 +90,7 @@ static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
         {"checkpoint-dir", ARG_STRING, &c->checkpoint_dir, "every rank writes its shard of a checkpoint here (a directory on a file system all ranks see)", NULL},
         {"checkpoint-every", ARG_INT, &c->checkpoint_every, "steps between checkpoints (0: at each epoch's end and the last step)", NULL},
         {"resume", ARG_FLAG, &c->resume, "continue from the newest complete checkpoint in --checkpoint-dir (any number of ranks, any stage)", NULL},
+        {"trace", ARG_STRING, &c->trace, "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace format; make trace)", NULL},
         {"collectives", ARG_FLAG, &c->collectives, "part 2: your ring reduce-scatter against the library's, and its bandwidth", NULL},
     };
     memcpy(specs, own, sizeof own);
@@ -237,6 +242,7 @@ static void print_memory(Run *run) {
 
 /* Batch i of a split (get_batch, [T, columns]): this rank's columns, batch-major. */
 static void load_batch(Run *run, const TextBatches *split, int64_t i) {
+    trace_begin("load batch", TRACE_DATA); /* with --trace (core/trace.h) */
     const TextBatch b = text_get_batch(split, i, run->T);
     const int Bl = run->Bl, T = run->T, col0 = run->dist->rank * Bl;
     for (int s = 0; s < Bl; s++)
@@ -249,6 +255,7 @@ static void load_batch(Run *run, const TextBatches *split, int64_t i) {
         device_copy(run->dev_tokens, run->lm.device, run->host_tokens, DEVICE_CPU, bytes);
         device_copy(run->dev_targets, run->lm.device, run->host_targets, DEVICE_CPU, bytes);
     }
+    trace_end("load batch");
 }
 
 /* This rank's bytes of every kind of operation since the counters were reset, sent or
@@ -266,6 +273,7 @@ static double counted_bytes(const Dist *d, bool received) {
 static double train_step(Run *run) {
     const Config *c = &run->cfg;
     float loss;
+    trace_begin("step", TRACE_STEP);
     if (c->stage == 0) {
         params_zero_grad(&run->lm.params);
         loss = transformer_forward_backward(&run->lm, run->dev_tokens, run->dev_targets);
@@ -280,6 +288,7 @@ static double train_step(Run *run) {
         if (c->clip > 0) zero_clip(&run->zero, c->clip);
         zero_step(&run->zero);
     }
+    trace_end("step");
     return dist_sum_double(run->dist, loss) / run->dist->world_size;
 }
 
@@ -574,7 +583,11 @@ int lesson_main(int argc, char **argv) {
         run->epoch = 1, run->saved_step = -1;
         if (run->cfg.checkpoint_dir) setup_checkpoints(run);
         if (run->cfg.resume) resume(run);
+        dist_trace_start(run->dist, run->cfg.trace); /* --trace: ts 0 here on every rank */
+        BlockTrace *blocks = block_trace_attach(&run->lm.blocks);
         train(run);
+        block_trace_detach(blocks);
+        dist_trace_finish(run->dist, run->cfg.trace);
         print_digests(run);
         finish(run);
     }
