@@ -31,10 +31,10 @@ void embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens, f
     embedding_backward_rows(dtable, dout, tokens, scale, 0, dtable->shape[0]);
 }
 
+/* rows past the vocabulary are padding (a vocabulary split over ranks unevenly) */
 static void check_slice(const Tensor *table, int first, int vocab) {
-    CHECK(first >= 0 && first + table->shape[0] <= vocab,
-          "embedding: rows [%d, %d) are not a slice of a vocabulary of %d", first,
-          first + table->shape[0], vocab);
+    CHECK(first >= 0 && vocab >= 1, "embedding: rows from %d of a vocabulary of %d", first, vocab);
+    (void)table;
 }
 
 void embedding_forward_rows(Tensor *out, const int *tokens, const Tensor *table, float scale,

@@ -19,9 +19,9 @@ void embedding_forward(Tensor *out, const int *tokens, const Tensor *table, floa
 void embedding_backward(Tensor *dtable, const Tensor *dout, const int *tokens, float scale);
 
 /* The same for a slice of a wider table (a vocabulary-parallel rank's rows): table
- * [Vr, D] holds rows [first, first + Vr) of a vocabulary of `vocab` words. A token of
- * the vocabulary outside the slice gives a row of zeros forward and adds nothing
- * backward; one outside 0..vocab-1 stops as above. */
+ * [Vr, D] holds rows [first, first + Vr) of a vocabulary of `vocab` words (rows past it
+ * are padding, never looked up). A token of the vocabulary outside the slice gives a row
+ * of zeros forward and adds nothing backward; one outside 0..vocab-1 stops as above. */
 void embedding_forward_rows(Tensor *out, const int *tokens, const Tensor *table, float scale,
                             int first, int vocab);
 void embedding_backward_rows(Tensor *dtable, const Tensor *dout, const int *tokens, float scale,

@@ -192,6 +192,8 @@ static const char *missing_layer(const LayerOps *o) {
     NEED(layernorm_forward); NEED(layernorm_backward); NEED(dropout_forward);
     NEED(dropout_backward); NEED(attention_forward); NEED(attention_backward);
     NEED(add_forward); NEED(add_backward); NEED(softmax_cross_entropy_fast);
+    NEED(embedding_forward_rows); NEED(embedding_backward_rows); /* the sharded blocks' */
+    NEED(dropout_forward_window); NEED(attention_forward_window);
 #undef NEED
     return NULL;
 }

@@ -83,7 +83,8 @@ typedef struct {
  * ones (embed_block.h, encoder_block.h, lm_head_block.h); a tensor-parallel model
  * (parallel/tensor_parallel.h) swaps in sharded blocks with the same parameter names,
  * drawing the same initial values. Each appends one block to l and returns it; the
- * decoder's also sets the list's loss (l->loss, l->loss_ctx). */
+ * decoder's also sets the list's loss (l->loss, l->loss_ctx). (The sharded decoder's
+ * logits are a rank's words, [N, Vp/t], where this header says [N, V].) */
 typedef struct {
     Block *(*embedding)(void *ctx, BlockList *l, const TransformerConfig *c);
     Block *(*encoder)(void *ctx, BlockList *l, const TransformerConfig *c, const char *prefix,

@@ -64,8 +64,8 @@ typedef struct {
 /* How a parameter is cut over the group. */
 typedef enum {
     TP_REPLICATED, /* whole on every rank */
-    TP_ROWS,       /* rows (first dimension): column-parallel weights, their biases, the
-                    * vocabulary's rows (padded) */
+    TP_ROWS,       /* rows (first dimension): column-parallel weights, their biases */
+    TP_WORDS,      /* rows of the padded vocabulary: the embedding's, the decoder's */
     TP_COLUMNS,    /* columns (last dimension): row-parallel weights */
     TP_QKV_ROWS    /* the fused q|k|v rows of this rank's heads (ops.qkv_rows) */
 } TpSplit;
@@ -149,5 +149,10 @@ double tensor_parallel_bytes(const TransformerConfig *c, int64_t rows, int t, in
  * stage s (first_block[pipe size] = the model's blocks). */
 void tensor_parallel_gather(TensorParallel *tp, const ParamList *local, BlockList *whole,
                             Dist *pipe, const int *first_block);
+/* params_digest (train/checkpoint.h) of the whole model, from the slices, the same on
+ * every rank, one parameter at a time (no rank holds the whole model): the stages in
+ * order over `pipe` (NULL: no pipeline), each one's parameters gathered over its tensor
+ * group. A collective over the job. */
+uint64_t tensor_parallel_digest(TensorParallel *tp, const ParamList *local, Dist *pipe);
 
 #endif

@@ -41,7 +41,7 @@ static void embed_forward(Block *b, const BlockCall *c) {
     TensorParallel *tp = e->tp;
     Tensor *x = &c->saved[0];
     c->ops->embedding_forward_rows(x, c->ids, &e->table->value, sqrtf((float)e->D),
-                                   tp->words.start, tp->vocab_padded); /* others' words: 0 */
+                                   tp->words.start, tp->vocab); /* others' words: 0 */
     tp->ops.g(tp, x, BLOCK_FORWARD);
     c->ops->positional_forward(x, x, &e->pe, c->T);
     c->ops->dropout_forward(x, &c->saved[1], x, e->dropout, c->training, c->rng);
@@ -55,7 +55,7 @@ static void embed_backward(Block *b, const BlockCall *c) {
     c->ops->dropout_backward(dx, c->dout, dropout_active(e->dropout, c->training) ? &c->saved[1] : NULL);
     tp->ops.g(tp, dx, BLOCK_BACKWARD);
     c->ops->embedding_backward_rows(&e->table->grad, dx, c->ids, sqrtf((float)e->D),
-                                    tp->words.start, tp->vocab_padded);
+                                    tp->words.start, tp->vocab);
 }
 
 static double embed_flops(const Block *b, int T) {
@@ -65,7 +65,7 @@ static double embed_flops(const Block *b, int T) {
 
 static void embed_init(Block *b, Rng *rng) {
     Embed *e = b->state;
-    tp_draw_slice(e->tp, e->table, TP_ROWS, e->tp->vocab, e->D, 0.1f, rng);
+    tp_draw_slice(e->tp, e->table, TP_WORDS, e->tp->vocab, e->D, 0.1f, rng);
     e->pe = tensor_zeros(2, e->max_len, e->D);
     positional_table_fill(&e->pe);
 }
@@ -95,7 +95,7 @@ static Block *make_embedding(void *ctx, BlockList *l, const TransformerConfig *c
     Embed *e = xcalloc(1, sizeof *e);
     *e = (Embed){.tp = tp, .D = c->d_model, .max_len = c->max_len, .dropout = c->dropout};
     const int first = l->params->count;
-    e->table = tp_declare(tp, l->params, "embedding.weight", TP_ROWS, 2,
+    e->table = tp_declare(tp, l->params, "embedding.weight", TP_WORDS, 2,
                           (int[]){tp->words.count, c->d_model});
     return blocks_add(l, &TP_EMBED, e, "embedding", first);
 }
@@ -145,7 +145,7 @@ static double head_flops(const Block *b, int T) {
 
 static void head_init(Block *b, Rng *rng) {
     Head *h = b->state;
-    tp_draw_slice(h->tp, h->w, TP_ROWS, h->tp->vocab, h->D, 0.1f, rng); /* the bias stays 0 */
+    tp_draw_slice(h->tp, h->w, TP_WORDS, h->tp->vocab, h->D, 0.1f, rng); /* the bias stays 0 */
 }
 
 static void head_to_device(Block *b, Device device) { tp_zeros_to(((Head *)b->state)->tp, device); }
@@ -161,13 +161,16 @@ static Block *make_decoder(void *ctx, BlockList *l, const TransformerConfig *c) 
     Head *h = xcalloc(1, sizeof *h);
     *h = (Head){.tp = tp, .D = c->d_model};
     const int first = l->params->count;
-    h->w = tp_declare(tp, l->params, "linear.weight", TP_ROWS, 2, (int[]){tp->words.count, c->d_model});
-    h->b = tp_declare(tp, l->params, "linear.bias", TP_ROWS, 1, (int[]){tp->words.count});
+    h->w = tp_declare(tp, l->params, "linear.weight", TP_WORDS, 2, (int[]){tp->words.count, c->d_model});
+    h->b = tp_declare(tp, l->params, "linear.bias", TP_WORDS, 1, (int[]){tp->words.count});
     l->loss = tp_loss;
     l->loss_ctx = tp;
     return blocks_add(l, &TP_HEAD, h, "decoder", first);
 }
 
 TransformerBlockMakers tensor_parallel_makers(TensorParallel *tp) {
+    /* the words this rank holds, cut as the table's shard cuts every other dimension (a
+     * lesson's may have replaced the library's since tensor_parallel_init) */
+    tp->words = tp->ops.shard(tp->vocab_padded, tp->t, tp->rank);
     return (TransformerBlockMakers){make_embedding, tp_make_encoder, make_decoder, tp};
 }

@@ -7,7 +7,8 @@
 Param *tp_declare(TensorParallel *tp, ParamList *params, const char *name, TpSplit split,
                   int ndim, const int *shape) {
     CHECK(params->count == tp->split_count, "a tensor-parallel model's parameters come from its "
-          "blocks only (%d declared, %d noted)", params->count, tp->split_count);
+          "blocks only (%d declared, %d noted): one TensorParallel per model (tensor_parallel_init "
+          "a new one for another model)", params->count, tp->split_count);
     if (tp->split_count == tp->split_cap) { /* grow */
         const int cap = tp->split_cap ? 2 * tp->split_cap : 32;
         TpSplit *more = xcalloc((size_t)cap, sizeof *more);
@@ -32,7 +33,7 @@ void tp_slice_layout(const TensorParallel *tp, TpSplit split, const Tensor *whol
         tp->ops.qkv_rows(wr / 3, tp->t, r, rows_of);
         return;
     }
-    const int start = split == TP_ROWS ? tp->ops.shard(lr * tp->t, tp->t, r).start : 0;
+    const int start = split == TP_ROWS || split == TP_WORDS ? tp->ops.shard(lr * tp->t, tp->t, r).start : 0;
     for (int i = 0; i < lr; i++) rows_of[i] = start + i < wr ? start + i : -1; /* -1: padding */
     if (split == TP_COLUMNS) *col0 = tp->ops.shard(cols_of_tensor(whole), tp->t, r).start;
 }

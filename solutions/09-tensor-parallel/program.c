@@ -121,7 +121,8 @@ typedef struct {
     TextCorpus corpus;
     TextBatches train, valid;        /* batchify: batch_size columns */
     TransformerConfig model_cfg;
-    int blocks, first[65];           /* the stages' first blocks (lesson 07's partition) */
+    int blocks, first[257];          /* the stages' first blocks (lesson 07's partition; at
+                                      * most 256 blocks) */
     TensorParallel tp;
     Transformer stage;               /* this rank's slice: its stage's blocks, cut t ways */
     Pipeline pipe;
@@ -203,10 +204,10 @@ static void build(Run *run) {
     run->micro = micro_of(c, c->pp);
     run->Bm = run->Bl / run->micro;
     if (!run->grid.inside_node[GRID_TENSOR]) /* grid_init warned; what it costs a step: */
-        print0("  each rank of a tensor group sends %.1f MB a step over the network this way "
-               "(9.5), where a node's links would carry it %s\n",
-               lesson_tensor_bytes(&run->model_cfg, (int64_t)run->Bl * run->T, c->tp, 0,
-                                   run->blocks) / c->pp / 1e6,
+        print0("  rank 0 sends %.1f MB a step in its tensor group's all-reduces, over the network "
+               "this way (your 9.5), where a node's links would carry it %s\n",
+               lesson_tensor_bytes(&run->model_cfg, (int64_t)run->Bl * run->T, c->tp,
+                                   run->first[0], run->first[1]) / 1e6,
                "several times faster (NVLink: hundreds of GB/s against InfiniBand's tens)");
     tensor_parallel_init(&run->tp, run->grid.tensor, &run->model_cfg);
     run->tp.ops = library(run) ? TP_LIBRARY : LESSON_OPS;
@@ -403,15 +404,12 @@ static void print_communication(Run *run) {
            run->pipe.max_slots == 1 ? "" : "es");
 }
 
-/* The whole model, gathered from every stage and tensor rank, on every rank. */
+/* The digest of the whole model, from every stage's and tensor rank's slices, one
+ * parameter at a time: the same on every rank. */
 static void print_digest(Run *run) {
-    Transformer whole;
-    transformer_init(&whole, &run->model_cfg, 1, 1, 0);
-    tensor_parallel_gather(&run->tp, &run->stage.params, &whole.blocks, run->grid.pipe, run->first);
-    printf("rank %d parameter digest: %016llx\n", run->dist->rank,
-           (unsigned long long)params_digest(&whole.params));
+    const uint64_t digest = tensor_parallel_digest(&run->tp, &run->stage.params, run->grid.pipe);
+    printf("rank %d parameter digest: %016llx\n", run->dist->rank, (unsigned long long)digest);
     fflush(stdout);
-    transformer_free(&whole);
 }
 
 /* ---------------------------------------------------------------- --plan */

@@ -142,7 +142,7 @@ else
         fail "lesson 09 on two hosts: the job did not see 2 nodes"
         tail -8 "$scratch/span.out" | sed 's/^/        | /'
     elif ! grep -q "tensor groups of 2 ranks span nodes" "$scratch/span.out" ||
-        ! grep -qE "sends [0-9.]+ MB a step over the network" "$scratch/span.out"; then
+        ! grep -qE "sends [0-9.]+ MB a step in its tensor group.s all-reduces, over the network" "$scratch/span.out"; then
         fail "lesson 09 on two hosts: --tp 2 across them is not warned about with its cost"
         head -8 "$scratch/span.out" | sed 's/^/        | /'
     elif ! worst=$(close "$scratch/one.jsonl" "$scratch/span.jsonl"); then
@@ -151,7 +151,7 @@ else
         fail "lesson 09 on two hosts: --dp 2 across them warned about a tensor group, or did not finish"
         tail -8 "$scratch/replicas.out" | sed 's/^/        | /'
     else
-        pass "lesson 09 on two hosts: --tp 2 across them warned ($(grep -oE 'sends [0-9.]+ MB a step over the network' "$scratch/span.out")) and within $worst of 1 rank's steps; --dp 2 across them not warned"
+        pass "lesson 09 on two hosts: --tp 2 across them warned ($(grep -oE "sends [0-9.]+ MB a step" "$scratch/span.out")) and within $worst of 1 rank's steps; --dp 2 across them not warned"
     fi
 fi
 finish

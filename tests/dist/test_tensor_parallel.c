@@ -117,6 +117,7 @@ static bool linears(Dist *d) {
 }
 
 typedef struct {
+    bool digest_same; /* tensor_parallel_digest = params_digest of the gathered model */
     double loss_gap, grad_gap, param_gap;
     int64_t all_reduces, bytes_sent, expected_bytes, params, expected_params;
 } Compared;
@@ -162,6 +163,7 @@ static Compared train_both(Dist *d, int vocab, int steps) {
     }
     tensor_parallel_gather(&tp, &m.params, &whole.blocks, NULL, NULL);
     r.param_gap = params_gap(&whole.params.values, &ref.params.values);
+    r.digest_same = tensor_parallel_digest(&tp, &m.params, NULL) == params_digest(&whole.params);
     sgd_free(&opt);
     sgd_free(&ref_opt);
     transformer_free(&m);
@@ -173,11 +175,12 @@ static Compared train_both(Dist *d, int vocab, int steps) {
 
 static bool same_steps(Dist *d) {
     const Compared r = train_both(d, 37, 100);
-    const bool ok = r.loss_gap <= 1e-5 && r.grad_gap <= 1e-5 && r.param_gap <= 1e-5;
+    const bool ok = r.loss_gap <= 1e-5 && r.grad_gap <= 1e-5 && r.param_gap <= 1e-5 && r.digest_same;
     if (!ok || d->rank == 0)
         printf("    rank %d: 100 steps, dropout 0.1: loss within %.2g relative (1e-5 allowed), "
-               "first gradients %.2g and final parameters %.2g of the largest (1e-5 each)\n",
-               d->rank, r.loss_gap, r.grad_gap, r.param_gap);
+               "first gradients %.2g and final parameters %.2g of the largest (1e-5 each); the "
+               "digest from the slices %s the gathered model's\n", d->rank, r.loss_gap,
+               r.grad_gap, r.param_gap, r.digest_same ? "=" : "DIFFERS FROM");
     return ok;
 }
 
@@ -260,8 +263,10 @@ static bool grid_steps(Dist *d) {
     }
     tensor_parallel_gather(&tp, &m.params, &whole.blocks, g.pipe, first);
     const double param_gap = params_gap(&whole.params.values, &ref.params.values);
-    /* every rank holds the same whole model: its digest, in two halves, on all ranks */
+    /* every rank holds the same whole model: its digest, in two halves, on all ranks; and
+     * the digest from the slices, one parameter at a time, is the gathered model's */
     const uint64_t digest = params_digest(&whole.params);
+    const bool streamed = tensor_parallel_digest(&tp, &m.params, g.pipe) == digest;
     double *all = xmalloc(2 * (size_t)d->world_size * sizeof *all);
     dist_all_gather_double(d, (double)(digest >> 32), all);
     dist_all_gather_double(d, (double)(digest & 0xffffffffu), all + d->world_size);
@@ -270,11 +275,12 @@ static bool grid_steps(Dist *d) {
         same &= all[r] == all[0] && all[d->world_size + r] == all[d->world_size];
     char line[160];
     grid_describe(&g, line, sizeof line);
-    const bool ok = gap <= 1e-5 && param_gap <= 1e-5 && same;
+    const bool ok = gap <= 1e-5 && param_gap <= 1e-5 && same && streamed;
     if (!ok || d->rank == 0)
         printf("    rank %d: %s: %d steps, loss within %.2g relative (1e-5 allowed), parameters "
-               "%.2g of the largest (1e-5), whole-model digests %s\n", d->rank, line, GRID_STEPS,
-               gap, param_gap, same ? "equal on every rank" : "DIFFER between ranks");
+               "%.2g of the largest (1e-5), whole-model digests %s, %s from the slices\n", d->rank,
+               line, GRID_STEPS, gap, param_gap, same ? "equal on every rank" : "DIFFER between ranks",
+               streamed ? "the same" : "NOT THE SAME");
     xfree(all);
     xfree(tokens);
     xfree(targets);

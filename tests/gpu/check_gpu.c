@@ -79,6 +79,7 @@
 #include "parallel/zero.h"
 #include "ops/gemm.h"
 #include "ops/im2col.h"
+#include "train/checkpoint.h"
 #include "train/clip.h"
 #include "train/loss_scale.h"
 #include "train/optim.h"
@@ -1261,7 +1262,8 @@ static int check_windows(void) {
 
 /* Lesson 09's sharded blocks on one rank (t = 1, the single backend on the GPU): its
  * blocks, windows and vocabulary-parallel loss (through host copies) on the GPU against
- * the same on the CPU, 3 SGD steps; the tolerances of compare_transformer. */
+ * the same on the CPU, 3 SGD steps (the tolerances of compare_transformer), and the
+ * digest the program prints, from the slices on the GPU. */
 static int check_tensor_parallel_one_rank(void) {
     REQUIRE_GPU();
     const TransformerConfig c = {.vocab = 41, .d_model = 24, .heads = 3, .d_ff = 40, .layers = 2,
@@ -1292,6 +1294,10 @@ static int check_tensor_parallel_one_rank(void) {
         cuda_free(gtokens), cuda_free(gtargets);
         xfree(tokens), xfree(targets);
     }
+    /* the digest from the slices goes through the GPU's collectives (the single backend
+     * there takes device memory only) and is the model's */
+    ok = ok && expect_true(tensor_parallel_digest(&tg, &gpu.params, NULL) == params_digest(&gpu.params),
+                           "the digest from the slices on the GPU is not the model's");
     sgd_free(&oc), sgd_free(&og);
     transformer_free(&cpu), transformer_free(&gpu);
     tensor_parallel_free(&tc), tensor_parallel_free(&tg);
