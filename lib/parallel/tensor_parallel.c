@@ -58,10 +58,16 @@ void tp_all_reduce_host(TensorParallel *tp, Tensor *host, DistOp op) {
         dist_all_reduce(tp->group, host, op);
         return;
     }
-    Tensor there = tensor_to(host, tp->group->device); /* NCCL reduces device memory only */
+    /* NCCL reduces device memory only: through a buffer there, kept between calls (a
+     * loss a micro-batch would otherwise allocate and free twice each time) */
+    if (tp->device_scratch.size < host->size) {
+        tensor_free(&tp->device_scratch);
+        tp->device_scratch = tensor_zeros_on(tp->group->device, 1, (int)host->size);
+    }
+    Tensor there = tensor_range(&tp->device_scratch, 0, host->size);
+    tensor_copy(&there, host);
     dist_all_reduce(tp->group, &there, op);
     tensor_copy(host, &there);
-    tensor_free(&there);
 }
 
 /* The largest of z[0..n), and the sum of exp(z[j] - m): one row of this rank's words. */
@@ -159,6 +165,8 @@ void tensor_parallel_free(TensorParallel *tp) {
     tensor_free(&tp->zeros);
     tensor_free(&tp->host_logits);
     tensor_free(&tp->host_dlogits);
+    tensor_free(&tp->device_scratch);
+    xfree(tp->host_targets);
     memset(tp, 0, sizeof *tp);
 }
 

@@ -83,11 +83,15 @@ float tp_loss(void *ctx, const LayerOps *ops, const Tensor *logits, const int *t
     const int N = logits->shape[0];
     Tensor *z = host_like(&tp->host_logits, logits);
     tensor_copy(z, logits);
-    int *host_targets = xmalloc((size_t)N * sizeof *host_targets);
+    if (tp->host_targets_cap < N) { /* kept between calls */
+        xfree(tp->host_targets);
+        tp->host_targets = xmalloc((size_t)N * sizeof *tp->host_targets);
+        tp->host_targets_cap = N;
+    }
+    int *host_targets = tp->host_targets;
     device_copy(host_targets, DEVICE_CPU, targets, logits->device, (size_t)N * sizeof *host_targets);
     Tensor *dz = dlogits ? host_like(&tp->host_dlogits, logits) : NULL;
     const float loss = tp->ops.vocab_cross_entropy(tp, dz, z, host_targets);
     if (dlogits) tensor_copy(dlogits, dz);
-    xfree(host_targets);
     return loss;
 }
