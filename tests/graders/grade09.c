@@ -254,8 +254,8 @@ static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, 
     VocabCase v = {.loss = got, .want = want, .none = (float)none, .worst = fmax(worst, worst_target),
                    .pad = pad_grad, .ratio = ratio, .worst_target = worst_target, .added = added};
     v.ok = fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f && v.worst <= 1e-6 && pad_grad == 0;
-    snprintf(v.what, sizeof v.what, "loss %.7g (unsplit %.7g), gradient off by %g%s", (double)got,
-             (double)want, v.worst, V < VP ? "" : "");
+    snprintf(v.what, sizeof v.what, "loss %.7g (unsplit %.7g), gradient off by %g", (double)got,
+             (double)want, v.worst);
     if (V < VP)
         snprintf(v.what + strlen(v.what), sizeof v.what - strlen(v.what),
                  ", the padding's gradient up to %g", pad_grad);
