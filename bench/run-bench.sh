@@ -42,7 +42,10 @@ if [ $have_torch = yes ]; then
     t_gflops=$(awk -v r="$t_best" -v g="$gflops" -v c="$c_best" 'BEGIN { print g * r / c }')
     printf '%-22s %12.0f %10.1f %11.1f%%\n' "PyTorch $t_version" "$t_best" "$t_gflops" \
         "$(awk -v g="$t_gflops" -v p="$peak" 'BEGIN { print 100 * g / p }')"
-    printf '\nratio C / PyTorch: %.2fx\n' "$(awk -v a="$c_best" -v b="$t_best" 'BEGIN { print a / b }')"
+    r=$(awk -v a="$c_best" -v b="$t_best" 'BEGIN { printf "%.2f", a / b }')
+    printf '\nratio C / PyTorch: %sx\n' "$r"
+    [ -z "${BENCH_SUMMARY:-}" ] ||
+        echo "CNN, fixed batch (bench_cnn, one step's kernels): ${r}x" >>"$BENCH_SUMMARY"
 else
     echo "(PyTorch: not installed for $python; sudo make deps adds python3-torch)"
 fi
