@@ -40,8 +40,10 @@ c_rate="" c_secs="" t_rate="" t_secs="" c_fixed="" t_fixed="" c_out=""
 case $model in
 cnn)
     prog=$build/solutions/01-cpu-cnn/train
-    probe=$("$prog" --threads "$threads" --train-limit 1 --test-limit 1 2>&1) ||
-        { note "lesson 01 found no Fashion-MNIST (sudo make deps, or make datasets)"; exit 0; }
+    [ -x "$prog" ] || { echo "error: $prog is not built (make $prog)" >&2; exit 1; }
+    probe=$("$prog" --threads "$threads" --dataset fashion-mnist --train-limit 1 --test-limit 1 2>&1) ||
+        { note "lesson 01 could not read Fashion-MNIST (sudo make deps, or make datasets):"
+          sed 's/^/    /' <<<"$probe" | tail -3; exit 0; }
     dir=$(dirname "$(sed -nE 's/^data: .*\((.*)\)$/\1/p' <<<"$probe" | head -1)")
     what="lesson 01: one epoch of Fashion-MNIST (60,000 images, batch 100, Adam; then the 10,000 test images), $dir"
     unit=images/s
@@ -57,6 +59,7 @@ cnn)
     ;;
 transformer)
     prog=$build/solutions/04-transformer/train
+    [ -x "$prog" ] || { echo "error: $prog is not built (make $prog)" >&2; exit 1; }
     text=${EPOCH_TEXT:-}
     if [ -z "$text" ]; then
         fortunes=/usr/share/games/fortunes

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # make bench: the simple CNN's training speed in C (this library) and, where
 # Debian's python3-torch is installed, in PyTorch with the same thread count.
-# The two run alternately, three rounds each, and the best round of each counts:
-# this machine may be shared, and the best round is the least disturbed one.
+# The two run alternately, ROUNDS rounds each (default 3), and the best round of each
+# counts: this machine may be shared, and the best round is the least disturbed one.
 #   bench/run-bench.sh BENCH_BINARY THREADS
 set -euo pipefail
 bin=$1 threads=$2
 python=${PYTHON:-/usr/bin/python3}
 here=$(dirname "$0")
-rounds=3
+rounds=${ROUNDS:-3}
 
 best() { # best images_per_s among JSON lines on stdin
     sed -E 's/.*"images_per_s": ([0-9.]+).*/\1/' | sort -g | tail -1
