@@ -399,9 +399,16 @@ asan-tests: ## the unit tests under AddressSanitizer and UndefinedBehaviorSaniti
 	  LDEXTRA="-fsanitize=address,undefined" $(BUILD)/asan/libcourse.a $(UNIT_BIN:$(BUILD)/%=$(BUILD)/asan/%)
 	@tests/run-suites.sh $(UNIT_BIN:$(BUILD)/%=$(BUILD)/asan/%)
 
-bench: $(BENCH_BIN) $(BENCH_TF_BIN) ## CNN and transformer training speed: images/s or tokens/s, GFLOP/s, share of peak, and PyTorch side by side
-	@bench/run-bench.sh $(BENCH_BIN) $(THREADS)
-	@bench/run-bench-transformer.sh $(BENCH_TF_BIN) $(THREADS)
+# Each model twice: one training step on a fixed batch (the kernels), then a whole epoch
+# of its lesson's solution program (bench/run-bench-epoch.sh; EPOCH_ROUNDS=0 skips those);
+# the ratios to PyTorch of both, together at the end.
+bench: $(BENCH_BIN) $(BENCH_TF_BIN) $(BUILD)/solutions/01-cpu-cnn/train $(BUILD)/solutions/04-transformer/train ## CNN and transformer training speed, a fixed batch and a whole epoch: images/s or tokens/s, GFLOP/s, share of peak, and PyTorch side by side
+	@s=$(BUILD)/bench/summary.txt; rm -f $$s; export BENCH_SUMMARY=$$s; \
+	bench/run-bench.sh $(BENCH_BIN) $(THREADS) && \
+	bench/run-bench-epoch.sh cnn $(BUILD) $(THREADS) && \
+	bench/run-bench-transformer.sh $(BENCH_TF_BIN) $(THREADS) && \
+	bench/run-bench-epoch.sh transformer $(BUILD) $(THREADS) && \
+	if [ -s $$s ]; then echo; echo "C / PyTorch on $(THREADS) threads (load now: $$(cut -d' ' -f1-3 /proc/loadavg)):"; sed 's/^/  /' $$s; fi
 
 bench-transformer: $(BENCH_TF_BIN) ## lesson 04's transformer only: tokens/s of both presets against PyTorch, GFLOP/s, share of peak, per-layer times
 	@bench/run-bench-transformer.sh $(BENCH_TF_BIN) $(THREADS)

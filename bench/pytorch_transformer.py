@@ -19,7 +19,9 @@ Two modes:
       unless --vocab is given): E epochs of SGD (lr 5.0, StepLR gamma 0.95 per epoch,
       clip 0.5, batch 20, bptt 35; evaluation batches of 10 as the tutorial), one line
       per epoch with the train loss (the mean over the epoch's tokens), the valid loss
-      and ppl, then the test loss and ppl. --json prints JSON lines instead.
+      and ppl, then the test loss and ppl. --json prints JSON lines instead, the last
+      with total_s: the seconds from reading the text to the test loss (Python's start
+      and `import torch` not counted), for make bench's whole-epoch ratio.
         python3 pytorch_transformer.py --train --epochs 3 --threads 2
 
 --device cuda runs either mode on the GPU (the model, the batches and the mask there;
@@ -256,6 +258,7 @@ def evaluate(model, criterion, source, bptt, ntokens):
 
 
 def train(args):
+    start = time.perf_counter()  # the whole run's seconds count from here (after import torch)
     ntokens, (train_ids, valid_ids, test_ids) = tokenize(load_splits(args.dataset, args.data))
     if args.vocab:
         sys.exit("--train uses the corpus's whole vocabulary (no --vocab)")
@@ -298,7 +301,8 @@ def train(args):
         scheduler.step()
     test_loss = evaluate(model, criterion, test_data, bptt, ntokens)
     if args.json:
-        print(json.dumps({"test_loss": test_loss, "test_ppl": math.exp(test_loss)}))
+        print(json.dumps({"test_loss": test_loss, "test_ppl": math.exp(test_loss),
+                          "total_s": time.perf_counter() - start}))
     else:
         print(f"| end of training | test loss {test_loss:5.2f} | test ppl "
               f"{math.exp(test_loss):8.2f}")

@@ -56,7 +56,10 @@ for model in $models; do
         t_gflops=$(awk -v r="$t_best" -v g="$gflops" -v c="$c_best" 'BEGIN { print g * r / c }')
         printf '  %-20s %12.0f %10.1f %11s%%\n' "PyTorch $(field version "$t_line")" "$t_best" \
             "$t_gflops" "$(pct "$t_gflops" "$peak")"
-        printf '  ratio C / PyTorch: %.2fx\n' "$(awk -v a="$c_best" -v b="$t_best" 'BEGIN { print a / b }')"
+        r=$(awk -v a="$c_best" -v b="$t_best" 'BEGIN { printf "%.2f", a / b }')
+        printf '  ratio C / PyTorch: %sx\n' "$r"
+        [ -z "${BENCH_SUMMARY:-}" ] ||
+            echo "transformer ($model), fixed batch (fortunes, vocabulary $(field vocab "$c_line")): ${r}x" >>"$BENCH_SUMMARY"
     else
         echo "  (PyTorch: not installed for $python; sudo make deps adds python3-torch)"
     fi

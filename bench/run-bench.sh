@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # make bench: the simple CNN's training speed in C (this library) and, where
 # Debian's python3-torch is installed, in PyTorch with the same thread count.
-# The two run alternately, three rounds each, and the best round of each counts:
-# this machine may be shared, and the best round is the least disturbed one.
+# The two run alternately, ROUNDS rounds each (default 3), and the best round of each
+# counts: this machine may be shared, and the best round is the least disturbed one.
 #   bench/run-bench.sh BENCH_BINARY THREADS
 set -euo pipefail
 bin=$1 threads=$2
 python=${PYTHON:-/usr/bin/python3}
 here=$(dirname "$0")
-rounds=3
+rounds=${ROUNDS:-3}
 
 best() { # best images_per_s among JSON lines on stdin
     sed -E 's/.*"images_per_s": ([0-9.]+).*/\1/' | sort -g | tail -1
@@ -42,7 +42,10 @@ if [ $have_torch = yes ]; then
     t_gflops=$(awk -v r="$t_best" -v g="$gflops" -v c="$c_best" 'BEGIN { print g * r / c }')
     printf '%-22s %12.0f %10.1f %11.1f%%\n' "PyTorch $t_version" "$t_best" "$t_gflops" \
         "$(awk -v g="$t_gflops" -v p="$peak" 'BEGIN { print 100 * g / p }')"
-    printf '\nratio C / PyTorch: %.2fx\n' "$(awk -v a="$c_best" -v b="$t_best" 'BEGIN { print a / b }')"
+    r=$(awk -v a="$c_best" -v b="$t_best" 'BEGIN { printf "%.2f", a / b }')
+    printf '\nratio C / PyTorch: %sx\n' "$r"
+    [ -z "${BENCH_SUMMARY:-}" ] ||
+        echo "CNN, fixed batch (bench_cnn, one step's kernels): ${r}x" >>"$BENCH_SUMMARY"
 else
     echo "(PyTorch: not installed for $python; sudo make deps adds python3-torch)"
 fi

@@ -17,14 +17,18 @@
 #include "train/checkpoint.h"
 #include "train/options.h"
 
-/* The options every lesson shares (lib/train/options.h), and --conv. */
-static TrainOptions parse_args(int argc, char **argv, const char **conv) {
+/* The options every lesson shares (lib/train/options.h), --conv and --pool. */
+static TrainOptions parse_args(int argc, char **argv, const char **conv, const char **pool) {
     TrainOptions c = train_options_defaults();
     *conv = "library";
-    ArgSpec specs[TRAIN_OPTION_SPECS + 1];
+    *pool = "library";
+    ArgSpec specs[TRAIN_OPTION_SPECS + 2];
     int n = train_options_specs(&c, specs);
     specs[n++] = (ArgSpec){"conv", ARG_CHOICE, conv,
                            "convolution: the library's, or your loops (TODO 1.1, 1.2)", "library|loops"};
+    specs[n++] = (ArgSpec){"pool", ARG_CHOICE, pool,
+                           "max-pool: the library's (the first block fused), or yours (TODO 1.3)",
+                           "library|mine"};
     args_parse(argc, argv, specs, n,
                "Lesson 01: train the simple CNN (conv 50, conv 75, fc 50) on the CPU with Adam.");
     train_options_check(&c);
@@ -32,8 +36,8 @@ static TrainOptions parse_args(int argc, char **argv, const char **conv) {
 }
 
 int main(int argc, char **argv) {
-    const char *conv;
-    TrainOptions cfg = parse_args(argc, argv, &conv);
+    const char *conv, *pool;
+    TrainOptions cfg = parse_args(argc, argv, &conv, &pool);
     omp_set_num_threads(cfg.threads);
 
     Dataset train, test;
@@ -45,9 +49,14 @@ int main(int argc, char **argv) {
     Cnn model;
     cnn_init(&model, train.channels, train.height, train.width, train.num_classes, cfg.batch_size,
              &rng);
-    /* your max-pool always; your convolution with --conv loops */
-    model.layers.maxpool2d_forward = lesson_maxpool2d_forward;
-    model.layers.maxpool2d_backward = lesson_maxpool2d_backward;
+    /* your max-pool with --pool mine, your convolution with --conv loops. With the
+     * library's three layers in the table (convolution, max-pool, ReLU), the model runs
+     * the first block fused (lib/layers/conv_pool_relu.h); with either of yours it runs
+     * the layers one by one. */
+    if (strcmp(pool, "mine") == 0) {
+        model.layers.maxpool2d_forward = lesson_maxpool2d_forward;
+        model.layers.maxpool2d_backward = lesson_maxpool2d_backward;
+    }
     if (strcmp(conv, "loops") == 0) {
         model.layers.conv2d_forward = lesson_conv2d_forward;
         model.layers.conv2d_backward = lesson_conv2d_backward;
@@ -62,9 +71,9 @@ int main(int argc, char **argv) {
 
     print0("data: %s, %d training and %d test images of %dx%dx%d (%s)\n", train.name, train.count,
            test.count, train.channels, train.height, train.width, train.source);
-    print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d, %d threads, %s convolution\n",
-           (long long)params_count(&model.params), (double)cfg.lr, cfg.batch_size, cfg.threads,
-           conv);
+    print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d, %d threads, %s convolution, "
+           "%s max-pool\n", (long long)params_count(&model.params), (double)cfg.lr, cfg.batch_size,
+           cfg.threads, conv, strcmp(pool, "mine") == 0 ? "your" : "library");
     print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss", "test accuracy",
            "seconds", "images/s");
     for (int epoch = 1; epoch <= cfg.epochs; epoch++) {

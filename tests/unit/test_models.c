@@ -478,8 +478,9 @@ static bool same_gradients(const Cnn *a, const Cnn *b, const char *how) {
 }
 
 /* The library's table runs the first block fused. A lesson's function in any one of
- * the six entries runs, as lesson 01's program swaps in its max-pool alone: each is
- * called as often as the model has such layers (2 convolutions, 2 pools, 3 ReLUs).
+ * the six entries runs, as lesson 01's program swaps in its max-pool alone (with
+ * --pool mine): each is called as often as the model has such layers (2 convolutions,
+ * 2 pools, 3 ReLUs).
  * Every mix gives the fused model's logits bit for bit and its gradients (conv1's to
  * float rounding); so does a table with all six swapped. */
 static int check_cnn_fused_block(void) {
