@@ -71,9 +71,10 @@ int main(int argc, char **argv) {
 
     print0("data: %s, %d training and %d test images of %dx%dx%d (%s)\n", train.name, train.count,
            test.count, train.channels, train.height, train.width, train.source);
-    print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d, %d threads, %s convolution, "
+    print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d, %d thread%s, %s convolution, "
            "%s max-pool\n", (long long)params_count(&model.params), (double)cfg.lr, cfg.batch_size,
-           cfg.threads, conv, strcmp(pool, "mine") == 0 ? "your" : "library");
+           cfg.threads, cfg.threads == 1 ? "" : "s", conv,
+           strcmp(pool, "mine") == 0 ? "your" : "library");
     print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss", "test accuracy",
            "seconds", "images/s");
     for (int epoch = 1; epoch <= cfg.epochs; epoch++) {

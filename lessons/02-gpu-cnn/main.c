@@ -140,8 +140,8 @@ int main(int argc, char **argv) {
         print0("GPU %d: %s, compute capability %d.%d, %d multiprocessors\n", cuda_current_device(),
                g.name, g.major, g.minor, g.multiprocessors);
     }
-    print0("model: simple CNN; Adam lr %g, batch %d; CPU run with %d threads\n", (double)cfg.lr,
-           cfg.batch_size, cfg.threads);
+    print0("model: simple CNN; Adam lr %g, batch %d; CPU run with %d thread%s\n", (double)cfg.lr,
+           cfg.batch_size, cfg.threads, cfg.threads == 1 ? "" : "s");
     print0("%-6s %5s  %10s  %9s  %13s  %8s  %9s\n", "device", "epoch", "train loss", "test loss",
            "test accuracy", "seconds", "images/s");
     Summary rows[2];

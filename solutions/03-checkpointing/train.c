@@ -240,9 +240,9 @@ int lesson_main(int argc, char **argv) {
     print0("data: %s, %d training and %d test images of %dx%dx%d (%s)\n", run->train.name,
            run->train.count, run->test.count, run->train.channels, run->train.height,
            run->train.width, run->train.source);
-    print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d, %d threads, augment %s\n",
+    print0("model: simple CNN, %lld parameters; Adam lr %g, batch %d, %d thread%s, augment %s\n",
            (long long)params_count(&run->model.params), (double)cfg->train.lr, run->batch.size,
-           cfg->train.threads, cfg->augment);
+           cfg->train.threads, cfg->train.threads == 1 ? "" : "s", cfg->augment);
     start(run);
     /* resumed: keep the earlier epochs' lines (a requeued job writes one file in all) */
     MetricsFile *metrics = cfg->resume ? metrics_open_resumed(cfg->train.metrics, run->ts.epoch)

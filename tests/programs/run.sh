@@ -348,6 +348,26 @@ else
     show "$tmp/l07-lr5"
 fi
 
+# ---------------------------------------------------------------- lesson 01's --pool
+# The library's max-pool by default (the first block fused), yours with --pool mine: the
+# solution's max-pool picks the library's argmax, so both train to the same losses to
+# float rounding (conv1's gradients are summed in another order when not fused).
+pool_run=("$l01" "${small[@]}" --epochs 2)
+run "$tmp/pool-lib" "${pool_run[@]}"
+rc_lib=$rc
+run "$tmp/pool-mine" "${pool_run[@]}" --pool mine
+last_loss() { awk '$1 == 2 { print $3 }' "$1"; }
+if [ $rc_lib -eq 0 ] && [ $rc -eq 0 ] && grep -q 'library max-pool' "$tmp/pool-lib" &&
+    grep -q 'your max-pool' "$tmp/pool-mine" &&
+    awk -v a="$(last_loss "$tmp/pool-lib")" -v b="$(last_loss "$tmp/pool-mine")" \
+        'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-3 * a) }'; then
+    pass "lesson 01: --pool library and --pool mine say which max-pool ran and agree (test loss $(last_loss "$tmp/pool-lib") and $(last_loss "$tmp/pool-mine"))"
+else
+    fail "lesson 01: --pool library (exit $rc_lib) and --pool mine (exit $rc) should both train, say which max-pool ran, and agree to 1e-3"
+    show "$tmp/pool-lib"
+    show "$tmp/pool-mine"
+fi
+
 # ---------------------------------------------------------------- the progress line
 demo=("$l01" "${small[@]}" --train-limit 600 --epochs 1)
 run "$tmp/pipe" "${demo[@]}"
