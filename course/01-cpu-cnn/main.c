@@ -13,9 +13,11 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
+#include "core/trace.h"
 #include "lesson.h"
 #include "train/checkpoint.h"
 #include "train/options.h"
+#include "train/run_trace.h"
 
 /* The options every lesson shares (lib/train/options.h), --conv and --pool. */
 static TrainOptions parse_args(int argc, char **argv, const char **conv, const char **pool) {
@@ -68,6 +70,9 @@ int main(int argc, char **argv) {
     Batch batch;
     batch_init(&batch, cfg.batch_size, &train);
     MetricsFile *metrics = metrics_open(cfg.metrics);
+    RunTrace trace; /* --trace FILE: each block's forward and backward (core/trace.h) */
+    run_trace_start(&trace, cfg.trace);
+    run_trace_blocks(&trace, &model.blocks);
 
     print0("data: %s, %d training and %d test images of %dx%dx%d (%s)\n", train.name, train.count,
            test.count, train.channels, train.height, train.width, train.source);
@@ -80,12 +85,17 @@ int main(int argc, char **argv) {
     for (int epoch = 1; epoch <= cfg.epochs; epoch++) {
         sampler_set_epoch(&sampler, epoch); /* a new shuffle every epoch */
         double t0 = now_seconds();
+        trace_begin("train epoch", TRACE_OTHER); /* with --trace: the blocks' ranges inside */
         EpochResult tr = train_epoch(&model, &opt, &train, &sampler, &batch);
+        trace_end("train epoch");
+        trace_sample_counters(); /* the memory counter: your loop has no step ranges for it */
         char where[32];
         snprintf(where, sizeof where, "epoch %d", epoch);
         train_stop_if_diverged(tr.loss, where, cfg.lr);
         double seconds = now_seconds() - t0;
+        trace_begin("evaluate", TRACE_OTHER);
         EpochResult ev = evaluate(&model, &test, &batch);
+        trace_end("evaluate");
         double rate = tr.examples / seconds;
         print0("%5d  %10.4f  %9.4f  %13.4f  %8.1f  %9.0f\n", epoch, tr.loss, ev.loss, ev.accuracy,
                seconds, rate);
@@ -95,6 +105,7 @@ int main(int argc, char **argv) {
     /* a hash of every parameter's bytes: the same run elsewhere (in a container image,
      * lesson 11) must end with the same one */
     print0("parameter digest: %016llx\n", (unsigned long long)params_digest(&model.params));
+    run_trace_finish(&trace);
     metrics_close(metrics);
     batch_free(&batch);
     sampler_free(&sampler);

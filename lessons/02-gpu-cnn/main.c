@@ -12,10 +12,12 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
+#include "core/trace.h"
 #include "cuda/device.h"
 #include "layers/conv2d.h"
 #include "lesson.h"
 #include "train/options.h"
+#include "train/run_trace.h"
 
 typedef struct {
     TrainOptions train; /* the options every lesson shares (lib/train/options.h) */
@@ -64,6 +66,8 @@ static Summary run_cpu(const TrainOptions *c, const Dataset *train, const Datase
     sampler_init(&sampler, train->count, true, (uint64_t)c->seed);
     Batch b;
     batch_init(&b, c->batch_size, train);
+    trace_begin("CPU run", TRACE_OTHER); /* with --trace (core/trace.h) */
+    BlockTrace *bt = block_trace_attach(&model.blocks);
     for (int epoch = 1; epoch <= c->epochs; epoch++) {
         sampler_set_epoch(&sampler, epoch);
         double t0 = now_seconds();
@@ -71,6 +75,8 @@ static Summary run_cpu(const TrainOptions *c, const Dataset *train, const Datase
         double seconds = now_seconds() - t0;
         report(mf, &s, "cpu", epoch, tr, cnn_evaluate(&model, test, &b), seconds);
     }
+    block_trace_detach(bt);
+    trace_end("CPU run");
     batch_free(&b);
     sampler_free(&sampler);
     adam_free(&opt);
@@ -99,6 +105,8 @@ static Summary run_gpu(const TrainOptions *c, const Dataset *train, const Datase
     batch_to_device(&eval, DEVICE_CUDA);
     DeviceBatch d;
     lesson_device_batch_init(&d, c->batch_size, train->channels * train->height * train->width);
+    trace_begin("GPU run", TRACE_OTHER);
+    BlockTrace *bt = block_trace_attach(&model.blocks);
     for (int epoch = 1; epoch <= c->epochs; epoch++) {
         sampler_set_epoch(&sampler, epoch);
         double t0 = now_seconds();
@@ -109,6 +117,8 @@ static Summary run_gpu(const TrainOptions *c, const Dataset *train, const Datase
         double seconds = now_seconds() - t0;
         report(mf, &s, "cuda", epoch, tr, cnn_evaluate(&model, test, &eval), seconds);
     }
+    block_trace_detach(bt);
+    trace_end("GPU run");
     lesson_device_batch_free(&d);
     batch_free(&eval);
     batch_free(&b);
@@ -131,6 +141,8 @@ int main(int argc, char **argv) {
     train_options_load_data(&cfg, &train, &test);
     if (cfg.batch_size > train.count) cfg.batch_size = train.count;
     MetricsFile *mf = metrics_open(cfg.metrics);
+    RunTrace trace; /* --trace FILE: both runs, each block's forward and backward */
+    run_trace_start(&trace, cfg.trace);
 
     print0("data: %s, %d training and %d test images of %dx%dx%d\n", train.name, train.count,
            test.count, train.channels, train.height, train.width);
@@ -158,6 +170,7 @@ int main(int argc, char **argv) {
                    rows[i].seconds / cfg.epochs, rows[i].rate / cfg.epochs, rows[i].test_accuracy,
                    rows[0].seconds / rows[i].seconds);
     }
+    run_trace_finish(&trace);
     metrics_close(mf);
     dataset_free(&train);
     dataset_free(&test);

@@ -18,6 +18,7 @@
 #include "train/checkpoint_store.h"
 #include "train/loop.h"
 #include "train/optim.h"
+#include "train/run_trace.h"
 #include "train/options.h"
 #include "train/sampler.h"
 #include "train/train_state.h"
@@ -53,6 +54,7 @@ typedef struct {
     bool last_save_failed; /* the newest state is not on disk */
     double save_seconds;
     size_t save_bytes;
+    RunTrace trace;       /* --trace FILE: steps, blocks, data loading, checkpoints */
 } Run;
 
 /* TODO 3.1 (state.c): register in c every piece of the run that training changes:

@@ -58,6 +58,7 @@ EpochResult cnn_train_epoch(Cnn *model, Adam *opt, const Dataset *train, Sampler
     double loss_sum = 0.0;
     int n;
     while ((n = sampler_next(sampler, b->indices, b->size)) > 0) {
+        trace_begin("step", TRACE_STEP); /* with --trace (core/trace.h) */
         const int *labels;
         Tensor images = batch_load(b, train, n, &labels);
         Tensor logits = cnn_forward(model, &images);
@@ -73,6 +74,7 @@ EpochResult cnn_train_epoch(Cnn *model, Adam *opt, const Dataset *train, Sampler
         params_zero_grad(&model->params);
         cnn_backward(model, &images);
         adam_step(opt, &model->params);
+        trace_end("step");
         r.examples += n;
         progress("  %s: %d/%d images, %.0f images/s", device_name(model->device), r.examples,
                  train->count, progress_rate(r.examples));
@@ -86,6 +88,7 @@ EpochResult cnn_evaluate(Cnn *model, const Dataset *test, Batch *b) {
     EpochResult r = {0};
     double loss_sum = 0.0;
     int correct = 0;
+    trace_begin("evaluate", TRACE_OTHER);
     for (int start = 0; start < test->count; start += b->size) {
         int n = test->count - start < b->size ? test->count - start : b->size;
         for (int i = 0; i < n; i++) b->indices[i] = start + i; /* in order: no shuffling */
@@ -97,6 +100,7 @@ EpochResult cnn_evaluate(Cnn *model, const Dataset *test, Batch *b) {
         correct += model->layers.count_correct(&logits, labels);
         r.examples += n;
     }
+    trace_end("evaluate");
     r.loss = r.examples ? loss_sum / r.examples : 0.0;
     r.accuracy = r.examples ? (double)correct / r.examples : 0.0;
     return r;

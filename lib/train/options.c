@@ -23,6 +23,7 @@ int train_options_specs(TrainOptions *o, ArgSpec *specs) {
         {"train-limit", ARG_INT, &o->train_limit, "use only the first N training images (0: all)", NULL},
         {"test-limit", ARG_INT, &o->test_limit, "use only the first N test images (0: all)", NULL},
         {"metrics", ARG_STRING, &o->metrics, "write one JSON object per epoch to this file", NULL},
+        {"trace", ARG_STRING, &o->trace, "where the time goes: write Chrome's trace format to FILE (make trace)", NULL},
         {"max-image-pixels", ARG_INT, &o->max_image_pixels, "image folders: refuse images of more pixels (0: 4096x4096)", NULL},
     };
     for (int i = 0; i < TRAIN_OPTION_SPECS; i++) specs[i] = shared[i];

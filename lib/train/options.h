@@ -14,10 +14,10 @@
 #include "core/args.h"
 #include "data/dataset.h"
 
-enum { TRAIN_OPTION_SPECS = 11 };
+enum { TRAIN_OPTION_SPECS = 12 };
 
 typedef struct {
-    const char *dataset, *data_dir, *metrics;
+    const char *dataset, *data_dir, *metrics, *trace;
     int epochs, batch_size, seed, threads, train_limit, test_limit;
     int max_image_pixels; /* image folders: the largest image accepted (0: the default) */
     float lr;

@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
+#include "core/trace.h"
 #include "layers/softmax_xent.h"
 #include "lesson.h"
 
@@ -82,6 +83,7 @@ static void augment_shift(Tensor *images, Rng *rng) {
 
 /* Forward, loss, backward, Adam on the n examples in run->batch.indices; the batch's loss. */
 static float train_step(Run *run, int n) {
+    trace_begin("step", TRACE_STEP); /* with --trace (core/trace.h) */
     const int *labels;
     Tensor images = batch_load(&run->batch, &run->train, n, &labels); /* [n, C, H, W] */
     if (strcmp(run->cfg.augment, "shift") == 0) augment_shift(&images, &run->rng);
@@ -92,6 +94,7 @@ static float train_step(Run *run, int n) {
     params_zero_grad(&run->model.params);
     cnn_backward(&run->model, &images);
     adam_step(&run->opt, &run->model.params);
+    trace_end("step");
     return loss;
 }
 
@@ -101,7 +104,10 @@ bool save_checkpoint(Run *run) {
     double t0 = now_seconds();
     lesson_capture_state(run);
     CkptError err; /* writes through run->store.write: your lesson_write_atomic */
-    if (ckpt_store_save(&run->store, &run->ckpt, run->ts.global_step, NULL, 0, &err) != 0) {
+    trace_begin("save checkpoint", TRACE_OTHER);
+    const int failed = ckpt_store_save(&run->store, &run->ckpt, run->ts.global_step, NULL, 0, &err);
+    trace_end("save checkpoint");
+    if (failed) {
         fprintf(stderr, "warning: checkpoint of step %lld not saved (the previous one stays): %s\n",
                 (long long)run->ts.global_step, err.msg);
         run->save_failures++;
@@ -152,6 +158,7 @@ static void setup(Run *run) {
 }
 
 static void teardown(Run *run) {
+    run_trace_finish(&run->trace); /* a stopped run's trace too: the steps it made */
     ckpt_free(&run->ckpt);
     batch_free(&run->batch);
     sampler_free(&run->sampler);
@@ -247,6 +254,8 @@ int lesson_main(int argc, char **argv) {
     /* resumed: keep the earlier epochs' lines (a requeued job writes one file in all) */
     MetricsFile *metrics = cfg->resume ? metrics_open_resumed(cfg->train.metrics, run->ts.epoch)
                                        : metrics_open(cfg->train.metrics);
+    run_trace_start(&run->trace, cfg->train.trace);
+    run_trace_blocks(&run->trace, &run->model.blocks);
     TrainState *ts = &run->ts;
     print0("%5s  %10s  %9s  %13s  %8s  %9s\n", "epoch", "train loss", "test loss",
            "test accuracy", "seconds", "images/s");

@@ -17,14 +17,16 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
+#include "core/trace.h"
 #include "lesson.h"
 #include "rl/episode.h"
 #include "rl/picture.h"
 #include "train/checkpoint.h"
+#include "train/run_trace.h"
 
 typedef struct {
     PpoConfig ppo;
-    const char *env, *metrics, *gif, *target;
+    const char *env, *metrics, *gif, *target, *trace;
     int seed, threads, log_every;
     int no_anneal_lr, no_norm_adv, no_clip_vloss;
 } Config;
@@ -54,6 +56,7 @@ static Config parse_args(int argc, char **argv) {
         {"seed", ARG_INT, &c.seed, "seed of the environments, the weights and the sampling", NULL},
         {"threads", ARG_INT, &c.threads, "OpenMP threads (2: actor and critic update side by side)", NULL},
         {"metrics", ARG_STRING, &c.metrics, "write one JSON object per update to FILE", NULL},
+        {"trace", ARG_STRING, &c.trace, "where the time goes: write Chrome's trace format to FILE (make trace)", NULL},
         {"gif", ARG_STRING, &c.gif, "draw an episode before and after training: FILE-before.gif, FILE.gif (and .png strips)", NULL},
         {"target-return", ARG_STRING, &c.target, "stop once the last 20 episodes' mean return reaches R", NULL},
         {"log-every", ARG_INT, &c.log_every, "print every Nth update (the metrics get every one)", NULL},
@@ -217,6 +220,10 @@ int lesson_main(int argc, char **argv) {
     print_header(&p, &c);
     if (c.gif) draw_episode(&p, c.gif, "-before", (uint64_t)c.seed + 1000);
     print_columns();
+    RunTrace trace; /* --trace FILE: each update (a step), its rollout, GAE and mini-batches */
+    run_trace_start(&trace, c.trace);
+    run_trace_blocks(&trace, &p.policy.critic.blocks);
+    run_trace_blocks(&trace, &p.policy.actor.blocks);
 
     const int updates = ppo_num_updates(&p);
     const double start = now_seconds();
@@ -224,15 +231,23 @@ int lesson_main(int argc, char **argv) {
     bool reached = false, warned = false;
     double first_return = NAN;
     for (int u = 0; u < updates && !reached; u++) {
+        trace_begin("update", TRACE_STEP);
         ppo_set_lr(&p);
+        trace_begin("collect rollout", TRACE_DATA);
         lesson_collect_rollout(&p); /* TODO 5.1 */
+        trace_end("collect rollout");
+        trace_begin("values and GAE", TRACE_COMPUTE);
         ppo_compute_values(&p);
         RolloutBuffer *b = &p.buf;
         lesson_gae(b->advantages, b->returns, b->rewards, b->values, b->next_values, b->terminated, b->truncated,
                    b->num_steps, b->num_envs, p.cfg.gamma, p.cfg.gae_lambda); /* TODO 5.2 */
+        trace_end("values and GAE");
         PpoUpdateStats s;
         const double t0 = now_seconds();
+        trace_begin("PPO update", TRACE_COMPUTE);
         lesson_update(&p, &s); /* TODO 5.6 */
+        trace_end("PPO update");
+        trace_end("update");
         const double now = now_seconds();
         p.time.update += now - t0;
         p.updates++;
@@ -265,6 +280,7 @@ int lesson_main(int argc, char **argv) {
                "(exit status 1)%s\n", mean, (long long)p.env.total_steps, wall, target,
                warned ? "; the policy collapsed (the warning above)" : "");
     print_summary(&p, wall);
+    run_trace_finish(&trace);
     if (c.gif) draw_episode(&p, c.gif, "", (uint64_t)c.seed + 1000);
     metrics_close(metrics);
     ppo_free(&p);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Traces of real runs (--trace, lib/core/trace.h) against the format's rules, and the
 # shares of a step that tools/trace computes from them:
+#   - lessons 01, 02 (CPU), 03 and 05, one process each (train/run_trace.h);
 #   - lesson 06 (the solution) on 2 CPU ranks: the CNN with the library's overlapped
 #     buckets (all-reduces in flight), and lesson 04's transformer with TODO 6.4's
 #     all-reduce; lesson 07 (the solution) as 2 stages, 1F1B;
@@ -24,19 +25,81 @@ build=${1:-build}
 passed=0 failed=0 skipped=0
 pass() { echo "PASS  $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
 validate=tests/trace/validate.py tool=tools/trace/trace.py
 l06=$build/solutions/06-ddp/train l07=$build/solutions/07-pipeline/train
 text=/usr/share/common-licenses/GPL-3 # Debian's base-files: on every Debian system
 
-if ! command -v mpirun >/dev/null || [ ! -x "$l06" ] || [ ! -x "$l07" ]; then
-    echo "SKIP  traces of lessons 06 and 07: need Open MPI's mpirun (sudo make deps) and $l06, $l07"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 0
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-mpi=(mpirun --oversubscribe --mca btl self,vader,tcp -n 2)
 tmp=$(mktemp -d /tmp/trace_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1
+
+# ---------------------------------------------------------------- one process: lessons 01-05
+# The same rules for the programs of one process (train/run_trace.h), and the ranges each
+# must hold; where the library runs the steps (02 on the CPU, 03, 05), the shares of a
+# step add up too. Lesson 01's loop is yours (TODO 1.6): its trace has the blocks, the
+# epochs and the evaluation, no steps.
+small=(--dataset synthetic --train-limit 300 --test-limit 100 --epochs 1 --threads 1)
+declare -A single=(
+    [01]="$build/solutions/01-cpu-cnn/train ${small[*]}"
+    [02]="$build/solutions/02-gpu-cnn/train ${small[*]} --device cpu"
+    [03]="$build/solutions/03-checkpointing/train ${small[*]} --checkpoint-dir $tmp/ckpt03"
+    [05]="$build/solutions/05-ppo/train --env cartpole --steps 2048"
+)
+declare -A single_want=(
+    [01]="train epoch|evaluate|conv1 forward|fc2 backward|memory"
+    [02]="CPU run|step|load batch|conv1 forward|fc2 backward|adam step|evaluate"
+    [03]="step|load batch|conv2 forward|fc1 backward|adam step|save checkpoint|evaluate"
+    [05]="update|collect rollout|values and GAE|PPO update"
+)
+for run in 01 02 03 05; do
+    # shellcheck disable=SC2086  # the run's command line
+    set -- ${single[$run]}
+    if [ ! -x "$1" ]; then
+        skip "lesson $run with --trace: $1 is not built"
+        continue
+    fi
+    if ! timeout 300 "$@" --trace "$tmp/$run.json" >"$tmp/$run.out" 2>&1 ||
+        ! grep -qF "trace: $tmp/$run.json" "$tmp/$run.out"; then
+        fail "lesson $run with --trace: the run failed or did not name its trace"
+        tail -5 "$tmp/$run.out" | sed 's/^/        /'
+        continue
+    fi
+    missing=
+    IFS='|' read -ra names <<<"${single_want[$run]}"
+    for name in "${names[@]}"; do
+        grep -qF "\"name\": \"$name\"" "$tmp/$run.json" || missing="$missing '$name'"
+    done
+    if out=$(python3 "$validate" "$tmp/$run.json" 2>&1) && [ -z "$missing" ]; then
+        pass "lesson $run with --trace: the file follows the format's rules and holds ${single_want[$run]//|/, }"
+    else
+        fail "lesson $run with --trace: ${missing:+no range named$missing; }$out"
+        continue
+    fi
+    [ "$run" = 01 ] && continue
+    if python3 "$tool" "$tmp/$run.json" --json >"$tmp/$run.shares" && python3 - "$tmp/$run.shares" <<'PY'; then
+import json, sys
+(r,) = json.load(open(sys.argv[1])).values()
+parts = r["compute_us"] + r["comm_us"] + r["data_us"] + r["idle_us"]
+off = abs(parts - r["step_us"]) / r["step_us"] if r["step_us"] > 0 else 1
+print(f"        {r['steps']:.0f} steps: compute {r['compute_us'] / 1000:.2f}, data {r['data_us'] / 1000:.2f}, "
+      f"idle {r['idle_us'] / 1000:.2f} of {r['step_us'] / 1000:.2f} ms ({100 * off:.3f}% off)")
+sys.exit(0 if r["steps"] > 0 and r["compute_us"] > 0 and off <= 0.02 else 1)
+PY
+        pass "lesson $run: compute + data + idle = the step time (within 2%)"
+    else
+        fail "lesson $run: the shares of a step do not add up to it (or no steps, no compute)"
+    fi
+done
+
+# ---------------------------------------------------------------- ranks: lessons 06 and 07
+if ! command -v mpirun >/dev/null || [ ! -x "$l06" ] || [ ! -x "$l07" ]; then
+    skip "traces of lessons 06 and 07: need Open MPI's mpirun (sudo make deps) and $l06, $l07"
+    echo "$passed passed, $failed failed, $skipped skipped"
+    exit $((failed > 0))
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi=(mpirun --oversubscribe --mca btl self,vader,tcp -n 2)
 
 lm=(--text text --data "$text" --d-model 32 --heads 2 --d-hid 32 --bptt 8)
 declare -A runs=(
