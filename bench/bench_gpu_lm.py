@@ -157,8 +157,12 @@ def library_round(ctx, precision, B, T, steps, epochs):
     if r.returncode != 0:
         last = (r.stderr.strip() or r.stdout.strip()).splitlines()[-3:]
         return {"error": f"exit status {r.returncode}: " + " / ".join(last), "command": " ".join(cmd)}
-    with open(metrics, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.startswith("{")]
+    rows = []
+    if os.path.exists(metrics):
+        with open(metrics, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f if line.startswith("{")]
+    if not rows:
+        return {"error": "exit status 0 but no --metrics lines", "command": " ".join(cmd)}
     timed = rows[1:] or rows
     best = max(timed, key=lambda row: row["tokens_per_s"])
     params = re.search(r"^model: \S+, (\d+) parameters", r.stdout, re.M)
@@ -218,13 +222,16 @@ def run_shape(ctx, B, T):
     if ctx["torch"] is None:
         why["pytorch_compiled_bf16"] = why["pytorch_eager_bf16"] = ctx["no_torch"]
     else:
+        trainer, warm = pytorch_trainer(ctx, B, T, ctx["compile"])
+        if trainer is None and ctx["compile"]:  # not again at the next shapes; eager instead
+            ctx["not_used"]["torch.compile"] = f"its first steps failed at {B} x {T}: {warm}"
+            ctx["compile"] = False
+            free(ctx)
+            trainer, warm = pytorch_trainer(ctx, B, T, False)
         compiled = ctx["compile"]
-        trainer, warm = pytorch_trainer(ctx, B, T, compiled)
         key = "pytorch_compiled_bf16" if compiled else "pytorch_eager_bf16"
         if trainer is None:
             why[key] = f"the first steps failed: {warm}"
-            if compiled:
-                ctx["not_used"]["torch.compile"] = why[key]
         else:
             extra["pytorch_params"] = sum(p.numel() for p in trainer.params)
             record(ctx, column=key, batch=B, bptt=T, warm_up_s=round(warm, 2),
@@ -365,7 +372,7 @@ def setup_torch(ctx, args):
         torch = None
     ctx["torch"] = torch
     if torch is None:
-        ctx["torch_line"] = ctx["no_torch"]
+        ctx["torch_line"] = f"none: {ctx['no_torch']}"
         return
     if ctx["smoke"]:
         torch.set_num_threads(2)

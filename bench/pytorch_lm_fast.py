@@ -141,8 +141,10 @@ class Trainer:
         n = (rows - 1) // T
         if n < 1:
             raise ValueError(f"the text has {stream.numel()} tokens: too few for one batch of {B} x {T}")
-        self.x = torch.stack([data[:, i * T:(i + 1) * T] for i in range(n)]).to(device)
-        self.y = torch.stack([data[:, i * T + 1:(i + 1) * T + 1] for i in range(n)]).to(device)
+        # one tensor a batch, each at offset 0 of its own storage: views into one tensor
+        # would differ in their storage offset, which a compiled graph may guard on
+        self.x = [data[:, i * T:(i + 1) * T].contiguous().to(device) for i in range(n)]
+        self.y = [data[:, i * T + 1:(i + 1) * T + 1].contiguous().to(device) for i in range(n)]
         self.autocast = self.features["bf16 autocast"] is None
         self.steps = 0
 
@@ -157,7 +159,7 @@ class Trainer:
 
     def step(self):
         """One training step; returns the loss as a tensor (nothing waits for it)."""
-        i = self.steps % self.x.size(0)
+        i = self.steps % len(self.x)
         self.steps += 1
         self.optimizer.zero_grad(set_to_none=True)
         if self.autocast:

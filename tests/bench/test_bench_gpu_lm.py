@@ -12,7 +12,6 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -265,6 +264,69 @@ def _():
         r, text = run(build, env=env)
         equal(r.returncode, 1)
         assert "no GPU here" in text and "--smoke" in text, text
+
+
+SMI = """#!/bin/sh
+case "$1" in
+-L) echo "GPU 0: Stand-in GPU (UUID: GPU-0)" ;;
+--query-gpu=name,clocks.max.sm) echo "Stand-in GPU, 1980" ;;
+--query-gpu=*) echo "Stand-in GPU, 1000, 1980, 2000, 1.2.3" ;;
+*) echo "| NVIDIA-SMI 1.2.3   Driver Version: 1.2.3   CUDA Version: 99.9 |" ;;
+esac
+"""
+
+
+def stand_in_gpu(tmp):
+    bindir = os.path.join(tmp, "bin")
+    os.makedirs(bindir)
+    with open(os.path.join(bindir, "nvidia-smi"), "w") as f:
+        f.write(SMI)
+    os.chmod(os.path.join(bindir, "nvidia-smi"), 0o755)
+    return dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"])
+
+
+@check("a stand-in GPU, PyTorch seeing none: the seed-size path, the library's columns, "
+       "PyTorch's said to see no GPU, the issue's targets 'not measured'")
+def _():
+    if torch.cuda.is_available():
+        return "PyTorch sees a real GPU here: the stand-in would not be what runs"
+    with tempfile.TemporaryDirectory() as tmp:
+        build, calls = stand_in(tmp, "fp32|bf16|fp16")
+        out = os.path.join(tmp, "r.jsonl")
+        r, text = run(build, "--rounds", "1", "--json", out, env=stand_in_gpu(tmp))
+        equal(r.returncode, 0)
+        s = summaries(out)
+        equal(sorted(s), [(20, 35), (64, 128), (128, 256)])
+        equal([row["steps"] for row in s.values()], [100, 49, 13])
+        for row in s.values():
+            equal(row["best"], {"library_bf16": 3003, "library_fp32": 1002})
+            assert "sees no GPU" in row["not_measured"]["pytorch_compiled_bf16"], row
+        with open(calls) as f:
+            first = f.readline()
+        for words in ("--device cuda", "--model seed", "--batch-size 20", "--bptt 35", "--max-steps 100",
+                      "--optimizer adamw", "--precision bf16", "--dropout 0.2"):
+            assert words in first, (words, first)
+        assert "lesson 04's model (1024 wide, 4 heads, feed-forward 1024, 3 layers" in text, text
+        assert "vocabulary 11,500" in text and "on Stand-in GPU" in text, text
+        assert "64 x 128: speed not measured; MFU not measured" in text, text
+
+
+@check("make gpu-report's bench-gpu-lm item on a stand-in GPU, the program without bf16: "
+       "failed at once with exit status 3 and the reason")
+def _():
+    with tempfile.TemporaryDirectory() as tmp:
+        build, calls = stand_in(tmp, "fp32|fp16")
+        rep_dir = os.path.join(tmp, "report")
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gpu-report", "gpu-report.py"),
+                            "--build", build, "--out", rep_dir, "--only", "bench-gpu-lm"],
+                           env=dict(stand_in_gpu(tmp), PYTHON=sys.executable),
+                           capture_output=True, text=True, timeout=300)
+        equal(r.returncode, 1)
+        with open(os.path.join(rep_dir, "report.json")) as f:
+            item = json.load(f)["items"][0]
+        equal((item["id"], item["status"], item["exit_status"]), ("bench-gpu-lm", "failed", 3))
+        assert any("no bf16" in line and "nothing run" in line for line in item["tail"]), item["tail"]
+        assert item["seconds"] < 60 and not os.path.exists(calls), item
 
 
 passed = results.count(True)
