@@ -297,18 +297,39 @@ def _():
         equal(r.returncode, 0)
         s = summaries(out)
         equal(sorted(s), [(20, 35), (64, 128), (128, 256)])
-        equal([row["steps"] for row in s.values()], [100, 49, 13])
+        equal({shape: row["steps"] for shape, row in s.items()}, {(20, 35): 100, (64, 128): 49, (128, 256): 13})
+        equal(list(s), [(64, 128), (128, 256), (20, 35)])  # the issue's target shapes first
         for row in s.values():
             equal(row["best"], {"library_bf16": 3003, "library_fp32": 1002})
             assert "sees no GPU" in row["not_measured"]["pytorch_compiled_bf16"], row
         with open(calls) as f:
             first = f.readline()
-        for words in ("--device cuda", "--model seed", "--batch-size 20", "--bptt 35", "--max-steps 100",
+        for words in ("--device cuda", "--model seed", "--batch-size 64", "--bptt 128", "--max-steps 49",
                       "--optimizer adamw", "--precision bf16", "--dropout 0.2"):
             assert words in first, (words, first)
         assert "lesson 04's model (1024 wide, 4 heads, feed-forward 1024, 3 layers" in text, text
         assert "vocabulary 11,500" in text and "on Stand-in GPU" in text, text
         assert "64 x 128: speed not measured; MFU not measured" in text, text
+
+
+@check("--time-limit spent: the first target shape's first round only, the rest said not run")
+def _():
+    if torch.cuda.is_available():
+        return "PyTorch sees a real GPU here: the stand-in would not be what runs"
+    with tempfile.TemporaryDirectory() as tmp:
+        build, calls = stand_in(tmp, "fp32|bf16")
+        out = os.path.join(tmp, "r.jsonl")
+        r, text = run(build, "--time-limit", "0.001", "--json", out, env=stand_in_gpu(tmp))
+        equal(r.returncode, 0)
+        s = summaries(out)
+        equal(list(s), [(64, 128)])
+        equal(s[(64, 128)]["best"], {"library_bf16": 3003})
+        equal(s[(64, 128)]["not_measured"]["library_fp32"], "not run: --time-limit")
+        with open(calls) as f:
+            equal(len(f.readlines()), 1)
+        for line in ("64 x 128: 1 of 3 rounds (--time-limit)", "128 x 256: not run (--time-limit)",
+                     "20 x 35: not run (--time-limit)"):
+            assert line in text, (line, text)
 
 
 @check("make gpu-report's bench-gpu-lm item on a stand-in GPU, the program without bf16: "
