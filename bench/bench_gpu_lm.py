@@ -30,6 +30,7 @@ bf16 in it), the library's bf16 column stays empty with that reason, the rest ru
 and the exit status is 3. Exit status 1: a run failed or nothing could be measured."""
 import argparse
 import datetime
+import gc
 import json
 import math
 import os
@@ -187,7 +188,6 @@ def pytorch_trainer(ctx, B, T, compiled):
 
 def free(ctx):
     torch = ctx["torch"]
-    import gc
     gc.collect()
     if ctx["device"] == "cuda":
         torch.cuda.empty_cache()  # the program runs next on the same GPU
