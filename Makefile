@@ -328,7 +328,7 @@ $(BENCH_TRACE_BIN): $(BUILD)/obj/bench/bench_trace.o $(LIB)
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
 .PHONY: all help config deps demo test unit-tests asan-tests check-lesson run-lesson \
-        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-zero bench-ppo bench-trace check-gpu check-gpu-emulated bench-gpu \
+        lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-zero bench-ppo bench-trace check-gpu check-gpu-emulated bench-gpu bench-gpu-lm \
         gpu-report gpu-report-build clean slides
 
 all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) $(BENCH_TRACE_BIN) ## build the library, tests, lessons, solutions and benchmark
@@ -439,6 +439,10 @@ bench-ppo: $(BENCH_PPO_BIN) $(BUILD)/solutions/05-ppo/train ## lesson 05: second
 
 bench-gpu: $(BENCH_GPU_BIN) ## on a GPU node: CNN training images/s vs PyTorch on the same GPU, GEMM vs cuBLAS
 	@bench/run-bench-gpu.sh $(BENCH_GPU_BIN)
+
+bench-gpu-lm: $(BUILD)/solutions/04-transformer/train ## on a GPU node: lesson 04's seed-size transformer, library bf16 against compiled PyTorch bf16 at 20x35, 64x128, 128x256: tokens/s, ratio, MFU [ROUNDS=3] [SMOKE=1: the CPU, tiny sizes]
+	@PYTHON="$$(command -v $(PYTHON) || command -v python3)" bench/run-bench-gpu-lm.sh $(BUILD) \
+	  $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(filter 1 yes true,$(SMOKE)),--smoke)
 
 gpu-report: ## on a GPU node: every GPU check and benchmark owed, one report: build/gpu-report/report.md and .json [PREBUILT=1] [GPU_REPORT_EMULATED=1]
 	@if [ -z "$(PREBUILT)$(GPU_REPORT_EMULATED)" ] && nvidia-smi -L >/dev/null 2>&1; then \

@@ -315,8 +315,6 @@ def why_not(it, emulated, no_gpu, sanitizer):
         if not image or not os.path.exists(image):
             return "no image: give GPU_REPORT_IMAGE=dl-course-cuda.sif, built from tools/image/cuda.def"
     missing = [f for f in it["files"] if not os.path.exists(f)]
-    if missing and it.get("absent"):
-        return it["absent"]
     if missing:
         return f"not built: {', '.join(missing)} (make gpu-report-build)"
     return None
