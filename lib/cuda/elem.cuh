@@ -11,10 +11,10 @@
 //
 // and elem_add(din, i, g) for the outputs that are added to (old value + g, rounded once).
 //
-// For T = float both are a plain read and write: the float32 instantiation compiles to
-// the kernel it was before. The 16-bit conversions are core/dtype.h's, the CPU's bits
-// (bf16-contract: load -> float, compute in float, store rounded once; a += output is
-// old + contribution, rounded once).
+// For T = float these are a plain read, write and +=: the float32 instantiation compiles
+// to the kernel it was before (the same PTX). The 16-bit conversions are core/dtype.h's,
+// the CPU's bits (issue 28's rounding points: load -> float, compute in float, store
+// rounded once; a += output is old + contribution, rounded once).
 //
 // On the host, elem_dispatch(dtype, f) calls f with a value of the matching storage type
 // (f a generic lambda: `[&](auto tag) { using T = decltype(tag); ... }`), and
