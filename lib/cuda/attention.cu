@@ -87,9 +87,18 @@ extern "C" void cuda_attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropp
                                   DROPOUT_WHOLE);
 }
 
+// The unfused attention computes in float32 only; a 16-bit run's is the fused one.
+static void check_float32_qkv(const char *func, const Tensor *qkv) {
+    CHECK(!qkv || qkv->dtype == DTYPE_F32, "%s: qkv is a %s tensor, but the unfused attention "
+          "computes in float32 only: in a 16-bit run use flash attention "
+          "(cuda_flash_attention_forward / _backward, lib/layers/flash_attention.h)", func,
+          dtype_name(qkv->dtype));
+}
+
 extern "C" void cuda_attention_forward_window(Tensor *ctx, Tensor *probs, Tensor *dropped,
                                               const Tensor *qkv, float dropout_p, bool training,
                                               Rng *rng, DropoutWindow window) {
+    check_float32_qkv(__func__, qkv);
     CHECK_FLOAT32(ctx, probs, dropped, qkv);
     const AttentionSizes s =
         attention_check_forward(ctx, probs, dropped, qkv, dropout_p, training, rng);
@@ -112,6 +121,7 @@ extern "C" void cuda_attention_forward_window(Tensor *ctx, Tensor *probs, Tensor
 extern "C" void cuda_attention_backward(Tensor *dqkv, Tensor *dscores, const Tensor *dctx,
                                         const Tensor *qkv, const Tensor *probs,
                                         const Tensor *dropped) {
+    check_float32_qkv(__func__, qkv);
     CHECK_FLOAT32(dqkv, dscores, dctx, qkv, probs, dropped);
     const AttentionSizes s = attention_check_backward(dqkv, dscores, dctx, qkv, probs, dropped);
     CHECK_ON_GPU(dqkv);

@@ -18,7 +18,11 @@
 // outside 0..V-1, and the host stops with the CPU's message: one small copy back per
 // call (which waits for the GPU), the price of a bad token being a message rather than
 // an illegal address.
+//
+// bfloat16 / float16 table and out (elem.cuh): table * scale rounded once; dout of the
+// table's dtype, dtable float32 (a parameter gradient).
 #include "cuda_check.h"
+#include "elem.cuh"
 #include "launch.h"
 extern "C" {
 #include "core/check.h"
@@ -29,8 +33,9 @@ extern "C" {
 
 // table holds rows [first, first + V) of a vocabulary of `vocab` words: another
 // slice's word gives zeros.
-static __global__ void embedding_forward_kernel(float *out, int *bad_row, const int *tokens,
-                                                const float *table, int64_t n, int D, int V,
+template <class T>
+static __global__ void embedding_forward_kernel(T *out, int *bad_row, const int *tokens,
+                                                const T *table, int64_t n, int D, int V,
                                                 float scale, int first, int vocab) {
     GRID_STRIDE_LOOP(i, n) {
         const int64_t row = i / D;
@@ -40,7 +45,9 @@ static __global__ void embedding_forward_kernel(float *out, int *bad_row, const 
             continue;
         }
         const int local = token - first;
-        out[i] = local >= 0 && local < V ? table[(int64_t)local * D + i % D] * scale : 0.0f;
+        elem_store(out, i,
+                   local >= 0 && local < V ? elem_load(table, (int64_t)local * D + i % D) * scale
+                                           : 0.0f);
     }
 }
 
@@ -73,7 +80,8 @@ static __global__ void token_chains_kernel(int *next, unsigned char *head, int *
 }
 
 // One thread per (row, column); the rows that start a chain add it, in order of n.
-static __global__ void embedding_backward_kernel(float *dtable, const float *dout,
+template <class T>
+static __global__ void embedding_backward_kernel(float *dtable, const T *dout,
                                                  const int *tokens, const int *next,
                                                  const unsigned char *head, int64_t n, int D,
                                                  float scale, int first, int V) {
@@ -84,7 +92,7 @@ static __global__ void embedding_backward_kernel(float *dtable, const float *dou
         const int d = (int)(i % D);
         float *g = dtable + (int64_t)local * D + d;
         float acc = *g;
-        for (int m = row; m >= 0; m = next[m]) acc += scale * dout[(int64_t)m * D + d];
+        for (int m = row; m >= 0; m = next[m]) acc += scale * elem_load(dout, (int64_t)m * D + d);
         *g = acc;
     }
 }
@@ -138,7 +146,7 @@ static void check_slice(const Tensor *table, int first, int vocab) {
 
 extern "C" void cuda_embedding_forward_rows(Tensor *out, const int *tokens, const Tensor *table,
                                             float scale, int first, int vocab) {
-    CHECK_FLOAT32(out, table);
+    const DType dt = ONE_DTYPE(out, table);
     embedding_check_forward(out, table);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(table);
@@ -148,9 +156,12 @@ extern "C" void cuda_embedding_forward_rows(Tensor *out, const int *tokens, cons
     if (N == 0) return;
     tokens_begin(tokens, N, false);
     if (n > 0) {
-        embedding_forward_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-            out->data, g_bad_row, tokens, table->data, n, D, V, scale, first, vocab);
-        CUDA_CHECK_LAUNCH();
+        elem_dispatch(dt, [&](auto tag) {
+            using T = decltype(tag);
+            embedding_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+                elems<T>(out), g_bad_row, tokens, elems<T>(table), n, D, V, scale, first, vocab);
+            CUDA_CHECK_LAUNCH();
+        });
     }
     stop_on_bad_token(tokens, N, vocab);
 }
@@ -158,7 +169,8 @@ extern "C" void cuda_embedding_forward_rows(Tensor *out, const int *tokens, cons
 extern "C" void cuda_embedding_backward_rows(Tensor *dtable, const Tensor *dout,
                                              const int *tokens, float scale, int first,
                                              int vocab) {
-    CHECK_FLOAT32(dtable, dout);
+    CHECK_FLOAT32(dtable);
+    const DType dt = dout->dtype;
     embedding_check_backward(dtable, dout);
     CHECK_ON_GPU(dtable);
     CHECK_ON_GPU(dout);
@@ -172,7 +184,10 @@ extern "C" void cuda_embedding_backward_rows(Tensor *dtable, const Tensor *dout,
     stop_on_bad_token(tokens, N, vocab); // before any token indexes dtable
     const int64_t n = (int64_t)N * D;
     if (n == 0) return;
-    embedding_backward_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-        dtable->data, dout->data, tokens, g_next, g_head, n, D, scale, first, V);
-    CUDA_CHECK_LAUNCH();
+    elem_dispatch(dt, [&](auto tag) {
+        using T = decltype(tag);
+        embedding_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+            dtable->data, elems<T>(dout), tokens, g_next, g_head, n, D, scale, first, V);
+        CUDA_CHECK_LAUNCH();
+    });
 }

@@ -1,6 +1,8 @@
 // GELU on the GPU, as lib/layers/gelu.c (exact form, erf): one thread per element.
-// CUDA's erff and expf are within 2 ulp, glibc's within 1: not bit for bit.
+// CUDA's erff and expf are within 2 ulp, glibc's within 1: not bit for bit. bfloat16 /
+// float16 too (elem.cuh): the output rounded once, din old value + gradient rounded once.
 #include "cuda_check.h"
+#include "elem.cuh"
 #include "launch.h"
 extern "C" {
 #include "core/check.h"
@@ -11,43 +13,50 @@ extern "C" {
 #define GELU_SQRT1_2 0.70710678118654752f      // 1 / sqrt(2)
 #define GELU_INV_SQRT_2PI 0.39894228040143268f // 1 / sqrt(2 pi)
 
-static __global__ void gelu_forward_kernel(float *out, const float *in, int64_t n) {
+template <class T> static __global__ void gelu_forward_kernel(T *out, const T *in, int64_t n) {
     GRID_STRIDE_LOOP(i, n) {
-        const float x = in[i];
-        out[i] = 0.5f * x * (1.0f + erff(x * GELU_SQRT1_2));
+        const float x = elem_load(in, i);
+        elem_store(out, i, 0.5f * x * (1.0f + erff(x * GELU_SQRT1_2)));
     }
 }
 
-static __global__ void gelu_backward_kernel(float *din, const float *dout, const float *in,
-                                            int64_t n) {
+template <class T>
+static __global__ void gelu_backward_kernel(T *din, const T *dout, const T *in, int64_t n) {
     GRID_STRIDE_LOOP(i, n) {
-        const float x = in[i];
+        const float x = elem_load(in, i);
         const float cdf = 0.5f * (1.0f + erff(x * GELU_SQRT1_2));
         const float pdf = GELU_INV_SQRT_2PI * expf(-0.5f * x * x);
-        din[i] += dout[i] * (cdf + x * pdf);
+        elem_add(din, i, elem_load(dout, i) * (cdf + x * pdf));
     }
 }
 
 extern "C" void cuda_gelu_forward(Tensor *out, const Tensor *in) {
-    CHECK_FLOAT32(out, in);
+    const DType dt = ONE_DTYPE(out, in);
     gelu_check_forward(out, in);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(in);
     const int64_t n = in->size;
     if (n == 0) return;
-    gelu_forward_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(out->data, in->data, n);
-    CUDA_CHECK_LAUNCH();
+    elem_dispatch(dt, [&](auto tag) {
+        using T = decltype(tag);
+        gelu_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+            elems<T>(out), elems<T>(in), n);
+        CUDA_CHECK_LAUNCH();
+    });
 }
 
 extern "C" void cuda_gelu_backward(Tensor *din, const Tensor *dout, const Tensor *in) {
-    CHECK_FLOAT32(din, dout, in);
+    const DType dt = ONE_DTYPE(din, dout, in);
     gelu_check_backward(din, dout, in);
     CHECK_ON_GPU(din);
     CHECK_ON_GPU(dout);
     CHECK_ON_GPU(in);
     const int64_t n = in->size;
     if (n == 0) return;
-    gelu_backward_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-        din->data, dout->data, in->data, n);
-    CUDA_CHECK_LAUNCH();
+    elem_dispatch(dt, [&](auto tag) {
+        using T = decltype(tag);
+        gelu_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+            elems<T>(din), elems<T>(dout), elems<T>(in), n);
+        CUDA_CHECK_LAUNCH();
+    });
 }

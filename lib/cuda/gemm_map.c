@@ -11,10 +11,9 @@ CublasGemm gemm_to_cublas(bool trans_a, bool trans_b, int M, int N, int K, int l
 
 static int max1(int a) { return a > 1 ? a : 1; }
 
-bool cublas_sgemm_model(bool transa, bool transb, int m, int n, int k, float alpha,
-                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                        int ldc, char *why, int why_cap) {
-    /* cuBLAS's own argument checks */
+/* cuBLAS's own argument checks, of both models */
+static bool arguments_ok(bool transa, bool transb, int m, int n, int k, int lda, int ldb, int ldc,
+                         char *why, int why_cap) {
     if (m < 0 || n < 0 || k < 0) {
         snprintf(why, (size_t)why_cap, "negative size m=%d n=%d k=%d", m, n, k);
         return false;
@@ -28,6 +27,13 @@ bool cublas_sgemm_model(bool transa, bool transb, int m, int n, int k, float alp
                  max1(rows_b), ldc, max1(m));
         return false;
     }
+    return true;
+}
+
+bool cublas_sgemm_model(bool transa, bool transb, int m, int n, int k, float alpha,
+                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                        int ldc, char *why, int why_cap) {
+    if (!arguments_ok(transa, transb, m, n, k, lda, ldb, ldc, why, why_cap)) return false;
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
             double acc = 0.0;
@@ -38,6 +44,42 @@ bool cublas_sgemm_model(bool transa, bool transb, int m, int n, int k, float alp
             }
             float *c = &C[i + (long)j * ldc];
             *c = (float)(alpha * acc + (beta == 0.0f ? 0.0 : (double)beta * *c));
+        }
+    return true;
+}
+
+/* element i of p, of dtype d, as a float32 (exact) */
+static float load_as(const void *p, DType d, long i) {
+    if (d == DTYPE_F32) return ((const float *)p)[i];
+    return d == DTYPE_BF16 ? dtype_f32_from_bf16(((const uint16_t *)p)[i])
+                           : dtype_f32_from_f16(((const uint16_t *)p)[i]);
+}
+
+bool cublas_gemm_ex_model(bool transa, bool transb, int m, int n, int k, float alpha,
+                          const void *A, int lda, const void *B, int ldb, DType ab_dtype,
+                          float beta, void *C, int ldc, DType c_dtype, char *why, int why_cap) {
+    if (!arguments_ok(transa, transb, m, n, k, lda, ldb, ldc, why, why_cap)) return false;
+    if ((unsigned)ab_dtype >= DTYPE_COUNT || (c_dtype != ab_dtype && c_dtype != DTYPE_F32)) {
+        snprintf(why, (size_t)why_cap, "cuBLAS would refuse this call "
+                 "(CUBLAS_STATUS_NOT_SUPPORTED): A and B %s, C %s with CUBLAS_COMPUTE_32F "
+                 "(C is of A's type or float32)", dtype_name(ab_dtype), dtype_name(c_dtype));
+        return false;
+    }
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float acc = 0.0f; /* a product of two 16-bit values is exact in float32 */
+            for (int l = 0; l < k; l++) {
+                const long at_a = transa ? l + (long)i * lda : i + (long)l * lda;
+                const long at_b = transb ? j + (long)l * ldb : l + (long)j * ldb;
+                acc += load_as(A, ab_dtype, at_a) * load_as(B, ab_dtype, at_b);
+            }
+            const long at = i + (long)j * ldc;
+            float c = alpha * acc;
+            if (beta != 0.0f) c += beta * load_as(C, c_dtype, at); /* beta 0: C not read */
+            if (c_dtype == DTYPE_F32) ((float *)C)[at] = c;
+            else
+                ((uint16_t *)C)[at] = c_dtype == DTYPE_BF16 ? dtype_bf16_from_f32(c)
+                                                            : dtype_f16_from_f32(c);
         }
     return true;
 }

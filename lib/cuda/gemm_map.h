@@ -15,6 +15,8 @@
 
 #include <stdbool.h>
 
+#include "core/dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,6 +39,16 @@ CublasGemm gemm_to_cublas(bool trans_a, bool trans_b, int M, int N, int K, int l
 bool cublas_sgemm_model(bool transa, bool transb, int m, int n, int k, float alpha,
                         const float *A, int lda, const float *B, int ldb, float beta, float *C,
                         int ldc, char *why, int why_cap);
+
+/* cublasGemmEx's definition with CUBLAS_COMPUTE_32F, column-major, on the host (the CUDA
+ * emulator's cublasGemmEx): A and B of ab_dtype, C of c_dtype (ab_dtype's or float32);
+ * every element of A and B converted exactly to float32, products summed in a float32
+ * accumulator, c = alpha acc + beta c_old in float32 (C not read when beta is 0), stored
+ * rounded once to c_dtype (core/dtype.h: the same rounding as the GPU's). Refuses, with
+ * why, what cuBLAS refuses, and a C of another 16-bit type (CUBLAS_STATUS_NOT_SUPPORTED). */
+bool cublas_gemm_ex_model(bool transa, bool transb, int m, int n, int k, float alpha,
+                          const void *A, int lda, const void *B, int ldb, DType ab_dtype,
+                          float beta, void *C, int ldc, DType c_dtype, char *why, int why_cap);
 
 /* Runs a row-major gemm as the CublasGemm call g describes, through the model. */
 bool gemm_through_model(const CublasGemm *g, float alpha, const float *A, const float *B,
@@ -69,6 +81,14 @@ bool gemm_batch_through_model(const CublasGemmBatch *c, float alpha, const float
 
 /* The CUDA twin of a batch (lib/cuda/gemm.cu): A, B, C in device memory. */
 void cuda_gemm_batched(const GemmBatch *b, const float *A, const float *B, float *C);
+
+/* The row-major gemm of ops/gemm.h on 16-bit operands (lib/cuda/gemm.cu, cublasGemmEx):
+ * C = alpha op(A) op(B) + beta C, A and B of ab_dtype (DTYPE_BF16 or DTYPE_F16), C of
+ * c_dtype (ab_dtype: activations, rounded once; DTYPE_F32: a parameter gradient), summed
+ * in float32 (CUBLAS_COMPUTE_32F), device memory. */
+void cuda_gemm_ex(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const void *A,
+                  int lda, const void *B, int ldb, DType ab_dtype, float beta, void *C, int ldc,
+                  DType c_dtype);
 
 #ifdef __cplusplus
 }

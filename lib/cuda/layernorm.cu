@@ -8,7 +8,12 @@
 // a grid of (column, chunk of LN_CHUNK rows) threads sums its chunk's rows in order in
 // double, then one thread per column adds the chunks' sums in order and adds the total
 // to dgamma / dbeta. The same bits on every run.
+//
+// bfloat16 / float16: in, gamma, beta, out, dout and din of the run's dtype (elem.cuh:
+// loaded as floats, each output rounded once where it is stored, din's old value plus
+// the gradient); mean, rstd, dgamma and dbeta float32.
 #include "cuda_check.h"
+#include "elem.cuh"
 #include "launch.h"
 #include "reduce.cuh"
 extern "C" {
@@ -20,54 +25,61 @@ extern "C" {
 
 enum { LN_CHUNK = 64 }; // rows per partial sum of the parameter gradients
 
-static __global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd,
-                                                const float *in, const float *gamma,
-                                                const float *beta, int N, int D, float eps) {
+template <class T>
+static __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *in,
+                                                const T *gamma, const T *beta, int N, int D,
+                                                float eps) {
     const int lane = threadIdx.x % 32;
     WARP_STRIDE_LOOP(n, N) {
-        const float *x = in + n * D;
-        float *y = out + n * D;
+        const T *x = in + n * D;
+        T *y = out + n * D;
         double sum = 0.0;
-        for (int j = lane; j < D; j += 32) sum += x[j];
+        for (int j = lane; j < D; j += 32) sum += elem_load(x, j);
         const double mu = warp_sum(sum) / D;
         double sq = 0.0;
-        for (int j = lane; j < D; j += 32) sq += (x[j] - mu) * (x[j] - mu);
+        for (int j = lane; j < D; j += 32) {
+            const float xj = elem_load(x, j);
+            sq += (xj - mu) * (xj - mu);
+        }
         const float m = (float)mu, r = (float)(1.0 / sqrt(warp_sum(sq) / D + eps));
         if (lane == 0) {
             mean[n] = m;
             rstd[n] = r;
         }
-        for (int j = lane; j < D; j += 32) y[j] = (x[j] - m) * r * gamma[j] + beta[j];
+        for (int j = lane; j < D; j += 32)
+            elem_store(y, j, (elem_load(x, j) - m) * r * elem_load(gamma, j) + elem_load(beta, j));
     }
 }
 
 // din = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * gamma, per row
-static __global__ void layernorm_input_grad_kernel(float *din, const float *dout, const float *in,
+template <class T>
+static __global__ void layernorm_input_grad_kernel(T *din, const T *dout, const T *in,
                                                    const float *mean, const float *rstd,
-                                                   const float *gamma, int N, int D) {
+                                                   const T *gamma, int N, int D) {
     const int lane = threadIdx.x % 32;
     WARP_STRIDE_LOOP(n, N) {
-        const float *x = in + n * D, *dy = dout + n * D;
-        float *dx = din + n * D;
+        const T *x = in + n * D, *dy = dout + n * D;
+        T *dx = din + n * D;
         const float m = mean[n], r = rstd[n];
         double sum_g = 0.0, sum_gx = 0.0;
         for (int j = lane; j < D; j += 32) {
-            const float g = dy[j] * gamma[j];
+            const float g = elem_load(dy, j) * elem_load(gamma, j);
             sum_g += g;
-            sum_gx += (double)(g * ((x[j] - m) * r));
+            sum_gx += (double)(g * ((elem_load(x, j) - m) * r));
         }
         const float mean_g = (float)(warp_sum(sum_g) / D), mean_gx = (float)(warp_sum(sum_gx) / D);
         for (int j = lane; j < D; j += 32) {
-            const float xhat = (x[j] - m) * r;
-            dx[j] += r * (dy[j] * gamma[j] - mean_g - xhat * mean_gx);
+            const float xhat = (elem_load(x, j) - m) * r;
+            elem_add(dx, j, r * (elem_load(dy, j) * elem_load(gamma, j) - mean_g - xhat * mean_gx));
         }
     }
 }
 
 // partial_g[c][j], partial_b[c][j]: rows c*LN_CHUNK .. of column j, in order.
 // Grid: x over columns (blocks of CUDA_THREADS), y over chunks.
+template <class T>
 static __global__ void layernorm_param_partials_kernel(double *partial_g, double *partial_b,
-                                                       const float *dout, const float *in,
+                                                       const T *dout, const T *in,
                                                        const float *mean, const float *rstd,
                                                        int N, int D) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -75,7 +87,7 @@ static __global__ void layernorm_param_partials_kernel(double *partial_g, double
     const int r0 = blockIdx.y * LN_CHUNK, r1 = min(r0 + LN_CHUNK, N);
     double sg = 0.0, sb = 0.0;
     for (int n = r0; n < r1; n++) {
-        const float dy = dout[(int64_t)n * D + j], x = in[(int64_t)n * D + j];
+        const float dy = elem_load(dout, (int64_t)n * D + j), x = elem_load(in, (int64_t)n * D + j);
         sg += (double)(dy * ((x - mean[n]) * rstd[n]));
         sb += (double)dy;
     }
@@ -112,7 +124,8 @@ static double *partials(int64_t count) {
 
 extern "C" void cuda_layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, const Tensor *in,
                                        const Tensor *gamma, const Tensor *beta, float eps) {
-    CHECK_FLOAT32(out, mean, rstd, in, gamma, beta);
+    const DType dt = ONE_DTYPE(out, in, gamma, beta);
+    CHECK_FLOAT32(mean, rstd);
     layernorm_check_forward(out, mean, rstd, in, gamma, beta, eps);
     CHECK_ON_GPU(out);
     CHECK_ON_GPU(mean);
@@ -122,15 +135,20 @@ extern "C" void cuda_layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, 
     CHECK_ON_GPU(beta);
     const int N = in->shape[0], D = in->shape[1];
     if (N == 0) return;
-    layernorm_forward_kernel<<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS>>>(
-        out->data, mean->data, rstd->data, in->data, gamma->data, beta->data, N, D, eps);
-    CUDA_CHECK_LAUNCH();
+    elem_dispatch(dt, [&](auto tag) {
+        using T = decltype(tag);
+        layernorm_forward_kernel<T><<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS>>>(
+            elems<T>(out), mean->data, rstd->data, elems<T>(in), elems<T>(gamma),
+            elems<T>(beta), N, D, eps);
+        CUDA_CHECK_LAUNCH();
+    });
 }
 
 extern "C" void cuda_layernorm_backward(Tensor *din, Tensor *dgamma, Tensor *dbeta,
                                         const Tensor *dout, const Tensor *in, const Tensor *mean,
                                         const Tensor *rstd, const Tensor *gamma) {
-    CHECK_FLOAT32(din, dgamma, dbeta, dout, in, mean, rstd, gamma);
+    const DType dt = ONE_DTYPE(din, dout, in, gamma);
+    CHECK_FLOAT32(dgamma, dbeta, mean, rstd);
     layernorm_check_backward(din, dgamma, dbeta, dout, in, mean, rstd, gamma);
     CHECK_ON_GPU(din);
     CHECK_ON_GPU(dgamma);
@@ -146,15 +164,19 @@ extern "C" void cuda_layernorm_backward(Tensor *din, Tensor *dgamma, Tensor *dbe
     CHECK(chunks <= 65535, "layer norm backward: %d rows, more than %d", N, 65535 * LN_CHUNK);
     double *pg = partials(2 * (int64_t)chunks * D), *pb = pg + (int64_t)chunks * D;
     const dim3 grid((unsigned)((D + CUDA_THREADS - 1) / CUDA_THREADS), (unsigned)chunks);
-    layernorm_param_partials_kernel<<<grid, CUDA_THREADS>>>(pg, pb, dout->data, in->data,
-                                                            mean->data, rstd->data, N, D);
-    CUDA_CHECK_LAUNCH();
-    layernorm_param_sum_kernel<<<cuda_blocks_for(D, CUDA_THREADS), CUDA_THREADS>>>(
-        dgamma->data, dbeta->data, pg, pb, chunks, D);
-    CUDA_CHECK_LAUNCH();
-    if (din) {
-        layernorm_input_grad_kernel<<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS>>>(
-            din->data, dout->data, in->data, mean->data, rstd->data, gamma->data, N, D);
+    elem_dispatch(dt, [&](auto tag) {
+        using T = decltype(tag);
+        layernorm_param_partials_kernel<T><<<grid, CUDA_THREADS>>>(
+            pg, pb, elems<T>(dout), elems<T>(in), mean->data, rstd->data, N, D);
         CUDA_CHECK_LAUNCH();
-    }
+        layernorm_param_sum_kernel<<<cuda_blocks_for(D, CUDA_THREADS), CUDA_THREADS>>>(
+            dgamma->data, dbeta->data, pg, pb, chunks, D);
+        CUDA_CHECK_LAUNCH();
+        if (din) {
+            layernorm_input_grad_kernel<T><<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS>>>(
+                elems<T>(din), elems<T>(dout), elems<T>(in), mean->data, rstd->data,
+                elems<T>(gamma), N, D);
+            CUDA_CHECK_LAUNCH();
+        }
+    });
 }

@@ -9,9 +9,14 @@
 // gradient's pass recomputes each exponential. Row losses go to the host and are added
 // in row order, as on the CPU: the same bits every run. expf (within 2 ulp) stands for
 // the CPU's softmax_exp (within 1.1e-7 relative): agreement to rounding.
+//
+// The fast version also takes bfloat16 / float16 logits and dlogits (elem.cuh): the loss
+// from the exact logits, each dlogits entry old + gradient rounded once; the other one
+// (the CNN's) and the accuracy count take float32 only.
 #include <math.h>
 
 #include "cuda_check.h"
+#include "elem.cuh"
 #include "launch.h"
 #include "reduce.cuh"
 extern "C" {
@@ -73,11 +78,12 @@ static void loss_buffers(int N) {
 
 enum { XENT_THREADS = 256 }; // threads per row of the fast version
 
-static __global__ void softmax_xent_fast_kernel(double *row_loss, int *bad_row, float *dlogits,
-                                                const float *logits, const int *labels, int K,
+template <class T>
+static __global__ void softmax_xent_fast_kernel(double *row_loss, int *bad_row, T *dlogits,
+                                                const T *logits, const int *labels, int K,
                                                 float inv_n) {
     const int n = blockIdx.x;
-    const float *z = logits + (int64_t)n * K;
+    const T *z = logits + (int64_t)n * K;
     const int y = labels[n];
     if (y < 0 || y >= K) { // the whole block leaves: no reduction is waiting for it
         if (threadIdx.x == 0) {
@@ -87,19 +93,19 @@ static __global__ void softmax_xent_fast_kernel(double *row_loss, int *bad_row, 
         return;
     }
     float m = -INFINITY;
-    for (int j = threadIdx.x; j < K; j += blockDim.x) m = fmaxf(m, z[j]);
+    for (int j = threadIdx.x; j < K; j += blockDim.x) m = fmaxf(m, elem_load(z, j));
     const float zmax = block_allreduce(m, Max());
     float part = 0.0f;
-    for (int j = threadIdx.x; j < K; j += blockDim.x) part += expf(z[j] - zmax);
+    for (int j = threadIdx.x; j < K; j += blockDim.x) part += expf(elem_load(z, j) - zmax);
     const double sum = block_allreduce((double)part, Sum());
-    if (threadIdx.x == 0) row_loss[n] = log(sum) + (double)zmax - (double)z[y];
+    if (threadIdx.x == 0) row_loss[n] = log(sum) + (double)zmax - (double)elem_load(z, y);
     if (!dlogits) return;
-    float *dz = dlogits + (int64_t)n * K;
+    T *dz = dlogits + (int64_t)n * K;
     const float a = (float)(inv_n / sum);
     for (int j = threadIdx.x; j < K; j += blockDim.x) {
-        float g = dz[j] + expf(z[j] - zmax) * a;
+        float g = elem_load(dz, j) + expf(elem_load(z, j) - zmax) * a;
         if (j == y) g -= inv_n; // after the +=, as the CPU does
-        dz[j] = g;
+        elem_store(dz, j, g);   // rounded once
     }
 }
 
@@ -144,14 +150,17 @@ extern "C" float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logit
 
 extern "C" float cuda_softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits,
                                                  const int *labels) {
-    CHECK_FLOAT32(dlogits, logits);
+    const DType dt = ONE_DTYPE(logits, dlogits);
     if (!loss_begin(dlogits, logits, labels)) return 0.0f; // as the CPU's fast version
     const int N = logits->shape[0], K = logits->shape[1];
     CHECK(K > 0, "softmax cross-entropy over 0 classes");
-    softmax_xent_fast_kernel<<<N, XENT_THREADS>>>(g_row_loss, g_bad_row,
-                                                 dlogits ? dlogits->data : NULL, logits->data,
-                                                 labels, K, 1.0f / (float)N);
-    CUDA_CHECK_LAUNCH();
+    elem_dispatch(dt, [&](auto tag) {
+        using T = decltype(tag);
+        softmax_xent_fast_kernel<T><<<N, XENT_THREADS>>>(g_row_loss, g_bad_row, elems<T>(dlogits),
+                                                        elems<T>(logits), labels, K,
+                                                        1.0f / (float)N);
+        CUDA_CHECK_LAUNCH();
+    });
     return mean_loss(labels, N, K);
 }
 

@@ -1,5 +1,6 @@
 /* The GPU backend's host-side parts, which need no GPU: the row-major to cuBLAS
- * argument mapping (through a host model of cublasSgemm, also strided-batched), the
+ * argument mapping (through a host model of cublasSgemm, also strided-batched; the model
+ * of cublasGemmEx on 16-bit operands), the
  * attention's per-head GEMM plans (the whole attention run through that model against
  * the CPU layer), the dropout draws of the CUDA layers against the CPU's, launch
  * arithmetic, the choice of device by local rank, the message without a GPU, and the
@@ -61,6 +62,59 @@ static int check_model_refuses(void) {
                                               sizeof why), "ldb 3 < n 4 (B transposed) was accepted") &&
               expect_true(cublas_sgemm_model(true, true, 2, 4, 3, 1, x, 3, x, 4, 0, x, 2, why,
                                              sizeof why), "a valid call was refused: %s", why);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* cublasGemmEx's model (the CUDA emulator's): 16-bit operands, C 16-bit or float32.
+ * Integer operands make every float32 sum exact, so C's one rounding is seen alone:
+ * 256 + 1 and 256 + 3 in bfloat16 (steps of 2 there) are ties, to the even 256 and 260;
+ * 2048 + 1 in float16 the same. beta 0 does not read C (NaN there); float32 C against
+ * the cublasSgemm model on the same values; mismatched types and a short lda refused. */
+static int check_gemm_ex_model(void) {
+    char why[256];
+    bool ok = true;
+    for (int d = 0; d < 2 && ok; d++) {
+        const DType dt = d ? DTYPE_F16 : DTYPE_BF16;
+        const float base = d ? 2048.0f : 256.0f;
+        uint16_t (*to16)(float) = d ? dtype_f16_from_f32 : dtype_bf16_from_f32;
+        float (*from16)(uint16_t) = d ? dtype_f32_from_f16 : dtype_f32_from_bf16;
+        /* column-major C [2, 1] = base + B^T A, B [2, 2] = columns (1, 2), (0, 1), A = (1, 1):
+         * the sums 3 and 1 */
+        const uint16_t A[2] = {to16(1.0f), to16(1.0f)}, B[4] = {to16(1.0f), to16(2.0f), to16(0.0f), to16(1.0f)};
+        uint16_t C[2] = {to16(base), to16(base)};
+        ok = expect_true(cublas_gemm_ex_model(true, false, 2, 1, 2, 1.0f, B, 2, A, 2, dt, 1.0f, C, 2,
+                                              dt, why, sizeof why), "%s", why) &&
+             expect_true(from16(C[0]) == base + 4.0f && from16(C[1]) == base,
+                         "%s: %g + 3 and %g + 1 became %g and %g, want %g and %g (ties to even)",
+                         dtype_name(dt), (double)base, (double)base, (double)from16(C[0]),
+                         (double)from16(C[1]), (double)base + 4, (double)base);
+        float C32[2] = {NAN, NAN};
+        ok = ok && expect_true(cublas_gemm_ex_model(true, false, 2, 1, 2, 0.5f, B, 2, A, 2, dt, 0.0f,
+                                                    C32, 2, DTYPE_F32, why, sizeof why), "%s", why) &&
+             expect_true(C32[0] == 1.5f && C32[1] == 0.5f, "%s, float32 C, beta 0: %g %g, want 1.5 0.5",
+                         dtype_name(dt), (double)C32[0], (double)C32[1]);
+        /* random operands, float32 C: the cublasSgemm model on their float32 values */
+        enum { M = 7, N = 5, K = 33 };
+        float a[M * K], b[K * N], c[M * N], want[M * N];
+        uint16_t a16[M * K], b16[K * N];
+        fill_uniform(a, M * K, 40 + d, -1, 1), fill_uniform(b, K * N, 41 + d, -1, 1);
+        fill_uniform(c, M * N, 42 + d, -1, 1);
+        for (int i = 0; i < M * K; i++) a16[i] = to16(a[i]), a[i] = from16(a16[i]);
+        for (int i = 0; i < K * N; i++) b16[i] = to16(b[i]), b[i] = from16(b16[i]);
+        memcpy(want, c, sizeof c);
+        ok = ok && expect_true(cublas_sgemm_model(false, false, M, N, K, 0.5f, a, M, b, K, 1.0f, want,
+                                                  M, why, sizeof why), "%s", why) &&
+             expect_true(cublas_gemm_ex_model(false, false, M, N, K, 0.5f, a16, M, b16, K, dt, 1.0f,
+                                              c, M, DTYPE_F32, why, sizeof why), "%s", why) &&
+             expect_close("float32 C", c, want, M * N, 1e-5f, 1e-5f);
+    }
+    uint16_t x[16] = {0};
+    ok = ok && expect_true(!cublas_gemm_ex_model(false, false, 2, 2, 2, 1, x, 2, x, 2, DTYPE_BF16, 0,
+                                                 x, 2, DTYPE_F16, why, sizeof why),
+                           "bfloat16 operands with a float16 C were accepted") &&
+         expect_true(strstr(why, "NOT_SUPPORTED") != NULL, "the reason: %s", why) &&
+         expect_true(!cublas_gemm_ex_model(false, false, 4, 2, 3, 1, x, 3, x, 3, DTYPE_F16, 0, x, 4,
+                                           DTYPE_F16, why, sizeof why), "lda 3 < m 4 was accepted");
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -359,6 +413,7 @@ int main(void) {
     check_begin("GPU backend, host side (no GPU needed)");
     check_run(NULL, "row-major GEMM -> cuBLAS arguments, through a host model of cublasSgemm", check_gemm_mapping, 20);
     check_run(NULL, "the cublasSgemm model refuses leading dimensions cuBLAS refuses", check_model_refuses, 20);
+    check_run(NULL, "the cublasGemmEx model: 16-bit operands, float32 sums, C rounded once (ties to even) or float32", check_gemm_ex_model, 20);
     check_run(NULL, "strided-batched GEMM -> cublasSgemmStridedBatched arguments, through the model", check_gemm_batch_mapping, 20);
     check_run(NULL, "attention on the GPU's plan (per-head batched products, row kernels) = the CPU's", check_attention_plans, 60);
     check_run(NULL, "dropout: the CUDA layers draw the CPU's key (same mask, same Rng state)", check_dropout_draw, 20);

@@ -1,5 +1,5 @@
 // The CUDA emulator (see run.sh): kernel launches, barriers and shuffles on fibers, the
-// two cuBLAS calls through the host model, and lib/cuda/device.c's functions on host
+// three cuBLAS calls through the host models, and lib/cuda/device.c's functions on host
 // memory that is tracked, so a host pointer where device memory belongs is still caught.
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +186,34 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
         if (s != CUBLAS_STATUS_SUCCESS) return s;
     }
     return CUBLAS_STATUS_SUCCESS;
+}
+
+// CUBLAS_COMPUTE_32F with A, B and C of the types cuBLAS takes there, through the model:
+// float32 sums, C rounded once (gemm_map.h).
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void *alpha, const void *A, cudaDataType_t a_type,
+                            int lda, const void *B, cudaDataType_t b_type, int ldb,
+                            const void *beta, void *C, cudaDataType_t c_type, int ldc,
+                            cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+    auto dtype_of = [](cudaDataType_t t) {
+        return t == CUDA_R_16BF ? DTYPE_BF16 : t == CUDA_R_16F ? DTYPE_F16 : DTYPE_F32;
+    };
+    const bool known = (a_type == CUDA_R_32F || a_type == CUDA_R_16F || a_type == CUDA_R_16BF) &&
+                       (c_type == CUDA_R_32F || c_type == CUDA_R_16F || c_type == CUDA_R_16BF);
+    if (compute != CUBLAS_COMPUTE_32F || algo != CUBLAS_GEMM_DEFAULT || a_type != b_type ||
+        !known) {
+        fprintf(stderr, "CUDA emulator: cublasGemmEx with compute type %d, algorithm %d, types "
+                "%d, %d, %d: not emulated\n", (int)compute, (int)algo, (int)a_type, (int)b_type,
+                (int)c_type);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    char why[256];
+    if (cublas_gemm_ex_model(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, *(const float *)alpha,
+                             A, lda, B, ldb, dtype_of(a_type), *(const float *)beta, C, ldc,
+                             dtype_of(c_type), why, sizeof why))
+        return CUBLAS_STATUS_SUCCESS;
+    fprintf(stderr, "CUDA emulator: %s\n", why);
+    return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
 /* ---------------------------------------------------------------- lib/cuda/device.c */

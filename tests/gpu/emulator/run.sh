@@ -7,7 +7,8 @@
 # shuffles, reductions, the cuBLAS argument mapping) on a machine without a GPU, so their
 # logic can be checked before a GPU is at hand. It is NOT a GPU run: blocks run one after
 # the other (no races between them can show), memory is host memory, expf/erff are
-# glibc's and the GEMMs the double-precision host model of cublasSgemm. Its PASS lines
+# glibc's and the GEMMs the host models of cublasSgemm (double sums) and cublasGemmEx
+# (float32 sums, C rounded once). Its PASS lines
 # say that the CUDA code computes what the CPU code computes, not that it runs on a GPU
 # (`make check-gpu` on a GPU node does that). Needs x86-64 or ucontext, g++ and python3.
 set -e
@@ -26,7 +27,9 @@ for f in lib/cuda/*.cu; do
     g++ -std=c++17 $FLAGS -Wall -Wno-unused-parameter -c "$OUT/$b.cpp" -o "$OUT/$b.o"
 done
 g++ -std=c++17 $FLAGS -Wall -c "$HERE/emulator.cpp" -o "$OUT/emulator.o"
-gcc -std=c11 -D_GNU_SOURCE $FLAGS -c tests/gpu/check_gpu.c -o "$OUT/check_gpu.o"
+for f in check_gpu check_gpu16; do
+    gcc -std=c11 -D_GNU_SOURCE $FLAGS -c tests/gpu/$f.c -o "$OUT/$f.o"
+done
 # the libraries the Makefile links (read from its database, nothing is built)
 LDLIBS=$(make -qp BUILD="$BUILD" NVCC= __nothing__ 2>/dev/null | sed -n 's/^LDLIBS := //p' | head -1)
 g++ "$OUT"/*.o "$BUILD/obj/tests/framework/check.o" "$BUILD/obj/tests/framework/gradcheck.o" \
