@@ -1,6 +1,7 @@
 #include "add.h"
 
 #include "core/check.h"
+#include "rounded.h"
 
 void add_check_forward(const Tensor *out, const Tensor *a, const Tensor *b) {
     CHECK(a->size == b->size && out->size == a->size, "add: sizes %lld (out), %lld (a), %lld (b)",
@@ -17,7 +18,12 @@ void add_check_backward(const Tensor *da, const Tensor *db, const Tensor *dout) 
 }
 
 void add_forward(Tensor *out, const Tensor *a, const Tensor *b) {
-    CHECK_FLOAT32(out, a, b);
+    RoundedCall rc; /* 16-bit tensors: this function on float32 views (layers/rounded.h) */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_OUT(out), ROUNDED_IN(a), ROUNDED_IN(b))) {
+        add_forward(rounded(&rc, out), rounded(&rc, a), rounded(&rc, b));
+        rounded_end(&rc);
+        return;
+    }
     add_check_forward(out, a, b);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(a, DEVICE_CPU);
@@ -38,7 +44,12 @@ static void accumulate(Tensor *d, const Tensor *dout) {
 }
 
 void add_backward(Tensor *da, Tensor *db, const Tensor *dout) {
-    CHECK_FLOAT32(da, db, dout);
+    RoundedCall rc;
+    if (ROUNDED_BEGIN(&rc, ROUNDED_ADD(da), ROUNDED_ADD(db), ROUNDED_IN(dout))) {
+        add_backward(rounded(&rc, da), rounded(&rc, db), rounded(&rc, dout));
+        rounded_end(&rc);
+        return;
+    }
     add_check_backward(da, db, dout);
     CHECK_DEVICE(da, DEVICE_CPU);
     CHECK_DEVICE(db, DEVICE_CPU);

@@ -1,5 +1,6 @@
 /* Element-wise addition, the residual connection of a transformer block:
- * out = a + b, and the gradient goes to both summands unchanged. */
+ * out = a + b, and the gradient goes to both summands unchanged.
+ * Float32, or 16-bit tensors of one dtype (layers/rounded.h: rounded once where stored). */
 #ifndef LAYERS_ADD_H
 #define LAYERS_ADD_H
 

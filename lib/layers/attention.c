@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "dropout.h"
 #include "ops/gemm.h"
+#include "rounded.h"
 #include "softmax_exp.h"
 
 /* One (sequence, head) task's view of the buffers: row i of Q is q + i * ld, etc. */
@@ -129,7 +130,7 @@ void attention_forward(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor
 
 void attention_forward_window(Tensor *ctx, Tensor *probs, Tensor *dropped, const Tensor *qkv,
                               float dropout_p, bool training, Rng *rng, DropoutWindow window) {
-    CHECK_FLOAT32(ctx, probs, dropped, qkv);
+    ROUNDED_REFUSE("a 16-bit run uses the fused attention, layers/flash_attention.h", ctx, probs, dropped, qkv);
     const AttentionSizes s =
         attention_check_forward(ctx, probs, dropped, qkv, dropout_p, training, rng);
     attention_check_window(&s, window);
@@ -176,7 +177,7 @@ static void head_backward(const AttentionSizes *s, Head hd, float *dq, float *ds
 
 void attention_backward(Tensor *dqkv, Tensor *dscores, const Tensor *dctx, const Tensor *qkv,
                         const Tensor *probs, const Tensor *dropped) {
-    CHECK_FLOAT32(dqkv, dscores, dctx, qkv, probs, dropped);
+    ROUNDED_REFUSE("a 16-bit run uses the fused attention, layers/flash_attention.h", dqkv, dscores, dctx, qkv, probs, dropped);
     const AttentionSizes s = attention_check_backward(dqkv, dscores, dctx, qkv, probs, dropped);
     CHECK_DEVICE(dqkv, DEVICE_CPU);
     CHECK_DEVICE(dscores, DEVICE_CPU);

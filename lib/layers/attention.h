@@ -20,7 +20,9 @@
  * loops over the causal triangle only (4 dot products at a time, vectorised over dh):
  * at the tutorial's sequence length (T = 35) a (sequence, head) is a few small
  * matrices, too small for a GEMM call each to pay off. (Not yet benchmarked against
- * batched GEMMs: lesson 04's benchmark is to say.) */
+ * batched GEMMs: lesson 04's benchmark is to say.)
+ * Float32 only: a 16-bit tensor stops with a message; the 16-bit path's attention is the
+ * fused one, layers/flash_attention.h. */
 #ifndef LAYERS_ATTENTION_H
 #define LAYERS_ATTENTION_H
 

@@ -8,6 +8,7 @@
 #include "ops/gemm.h"
 #include "ops/im2col.h"
 #include "ops/plane_sum.h"
+#include "rounded.h"
 
 /* About 512 columns per chunk keeps a chunk's column matrix (K x 512 floats, 2.5 MB
  * for the CNN's second convolution) within L2 + L3 reach and the GEMM wide enough.
@@ -79,7 +80,7 @@ static void chunk_images(int c, int nchunks, int N, int *n0, int *nimg) {
 
 void conv2d_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias,
                     int stride, int pad) {
-    CHECK_FLOAT32(out, in, weight, bias);
+    ROUNDED_REFUSE("the 16-bit path covers the transformer's layers; the CNN runs in float32", out, in, weight, bias);
     check_on_cpu(out, in, weight, bias, NULL);
     ConvGeometry g = conv2d_check_shapes(out, in, weight, stride, pad);
     const int N = in->shape[0], Cout = weight->shape[0];
@@ -128,7 +129,7 @@ static void direct_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const T
 
 void conv2d_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
                      const Tensor *in, const Tensor *weight, int stride, int pad) {
-    CHECK_FLOAT32(din, dweight, dbias, dout, in, weight);
+    ROUNDED_REFUSE("the 16-bit path covers the transformer's layers; the CNN runs in float32", din, dweight, dbias, dout, in, weight);
     check_on_cpu(dout, in, weight, dweight, dbias);
     CHECK_DEVICE(din, DEVICE_CPU);
     ConvGeometry g = conv2d_check_shapes(dout, in, weight, stride, pad);

@@ -11,7 +11,8 @@
  * between thread counts: OpenBLAS picks its kernels by size and thread count for
  * the GEMMs of the linear layers. With the built-in GEMM it does not.)
  *
- * The CUDA twin (lib/cuda/conv2d.cu): the whole batch as one im2col and one GEMM. */
+ * The CUDA twin (lib/cuda/conv2d.cu): the whole batch as one im2col and one GEMM.
+ * Float32 only (a 16-bit tensor stops with a message: the CNN runs in float32). */
 #ifndef LAYERS_CONV2D_H
 #define LAYERS_CONV2D_H
 

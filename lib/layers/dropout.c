@@ -1,6 +1,7 @@
 #include "dropout.h"
 
 #include "core/check.h"
+#include "rounded.h"
 
 void dropout_check_forward(const Tensor *out, const Tensor *mask, const Tensor *in, float p,
                            bool training, const Rng *rng) {
@@ -49,7 +50,13 @@ void dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, bool 
 
 void dropout_forward_window(Tensor *out, Tensor *mask, const Tensor *in, float p, bool training,
                             Rng *rng, DropoutWindow window) {
-    CHECK_FLOAT32(out, mask, in);
+    RoundedCall rc; /* 16-bit tensors: this function on float32 views (layers/rounded.h) */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_OUT(out), ROUNDED_F32(mask), ROUNDED_IN(in))) {
+        dropout_forward_window(rounded(&rc, out), mask, rounded(&rc, in), p, training, rng,
+                               window);
+        rounded_end(&rc);
+        return;
+    }
     dropout_check_forward(out, mask, in, p, training, rng);
     dropout_check_window(window, in->size);
     CHECK_DEVICE(out, DEVICE_CPU);
@@ -89,7 +96,12 @@ void dropout_forward_window(Tensor *out, Tensor *mask, const Tensor *in, float p
 }
 
 void dropout_backward(Tensor *din, const Tensor *dout, const Tensor *mask) {
-    CHECK_FLOAT32(din, dout, mask);
+    RoundedCall rc;
+    if (ROUNDED_BEGIN(&rc, ROUNDED_ADD(din), ROUNDED_IN(dout), ROUNDED_F32(mask))) {
+        dropout_backward(rounded(&rc, din), rounded(&rc, dout), mask);
+        rounded_end(&rc);
+        return;
+    }
     dropout_check_backward(din, dout, mask);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

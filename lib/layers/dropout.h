@@ -9,7 +9,9 @@
  * of the mask and the mask depends only on the seed, never on the thread count;
  * the CUDA twin can call the same dropout_keeps and give the same mask as the CPU.
  * A run is reproduced by its seed: the same Rng state gives the same masks.
- * p = 0, or evaluation, is the identity and draws nothing from the Rng. */
+ * p = 0, or evaluation, is the identity and draws nothing from the Rng.
+ * 16-bit runs (layers/rounded.h): in, out, dout, din of one dtype, rounded once where
+ * stored; the mask float32 always (the same mask as a float32 run's). */
 #ifndef LAYERS_DROPOUT_H
 #define LAYERS_DROPOUT_H
 

@@ -1,6 +1,7 @@
 #include "embedding.h"
 
 #include "core/check.h"
+#include "rounded.h"
 
 /* Columns per thread task in the backward: one cache line of 16 floats at least,
  * so no two threads write the same line. */
@@ -39,7 +40,13 @@ static void check_slice(const Tensor *table, int first, int vocab) {
 
 void embedding_forward_rows(Tensor *out, const int *tokens, const Tensor *table, float scale,
                             int first, int vocab) {
-    CHECK_FLOAT32(out, table);
+    RoundedCall rc; /* 16-bit tensors: this function on float32 views (layers/rounded.h) */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_OUT(out), ROUNDED_IN(table))) {
+        embedding_forward_rows(rounded(&rc, out), tokens, rounded(&rc, table), scale, first,
+                               vocab);
+        rounded_end(&rc);
+        return;
+    }
     embedding_check_forward(out, table);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(table, DEVICE_CPU);
@@ -62,7 +69,12 @@ void embedding_forward_rows(Tensor *out, const int *tokens, const Tensor *table,
 
 void embedding_backward_rows(Tensor *dtable, const Tensor *dout, const int *tokens, float scale,
                              int first, int vocab) {
-    CHECK_FLOAT32(dtable, dout);
+    RoundedCall rc;
+    if (ROUNDED_BEGIN(&rc, ROUNDED_F32(dtable), ROUNDED_IN(dout))) {
+        embedding_backward_rows(dtable, rounded(&rc, dout), tokens, scale, first, vocab);
+        rounded_end(&rc);
+        return;
+    }
     embedding_check_backward(dtable, dout);
     CHECK_DEVICE(dtable, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

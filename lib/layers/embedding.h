@@ -4,7 +4,9 @@
  *
  * Tokens are a plain int array (in the tensor's device memory, like the labels of
  * softmax_xent.h); a token outside 0..V-1 is a bug of the caller and stops with the
- * row and the value (the data loader is where a user's bad input is caught). */
+ * row and the value (the data loader is where a user's bad input is caught).
+ * 16-bit runs (layers/rounded.h): table, out and dout of one dtype, out rounded once;
+ * dtable float32 always. */
 #ifndef LAYERS_EMBEDDING_H
 #define LAYERS_EMBEDDING_H
 

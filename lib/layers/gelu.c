@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/check.h"
+#include "rounded.h"
 
 void gelu_check_forward(const Tensor *out, const Tensor *in) {
     CHECK(out->size == in->size, "gelu: %lld outputs for %lld inputs", (long long)out->size,
@@ -18,7 +19,12 @@ void gelu_check_backward(const Tensor *din, const Tensor *dout, const Tensor *in
 }
 
 void gelu_forward(Tensor *out, const Tensor *in) {
-    CHECK_FLOAT32(out, in);
+    RoundedCall rc; /* 16-bit tensors: this function on float32 views (layers/rounded.h) */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_OUT(out), ROUNDED_IN(in))) {
+        gelu_forward(rounded(&rc, out), rounded(&rc, in));
+        rounded_end(&rc);
+        return;
+    }
     gelu_check_forward(out, in);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(in, DEVICE_CPU);
@@ -30,7 +36,12 @@ void gelu_forward(Tensor *out, const Tensor *in) {
 }
 
 void gelu_backward(Tensor *din, const Tensor *dout, const Tensor *in) {
-    CHECK_FLOAT32(din, dout, in);
+    RoundedCall rc;
+    if (ROUNDED_BEGIN(&rc, ROUNDED_ADD(din), ROUNDED_IN(dout), ROUNDED_IN(in))) {
+        gelu_backward(rounded(&rc, din), rounded(&rc, dout), rounded(&rc, in));
+        rounded_end(&rc);
+        return;
+    }
     gelu_check_backward(din, dout, in);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

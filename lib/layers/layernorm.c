@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/check.h"
+#include "rounded.h"
 
 /* Columns per task of the gamma/beta gradient: whole cache lines per thread. */
 enum { LAYERNORM_COLUMN_BLOCK = 64 };
@@ -37,7 +38,14 @@ void layernorm_check_backward(const Tensor *din, const Tensor *dgamma, const Ten
 
 void layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, const Tensor *in,
                        const Tensor *gamma, const Tensor *beta, float eps) {
-    CHECK_FLOAT32(out, mean, rstd, in, gamma, beta);
+    RoundedCall rc; /* 16-bit tensors: this function on float32 views (layers/rounded.h) */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_OUT(out), ROUNDED_F32(mean), ROUNDED_F32(rstd),
+                      ROUNDED_IN(in), ROUNDED_IN(gamma), ROUNDED_IN(beta))) {
+        layernorm_forward(rounded(&rc, out), mean, rstd, rounded(&rc, in), rounded(&rc, gamma),
+                          rounded(&rc, beta), eps);
+        rounded_end(&rc);
+        return;
+    }
     layernorm_check_forward(out, mean, rstd, in, gamma, beta, eps);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(in, DEVICE_CPU);
@@ -120,7 +128,15 @@ static void layernorm_input_grad(Tensor *din, const Tensor *dout, const Tensor *
 void layernorm_backward(Tensor *din, Tensor *dgamma, Tensor *dbeta, const Tensor *dout,
                         const Tensor *in, const Tensor *mean, const Tensor *rstd,
                         const Tensor *gamma) {
-    CHECK_FLOAT32(din, dgamma, dbeta, dout, in, mean, rstd, gamma);
+    RoundedCall rc;
+    if (ROUNDED_BEGIN(&rc, ROUNDED_ADD(din), ROUNDED_F32(dgamma), ROUNDED_F32(dbeta),
+                      ROUNDED_IN(dout), ROUNDED_IN(in), ROUNDED_F32(mean), ROUNDED_F32(rstd),
+                      ROUNDED_IN(gamma))) {
+        layernorm_backward(rounded(&rc, din), dgamma, dbeta, rounded(&rc, dout),
+                           rounded(&rc, in), mean, rstd, rounded(&rc, gamma));
+        rounded_end(&rc);
+        return;
+    }
     layernorm_check_backward(din, dgamma, dbeta, dout, in, mean, rstd, gamma);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dgamma, DEVICE_CPU);

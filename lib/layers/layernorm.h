@@ -4,7 +4,9 @@
  * The forward saves mean and rstd per row for the backward (the caller owns them,
  * allocated once); the backward recomputes the normalised input from in, mean, rstd.
  * Row statistics are summed in double; rows are split over threads and the gamma and
- * beta gradients over columns, so the bits do not depend on the thread count. */
+ * beta gradients over columns, so the bits do not depend on the thread count.
+ * 16-bit runs (layers/rounded.h): out, in, gamma, beta, dout, din of one dtype, rounded
+ * once where stored; mean, rstd, dgamma, dbeta float32 always. */
 #ifndef LAYERS_LAYERNORM_H
 #define LAYERS_LAYERNORM_H
 

@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "ops/gemm.h"
+#include "rounded.h"
 
 void linear_check_forward(const Tensor *out, const Tensor *in, const Tensor *weight,
                           const Tensor *bias) {
@@ -43,7 +44,14 @@ static void bias_grad(Tensor *dbias, const Tensor *dout) {
 }
 
 void linear_forward(Tensor *out, const Tensor *in, const Tensor *weight, const Tensor *bias) {
-    CHECK_FLOAT32(out, in, weight, bias);
+    RoundedCall rc; /* 16-bit tensors: this function on float32 views (layers/rounded.h) */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_OUT(out), ROUNDED_IN(in), ROUNDED_IN(weight),
+                      ROUNDED_IN(bias))) {
+        linear_forward(rounded(&rc, out), rounded(&rc, in), rounded(&rc, weight),
+                       rounded(&rc, bias));
+        rounded_end(&rc);
+        return;
+    }
     linear_check_forward(out, in, weight, bias);
     CHECK_DEVICE(in, DEVICE_CPU);
     CHECK_DEVICE(out, DEVICE_CPU);
@@ -60,7 +68,14 @@ void linear_forward(Tensor *out, const Tensor *in, const Tensor *weight, const T
 
 void linear_backward(Tensor *din, Tensor *dweight, Tensor *dbias, const Tensor *dout,
                      const Tensor *in, const Tensor *weight) {
-    CHECK_FLOAT32(din, dweight, dbias, dout, in, weight);
+    RoundedCall rc;
+    if (ROUNDED_BEGIN(&rc, ROUNDED_ADD(din), ROUNDED_F32(dweight), ROUNDED_F32(dbias),
+                      ROUNDED_IN(dout), ROUNDED_IN(in), ROUNDED_IN(weight))) {
+        linear_backward(rounded(&rc, din), dweight, dbias, rounded(&rc, dout), rounded(&rc, in),
+                        rounded(&rc, weight));
+        rounded_end(&rc);
+        return;
+    }
     linear_check_backward(din, dweight, dbias, dout, in, weight);
     CHECK_DEVICE(dout, DEVICE_CPU);
     CHECK_DEVICE(dweight, DEVICE_CPU);

@@ -1,6 +1,9 @@
 /* Fully connected layer, PyTorch's Linear: y = x W^T + b with W stored [out, in]
  * (PyTorch's layout, so weights can be compared with or loaded from PyTorch).
- * The CUDA twin (lib/cuda/linear.cu) makes the same GEMM calls through cuBLAS. */
+ * The CUDA twin (lib/cuda/linear.cu) makes the same GEMM calls through cuBLAS.
+ * 16-bit runs (layers/rounded.h): out, in, weight, bias, dout, din of one dtype (float32,
+ * bfloat16 or float16), out = round(bias + sum in w) and din = round(din + dout W), each
+ * rounded once; dweight and dbias float32 always. */
 #ifndef LAYERS_LINEAR_H
 #define LAYERS_LINEAR_H
 

@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "ops/vec8.h"
+#include "rounded.h"
 
 /* The common 2x2, stride 2 case, one output row: the four candidates of 8 outputs
  * at a time (even and odd columns of two input rows), compared in the same order
@@ -111,7 +112,7 @@ void maxpool2d_plane(float *y, int *arg, const float *x, int W, int IW, int OH, 
 }
 
 void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, int stride) {
-    CHECK_FLOAT32(out, in);
+    ROUNDED_REFUSE("the 16-bit path covers the transformer's layers; the CNN runs in float32", out, in);
     maxpool2d_check_forward(out, in, kernel, stride);
     CHECK_DEVICE(in, DEVICE_CPU);
     CHECK_DEVICE(out, DEVICE_CPU);
@@ -125,7 +126,7 @@ void maxpool2d_forward(Tensor *out, int *argmax, const Tensor *in, int kernel, i
 }
 
 void maxpool2d_backward(Tensor *din, const Tensor *dout, const int *argmax) {
-    CHECK_FLOAT32(din, dout);
+    ROUNDED_REFUSE("the 16-bit path covers the transformer's layers; the CNN runs in float32", din, dout);
     maxpool2d_check_backward(din, dout);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

@@ -1,7 +1,8 @@
 /* 2-D max pooling (PyTorch's MaxPool2d(kernel, stride), no padding, floor mode).
  * The forward remembers where each maximum came from (argmax, an index into the
  * input plane); the backward sends each output gradient back to that one pixel.
- * CUDA twin: lib/cuda/maxpool2d.cu (argmax in device memory there). */
+ * CUDA twin: lib/cuda/maxpool2d.cu (argmax in device memory there). Float32 only (a
+ * 16-bit tensor stops with a message: the CNN runs in float32). */
 #ifndef LAYERS_MAXPOOL2D_H
 #define LAYERS_MAXPOOL2D_H
 

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/check.h"
+#include "rounded.h"
 
 void positional_table_fill(Tensor *table) {
     CHECK_FLOAT32(table);
@@ -33,7 +34,12 @@ void positional_check_forward(const Tensor *out, const Tensor *in, const Tensor 
 }
 
 void positional_forward(Tensor *out, const Tensor *in, const Tensor *table, int T) {
-    CHECK_FLOAT32(out, in, table);
+    RoundedCall rc; /* 16-bit tensors: this function on float32 views (layers/rounded.h) */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_OUT(out), ROUNDED_IN(in), ROUNDED_F32(table))) {
+        positional_forward(rounded(&rc, out), rounded(&rc, in), table, T);
+        rounded_end(&rc);
+        return;
+    }
     positional_check_forward(out, in, table, T);
     CHECK_DEVICE(out, DEVICE_CPU);
     CHECK_DEVICE(in, DEVICE_CPU);

@@ -4,7 +4,9 @@
  * added to its activations. The table is computed once (the tutorial: max_len 5000).
  *
  * The backward is the identity (din += dout, or nothing at all when out is in): no
- * function for it. The tutorial's dropout after the addition is layers/dropout.h. */
+ * function for it. The tutorial's dropout after the addition is layers/dropout.h.
+ * 16-bit runs (layers/rounded.h): in and out of one dtype, out rounded once; the table
+ * stays float32. */
 #ifndef LAYERS_POSITIONAL_H
 #define LAYERS_POSITIONAL_H
 

@@ -1,6 +1,7 @@
 #include "relu.h"
 
 #include "core/check.h"
+#include "rounded.h"
 
 void relu_check_forward(const Tensor *out, const Tensor *in) {
     CHECK(out->size == in->size, "relu: %lld outputs for %lld inputs", (long long)out->size,
@@ -13,7 +14,12 @@ void relu_check_backward(const Tensor *din, const Tensor *dout, const Tensor *ou
 }
 
 void relu_forward(Tensor *out, const Tensor *in) {
-    CHECK_FLOAT32(out, in);
+    RoundedCall rc; /* 16-bit tensors: this function on float32 views (layers/rounded.h) */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_OUT(out), ROUNDED_IN(in))) {
+        relu_forward(rounded(&rc, out), rounded(&rc, in));
+        rounded_end(&rc);
+        return;
+    }
     relu_check_forward(out, in);
     CHECK_DEVICE(in, DEVICE_CPU);
     CHECK_DEVICE(out, DEVICE_CPU);
@@ -23,7 +29,12 @@ void relu_forward(Tensor *out, const Tensor *in) {
 }
 
 void relu_backward(Tensor *din, const Tensor *dout, const Tensor *out) {
-    CHECK_FLOAT32(din, dout, out);
+    RoundedCall rc;
+    if (ROUNDED_BEGIN(&rc, ROUNDED_ADD(din), ROUNDED_IN(dout), ROUNDED_IN(out))) {
+        relu_backward(rounded(&rc, din), rounded(&rc, dout), rounded(&rc, out));
+        rounded_end(&rc);
+        return;
+    }
     relu_check_backward(din, dout, out);
     CHECK_DEVICE(din, DEVICE_CPU);
     CHECK_DEVICE(dout, DEVICE_CPU);

@@ -1,5 +1,6 @@
 /* ReLU: y = max(0, x). The backward needs only the output (y > 0 exactly where
- * x > 0), so it may run in place on the forward's buffer. CUDA twin: lib/cuda/relu.cu. */
+ * x > 0), so it may run in place on the forward's buffer. CUDA twin: lib/cuda/relu.cu.
+ * Float32, or 16-bit tensors of one dtype (layers/rounded.h: rounded once where stored). */
 #ifndef LAYERS_RELU_H
 #define LAYERS_RELU_H
 

@@ -4,10 +4,12 @@
 #include <omp.h>
 
 #include "core/check.h"
+#include "rounded.h"
 #include "softmax_exp.h"
 
 float softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *labels) {
-    CHECK_FLOAT32(dlogits, logits);
+    ROUNDED_REFUSE("a 16-bit run's loss is softmax_cross_entropy_fast (layers/softmax_xent.h)",
+                   dlogits, logits);
     CHECK_SHAPE(logits, -1, -1);
     CHECK_DEVICE(logits, DEVICE_CPU);
     CHECK_DEVICE(dlogits, DEVICE_CPU);
@@ -167,12 +169,24 @@ static float xent_fast(Tensor *dlogits, const Tensor *logits, const int *labels,
 }
 
 float softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits, const int *labels) {
-    CHECK_FLOAT32(dlogits, logits);
+    RoundedCall rc; /* 16-bit logits: this function on float32 views (layers/rounded.h) */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_ADD(dlogits), ROUNDED_IN(logits))) {
+        const float loss =
+            softmax_cross_entropy_fast(rounded(&rc, dlogits), rounded(&rc, logits), labels);
+        rounded_end(&rc);
+        return loss;
+    }
     return xent_fast(dlogits, logits, labels, true);
 }
 
 float softmax_cross_entropy_fast_store(Tensor *dlogits, const Tensor *logits, const int *labels) {
-    CHECK_FLOAT32(dlogits, logits);
     CHECK(dlogits != NULL, "softmax_cross_entropy_fast_store: dlogits is its output, not NULL");
+    RoundedCall rc; /* dlogits may be logits: then one view, converted and rounded back */
+    if (ROUNDED_BEGIN(&rc, ROUNDED_OUT(dlogits), ROUNDED_IN(logits))) {
+        const float loss = softmax_cross_entropy_fast_store(rounded(&rc, dlogits),
+                                                            rounded(&rc, logits), labels);
+        rounded_end(&rc);
+        return loss;
+    }
     return xent_fast(dlogits, logits, labels, false);
 }

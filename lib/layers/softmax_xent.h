@@ -22,6 +22,9 @@ float softmax_cross_entropy(Tensor *dlogits, const Tensor *logits, const int *la
  * entry within 1e-6 / N absolute (tests/unit/test_layers_attention.c checks both
  * bounds). The exact function above stays as it is: the CNN's digests rest on it. */
 float softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits, const int *labels);
+/* (Both _fast functions take 16-bit logits and dlogits too, of one dtype: the loss, a
+ * float32, from the exact logits, each dlogits entry rounded once, layers/rounded.h.
+ * softmax_cross_entropy above is float32 only: it is the CNN's.) */
 
 /* The same loss, its gradient stored in dlogits (=) instead of added: no zeroing pass
  * before it, and one write of [N, classes] instead of a read and a write. Each logit is
