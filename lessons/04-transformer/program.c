@@ -58,7 +58,7 @@ static Config parse_args(int argc, char **argv) {
         {"ops", ARG_CHOICE, &c.ops, "attention and layer norm on the CPU: yours (TODO 4.3-4.6) or the library's", "mine|library"},
         {"metrics", ARG_STRING, &c.metrics, "write one JSON object per epoch to this file", NULL},
         {"peak-tflops", ARG_FLOAT, &c.peak_tflops, "the GPU's peak for the MFU, when the runtime does not tell its clock", NULL},
-        {"precision", ARG_CHOICE, &c.precision, "compute in float32, or bfloat16 / float16 with float32 master weights (fp16: loss scaling)", "fp32|bf16|fp16"},
+        {"precision", ARG_CHOICE, &c.precision, "compute in float32, or in bfloat16 / float16 with float32 master weights; fp16 with loss scaling", "fp32|bf16|fp16"},
     };
     const int n = 20 + lm_options_specs(&c.lm, specs + 20); /* shared with lesson 06 */
     args_parse(argc, argv, specs, n,
