@@ -27,9 +27,11 @@
  * way, a skipped step's gradients are set to zero, so that the loop's clipping and its
  * divergence check see a norm of 0 and not the inf that is only float16's overflow.
  *
- * One backward per step of the whole model (lesson 04, data parallel after the
- * gradients' reduction); several ranks agree on a skip with loss_scale_agree (its
- * header) between the unscale and the step. */
+ * The hook suits a loop with one backward of the whole model per step (lesson 04). A
+ * loop with several backwards a step (micro-batches) or a gradient reduction after them
+ * (data parallel, lesson 06) calls mixed_precision_unscale itself once they are done;
+ * its ranks then agree on a skip with loss_scale_agree (its header: &mp.scaler) before
+ * the step. */
 #ifndef TRAIN_MIXED_PRECISION_H
 #define TRAIN_MIXED_PRECISION_H
 

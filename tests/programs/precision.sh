@@ -9,7 +9,9 @@
 #   - fp16 (loss scaling) runs 30 steps; its epoch line says the steps it skipped, and
 #     --metrics has precision and skipped_steps with the same count;
 #   - refusals: --precision bf16 with your float32 layers (--ops mine, the default) and an
-#     unknown precision exit 1 with a message.
+#     unknown precision exit 1 with a message; lesson 06's CNN in bf16 too;
+#   - lesson 06 (2 ranks under mpirun, skipped without): the transformer in fp16 for 10
+#     steps, both ranks ending with the same weights.
 # Last line: "N passed, M failed[, K skipped]".
 #   tests/programs/precision.sh BUILD_DIR
 set -u
@@ -41,6 +43,14 @@ else
     fail "--precision fp8: exit $rc"; show "$tmp/fp8"
 fi
 
+l06=$build/solutions/06-ddp/train
+run "$tmp/cnn" 60 "$l06" --precision bf16
+if [ $rc -eq 1 ] && grep -q 'CNN runs in float32 only' "$tmp/cnn"; then
+    pass "lesson 06 --precision bf16 with the CNN: exit 1, the message says why"
+else
+    fail "lesson 06 --precision bf16 with the CNN: exit $rc"; show "$tmp/cnn"
+fi
+
 if [ ! -d /usr/share/games/fortunes ]; then
     skip "bf16 against float32 and fp16 on the fortunes text: Debian's fortunes package is not installed"
     echo "$passed passed, $failed failed, $skipped skipped"
@@ -54,6 +64,20 @@ if [ $rc -eq 0 ] && [ "$(key "$tmp/fp16.json" precision)" = fp16 ] && [ -n "$ski
     pass "fp16, 30 steps: runs; the epoch line and --metrics say $skips skipped steps, the header fp16"
 else
     fail "fp16, 30 steps: exit $rc, skipped_steps '$skips'"; show "$tmp/fp16"
+fi
+if command -v mpirun >/dev/null; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    run "$tmp/ddp" 300 mpirun --oversubscribe --mca btl self,vader,tcp -n 2 "$l06" --model transformer \
+        --text fortunes --d-model 16 --heads 2 --d-hid 16 --layers 1 --max-steps 10 --batch-size 8 \
+        --precision fp16 --grad-sync buckets
+    digests=$(sed -n 's/^rank [0-9] parameter digest: //p' "$tmp/ddp" | sort -u | wc -l)
+    if [ $rc -eq 0 ] && [ "$digests" = 1 ] && grep -q 'precision fp16' "$tmp/ddp" && grep -q 'steps skipped so far' "$tmp/ddp"; then
+        pass "lesson 06, 2 ranks, --precision fp16, 10 steps: the ranks end with the same weights; skips printed"
+    else
+        fail "lesson 06, 2 ranks, --precision fp16: exit $rc, $digests different digests"; show "$tmp/ddp"
+    fi
+else
+    skip "lesson 06 with 2 ranks in fp16: no mpirun"
 fi
 for p in fp32 bf16; do
     run "$tmp/$p" 1500 "$l04" "${small[@]}" --precision $p --metrics "$tmp/$p.json"
