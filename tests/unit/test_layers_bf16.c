@@ -294,13 +294,13 @@ static int check_layernorm(void) {
         for (int j = 0; j < D; j++) X_[j] = r * (fabs(xr[j]) + mabs) + fabs(xh[j]) * r * V;
         Em[n] = Sm[n] = mabs;
         Er[n] = r * V, Sr[n] = r;
-        double A = 0, Bm = 0, mG = 0, mix = 0;
+        double A = 0, Bm = 0, mG = 0, mGx = 0, mix = 0;
         for (int j = 0; j < D; j++) {
             const double Gj = gy[j] * g.data[j];
-            A += Gj, Bm += Gj * xh[j], mG += fabs(Gj);
+            A += Gj, Bm += Gj * xh[j], mG += fabs(Gj), mGx += fabs(Gj * xh[j]);
             mix += 2 * fabs(Gj * xh[j]) + fabs(Gj) * X_[j];
         }
-        A /= D, Bm /= D, mG /= D, mix /= D;
+        A /= D, Bm /= D, mG /= D, mGx /= D, mix /= D;
         for (int j = 0; j < D; j++) {
             const int i = n * D + j;
             const double Gj = gy[j] * g.data[j], inner = Gj - A - xh[j] * Bm;
@@ -308,7 +308,7 @@ static int check_layernorm(void) {
             Sy[i] = fabs(xh[j] * g.data[j]) + fabs(b.data[j]);
             Ed[i] = fabs(din0.data[i]) + fabs(dinF.data[i]) + r * fabs(inner) * V +
                     r * (2 * fabs(Gj) + 2 * mG + X_[j] * fabs(Bm) + fabs(xh[j]) * mix);
-            Sd[i] = fabs(din0.data[i]) + r * (fabs(Gj) + mG + fabs(xh[j]) * mG * 4);
+            Sd[i] = fabs(din0.data[i]) + r * (fabs(Gj) + mG + fabs(xh[j]) * mGx);
             Eg[j] += fabs(gy[j]) * (fabs(xh[j]) + X_[j]);
             Sg[j] += fabs(gy[j] * xh[j]);
             Eb[j] += fabs(gy[j]);
