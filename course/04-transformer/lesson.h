@@ -22,6 +22,7 @@
 #include "core/todo.h"
 #include "data/text.h"
 #include "models/transformer.h"
+#include "train/mixed_precision.h"
 #include "train/optim.h"
 
 #define LESSON_DIR "lessons/04-transformer"
@@ -91,12 +92,16 @@ void token_batch_free(TokenBatch *tb);
  * and copied to the device. */
 void token_batch_load(TokenBatch *tb, const TextBatch *b);
 
-/* SGD (the tutorial's: no momentum) or AdamW, on the model's device. Given (batch.c). */
+/* SGD (the tutorial's: no momentum) or AdamW, on the model's device. Given (batch.c).
+ * With --precision bf16 or fp16 the program gives it the run's MixedPrecision
+ * (lib/train/mixed_precision.h): its step then refreshes the 16-bit working copy of the
+ * weights from the float32 master, and skips a float16 step whose gradients overflowed. */
 typedef struct {
     bool adamw;
     float base_lr;                   /* the learning rate of epoch 1 */
     Sgd sgd;
     Adam adam;
+    MixedPrecision *mp;              /* NULL: float32 */
 } Optimizer;
 void optimizer_init(Optimizer *o, const ParamList *params, bool adamw, float lr, float weight_decay);
 void optimizer_set_lr(Optimizer *o, float lr);

@@ -24,6 +24,7 @@
 #include "train/options.h"
 #include "train/checkpoint_store.h"
 #include "train/lm_options.h"
+#include "train/mixed_precision.h"
 #include "train/sampler.h"
 
 #define LESSON_DIR "lessons/06-ddp"
@@ -35,6 +36,8 @@ typedef struct {
     LmOptions lm;         /* the transformer's sizes, bptt, tokenizer (lib/train/lm_options.h) */
     const char *text;     /* the transformer's text: auto, wikitext2, fortunes, text */
     float clip;           /* the transformer: largest global gradient norm (0: no clipping) */
+    const char *precision; /* the transformer: fp32, bf16 or fp16 (lib/train/mixed_precision.h) */
+    DType dtype;          /* --precision, parsed */
     const char *device;   /* cpu or cuda */
     const char *dist;     /* the communication backend: auto, mpi, nccl, single */
     const char *grad_sync; /* mine (TODO 6.4) or buckets (lib/parallel/ddp.h) */
@@ -57,6 +60,8 @@ typedef struct {
                            * model.params is set: a copy of lm.params's header, the same
                            * buffers, so the TODOs and the checkpoint work on either model */
     Transformer lm;       /* --model transformer: lesson 04's model */
+    MixedPrecision mp;    /* --model transformer: its precision's step (working copy, fp16's
+                           * loss scale) */
     TextCorpus corpus;    /* --model transformer: the text, cut into sequences of bptt + 1
                            * tokens (input and the target one token on); run->train.count
                            * and run->test.count of them are what the sampler deals out */
@@ -128,6 +133,9 @@ EpochStats evaluate_share(Run *run);
  * next-token accuracy over its share of the test sequences; everything freed. */
 void lm_setup(Run *run);
 EpochStats lm_train_epoch(Run *run, int epoch);
+/* After the weights were set from elsewhere (the broadcast, a checkpoint): the 16-bit
+ * working copy of a --precision bf16/fp16 run made from them again. */
+void lm_weights_changed(Run *run);
 EpochStats lm_evaluate_share(Run *run);
 void lm_free(Run *run);
 

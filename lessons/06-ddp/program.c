@@ -34,20 +34,22 @@
 /* The options every rank must share are compared across ranks once the job is joined
  * (lib/dist/dist_options.h); these may differ: the file rank 0 writes, each rank's
  * threads and patience. */
-enum { OWN = 15, MAX_SPECS = OWN + TRAIN_OPTION_SPECS + LM_OPTION_SPECS };
+enum { OWN = 16, MAX_SPECS = OWN + TRAIN_OPTION_SPECS + LM_OPTION_SPECS };
 static const char *const per_rank_options[] = {"metrics", "threads", "timeout", NULL};
 
 /* Fills *c, and specs (MAX_SPECS) with the options pointing into it; returns how many. */
 static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
     *c = (Config){.train = train_options_defaults(), .device = "cpu", .dist = "auto",
                   .grad_sync = "mine", .bucket_mb = 25.0f, .timeout_s = 300.0f,
-                  .model = "cnn", .lm = lm_options_defaults(), .text = "auto", .clip = 0.5f};
+                  .model = "cnn", .lm = lm_options_defaults(), .text = "auto", .clip = 0.5f,
+                  .precision = "fp32"};
     c->train.threads = 1; /* one core per rank: ranks, not threads, share the machine */
     const ArgSpec own[OWN] = {
         {"model", ARG_CHOICE, &c->model, "lesson 01's CNN (images) or lesson 04's transformer (text)", "cnn|transformer"},
         {"text", ARG_CHOICE, &c->text, "transformer: the text (auto: WikiText-2 where found, else Debian's fortunes; text: --data FILE)",
          "auto|wikitext2|fortunes|text"},
         {"clip", ARG_FLOAT, &c->clip, "transformer: largest global gradient norm (0: no clipping)", NULL},
+        {"precision", ARG_CHOICE, &c->precision, "transformer: float32, or bfloat16 / float16 compute with float32 master weights; fp16 with loss scaling", "fp32|bf16|fp16"},
         {"device", ARG_CHOICE, &c->device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
         {"dist", ARG_CHOICE, &c->dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)",
          "auto|mpi|nccl|single"},
@@ -82,6 +84,10 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
     if (!(c->bucket_mb > 0) || !isfinite(c->bucket_mb)) fatal("--bucket-mb must be positive, got %g", (double)c->bucket_mb);
     if (!(c->timeout_s > 0) || !isfinite(c->timeout_s)) fatal("--timeout must be positive, got %g", (double)c->timeout_s);
     if (c->resume && !c->checkpoint_dir) fatal("--resume needs --checkpoint-dir (where the checkpoints are)");
+    if (!dtype_parse(c->precision, &c->dtype)) fatal("--precision %s: fp32, bf16 or fp16", c->precision);
+    if (c->dtype != DTYPE_F32 && strcmp(c->model, "transformer") != 0)
+        fatal("--precision %s: the CNN runs in float32 only (its convolutions and max-pool); "
+              "16-bit compute is the transformer's (--model transformer)", c->precision);
     return n;
 }
 
@@ -226,6 +232,7 @@ static void train(Run *run) {
     setup_training(run);
     adam_init(&run->opt, &run->model.params, t->lr);
     lesson_broadcast_weights(run);
+    if (is_lm(run)) lm_weights_changed(run); /* a 16-bit working copy from rank 0's weights */
     lesson_make_sampler(run);
     if (run->cfg.checkpoint_dir) {
         /* rank 0 makes the directory; the others wait until it is there */
@@ -234,6 +241,7 @@ static void train(Run *run) {
         if (run->dist->rank != 0) ckpt_store_init(&run->store, run->cfg.checkpoint_dir, 2);
     }
     int first_epoch = run->cfg.resume ? resume(run) : 1;
+    if (run->cfg.resume && is_lm(run)) lm_weights_changed(run);
     dist_trace_start(run->dist, run->cfg.trace); /* --trace: ts 0 here on every rank */
     BlockTrace *blocks = block_trace_attach(is_lm(run) ? &run->lm.blocks : &run->model.blocks);
     if (run->dist->rank == 0) /* a resumed run adds to the earlier epochs' lines */
@@ -249,9 +257,9 @@ static void train(Run *run) {
                run->train.count, run->test.count, run->cfg.lm.bptt, W, run->sampler.num_samples);
         print0("model: transformer, %lld parameters (width %d, %d heads, feed-forward %d, %d "
                "layers, dropout %g); Adam lr %g, clip %g, batch %d sequences per rank (%d in "
-               "all), gradients averaged by %s\n", (long long)params_count(&run->lm.params),
+               "all), gradients averaged by %s, precision %s\n", (long long)params_count(&run->lm.params),
                m->d_model, m->heads, m->d_ff, m->layers, (double)m->dropout, (double)t->lr,
-               (double)run->cfg.clip, t->batch_size, t->batch_size * W, sync);
+               (double)run->cfg.clip, t->batch_size, t->batch_size * W, sync, run->cfg.precision);
         if (run->sampler.num_samples < t->batch_size)
             fatal("each rank has %d sequences an epoch, fewer than one batch of %d: a smaller "
                   "--batch-size or --bptt, or more text", run->sampler.num_samples, t->batch_size);
@@ -278,6 +286,10 @@ static void train(Run *run) {
         if (is_lm(run) && tr.examples > 0) { /* rank 0's file only (NULL elsewhere) */
             metrics_also_num(run->metrics, "tokens_per_s", tr.examples / seconds);
             metrics_also_num(run->metrics, "test_ppl", exp(ev.loss_sum / ev.examples));
+            metrics_also_num(run->metrics, "skipped_steps", (double)mixed_precision_skipped(&run->mp));
+            if (run->cfg.dtype == DTYPE_F16)
+                print0("fp16: %lld steps skipped so far (a gradient overflowed), loss scale %g\n",
+                       (long long)mixed_precision_skipped(&run->mp), (double)mixed_precision_scale(&run->mp));
         }
         const bool stopped = run->cfg.max_steps && run->steps >= run->cfg.max_steps;
         if (tr.examples == 0 && !stopped) /* the same sums on every rank: all stop */

@@ -6,6 +6,7 @@ extern "C" {
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/embedding.h"
+#include "layers/flash_attention.h"
 #include "layers/gelu.h"
 #include "layers/layer_ops.h"
 #include "layers/layernorm.h"
@@ -43,6 +44,8 @@ static LayerOps cuda_layers(void) {
     ops.attention_forward = cuda_attention_forward;
     ops.attention_forward_window = cuda_attention_forward_window;
     ops.attention_backward = cuda_attention_backward;
+    ops.flash_attention_forward = cuda_flash_attention_forward;
+    ops.flash_attention_backward = cuda_flash_attention_backward;
     ops.gelu_forward = cuda_gelu_forward;
     ops.gelu_backward = cuda_gelu_backward;
     ops.add_forward = cuda_add_forward;

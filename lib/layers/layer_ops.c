@@ -5,6 +5,7 @@
 #include "conv2d.h"
 #include "dropout.h"
 #include "embedding.h"
+#include "flash_attention.h"
 #include "gelu.h"
 #include "layernorm.h"
 #include "linear.h"
@@ -38,6 +39,8 @@ static const LayerOps CPU_LAYERS = {
     .attention_forward = attention_forward,
     .attention_forward_window = attention_forward_window,
     .attention_backward = attention_backward,
+    .flash_attention_forward = flash_attention_forward,
+    .flash_attention_backward = flash_attention_backward,
     .gelu_forward = gelu_forward,
     .gelu_backward = gelu_backward,
     .add_forward = add_forward,

@@ -16,6 +16,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "layers/dropout.h"
+#include "layers/flash_attention.h"
 
 typedef struct {
     Device device;
@@ -72,6 +73,14 @@ typedef struct {
                                      DropoutWindow window);
     void (*attention_backward)(Tensor *dqkv, Tensor *dscores, const Tensor *dctx,
                                const Tensor *qkv, const Tensor *probs, const Tensor *dropped);
+    /* layers/flash_attention.h: the fused attention (float32 or 16-bit qkv and ctx,
+     * float32 lse), what a 16-bit model runs */
+    void (*flash_attention_forward)(Tensor *ctx, Tensor *lse, FlashDropout *drop,
+                                    const Tensor *qkv, float dropout_p, bool training, Rng *rng,
+                                    DropoutWindow window);
+    void (*flash_attention_backward)(Tensor *dqkv, const Tensor *dctx, const Tensor *qkv,
+                                     const Tensor *ctx, const Tensor *lse,
+                                     const FlashDropout *drop);
     /* layers/gelu.h */
     void (*gelu_forward)(Tensor *out, const Tensor *in);
     void (*gelu_backward)(Tensor *din, const Tensor *dout, const Tensor *in);

@@ -7,14 +7,38 @@
 #include "core/check.h"
 #include "core/trace.h"
 
-Tensor block_shape(int ndim, ...) {
+static Tensor shape_of(DType dtype, int ndim, va_list ap) {
     CHECK(ndim >= 1 && ndim <= TENSOR_MAX_DIMS, "a shape of %d dimensions", ndim);
-    Tensor t = {.ndim = ndim, .size = 1};
+    Tensor t = {.ndim = ndim, .size = 1, .dtype = dtype};
+    for (int i = 0; i < ndim; i++) t.shape[i] = va_arg(ap, int), t.size *= t.shape[i];
+    return t;
+}
+
+Tensor block_shape(int ndim, ...) {
     va_list ap;
     va_start(ap, ndim);
-    for (int i = 0; i < ndim; i++) t.shape[i] = va_arg(ap, int), t.size *= t.shape[i];
+    const Tensor t = shape_of(DTYPE_F32, ndim, ap);
     va_end(ap);
     return t;
+}
+
+Tensor block_shape_typed(DType dtype, int ndim, ...) {
+    va_list ap;
+    va_start(ap, ndim);
+    const Tensor t = shape_of(dtype, ndim, ap);
+    va_end(ap);
+    return t;
+}
+
+const Tensor *block_param(const Block *b, const Param *p) {
+    if (b->dtype == DTYPE_F32) return &p->value;
+    if (!p->work.raw || p->work.dtype != b->dtype)
+        fatal("block '%s' runs in %s, and parameter %s has %s: make the model's working copy "
+              "with params_set_working(&params, %s) (transformer_set_precision does)", b->name,
+              dtype_name(b->dtype), p->name,
+              p->work.raw ? dtype_name(p->work.dtype) : "no 16-bit working copy",
+              dtype_name(b->dtype));
+    return &p->work;
 }
 
 /* A zero-filled tensor of a shape-only tensor's shape and dtype, on the device. */
@@ -25,8 +49,8 @@ static Tensor zeros_like_shape(Device device, const Tensor *s) {
 }
 
 /* Scratch views start on 256-byte boundaries, as separate cudaMalloc allocations would
- * (cuBLAS may pick its kernels by the pointers' alignment). */
-static int64_t padded(int64_t floats) { return (floats + 63) / 64 * 64; }
+ * (cuBLAS may pick its kernels by the pointers' alignment): a view's bytes, rounded up. */
+static int64_t padded(const Tensor *view) { return ((int64_t)tensor_bytes(view) + 255) / 256 * 256; }
 
 static Block *item(const BlockList *l, int index) {
     CHECK(index >= l->first && index < l->first + l->count,
@@ -57,8 +81,11 @@ Block *blocks_add(BlockList *l, const BlockType *type, void *state, const char *
         l->items = items, l->capacity = cap;
     }
     Block *b = &l->items[l->count];
+    CHECK(l->dtype == DTYPE_F32 || type->sixteen_bit, "block '%s' (%s) runs in float32 only, "
+          "and the list runs in %s", name, type->kind, dtype_name(l->dtype));
     *b = (Block){.type = type, .state = state, .index = l->first + l->count,
-                 .first_param = first_param, .params = l->params->count - first_param};
+                 .first_param = first_param, .params = l->params->count - first_param,
+                 .dtype = l->dtype};
     snprintf(b->name, sizeof b->name, "%s", name);
     l->count++;
     return b;
@@ -75,8 +102,10 @@ void blocks_acts_init(const BlockList *l, BlockActs *a) {
     a->count = l->count;
     a->saved = xcalloc((size_t)l->count * BLOCK_SAVED_MAX, sizeof *a->saved);
     a->saved_count = xcalloc((size_t)l->count, sizeof *a->saved_count);
+    a->host = xcalloc((size_t)l->count, sizeof *a->host);
     for (int i = 0; i < l->count; i++) {
         const Block *b = &l->items[i];
+        if (b->type->host_bytes) a->host[i] = xcalloc(1, b->type->host_bytes);
         Tensor *t = &a->saved[(size_t)i * BLOCK_SAVED_MAX];
         const int n = b->type->saved(b, l->B_max, l->T_max, t);
         CHECK(n >= 1 && n <= BLOCK_SAVED_MAX, "block '%s' keeps %d activations", b->name, n);
@@ -90,9 +119,11 @@ void blocks_acts_init(const BlockList *l, BlockActs *a) {
 }
 
 void blocks_acts_free(BlockActs *a) {
-    for (int i = 0; i < a->count; i++)
+    for (int i = 0; i < a->count; i++) {
         for (int j = 0; j < a->saved_count[i]; j++) tensor_free(&a->saved[(size_t)i * BLOCK_SAVED_MAX + j]);
-    xfree(a->saved), xfree(a->saved_count);
+        if (a->host) xfree(a->host[i]);
+    }
+    xfree(a->saved), xfree(a->saved_count), xfree(a->host);
     memset(a, 0, sizeof *a);
 }
 
@@ -115,14 +146,14 @@ static void shape_acts(const BlockList *l, BlockActs *a, int B, int T) {
 
 /* ---------------------------------------------------------------- set-up */
 
-static int64_t scratch_floats(const Block *b, int B, int T) {
+static int64_t scratch_bytes(const Block *b, int B, int T) {
     if (!b->type->scratch) return 0;
     Tensor shapes[BLOCK_SAVED_MAX];
     const int n = b->type->scratch(b, B, T, shapes);
     CHECK(n >= 0 && n <= BLOCK_SAVED_MAX, "block '%s' asks for %d scratch tensors", b->name, n);
-    int64_t floats = 0;
-    for (int j = 0; j < n; j++) floats += padded(shapes[j].size);
-    return floats;
+    int64_t bytes = 0;
+    for (int j = 0; j < n; j++) bytes += padded(&shapes[j]);
+    return bytes;
 }
 
 void blocks_allocate(BlockList *l) {
@@ -132,22 +163,53 @@ void blocks_allocate(BlockList *l) {
     int64_t work = 0, grad = 0;
     for (int i = 0; i < l->count; i++) {
         const Block *b = &l->items[i];
-        const int64_t w = scratch_floats(b, l->B_max, l->T_max);
+        const int64_t w = scratch_bytes(b, l->B_max, l->T_max);
         work = w > work ? w : work;
         Tensor in;
         b->type->input(b, l->B_max, l->T_max, &in);
         if (i > 0 && in.ndim > 0) grad = in.size > grad ? in.size : grad; /* items[0]'s: din */
     }
-    CHECK(work <= INT32_MAX && grad <= INT32_MAX, "scratch of %lld and gradients between blocks "
-          "of %lld floats: more than a tensor holds", (long long)work, (long long)grad);
+    work /= (int64_t)sizeof(float); /* a float32 buffer of those bytes (multiples of 256) */
+    CHECK(work <= INT32_MAX && grad <= INT32_MAX, "scratch of %lld floats and gradients between "
+          "blocks of %lld elements: more than a tensor holds", (long long)work, (long long)grad);
     if (work) l->work = tensor_zeros_on(l->device, 1, (int)work);
-    if (l->loss) { /* the loss's gradient: the last block's output shape */
+    if (l->loss) { /* the loss's gradient: the last block's output shape (and dtype) */
         Tensor out;
         blocks_output_shape(l, l->first + l->count - 1, l->B_max, l->T_max, &out);
         l->dloss = zeros_like_shape(l->device, &out);
     }
     l->work_views = xcalloc((size_t)l->count * BLOCK_SAVED_MAX, sizeof *l->work_views);
-    for (int k = 0; grad && k < 2; k++) l->grad[k] = tensor_zeros_on(l->device, 1, (int)grad);
+    /* between blocks: the gradients of activations, in the list's dtype */
+    for (int k = 0; grad && k < 2; k++) l->grad[k] = tensor_zeros_typed(l->device, l->dtype, 1, (int)grad);
+}
+
+/* Its own buffers given back (the blocks and their tables stay): before they are made
+ * anew in another dtype. */
+static void free_buffers(BlockList *l) {
+    blocks_acts_free(&l->acts);
+    tensor_free(&l->work), tensor_free(&l->grad[0]), tensor_free(&l->grad[1]);
+    tensor_free(&l->dloss), tensor_free(&l->dloss32);
+    xfree(l->work_views);
+    l->views_B = l->views_T = 0;
+}
+
+void blocks_set_precision(BlockList *l, DType dtype) {
+    CHECK(dtype == DTYPE_F32 || dtype == DTYPE_BF16 || dtype == DTYPE_F16, "a precision of dtype %d",
+          (int)dtype);
+    for (int i = 0; i < l->count; i++)
+        if (dtype != DTYPE_F32 && !l->items[i].type->sixteen_bit)
+            fatal("block '%s' (%s) runs in float32 only: it cannot run in %s", l->items[i].name,
+                  l->items[i].type->kind, dtype_name(dtype));
+    if (l->dtype == dtype) return;
+    const bool allocated = l->acts.count > 0;
+    if (allocated) {
+        CHECK(l->pinned == 0, "the model's precision changes while a strategy (a pipeline) holds "
+              "buffers made for it: set the precision first");
+        free_buffers(l);
+    }
+    l->dtype = dtype;
+    for (int i = 0; i < l->count; i++) l->items[i].dtype = dtype;
+    if (allocated) blocks_allocate(l);
 }
 
 void blocks_free(BlockList *l) {
@@ -158,10 +220,7 @@ void blocks_free(BlockList *l) {
         if (b->type->free) b->type->free(b);
         else xfree(b->state);
     }
-    blocks_acts_free(&l->acts);
-    tensor_free(&l->work), tensor_free(&l->grad[0]), tensor_free(&l->grad[1]);
-    tensor_free(&l->dloss);
-    xfree(l->work_views);
+    free_buffers(l);
     xfree(l->items);
     memset(l, 0, sizeof *l);
 }
@@ -187,7 +246,7 @@ void blocks_to_device(BlockList *l, Device device) {
         blocks_acts_init(l, &l->acts);
     }
     move(&l->work, device), move(&l->grad[0], device), move(&l->grad[1], device);
-    move(&l->dloss, device);
+    move(&l->dloss, device), move(&l->dloss32, device);
     l->views_B = l->views_T = 0; /* laid out again in the new buffer */
 }
 
@@ -212,10 +271,10 @@ static Tensor *scratch_views(BlockList *l, int i, int B, int T) {
             const Block *b = &l->items[k];
             Tensor *views = &l->work_views[(size_t)k * BLOCK_SAVED_MAX];
             const int n = b->type->scratch ? b->type->scratch(b, B, T, views) : 0;
-            float *p = l->work.data;
+            unsigned char *p = l->work.raw;
             for (int j = 0; j < n; j++) {
-                views[j].data = p, views[j].device = l->device;
-                p += padded(views[j].size);
+                views[j].raw = p, views[j].device = l->device;
+                p += padded(&views[j]);
             }
         }
         l->views_B = B, l->views_T = T;
@@ -241,6 +300,9 @@ static bool reads_ids(const BlockList *l, int first, int B, int T, const Tensor 
                tensor_shape_str(&want, exp, 64), tensor_shape_str(in, got, 64));
     }
     CHECK_DEVICE(in, l->device);
+    if (in->dtype != want.dtype)
+        die_at(__FILE__, __LINE__, "block %d (%s) takes %s, given %s", first, b->name,
+               dtype_name(want.dtype), dtype_name(in->dtype));
     return false;
 }
 
@@ -259,7 +321,8 @@ const Tensor *blocks_forward(BlockList *l, BlockActs *a, int first, int last, co
         const BlockCall c = {.ops = l->layers, .device = l->device, .B = l->B, .T = l->T,
                              .training = l->training, .rng = &b->rng,
                              .saved = &a->saved[(size_t)i * BLOCK_SAVED_MAX], .in = x,
-                             .ids = a->ids, .work = scratch_views(l, i, l->B, l->T)};
+                             .ids = a->ids, .work = scratch_views(l, i, l->B, l->T),
+                             .host = a->host[i]};
         hooks(l, b, BLOCK_FORWARD, false);
         b->type->forward(b, &c);
         hooks(l, b, BLOCK_FORWARD, true);
@@ -286,6 +349,8 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
         const Tensor *x = k == first ? in : &a->saved[(size_t)(i - 1) * BLOCK_SAVED_MAX];
         Tensor *target = din;
         if (k > first) { /* the input's gradient: the previous block's output's shape */
+            CHECK(x->dtype == l->grad[turn].dtype, "block %d's input is %s in a %s list", k,
+                  dtype_name(x->dtype), dtype_name(l->grad[turn].dtype));
             between[turn] = l->grad[turn];
             between[turn].ndim = x->ndim, between[turn].size = x->size;
             memcpy(between[turn].shape, x->shape, sizeof x->shape);
@@ -296,7 +361,7 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
                              .training = l->training, .rng = &b->rng,
                              .saved = &a->saved[(size_t)i * BLOCK_SAVED_MAX], .in = x,
                              .ids = a->ids, .work = scratch_views(l, i, a->B, a->T), .dout = g,
-                             .din = target};
+                             .din = target, .host = a->host[i]};
         hooks(l, b, BLOCK_BACKWARD, false);
         b->type->backward(b, &c);
         for (int j = b->params - 1; j >= 0; j--) /* final: data parallel may reduce them */
@@ -309,7 +374,33 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
 float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout) {
     CHECK(l->loss, "this model has no loss of its own");
     trace_begin("loss", TRACE_COMPUTE);
-    const float loss = l->loss(l->loss_ctx, l->layers, out, targets, dout);
+    float loss;
+    const bool scaled = dout && l->loss_scale != 0.0f && l->loss_scale != 1.0f;
+    if (!scaled) {
+        loss = l->loss(l->loss_ctx, l->layers, out, targets, dout);
+    } else if (dout->dtype == DTYPE_F32) {
+        loss = l->loss(l->loss_ctx, l->layers, out, targets, dout);
+        tensor_scale(dout, l->loss_scale);
+    } else { /* the loss of the logits read exactly as float32, S x its float32 gradient
+              * rounded once to the 16-bit dout: a gradient that float16 would flush to
+              * zero unscaled keeps its digits */
+        if (!l->dloss32.raw) { /* made on first use (float16 runs): the logits, the gradient */
+            const int64_t n = l->dloss.raw ? l->dloss.size : dout->size; /* B_max x T_max's */
+            CHECK(2 * n <= INT32_MAX, "a loss gradient of %lld elements", (long long)n);
+            l->dloss32 = tensor_zeros_on(l->device, 1, (int)(2 * n));
+        }
+        CHECK(2 * dout->size <= l->dloss32.size && out->size == dout->size,
+              "a loss gradient of %lld elements for a buffer of %lld", (long long)dout->size,
+              (long long)l->dloss32.size / 2);
+        Tensor x = tensor_range(&l->dloss32, 0, out->size);
+        Tensor g = tensor_range(&l->dloss32, l->dloss32.size / 2, dout->size);
+        x.ndim = g.ndim = dout->ndim;
+        memcpy(x.shape, dout->shape, sizeof x.shape), memcpy(g.shape, dout->shape, sizeof g.shape);
+        tensor_convert(&x, out);
+        loss = l->loss(l->loss_ctx, l->layers, &x, targets, &g);
+        tensor_scale(&g, l->loss_scale);
+        tensor_convert(dout, &g);
+    }
     trace_end("loss");
     return loss;
 }

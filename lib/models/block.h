@@ -25,6 +25,14 @@
  *   loss = blocks_loss(&l, out, targets, &l.dloss);
  *   blocks_backward(&l, &l.acts, 0, l.count, &l.dloss, NULL, NULL);
  *
+ * Precision (issue 28, docs/mixed-precision.md): a list runs in float32 (the default)
+ * or in one 16-bit dtype, set with blocks_set_precision. Its blocks then declare their
+ * activations, the gradients of those and their scratch in that dtype (block_shape_typed
+ * with b->dtype), statistics, masks and the fused attention's lse in float32; they read
+ * their weights through block_param (the parameters' 16-bit working copy,
+ * params_set_working) and add their parameters' gradients in float32. A block type that
+ * cannot run 16-bit (sixteen_bit false: the CNN's, the sharded ones) is refused by name.
+ *
  * Block indices in these calls are the whole model's: a pipeline stage's list holds
  * blocks [first, first + count) of it. A backward announces its blocks' gradients as
  * final once it is done with them: final for this backward (a pipeline runs one per
@@ -61,6 +69,9 @@ typedef struct {
                             * contents left from anybody's last pass */
     const Tensor *dout;    /* backward: dL/d(its output) */
     Tensor *din;           /* backward: += dL/d(its input); NULL when nobody needs it */
+    void *host;            /* its host memory of this batch in flight (type->host_bytes; NULL
+                            * when none): what its forward leaves for its backward on the
+                            * host (the fused attention's dropout key) */
 } BlockCall;
 
 typedef struct {
@@ -83,6 +94,10 @@ typedef struct {
     /* Moves what it holds besides its parameters (NULL: nothing). */
     void (*to_device)(Block *b, Device device);
     void (*free)(Block *b); /* its state (NULL: a plain allocation) */
+    /* Bytes of host memory per batch in flight (BlockCall.host; 0: none). */
+    size_t host_bytes;
+    /* It runs in bfloat16 and float16 too (blocks_set_precision); else float32 only. */
+    bool sixteen_bit;
 } BlockType;
 
 struct Block {
@@ -92,12 +107,14 @@ struct Block {
     void *state;               /* the type's own: sizes, Param pointers, tables */
     int first_param, params;   /* its parameters: items [first_param, + params) of the list */
     Rng rng;                   /* its dropout masks' stream */
+    DType dtype;               /* the list's: what its activations and weights are in */
 };
 
 /* The activations of one batch in flight over a list's blocks. */
 typedef struct {
     Tensor *saved;             /* [count * BLOCK_SAVED_MAX]: block i's at i * BLOCK_SAVED_MAX */
     int *saved_count;          /* [count] */
+    void **host;               /* [count] each block's host memory (NULL: none) */
     int count;                 /* blocks */
     const int *ids;            /* the ids its forward read (the embedding's backward needs them) */
     int B, T;                  /* the batch they are shaped for */
@@ -121,6 +138,11 @@ struct BlockList {
     ParamList *params;         /* where they declared their parameters (the model's) */
     const LayerOps *layers;    /* the model's table */
     Device device;
+    DType dtype;               /* its compute dtype: float32 (0, the default), bf16, fp16 */
+    float loss_scale;          /* the loss's gradient is multiplied by it (fp16's dynamic
+                                * loss scaling, lib/train/mixed_precision.h); 0 or 1: none */
+    Tensor dloss32;            /* [the last output's shape] float32: the scaled loss gradient
+                                * before its one rounding (a 16-bit list with a loss scale) */
     bool training;             /* dropout on (the default) */
     int B_max, T_max;          /* what buffers are allocated for */
     int B, T;                  /* the batch of the next forward (blocks_set_batch) */
@@ -164,6 +186,13 @@ void blocks_free(BlockList *l);
  * model's to move); refused while a strategy has pinned it. */
 void blocks_to_device(BlockList *l, Device device);
 
+/* The dtype its blocks compute in: DTYPE_F32 (the default), DTYPE_BF16 or DTYPE_F16;
+ * every block's type must take 16 bits (a user error naming the first that does not).
+ * Before blocks_allocate, or after it: its own buffers are then made anew (refused while
+ * a strategy has pinned it). The parameters' working copy is the model's to make
+ * (params_set_working), before the first forward. */
+void blocks_set_precision(BlockList *l, DType dtype);
+
 /* The batch of the following forwards: B <= B_max sequences of T <= T_max (a user error
  * otherwise, naming both). */
 void blocks_set_batch(BlockList *l, int B, int T);
@@ -199,7 +228,14 @@ void blocks_costs(const BlockList *l, int T, double *costs);
 void blocks_input_shape(const BlockList *l, int index, int B, int T, Tensor *shape);
 void blocks_output_shape(const BlockList *l, int index, int B, int T, Tensor *shape);
 
-/* For block types: a shape-only tensor (data NULL): block_shape(2, N, D) */
+/* For block types: a shape-only tensor (data NULL), float32: block_shape(2, N, D);
+ * of a dtype: block_shape_typed(b->dtype, 2, N, D) (an activation of the list's). */
 Tensor block_shape(int ndim, ...);
+Tensor block_shape_typed(DType dtype, int ndim, ...);
+
+/* The tensor a block's pass reads for parameter p: its value (float32 list), or its
+ * working copy in the list's 16-bit dtype (stops with a message when the model has made
+ * none, or one of another dtype). Gradients are always p->grad, float32. */
+const Tensor *block_param(const Block *b, const Param *p);
 
 #endif

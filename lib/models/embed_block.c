@@ -11,15 +11,17 @@ typedef struct {
     int V, D, max_len;
     float dropout;
     Param *table; /* [V, D] */
-    Tensor pe;    /* [max_len, D] */
+    Tensor pe;    /* [max_len, D] float32 in every precision: a fixed table, not a parameter */
 } Embed;
 
-enum { X, MASK, SAVED };  /* x [N, D] its output, the dropout mask [N, D] */
-enum { D_X, SCRATCH };    /* the gradient before the dropout [N, D] */
+enum { X, MASK, SAVED };  /* x [N, D] its output (the list's dtype), the dropout mask [N, D]
+                           * (float32) */
+enum { D_X, SCRATCH };    /* the gradient before the dropout [N, D] (the list's dtype) */
 
 static int saved(const Block *b, int B, int T, Tensor *s) {
     const Embed *e = b->state;
-    s[X] = s[MASK] = block_shape(2, B * T, e->D);
+    s[X] = block_shape_typed(b->dtype, 2, B * T, e->D);
+    s[MASK] = block_shape(2, B * T, e->D);
     return SAVED;
 }
 
@@ -29,7 +31,7 @@ static void input(const Block *b, int B, int T, Tensor *shape) {
 }
 
 static int scratch(const Block *b, int B, int T, Tensor *s) {
-    s[D_X] = block_shape(2, B * T, ((const Embed *)b->state)->D);
+    s[D_X] = block_shape_typed(b->dtype, 2, B * T, ((const Embed *)b->state)->D);
     return SCRATCH;
 }
 
@@ -37,7 +39,7 @@ static void forward(Block *b, const BlockCall *c) {
     const Embed *e = b->state;
     const LayerOps *o = c->ops;
     Tensor *x = &c->saved[X];
-    o->embedding_forward(x, c->ids, &e->table->value, sqrtf((float)e->D));
+    o->embedding_forward(x, c->ids, block_param(b, e->table), sqrtf((float)e->D));
     o->positional_forward(x, x, &e->pe, c->T);
     o->dropout_forward(x, &c->saved[MASK], x, e->dropout, c->training, c->rng);
 }
@@ -79,7 +81,7 @@ static void free_state(Block *b) {
 static const BlockType EMBED = {.kind = "embedding", .saved = saved, .input = input,
                                  .scratch = scratch, .forward = forward, .backward = backward,
                                  .flops = flops, .init = init, .to_device = to_device,
-                                 .free = free_state};
+                                 .free = free_state, .sixteen_bit = true};
 
 Block *embed_block_add(BlockList *l, const char *prefix, int vocab, int d_model, int max_len,
                        float dropout) {

@@ -5,44 +5,97 @@
 
 #include "core/check.h"
 #include "layers/dropout.h"
+#include "layers/flash_attention.h"
 #include "layers/layernorm.h"
 
 typedef struct {
     int D, H, F;
     float dropout;
+    bool fused_attention; /* in float32 too (a 16-bit list always fuses it) */
     Param *in_w, *in_b, *out_w, *out_b, *l1_w, *l1_b, *l2_w, *l2_b, *n1_w, *n1_b, *n2_w, *n2_b;
 } Encoder;
 
 /* Its scratch: a and f the forward's outputs of the attention and the feed-forward
  * before their residual adds (not needed by the backward); the backward's gradients;
- * dx its input's when nobody wants that. */
-enum { W_A, W_F, D_R, D_Y, D_F, D_A, D_CTX, D_H, D_H2, D_QKV, D_SCORES, DX, SCRATCH };
+ * dx its input's when nobody wants that; the unfused attention's score gradients last
+ * (float32; the fused one needs none). All but those in the list's dtype. */
+enum { W_A, W_F, D_R, D_Y, D_F, D_A, D_CTX, D_H, D_H2, D_QKV, DX, D_SCORES, SCRATCH };
+/* float16: the fused attention takes float32 or bfloat16 (layers/flash_attention.h), so
+ * a float16 layer gives it float32 copies, read exactly, and rounds its outputs once on
+ * the way back: the 16-bit rounding points of the contract (docs/mixed-precision.md),
+ * at the price of these float32 buffers and four conversions. qkv [N, 3D], ctx [N, D],
+ * dctx [N, D], dqkv [N, 3D] */
+enum { F_QKV = D_SCORES, F_CTX, F_DCTX, F_DQKV, SCRATCH_F16 };
+
+bool encoder_block_fused(const Block *b) {
+    return b->dtype != DTYPE_F32 || ((const Encoder *)b->state)->fused_attention;
+}
 
 static int saved(const Block *b, int B, int T, Tensor *s) {
     const Encoder *e = b->state;
     const int N = B * T;
-    const Tensor row = block_shape(2, N, e->D), one = block_shape(1, N);
+    const DType dt = b->dtype; /* activations; statistics and masks float32 */
+    const Tensor row = block_shape_typed(dt, 2, N, e->D), one = block_shape(1, N);
     for (int i = 0; i < ENCODER_SAVED; i++) s[i] = row; /* [N, D] unless said */
-    s[ENCODER_QKV] = block_shape(2, N, 3 * e->D);
-    s[ENCODER_PROBS] = s[ENCODER_DROPPED] = block_shape(4, B, e->H, T, T);
+    s[ENCODER_QKV] = block_shape_typed(dt, 2, N, 3 * e->D);
+    s[ENCODER_A_MASK] = s[ENCODER_F_MASK] = block_shape(2, N, e->D);
     s[ENCODER_MEAN1] = s[ENCODER_RSTD1] = s[ENCODER_MEAN2] = s[ENCODER_RSTD2] = one;
-    s[ENCODER_H] = s[ENCODER_H_MASK] = block_shape(2, N, e->F);
+    s[ENCODER_H] = block_shape_typed(dt, 2, N, e->F);
+    s[ENCODER_H_MASK] = block_shape(2, N, e->F);
+    if (encoder_block_fused(b)) {
+        s[ENCODER_LSE] = block_shape(3, B, e->H, T);
+        return ENCODER_SAVED_FUSED;
+    }
+    s[ENCODER_PROBS] = s[ENCODER_DROPPED] = block_shape(4, B, e->H, T, T);
     return ENCODER_SAVED;
 }
 
 static void input(const Block *b, int B, int T, Tensor *shape) {
-    *shape = block_shape(2, B * T, ((const Encoder *)b->state)->D);
+    *shape = block_shape_typed(b->dtype, 2, B * T, ((const Encoder *)b->state)->D);
 }
 
 static int scratch(const Block *b, int B, int T, Tensor *s) {
     const Encoder *e = b->state;
     const int N = B * T;
-    for (int i = 0; i < SCRATCH; i++) s[i] = block_shape(2, N, e->D);
-    s[D_H] = s[D_H2] = block_shape(2, N, e->F);
-    s[D_QKV] = block_shape(2, N, 3 * e->D);
+    const DType dt = b->dtype;
+    for (int i = 0; i < SCRATCH; i++) s[i] = block_shape_typed(dt, 2, N, e->D);
+    s[D_H] = s[D_H2] = block_shape_typed(dt, 2, N, e->F);
+    s[D_QKV] = block_shape_typed(dt, 2, N, 3 * e->D);
+    if (dt == DTYPE_F16) {
+        s[F_QKV] = s[F_DQKV] = block_shape(2, N, 3 * e->D);
+        s[F_CTX] = s[F_DCTX] = block_shape(2, N, e->D);
+        return SCRATCH_F16;
+    }
+    if (encoder_block_fused(b)) return D_SCORES;
     s[D_SCORES] = block_shape(4, B, e->H, T, T);
     return SCRATCH;
 }
+
+/* The fused attention's forward, float16 through float32 copies (above) */
+static void attention_f16(const LayerOps *o, const BlockCall *c, Tensor *ctx, Tensor *lse,
+                          const Tensor *qkv, float drop) {
+    Tensor *w = c->work;
+    tensor_convert(&w[F_QKV], qkv);
+    o->flash_attention_forward(&w[F_CTX], lse, c->host, &w[F_QKV], drop, c->training, c->rng,
+                               DROPOUT_WHOLE);
+    tensor_convert(ctx, &w[F_CTX]);
+}
+
+/* ... and its backward: dqkv (zeroed by the caller) = the float32 gradient rounded once */
+static void attention_f16_backward(const LayerOps *o, const BlockCall *c, Tensor *dqkv,
+                                   const Tensor *dctx, const Tensor *qkv, const Tensor *ctx,
+                                   const Tensor *lse) {
+    Tensor *w = c->work;
+    tensor_convert(&w[F_QKV], qkv);
+    tensor_convert(&w[F_CTX], ctx);
+    tensor_convert(&w[F_DCTX], dctx);
+    tensor_fill(&w[F_DQKV], 0.0f);
+    o->flash_attention_backward(&w[F_DQKV], &w[F_DCTX], &w[F_QKV], &w[F_CTX], lse, c->host);
+    tensor_convert(dqkv, &w[F_DQKV]);
+}
+
+/* The weights this pass reads (float32 values, or the 16-bit working copy) */
+#define W(field) block_param(b, p->field)
 
 static void forward(Block *b, const BlockCall *c) {
     const Encoder *p = b->state;
@@ -51,24 +104,30 @@ static void forward(Block *b, const BlockCall *c) {
     const Tensor *x = c->in;
     const float drop = p->dropout;
     const bool training = c->training, active = dropout_active(drop, training);
-    o->linear_forward(&s[ENCODER_QKV], x, &p->in_w->value, &p->in_b->value);
-    o->attention_forward(&s[ENCODER_CTX], &s[ENCODER_PROBS], active ? &s[ENCODER_DROPPED] : NULL,
-                         &s[ENCODER_QKV], drop, training, c->rng);
-    o->linear_forward(&w[W_A], &s[ENCODER_CTX], &p->out_w->value, &p->out_b->value);
+    o->linear_forward(&s[ENCODER_QKV], x, W(in_w), W(in_b));
+    if (b->dtype == DTYPE_F16)
+        attention_f16(o, c, &s[ENCODER_CTX], &s[ENCODER_LSE], &s[ENCODER_QKV], drop);
+    else if (encoder_block_fused(b)) /* the key it draws kept on the host for the backward */
+        o->flash_attention_forward(&s[ENCODER_CTX], &s[ENCODER_LSE], c->host, &s[ENCODER_QKV],
+                                   drop, training, c->rng, DROPOUT_WHOLE);
+    else
+        o->attention_forward(&s[ENCODER_CTX], &s[ENCODER_PROBS], active ? &s[ENCODER_DROPPED] : NULL,
+                             &s[ENCODER_QKV], drop, training, c->rng);
+    o->linear_forward(&w[W_A], &s[ENCODER_CTX], W(out_w), W(out_b));
     o->dropout_forward(&w[W_A], &s[ENCODER_A_MASK], &w[W_A], drop, training, c->rng);
     o->add_forward(&s[ENCODER_R1], x, &w[W_A]);
     o->layernorm_forward(&s[ENCODER_Y1], &s[ENCODER_MEAN1], &s[ENCODER_RSTD1], &s[ENCODER_R1],
-                         &p->n1_w->value, &p->n1_b->value, LAYERNORM_EPS);
-    o->linear_forward(&s[ENCODER_H], &s[ENCODER_Y1], &p->l1_w->value, &p->l1_b->value);
+                         W(n1_w), W(n1_b), LAYERNORM_EPS);
+    o->linear_forward(&s[ENCODER_H], &s[ENCODER_Y1], W(l1_w), W(l1_b));
     o->relu_forward(&s[ENCODER_H], &s[ENCODER_H]);
     /* in place: where dropout keeps an entry it is the ReLU's output scaled, so h > 0
      * still marks the ReLU's positive side for the backward */
     o->dropout_forward(&s[ENCODER_H], &s[ENCODER_H_MASK], &s[ENCODER_H], drop, training, c->rng);
-    o->linear_forward(&w[W_F], &s[ENCODER_H], &p->l2_w->value, &p->l2_b->value);
+    o->linear_forward(&w[W_F], &s[ENCODER_H], W(l2_w), W(l2_b));
     o->dropout_forward(&w[W_F], &s[ENCODER_F_MASK], &w[W_F], drop, training, c->rng);
     o->add_forward(&s[ENCODER_R2], &s[ENCODER_Y1], &w[W_F]);
     o->layernorm_forward(&s[ENCODER_OUT], &s[ENCODER_MEAN2], &s[ENCODER_RSTD2], &s[ENCODER_R2],
-                         &p->n2_w->value, &p->n2_b->value, LAYERNORM_EPS);
+                         W(n2_w), W(n2_b), LAYERNORM_EPS);
 }
 
 /* A gradient set to zero before a layer adds (+=) into it (tensor_fill: on all threads
@@ -87,28 +146,35 @@ static void backward(Block *b, const BlockCall *c) {
     for (size_t i = 0; i < sizeof clear / sizeof clear[0]; i++) zero(&w[clear[i]]);
     /* out = norm2(r2), r2 = y1 + f */
     o->layernorm_backward(&w[D_R], &p->n2_w->grad, &p->n2_b->grad, c->dout, &s[ENCODER_R2],
-                          &s[ENCODER_MEAN2], &s[ENCODER_RSTD2], &p->n2_w->value);
+                          &s[ENCODER_MEAN2], &s[ENCODER_RSTD2], W(n2_w));
     o->add_backward(&w[D_Y], &w[D_F], &w[D_R]);
     /* f = dropout(linear2(h)), h = dropout(relu(linear1(y1))) */
     zero(&w[D_R]);
     o->dropout_backward(&w[D_R], &w[D_F], active ? &s[ENCODER_F_MASK] : NULL);
-    o->linear_backward(&w[D_H], &p->l2_w->grad, &p->l2_b->grad, &w[D_R], &s[ENCODER_H], &p->l2_w->value);
+    o->linear_backward(&w[D_H], &p->l2_w->grad, &p->l2_b->grad, &w[D_R], &s[ENCODER_H], W(l2_w));
     o->dropout_backward(&w[D_H2], &w[D_H], active ? &s[ENCODER_H_MASK] : NULL);
     zero(&w[D_H]);
     o->relu_backward(&w[D_H], &w[D_H2], &s[ENCODER_H]);
-    o->linear_backward(&w[D_Y], &p->l1_w->grad, &p->l1_b->grad, &w[D_H], &s[ENCODER_Y1], &p->l1_w->value);
+    o->linear_backward(&w[D_Y], &p->l1_w->grad, &p->l1_b->grad, &w[D_H], &s[ENCODER_Y1], W(l1_w));
     /* y1 = norm1(r1), r1 = x + a */
     zero(&w[D_R]);
     o->layernorm_backward(&w[D_R], &p->n1_w->grad, &p->n1_b->grad, &w[D_Y], &s[ENCODER_R1],
-                          &s[ENCODER_MEAN1], &s[ENCODER_RSTD1], &p->n1_w->value);
+                          &s[ENCODER_MEAN1], &s[ENCODER_RSTD1], W(n1_w));
     o->add_backward(din, NULL, &w[D_R]);
     /* a = dropout(out_proj(attention(in_proj(x)))) */
     o->dropout_backward(&w[D_A], &w[D_R], active ? &s[ENCODER_A_MASK] : NULL);
     o->linear_backward(&w[D_CTX], &p->out_w->grad, &p->out_b->grad, &w[D_A], &s[ENCODER_CTX],
-                       &p->out_w->value);
-    o->attention_backward(&w[D_QKV], &w[D_SCORES], &w[D_CTX], &s[ENCODER_QKV], &s[ENCODER_PROBS],
-                          active ? &s[ENCODER_DROPPED] : NULL);
-    o->linear_backward(din, &p->in_w->grad, &p->in_b->grad, &w[D_QKV], x, &p->in_w->value);
+                       W(out_w));
+    if (b->dtype == DTYPE_F16)
+        attention_f16_backward(o, c, &w[D_QKV], &w[D_CTX], &s[ENCODER_QKV], &s[ENCODER_CTX],
+                               &s[ENCODER_LSE]);
+    else if (encoder_block_fused(b))
+        o->flash_attention_backward(&w[D_QKV], &w[D_CTX], &s[ENCODER_QKV], &s[ENCODER_CTX],
+                                    &s[ENCODER_LSE], c->host);
+    else
+        o->attention_backward(&w[D_QKV], &w[D_SCORES], &w[D_CTX], &s[ENCODER_QKV], &s[ENCODER_PROBS],
+                              active ? &s[ENCODER_DROPPED] : NULL);
+    o->linear_backward(din, &p->in_w->grad, &p->in_b->grad, &w[D_QKV], x, W(in_w));
 }
 
 static double flops(const Block *b, int T) {
@@ -130,14 +196,18 @@ static void init(Block *b, Rng *rng) {
     tensor_fill(&p->n2_w->value, 1.0f);
 }
 
+#undef W
+
 static const BlockType ENCODER = {.kind = "encoder layer", .saved = saved, .input = input,
                                    .scratch = scratch, .forward = forward, .backward = backward,
-                                   .flops = flops, .init = init};
+                                   .flops = flops, .init = init,
+                                   .host_bytes = sizeof(FlashDropout), .sixteen_bit = true};
 
 Block *encoder_block_add(BlockList *l, const char *prefix, const char *name, int d_model,
-                         int heads, int d_ff, float dropout) {
+                         int heads, int d_ff, float dropout, bool fused_attention) {
     Encoder *p = xcalloc(1, sizeof *p);
-    *p = (Encoder){.D = d_model, .H = heads, .F = d_ff, .dropout = dropout};
+    *p = (Encoder){.D = d_model, .H = heads, .F = d_ff, .dropout = dropout,
+                   .fused_attention = fused_attention};
     const int first = l->params->count, D = d_model, F = d_ff;
     char n[PARAM_NAME_MAX + 48]; /* params_add checks the length */
 #define ADD(field, suffix, ...) \

@@ -11,18 +11,32 @@
 #ifndef MODELS_ENCODER_BLOCK_H
 #define MODELS_ENCODER_BLOCK_H
 
+#include <stdbool.h>
+
 #include "models/block.h"
 
 Block *encoder_block_add(BlockList *l, const char *prefix, const char *name, int d_model,
-                         int heads, int d_ff, float dropout);
+                         int heads, int d_ff, float dropout, bool fused_attention);
 
-/* Which of its saved activations is which: out [N, D] (its output), qkv [N, 3D], the
- * attention's probabilities and their dropped-out copy [B, H, T, T], ... (a test reads
- * ENCODER_PROBS's shape). */
+/* The attention. Unfused (layers/attention.h): the weights [B, H, T, T] are saved, and
+ * their dropped-out copy. Fused (layers/flash_attention.h): the row's log-sum-exp
+ * [B, H, T] only, float32, and the dropout's key in the block's host memory; always in a
+ * 16-bit list (the unfused layer is float32 only), in float32 when fused_attention is
+ * set (off by default, so a float32 run does what it did).
+ *
+ * Which of its saved activations is which: out [N, D] (its output), qkv [N, 3D], ...,
+ * the means and reciprocal deviations [N] (float32), the dropout masks (float32), then
+ * ENCODER_PROBS and ENCODER_DROPPED (unfused) or ENCODER_LSE (fused) last (a test reads
+ * ENCODER_PROBS's shape). Every other one is in the list's dtype. */
 enum {
-    ENCODER_OUT, ENCODER_QKV, ENCODER_PROBS, ENCODER_DROPPED, ENCODER_CTX, ENCODER_A_MASK,
-    ENCODER_R1, ENCODER_Y1, ENCODER_MEAN1, ENCODER_RSTD1, ENCODER_H, ENCODER_H_MASK,
-    ENCODER_F_MASK, ENCODER_R2, ENCODER_MEAN2, ENCODER_RSTD2, ENCODER_SAVED
+    ENCODER_OUT, ENCODER_QKV, ENCODER_CTX, ENCODER_A_MASK, ENCODER_R1, ENCODER_Y1,
+    ENCODER_MEAN1, ENCODER_RSTD1, ENCODER_H, ENCODER_H_MASK, ENCODER_F_MASK, ENCODER_R2,
+    ENCODER_MEAN2, ENCODER_RSTD2,
+    ENCODER_PROBS, ENCODER_DROPPED, ENCODER_SAVED,   /* unfused */
+    ENCODER_LSE = ENCODER_PROBS, ENCODER_SAVED_FUSED /* fused */
 };
+
+/* Whether block b (an encoder layer) runs the fused attention. */
+bool encoder_block_fused(const Block *b);
 
 #endif

@@ -11,22 +11,22 @@ typedef struct {
 } Head;
 
 static int saved(const Block *b, int B, int T, Tensor *s) {
-    s[0] = block_shape(2, B * T, ((const Head *)b->state)->V); /* the logits */
+    s[0] = block_shape_typed(b->dtype, 2, B * T, ((const Head *)b->state)->V); /* the logits */
     return 1;
 }
 
 static void input(const Block *b, int B, int T, Tensor *shape) {
-    *shape = block_shape(2, B * T, ((const Head *)b->state)->D);
+    *shape = block_shape_typed(b->dtype, 2, B * T, ((const Head *)b->state)->D);
 }
 
 static void forward(Block *b, const BlockCall *c) {
     const Head *h = b->state;
-    c->ops->linear_forward(&c->saved[0], c->in, &h->w->value, &h->b->value);
+    c->ops->linear_forward(&c->saved[0], c->in, block_param(b, h->w), block_param(b, h->b));
 }
 
 static void backward(Block *b, const BlockCall *c) {
     const Head *h = b->state;
-    c->ops->linear_backward(c->din, &h->w->grad, &h->b->grad, c->dout, c->in, &h->w->value);
+    c->ops->linear_backward(c->din, &h->w->grad, &h->b->grad, c->dout, c->in, block_param(b, h->w));
 }
 
 static double flops(const Block *b, int T) {
@@ -41,7 +41,7 @@ static void init(Block *b, Rng *rng) {
 
 static const BlockType HEAD = {.kind = "decoder", .saved = saved, .input = input,
                                 .forward = forward, .backward = backward, .flops = flops,
-                                .init = init};
+                                .init = init, .sixteen_bit = true};
 
 Block *lm_head_block_add(BlockList *l, const char *prefix, int d_model, int vocab) {
     Head *h = xcalloc(1, sizeof *h);
@@ -62,7 +62,7 @@ float lm_head_loss(void *ctx, const LayerOps *ops, const Tensor *logits, const i
     CHECK_SAME_SHAPE(dlogits, logits);
     /* the library's CPU loss can store its gradient (the same bits as adding it to
      * zeros): no zeroing pass over the [N, V] logits' gradient first */
-    if (ops->softmax_cross_entropy_fast == softmax_cross_entropy_fast)
+    if (ops->softmax_cross_entropy_fast == softmax_cross_entropy_fast && dlogits->dtype == DTYPE_F32)
         return softmax_cross_entropy_fast_store(dlogits, logits, targets);
     tensor_fill(dlogits, 0.0f);
     return ops->softmax_cross_entropy_fast(dlogits, logits, targets);

@@ -55,7 +55,8 @@ static Block *make_embedding(void *ctx, BlockList *l, const TransformerConfig *c
 static Block *make_encoder(void *ctx, BlockList *l, const TransformerConfig *c, const char *prefix,
                            const char *name) {
     (void)ctx;
-    return encoder_block_add(l, prefix, name, c->d_model, c->heads, c->d_ff, c->dropout);
+    return encoder_block_add(l, prefix, name, c->d_model, c->heads, c->d_ff, c->dropout,
+                             c->fused_attention);
 }
 
 static Block *make_decoder(void *ctx, BlockList *l, const TransformerConfig *c) {
@@ -122,6 +123,16 @@ double transformer_activation_floats_per_token(const TransformerConfig *c, int T
     const double floats = (double)blocks_saved_bytes(&m.blocks, first, last, 1, T) / sizeof(float);
     skeleton_free(&m);
     return floats / T;
+}
+
+double transformer_activation_bytes_per_token(const TransformerConfig *c, int T, int first,
+                                              int last, DType dtype) {
+    Transformer m;
+    skeleton(&m, c, T, first, last);
+    blocks_set_precision(&m.blocks, dtype);
+    const double bytes = (double)blocks_saved_bytes(&m.blocks, first, last, 1, T);
+    skeleton_free(&m);
+    return bytes / T;
 }
 
 /* ---------------------------------------------------------------- set-up */
@@ -194,6 +205,7 @@ static const char *missing_layer(const LayerOps *o) {
     NEED(add_forward); NEED(add_backward); NEED(softmax_cross_entropy_fast);
     NEED(embedding_forward_rows); NEED(embedding_backward_rows); /* the sharded blocks' */
     NEED(dropout_forward_window); NEED(attention_forward_window);
+    NEED(flash_attention_forward); NEED(flash_attention_backward);
 #undef NEED
     return NULL;
 }
@@ -210,6 +222,17 @@ void transformer_to_device(Transformer *m, Device device) {
     point_dlogits(m);
     m->device = device;
     m->layers = *ops;
+}
+
+void transformer_set_precision(Transformer *m, DType dtype) {
+    if (dtype != DTYPE_F32 && dtype != DTYPE_BF16 && dtype != DTYPE_F16)
+        fatal("a precision of %s: the transformer runs in float32, bfloat16 or float16",
+              dtype_name(dtype));
+    blocks_set_precision(&m->blocks, dtype); /* refuses blocks that cannot */
+    /* back to float32, a working copy made before stays, unread */
+    if (dtype != DTYPE_F32 && (!m->params.working.raw || m->params.working.dtype != dtype))
+        params_set_working(&m->params, dtype);
+    point_dlogits(m);
 }
 
 void transformer_set_seq_len(Transformer *m, int T) {

@@ -50,6 +50,8 @@
 typedef struct {
     int vocab, d_model, heads, d_ff, layers, max_len;
     float dropout;
+    bool fused_attention;  /* the fused (flash) attention in float32 too; a 16-bit model
+                            * always runs it (encoder_block.h). Off: the unfused layer */
 } TransformerConfig;
 
 /* The tutorial's model (200 wide, 2 heads, 2 layers, feed-forward 200, dropout 0.2)
@@ -107,6 +109,17 @@ void transformer_free(Transformer *m);
  * that names it. A model does not move once its blocks' activations have other sets
  * (a pipeline's): move it first. */
 void transformer_to_device(Transformer *m, Device device);
+/* The precision of its compute (issue 28): DTYPE_F32 (the default), DTYPE_BF16 or
+ * DTYPE_F16. 16-bit: the parameters get their working copy (params_set_working; the
+ * float32 values stay the master the optimiser updates, the gradients stay float32),
+ * and the blocks compute in that dtype (blocks_set_precision: activations, their
+ * gradients and the logits 16-bit; layer norm's statistics, dropout masks, the fused
+ * attention's lse and the loss float32). After each optimiser step the working copy
+ * must be refreshed (params_refresh_working; lib/train/mixed_precision.h does it). On
+ * the CPU or a GPU, before or after transformer_to_device. */
+void transformer_set_precision(Transformer *m, DType dtype);
+static inline DType transformer_precision(const Transformer *m) { return m->blocks.dtype; }
+
 /* Batches of T tokens from now on, 1 <= T <= the T the model was built with: the
  * last batch of a pass is shorter (get_batch). The buffers are shortened in place. */
 void transformer_set_seq_len(Transformer *m, int T);
@@ -118,6 +131,10 @@ void transformer_set_seq_len(Transformer *m, int T);
 int64_t transformer_activation_bytes(Transformer *m);
 double transformer_activation_floats_per_token(const TransformerConfig *c, int T, int first,
                                                int last);
+/* The same in bytes for a model of precision dtype (transformer_set_precision): 16-bit
+ * activations, float32 statistics and masks, the fused attention's lse for the weights. */
+double transformer_activation_bytes_per_token(const TransformerConfig *c, int T, int first,
+                                              int last, DType dtype);
 static inline int transformer_block_count(const TransformerConfig *c) { return c->layers + 2; }
 /* The forward FLOPs per token of each of the model's blocks for sequences of T tokens
  * (embedding: next to none, an encoder layer: its GEMMs and attention, the decoder: its

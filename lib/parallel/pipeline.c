@@ -100,7 +100,7 @@ void pipeline_init(Pipeline *p, Dist *d, BlockList *model, int micro, PipeSchedu
     blocks_output_shape(model, end_block(p) - 1, model->B_max, model->T_max, &out);
     CHECK(out.ndim == 2, "a stage's output of %d dimensions: [rows, width] only", out.ndim);
     if (is_last(p)) p->dloss = model->dloss;
-    else p->dout = tensor_zeros_on(model->device, 2, out.shape[0], out.shape[1]);
+    else p->dout = tensor_zeros_typed(model->device, out.dtype, 2, out.shape[0], out.shape[1]);
 }
 
 void pipeline_free(Pipeline *p) {
@@ -125,13 +125,14 @@ static void finish_sends(Pipeline *p, int k, bool wait) {
         dist_wait(p->gradients, p->send_grad[k]), p->send_grad[k] = NULL;
 }
 
-/* A zero-filled tensor of a block's input shape on the model's device. */
+/* A zero-filled tensor of a block's input shape (and dtype: the model's precision) on the
+ * model's device. */
 static Tensor input_buffer(const Pipeline *p) {
     const BlockList *m = p->model;
     Tensor in;
     blocks_input_shape(m, first_block(p), m->B_max, m->T_max, &in);
     CHECK(in.ndim == 2, "a stage's input of %d dimensions: [rows, width] only", in.ndim);
-    return tensor_zeros_on(m->device, 2, in.shape[0], in.shape[1]);
+    return tensor_zeros_typed(m->device, in.dtype, 2, in.shape[0], in.shape[1]);
 }
 
 /* A free activation slot for micro-batch i: the lowest one not in flight, once the
@@ -261,9 +262,14 @@ float pipeline_loss_grad(Pipeline *p, int micro) {
 
 float pipeline_micro_loss_grad(Pipeline *p, int micro) {
     /* the batch's loss is the mean of the m micro-batches' means (all the same size):
-     * each micro-batch's loss, and so its gradient, counts 1/m */
+     * each micro-batch's loss, and so its gradient, counts 1/m: folded into the list's
+     * loss scale (float16's S, or 1), so that a 16-bit gradient is rounded once, and a
+     * float32 one gets the same multiplication as before */
+    BlockList *l = p->model;
+    const float scale = l->loss_scale;
+    l->loss_scale = (scale != 0.0f ? scale : 1.0f) / (float)p->micro;
     const float loss = pipeline_loss_grad(p, micro);
-    tensor_scale(&p->dloss, 1.0f / (float)p->micro);
+    l->loss_scale = scale;
     return loss / (float)p->micro;
 }
 

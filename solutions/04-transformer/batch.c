@@ -67,8 +67,11 @@ void optimizer_set_lr(Optimizer *o, float lr) {
 float optimizer_lr(const Optimizer *o) { return o->adamw ? o->adam.lr : o->sgd.lr; }
 
 void optimizer_step(Optimizer *o, ParamList *params) {
-    if (o->adamw) adam_step(&o->adam, params);
-    else sgd_step(&o->sgd, params);
+    if (!o->mp || mixed_precision_should_step(o->mp)) { /* fp16: not when a gradient overflowed */
+        if (o->adamw) adam_step(&o->adam, params);
+        else sgd_step(&o->sgd, params);
+    }
+    if (o->mp) mixed_precision_step_done(o->mp); /* the working copy from the master; the scale */
 }
 
 void optimizer_free(Optimizer *o) {

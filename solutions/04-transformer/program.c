@@ -3,6 +3,7 @@
  *   train                                         # the tutorial's model, 3 epochs, the best text found
  *   train --dataset wikitext2 --epochs 3          # WikiText-2 (make datasets DATASETS=wikitext-2)
  *   train --model seed --device cuda --compare    # the seed's 77.9M model on a GPU and on the CPU
+ *   train --device cuda --precision bf16          # bfloat16 compute, float32 master weights
  *
  * Prints the data and the model, the memory the activations take, the tutorial's line
  * at the end of each epoch (time, valid loss, valid perplexity) with tokens/s (and the
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "core/args.h"
+#include "core/gpu_peak.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
@@ -25,17 +27,18 @@
 
 typedef struct {
     LmOptions lm; /* --tokenizer, --d-model, --heads, --d-hid, --layers, --dropout, --bptt */
-    const char *dataset, *data, *model, *optimizer, *device, *ops, *metrics;
+    const char *dataset, *data, *model, *optimizer, *device, *ops, *metrics, *precision;
+    DType dtype;        /* --precision, parsed */
     int batch_size, eval_batch_size, epochs, max_steps, seed, threads, compare;
     float lr, gamma, clip, weight_decay, peak_tflops;
 } Config;
 
 static Config parse_args(int argc, char **argv) {
     Config c = {.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
-                .optimizer = "sgd", .device = "cpu", .ops = "mine", .batch_size = 20,
+                .optimizer = "sgd", .device = "cpu", .ops = "mine", .precision = "fp32", .batch_size = 20,
                 .eval_batch_size = 10, .epochs = 3, .seed = 42, .threads = omp_get_max_threads(),
                 .gamma = 0.95f, .clip = 0.5f, .weight_decay = 0.01f};
-    ArgSpec specs[LM_OPTION_SPECS + 19] = {
+    ArgSpec specs[LM_OPTION_SPECS + 20] = {
         {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
         {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
         {"model", ARG_CHOICE, &c.model, "preset: tutorial (200 wide, 2 heads, 2 layers, dropout 0.2) or seed (1024, 4 heads, 3 layers)", "tutorial|seed"},
@@ -55,8 +58,9 @@ static Config parse_args(int argc, char **argv) {
         {"ops", ARG_CHOICE, &c.ops, "attention and layer norm on the CPU: yours (TODO 4.3-4.6) or the library's", "mine|library"},
         {"metrics", ARG_STRING, &c.metrics, "write one JSON object per epoch to this file", NULL},
         {"peak-tflops", ARG_FLOAT, &c.peak_tflops, "the GPU's peak for the MFU, when the runtime does not tell its clock", NULL},
+        {"precision", ARG_CHOICE, &c.precision, "compute in float32, or in bfloat16 / float16 with float32 master weights; fp16 with loss scaling", "fp32|bf16|fp16"},
     };
-    const int n = 19 + lm_options_specs(&c.lm, specs + 19); /* shared with lesson 06 */
+    const int n = 20 + lm_options_specs(&c.lm, specs + 20); /* shared with lesson 06 */
     args_parse(argc, argv, specs, n,
                "Lesson 04: train the tutorial's transformer language model on a text (WikiText-2 "
                "or Debian's fortunes), on the CPU or a GPU.");
@@ -77,6 +81,7 @@ static Config parse_args(int argc, char **argv) {
     if (!(c.peak_tflops >= 0.0f) || !isfinite(c.peak_tflops))
         fatal("--peak-tflops must be 0 or more, got %g", (double)c.peak_tflops);
     if (c.lr == 0.0f) c.lr = strcmp(c.optimizer, "adamw") == 0 ? 5e-4f : 5.0f;
+    if (!dtype_parse(c.precision, &c.dtype)) fatal("--precision %s: fp32, bf16 or fp16", c.precision);
     return c;
 }
 
@@ -93,7 +98,7 @@ typedef struct {
     TransformerConfig cfg;
     TextBatches train, valid, test;
     MetricsFile *metrics;
-    double peak;                  /* the GPU's FP32 peak in FLOP/s (0: unknown) */
+    double peak;                  /* the GPU's peak of the precision in FLOP/s (0: unknown) */
     bool memory_shown;
 } Job;
 
@@ -105,8 +110,9 @@ static void print_memory(Job *job, Transformer *m) {
     const double tokens = (double)m->B * m->T_max;
     const double allocated = (double)transformer_activation_bytes(m) / tokens;
     const int blocks = transformer_block_count(&job->cfg);
-    const double counted = 4.0 * transformer_activation_floats_per_token(&job->cfg, m->T_max, 0, blocks);
-    const double logits = 4.0 * job->cfg.vocab;
+    const double counted = transformer_activation_bytes_per_token(&job->cfg, m->T_max, 0, blocks,
+                                                                  transformer_precision(m));
+    const double logits = (double)dtype_size(transformer_precision(m)) * job->cfg.vocab;
     print0("memory: activations kept for the backward: %.0f bytes per token as allocated, %.0f "
            "counted from the shapes (%.1f MB for a batch of %d x %d); the logits are %.0f of "
            "them (%.0f%%)\n", allocated, counted, allocated * tokens / 1e6, m->B, m->T_max,
@@ -118,11 +124,19 @@ static void print_memory(Job *job, Transformer *m) {
 static void build_model(Transformer *m, const Job *job, int B, Device device) {
     transformer_init(m, &job->cfg, B, job->opt->lm.bptt, (uint64_t)job->opt->seed);
     lesson_positional_table(transformer_positions(m)); /* on the host, before the model moves */
+    transformer_set_precision(m, job->opt->dtype);     /* float32: as it was */
     if (device == DEVICE_CPU) {
         if (strcmp(job->opt->ops, "mine") == 0) lesson_use_my_layers(m);
     } else {
         transformer_to_device(m, device); /* the library's CUDA layers */
     }
+}
+
+/* The evaluation model takes the trained one's weights: the float32 values, and the
+ * working copy rounded from them in a 16-bit run. */
+static void copy_weights(Transformer *eval, const Transformer *model) {
+    tensor_copy(&eval->params.values, &model->params.values);
+    if (transformer_precision(eval) != DTYPE_F32) params_refresh_working(&eval->params);
 }
 
 static void wait_for(Device device) {
@@ -139,6 +153,10 @@ static Summary run_on(Job *job, Device device) {
     build_model(&eval, job, o->eval_batch_size, device); /* the valid and test columns */
     Optimizer opt;
     optimizer_init(&opt, &model.params, strcmp(o->optimizer, "adamw") == 0, o->lr, o->weight_decay);
+    MixedPrecision mp; /* the working copy after each step; fp16's loss scale */
+    mixed_precision_init(&mp, o->dtype, &model.blocks, &model.params);
+    mixed_precision_unscale_after_backward(&mp); /* your loop (TODO 4.7) needs no change */
+    opt.mp = &mp;
     TokenBatch tb, eb;
     token_batch_init(&tb, o->batch_size, o->lm.bptt, device);
     token_batch_init(&eb, o->eval_batch_size, o->lm.bptt, device);
@@ -152,14 +170,18 @@ static Summary run_on(Job *job, Device device) {
         TrainStats tr = lesson_train_epoch(&model, &opt, &job->train, &s, epoch, &tb); /* TODO 4.7 */
         wait_for(device);
         const double train_s = now_seconds() - t0;
-        tensor_copy(&eval.params.values, &model.params.values); /* the weights just trained */
+        copy_weights(&eval, &model); /* the weights just trained */
         valid = lesson_evaluate(&eval, &job->valid, o->lm.bptt, &eb);                     /* TODO 4.8 */
         wait_for(device);
         const double seconds = now_seconds() - t0, rate = (double)tr.tokens / train_s;
         const double mfu = job->peak > 0 ? flops * rate / job->peak : 0.0;
-        char extra[96] = "";
+        char extra[160] = "";
+        int at = 0;
         if (device != DEVICE_CPU && job->peak > 0)
-            snprintf(extra, sizeof extra, " %.2f TFLOP/s, MFU %4.1f%% |", flops * rate / 1e12, 100 * mfu);
+            at = snprintf(extra, sizeof extra, " %.2f TFLOP/s, MFU %4.1f%% |", flops * rate / 1e12, 100 * mfu);
+        if (o->dtype == DTYPE_F16) /* a float16 step whose gradients overflowed is skipped */
+            snprintf(extra + at, sizeof extra - (size_t)at, " skipped %lld steps, loss scale %g |",
+                     (long long)mixed_precision_skipped(&mp), (double)mixed_precision_scale(&mp));
         print0("%s| end of epoch %3d | time: %5.2fs | valid loss %5.2f | valid ppl %8.2f | "
                "%7.0f tokens/s |%s\n", o->compare ? (device == DEVICE_CPU ? "cpu  " : "cuda ") : "",
                epoch, seconds, valid.loss, valid.ppl, rate, extra);
@@ -172,11 +194,13 @@ static Summary run_on(Job *job, Device device) {
         metrics_num(job->metrics, "seconds", seconds);
         metrics_num(job->metrics, "tokens_per_s", rate);
         if (device != DEVICE_CPU) metrics_num(job->metrics, "mfu", mfu);
+        metrics_str(job->metrics, "precision", o->precision);
+        metrics_int(job->metrics, "skipped_steps", mixed_precision_skipped(&mp));
         metrics_end(job->metrics);
         sum.seconds += seconds / o->epochs, sum.tokens_per_s += rate / o->epochs;
         sum.mfu += mfu / o->epochs;
     }
-    tensor_copy(&eval.params.values, &model.params.values);
+    copy_weights(&eval, &model);
     EvalResult test = lesson_evaluate(&eval, &job->test, o->lm.bptt, &eb);
     print0("%s| End of training | test loss %5.2f | test ppl %8.2f\n",
            o->compare ? (device == DEVICE_CPU ? "cpu  " : "cuda ") : "", test.loss, test.ppl);
@@ -184,6 +208,7 @@ static Summary run_on(Job *job, Device device) {
     token_batch_free(&tb);
     token_batch_free(&eb);
     optimizer_free(&opt);
+    mixed_precision_free(&mp);
     transformer_free(&eval);
     transformer_free(&model);
     return sum;
@@ -200,6 +225,10 @@ int lesson_main(int argc, char **argv) {
         print0("note: --compare needs --device cuda: training on the CPU only\n");
         o.compare = 0;
     }
+    if (o.dtype != DTYPE_F32 && (!on_gpu || o.compare) && strcmp(o.ops, "mine") == 0)
+        fatal("--precision %s on the CPU: your attention and layer norm (TODOs 4.3-4.6, --ops "
+              "mine, the default) are float32 code; add --ops library (its layers take %s)",
+              o.precision, dtype_name(o.dtype));
 
     const TextOptions topt = lm_text_options(&o.lm);
     TextCorpus corpus;
@@ -221,25 +250,44 @@ int lesson_main(int argc, char **argv) {
            o.model, (long long)transformer_param_count(c), c->d_model, c->heads, c->d_ff, c->layers,
            (double)c->dropout);
     print0("training: %s lr %g (x %g each epoch), clip %g, batch %d x %d tokens, %lld steps an "
-           "epoch, %d thread%s, %s attention and layer norm\n", o.optimizer, (double)o.lr,
+           "epoch, %d thread%s, %s attention and layer norm, precision %s%s\n", o.optimizer, (double)o.lr,
            (double)o.gamma, (double)o.clip, o.batch_size, o.lm.bptt,
            (long long)text_batch_count(&job.train, o.lm.bptt), o.threads, o.threads == 1 ? "" : "s",
-           strcmp(o.ops, "mine") == 0 ? "your" : "the library's");
+           strcmp(o.ops, "mine") == 0 ? "your" : "the library's", o.precision,
+           o.dtype == DTYPE_F32 ? "" : o.dtype == DTYPE_BF16 ? " (bfloat16 compute, float32 master weights)"
+                                                             : " (float16 compute, float32 master weights, loss scaling)");
     const double flops = transformer_train_flops_per_token(c, o.lm.bptt);
     print0("arithmetic: %.1f MFLOP per token trained (%.0f%% of it in the decoder to %d words)\n",
            flops / 1e6, 100.0 * 6.0 * c->d_model * c->vocab / flops, c->vocab);
     if (on_gpu) {
         CudaDeviceInfo g;
         cuda_device_info(cuda_current_device(), &g);
-        job.peak = o.peak_tflops > 0 ? o.peak_tflops * 1e12
-                                     : gpu_fp32_peak_flops(g.major, g.minor, g.multiprocessors, g.clock_khz);
+        if (!gpu_supports_precision(g.major, g.minor, o.dtype))
+            fatal("--precision %s: GPU %d (%s, compute capability %d.%d) has no %s tensor cores "
+                  "(%s needs %s or later); use --precision %s", o.precision, cuda_current_device(),
+                  g.name, g.major, g.minor, dtype_name(o.dtype), o.precision,
+                  o.dtype == DTYPE_BF16 ? "8.0 (Ampere)" : "7.0 (Volta)",
+                  o.dtype == DTYPE_BF16 && gpu_supports_precision(g.major, g.minor, DTYPE_F16) ? "fp16 or fp32" : "fp32");
+        const bool tensor = o.dtype != DTYPE_F32; /* the peak of the precision used */
+        const double formula = tensor ? gpu_tensor_peak_flops(g.major, g.minor, g.multiprocessors,
+                                                              g.clock_khz, o.dtype)
+                                      : gpu_fp32_peak_flops(g.major, g.minor, g.multiprocessors, g.clock_khz);
+        job.peak = o.peak_tflops > 0 ? o.peak_tflops * 1e12 : formula;
         print0("GPU %d: %s, compute capability %d.%d, %d multiprocessors\n", cuda_current_device(),
                g.name, g.major, g.minor, g.multiprocessors);
-        if (job.peak > 0)
-            print0("      FP32 peak %.1f TFLOP/s (%s): the MFU is the model's FLOP/s against it\n",
-                   job.peak / 1e12, o.peak_tflops > 0 ? "--peak-tflops" : "lanes x 2 x clock");
+        char how[96];
+        if (tensor)
+            snprintf(how, sizeof how, "dense tensor cores: %d FLOP/clock/SM x %d SMs x clock",
+                     gpu_tensor_flop_per_clock_sm(g.major, g.minor, o.dtype), g.multiprocessors);
         else
-            print0("      FP32 peak unknown (the runtime gives no clock): --peak-tflops X for the MFU\n");
+            snprintf(how, sizeof how, "lanes x 2 x clock");
+        const char *peak_name = tensor ? (o.dtype == DTYPE_BF16 ? "BF16" : "FP16") : "FP32";
+        if (job.peak > 0)
+            print0("      %s peak %.1f TFLOP/s (%s): the MFU is the model's FLOP/s against it\n",
+                   peak_name, job.peak / 1e12, o.peak_tflops > 0 ? "--peak-tflops" : how);
+        else
+            print0("      %s peak unknown (no clock, or an architecture the table lacks): "
+                   "--peak-tflops X for the MFU\n", peak_name);
         if (strcmp(o.ops, "mine") == 0)
             print0("note: on the GPU the library's CUDA layers run; your TODOs 4.3-4.6 are CPU code\n");
     }

@@ -63,6 +63,8 @@ void lm_setup(Run *run) {
     transformer_init(&run->lm, &cfg, B, T, (uint64_t)t->seed + 1000u * (uint64_t)run->dist->rank);
     const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
     if (device != DEVICE_CPU) transformer_to_device(&run->lm, device);
+    transformer_set_precision(&run->lm, c->dtype); /* float32: as it was */
+    mixed_precision_init(&run->mp, c->dtype, &run->lm.blocks, &run->lm.params);
     run->model.params = run->lm.params; /* after the move: the buffers the TODOs work on */
 
     const size_t bytes = (size_t)B * T * sizeof(int);
@@ -95,6 +97,13 @@ static void load_sequences(Run *run, const TokenStream *s) {
     }
 }
 
+/* fp16's loss scaling: an overflow on any rank skips the step on all (loss_scale.h) */
+static bool any_rank(void *d, bool found) { return dist_sum_double(d, found) > 0.0; }
+
+void lm_weights_changed(Run *run) {
+    if (transformer_precision(&run->lm) != DTYPE_F32) params_refresh_working(&run->lm.params);
+}
+
 EpochStats lm_train_epoch(Run *run, int epoch) {
     EpochStats s = {0};
     const bool buckets = strcmp(run->cfg.grad_sync, "buckets") == 0;
@@ -119,8 +128,11 @@ EpochStats lm_train_epoch(Run *run, int epoch) {
         }
         if (buckets) ddp_finish_gradients(&run->ddp); /* started during the backward */
         else lesson_average_gradients(run);
+        mixed_precision_unscale(&run->mp); /* fp16: the gradients / S, before clipping */
+        if (run->cfg.dtype == DTYPE_F16) loss_scale_agree(&run->mp.scaler, any_rank, run->dist);
         if (run->cfg.clip > 0) clip_grad_norm(&run->lm.params, run->cfg.clip); /* the same on all ranks */
-        adam_step(&run->opt, &run->model.params);
+        if (mixed_precision_should_step(&run->mp)) adam_step(&run->opt, &run->model.params);
+        mixed_precision_step_done(&run->mp); /* the 16-bit working copy from the new weights */
         trace_end("step");
         s.loss_sum += (double)loss * B * T; /* the mean over this step's tokens */
         s.examples += (double)B * T;        /* examples are tokens here */
@@ -139,6 +151,9 @@ EpochStats lm_evaluate_share(Run *run) {
     const int W = run->dist->world_size, B = run->lm.B, T = run->cfg.lm.bptt;
     const int blocks = transformer_block_count(&run->lm.cfg);
     transformer_eval(&run->lm); /* no dropout */
+    Tensor logits32 = {0}; /* a 16-bit run's logits read as float32 for count_correct (exact) */
+    if (transformer_precision(&run->lm) != DTYPE_F32)
+        logits32 = tensor_zeros_on(run->lm.device, 2, B * T, run->lm.cfg.vocab);
     for (int first = run->dist->rank; first < run->test.count; first += W * B) {
         int n = 0;
         for (int i = first; i < run->test.count && n < B; i += W) run->seq[n++] = i;
@@ -147,9 +162,15 @@ EpochStats lm_evaluate_share(Run *run) {
         transformer_forward(&run->lm, 0, blocks, run->dev_tokens, NULL);
         Tensor logits = tensor_rows(transformer_logits(&run->lm), n * T); /* the first n sequences' rows */
         s.loss_sum += (double)run->lm.layers.softmax_cross_entropy_fast(NULL, &logits, run->dev_targets) * n * T;
+        if (logits32.raw) {
+            Tensor rows = tensor_rows(&logits32, n * T);
+            tensor_convert(&rows, &logits);
+            logits = rows;
+        }
         s.correct += run->lm.layers.count_correct(&logits, run->dev_targets); /* next token right */
         s.examples += (double)n * T;
     }
+    tensor_free(&logits32);
     transformer_train(&run->lm);
     return s;
 }
@@ -161,6 +182,7 @@ void lm_free(Run *run) {
     }
     xfree(run->seq), xfree(run->tokens), xfree(run->targets);
     memset(&run->model.params, 0, sizeof run->model.params); /* lm's: freed with it */
+    mixed_precision_free(&run->mp);
     transformer_free(&run->lm);
     text_free(&run->corpus);
 }

@@ -61,15 +61,18 @@ static double grad_difference(const Transformer *stage, const Transformer *whole
 }
 
 /* One step of the pipeline against forward_backward of the unsplit model. */
-static bool same_as_unsplit(PipeSchedule schedule, int micro, float dropout, bool exact) {
+static bool same_as_unsplit_in(PipeSchedule schedule, int micro, float dropout, bool exact,
+                               DType dtype) {
     const TransformerConfig c = small_config(dropout);
     int tokens[B * T], targets[B * T];
     make_batch(tokens, targets);
     Transformer whole, stage;
     transformer_init(&whole, &c, B, T, 5);
+    transformer_set_precision(&whole, dtype);
     params_zero_grad(&whole.params);
     const float want = transformer_forward_backward(&whole, tokens, targets);
     build_stage(&stage, &c, micro);
+    transformer_set_precision(&stage, dtype); /* before the pipeline holds its buffers */
     Pipeline pipe;
     pipeline_init(&pipe, g_dist, &stage.blocks, micro, schedule);
     const int *tok[16], *tgt[16];
@@ -94,7 +97,7 @@ static bool same_as_unsplit(PipeSchedule schedule, int micro, float dropout, boo
     }
     /* the memory it holds: as many sets as were in flight (the model's own the first),
      * each with its received input ([B/m * T, D] floats) after stage 0 */
-    const int64_t input = s > 0 ? (int64_t)(B / micro) * T * c.d_model * 4 : 0;
+    const int64_t input = s > 0 ? (int64_t)(B / micro) * T * c.d_model * (int64_t)dtype_size(dtype) : 0;
     const int64_t want_bytes = (int64_t)most * (transformer_activation_bytes(&stage) + input);
     if (pipeline_activation_bytes(&pipe) != want_bytes) {
         fprintf(stderr, "rank %d: %s, %d micro-batches: %lld bytes of activations, expected %lld\n",
@@ -105,6 +108,21 @@ static bool same_as_unsplit(PipeSchedule schedule, int micro, float dropout, boo
     pipeline_free(&pipe);
     transformer_free(&stage), transformer_free(&whole);
     return ok;
+}
+
+static bool same_as_unsplit(PipeSchedule schedule, int micro, float dropout, bool exact) {
+    return same_as_unsplit_in(schedule, micro, dropout, exact, DTYPE_F32);
+}
+
+/* bfloat16 (issue 28): the stages run the model's blocks in its dtype, the buffers
+ * between them too. One micro-batch: the unsplit bf16 model's bits; four: its loss and
+ * gradients to float32 sums in another order (each micro-batch's 1/m is a power of two
+ * here, folded into the loss's one rounding). */
+static bool check_bf16(Dist *d) {
+    (void)d;
+    return same_as_unsplit_in(PIPE_GPIPE, 1, 0.2f, true, DTYPE_BF16) &&
+           same_as_unsplit_in(PIPE_1F1B, 1, 0.2f, true, DTYPE_BF16) &&
+           same_as_unsplit_in(PIPE_1F1B, 4, 0.0f, false, DTYPE_BF16);
 }
 
 static bool check_gpipe(Dist *d) {
@@ -194,6 +212,7 @@ int main(int argc, char **argv) {
     run("GPipe, m = 1, 2, 4, 8: the unsplit model's loss and gradients", check_gpipe);
     run("1F1B, m = 1, 2, 4, 8: the unsplit model's loss and gradients", check_1f1b);
     run("one micro-batch with dropout: the unsplit model's bits", check_one_micro_exact);
+    run("bf16: one micro-batch = the unsplit bf16 model's bits; 1F1B m = 4 to float32 sums", check_bf16);
     const int status = rank_checks_end();
     dist_finalize(g_dist);
     return status;

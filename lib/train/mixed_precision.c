@@ -1,0 +1,71 @@
+#include "train/mixed_precision.h"
+
+#include <string.h>
+
+#include "core/check.h"
+
+void mixed_precision_init_scaled(MixedPrecision *mp, DType dtype, BlockList *blocks,
+                                 ParamList *params, float init_scale, int growth_interval) {
+    memset(mp, 0, sizeof *mp);
+    mp->dtype = dtype, mp->blocks = blocks, mp->params = params;
+    CHECK(blocks->dtype == dtype, "mixed precision %s for a model that runs in %s: set the "
+          "model's precision first (transformer_set_precision)", dtype_name(dtype),
+          dtype_name(blocks->dtype));
+    CHECK(dtype == DTYPE_F32 || (params->working.raw && params->working.dtype == dtype),
+          "mixed precision %s without a %s working copy of the parameters", dtype_name(dtype),
+          dtype_name(dtype));
+    mp->scaling = dtype == DTYPE_F16;
+    if (mp->scaling) {
+        loss_scale_init_with(&mp->scaler, init_scale, 2.0f, 0.5f, growth_interval);
+        blocks->loss_scale = loss_scale_value(&mp->scaler);
+    }
+}
+
+void mixed_precision_init(MixedPrecision *mp, DType dtype, BlockList *blocks, ParamList *params) {
+    mixed_precision_init_scaled(mp, dtype, blocks, params, 65536.0f, 2000); /* GradScaler's */
+}
+
+static void after_backward(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
+    if (pass == BLOCK_BACKWARD && after && b->index == l->first) /* the backward's last block */
+        mixed_precision_unscale(ctx);
+}
+
+void mixed_precision_free(MixedPrecision *mp) {
+    if (mp->hooked) blocks_remove_hook(mp->blocks, after_backward, mp);
+    if (mp->scaling) mp->blocks->loss_scale = 0.0f;
+    memset(mp, 0, sizeof *mp);
+}
+
+bool mixed_precision_unscale(MixedPrecision *mp) {
+    if (!mp->scaling) return false;
+    const bool found = loss_scale_unscale(&mp->scaler, &mp->params->grads);
+    if (found) tensor_fill(&mp->params->grads, 0.0f); /* skipped: a clean 0 for clip's norm */
+    return found;
+}
+
+void mixed_precision_unscale_after_backward(MixedPrecision *mp) {
+    if (!mp->scaling || mp->hooked) return;
+    blocks_add_hook(mp->blocks, after_backward, mp);
+    mp->hooked = true;
+}
+
+bool mixed_precision_should_step(const MixedPrecision *mp) {
+    return !mp->scaling || loss_scale_should_step(&mp->scaler);
+}
+
+void mixed_precision_step_done(MixedPrecision *mp) {
+    if (mp->dtype == DTYPE_F32) return;
+    if (mixed_precision_should_step(mp)) params_refresh_working(mp->params);
+    if (mp->scaling) {
+        loss_scale_update(&mp->scaler);
+        mp->blocks->loss_scale = loss_scale_value(&mp->scaler);
+    }
+}
+
+int64_t mixed_precision_skipped(const MixedPrecision *mp) {
+    return mp->scaling ? mp->scaler.steps_skipped : 0;
+}
+
+float mixed_precision_scale(const MixedPrecision *mp) {
+    return mp->scaling ? loss_scale_value(&mp->scaler) : 1.0f;
+}

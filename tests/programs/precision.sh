@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Lesson 04's --precision (issue 28), the solution's program on the CPU:
+#   - bf16 trains the model to a valid loss within 2% of float32's after one epoch of the
+#     fortunes text (Debian's package; skipped where it is not installed). The smallest
+#     honest run: the whole epoch (392,676 tokens, 561 steps of 20 x 35) with the whole
+#     vocabulary (55,327 words), a model 16 wide (2 heads, feed-forward 16, 1 layer,
+#     dropout 0.2), 2 threads: the decoder to 55k words is 99% of its arithmetic, which
+#     is where bf16's rounding of the logits and their gradient shows;
+#   - fp16 (loss scaling) runs 30 steps; its epoch line says the steps it skipped, and
+#     --metrics has precision and skipped_steps with the same count;
+#   - refusals: --precision bf16 with your float32 layers (--ops mine, the default) and an
+#     unknown precision exit 1 with a message; lesson 06's CNN in bf16 too;
+#   - lesson 06 (2 ranks under mpirun, skipped without): the transformer in fp16 for 10
+#     steps, both ranks ending with the same weights.
+# Last line: "N passed, M failed[, K skipped]".
+#   tests/programs/precision.sh BUILD_DIR
+set -u
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+passed=0 failed=0 skipped=0
+pass() { echo "PASS  $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
+show() { sed 's/^/        /' "$1" | tail -"${2:-8}"; }
+l04=$build/solutions/04-transformer/train
+[ -x "$l04" ] || { fail "$l04 is not built (make BUILD=$build all)"; echo "$passed passed, $failed failed"; exit 1; }
+tmp=$(mktemp -d /tmp/precision_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+run() { local out=$1 limit=$2; shift 2; timeout "$limit" "$@" >"$out" 2>&1; rc=$?; }
+key() { sed -n "s/.*\"$2\": \"\\{0,1\\}\\([^\",}]*\\).*/\\1/p" "$1" | tail -1; }
+
+run "$tmp/mine" 60 "$l04" --dataset fortunes --precision bf16 --epochs 1 --max-steps 1
+if [ $rc -eq 1 ] && grep -q 'float32 code.*--ops library' "$tmp/mine"; then
+    pass "--precision bf16 with --ops mine: exit 1, the message names --ops library"
+else
+    fail "--precision bf16 with --ops mine: exit $rc (expected 1 and \"float32 code ... --ops library\")"
+    show "$tmp/mine"
+fi
+run "$tmp/fp8" 60 "$l04" --dataset fortunes --precision fp8 --ops library
+if [ $rc -eq 1 ] && grep -q 'fp32|bf16|fp16' "$tmp/fp8"; then
+    pass "--precision fp8: exit 1, the choices named"
+else
+    fail "--precision fp8: exit $rc"; show "$tmp/fp8"
+fi
+
+l06=$build/solutions/06-ddp/train
+run "$tmp/cnn" 60 "$l06" --precision bf16
+if [ $rc -eq 1 ] && grep -q 'CNN runs in float32 only' "$tmp/cnn"; then
+    pass "lesson 06 --precision bf16 with the CNN: exit 1, the message says why"
+else
+    fail "lesson 06 --precision bf16 with the CNN: exit $rc"; show "$tmp/cnn"
+fi
+
+if [ ! -d /usr/share/games/fortunes ]; then
+    skip "bf16 against float32 and fp16 on the fortunes text: Debian's fortunes package is not installed"
+    echo "$passed passed, $failed failed, $skipped skipped"
+    exit 0
+fi
+small=(--dataset fortunes --ops library --d-model 16 --heads 2 --d-hid 16 --layers 1 --threads 2 --epochs 1)
+run "$tmp/fp16" 600 "$l04" "${small[@]}" --precision fp16 --max-steps 30 --metrics "$tmp/fp16.json"
+skips=$(key "$tmp/fp16.json" skipped_steps)
+if [ $rc -eq 0 ] && [ "$(key "$tmp/fp16.json" precision)" = fp16 ] && [ -n "$skips" ] &&
+    grep -q "skipped $skips steps, loss scale" "$tmp/fp16" && grep -q 'precision fp16' "$tmp/fp16"; then
+    pass "fp16, 30 steps: runs; the epoch line and --metrics say $skips skipped steps, the header fp16"
+else
+    fail "fp16, 30 steps: exit $rc, skipped_steps '$skips'"; show "$tmp/fp16"
+fi
+if command -v mpirun >/dev/null; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    run "$tmp/ddp" 300 mpirun --oversubscribe --mca btl self,vader,tcp -n 2 "$l06" --model transformer \
+        --text fortunes --d-model 16 --heads 2 --d-hid 16 --layers 1 --max-steps 10 --batch-size 8 \
+        --precision fp16 --grad-sync buckets
+    digests=$(sed -n 's/^rank [0-9] parameter digest: //p' "$tmp/ddp" | sort -u | wc -l)
+    if [ $rc -eq 0 ] && [ "$digests" = 1 ] && grep -q 'precision fp16' "$tmp/ddp" && grep -q 'steps skipped so far' "$tmp/ddp"; then
+        pass "lesson 06, 2 ranks, --precision fp16, 10 steps: the ranks end with the same weights; skips printed"
+    else
+        fail "lesson 06, 2 ranks, --precision fp16: exit $rc, $digests different digests"; show "$tmp/ddp"
+    fi
+else
+    skip "lesson 06 with 2 ranks in fp16: no mpirun"
+fi
+for p in fp32 bf16; do
+    run "$tmp/$p" 1500 "$l04" "${small[@]}" --precision $p --metrics "$tmp/$p.json"
+    [ $rc -eq 0 ] || { fail "--precision $p, one epoch: exit $rc"; show "$tmp/$p"; }
+done
+v32=$(key "$tmp/fp32.json" valid_loss) v16=$(key "$tmp/bf16.json" valid_loss)
+s32=$(key "$tmp/fp32.json" seconds) s16=$(key "$tmp/bf16.json" seconds)
+if [ -n "$v32" ] && [ -n "$v16" ] && awk -v a="$v32" -v b="$v16" 'BEGIN { d = b - a; if (d < 0) d = -d; exit !(d <= 0.02 * a) }'; then
+    pass "one epoch of fortunes: valid loss bf16 $v16, float32 $v32 (within 2%; ${s16}s and ${s32}s)"
+else
+    fail "one epoch of fortunes: valid loss bf16 '$v16', float32 '$v32' (more than 2% apart, or missing)"
+    show "$tmp/bf16" 4
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]
