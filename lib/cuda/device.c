@@ -237,6 +237,11 @@ bool cuda_init(char *why, size_t why_cap) {
         return false;
     }
     cublasStatus_t s = cublasCreate(&g_cublas);
+    /* 16-bit GEMMs (cuda_gemm_ex) round C once, from float32 sums, as their CPU twins
+     * do: no split-K partial sums reduced in bf16/fp16 (cuBLAS's default allows it) */
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasSetMathMode(g_cublas, CUBLAS_DEFAULT_MATH |
+                                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     if (s != CUBLAS_STATUS_SUCCESS) {
         snprintf(why, why_cap, "cuBLAS did not start on device %d: %s", dev,
                  cublasGetStatusString(s));

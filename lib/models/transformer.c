@@ -229,9 +229,12 @@ void transformer_set_precision(Transformer *m, DType dtype) {
         fatal("a precision of %s: the transformer runs in float32, bfloat16 or float16",
               dtype_name(dtype));
     blocks_set_precision(&m->blocks, dtype); /* refuses blocks that cannot */
-    /* back to float32, a working copy made before stays, unread */
+    /* back to float32, a working copy made before stays, unread; kept for 16 bits
+     * again, it is refreshed: the values may have trained meanwhile */
     if (dtype != DTYPE_F32 && (!m->params.working.raw || m->params.working.dtype != dtype))
         params_set_working(&m->params, dtype);
+    else if (dtype != DTYPE_F32)
+        params_refresh_working(&m->params);
     point_dlogits(m);
 }
 
