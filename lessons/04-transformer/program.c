@@ -19,15 +19,17 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/timer.h"
+#include "core/trace.h"
 #include "cuda/device.h"
 #include "lesson.h"
 #include "train/lm_options.h"
+#include "train/run_trace.h"
 
 /* ---------------------------------------------------------------- options */
 
 typedef struct {
     LmOptions lm; /* --tokenizer, --d-model, --heads, --d-hid, --layers, --dropout, --bptt */
-    const char *dataset, *data, *model, *optimizer, *device, *ops, *metrics, *precision;
+    const char *dataset, *data, *model, *optimizer, *device, *ops, *metrics, *precision, *trace;
     DType dtype;        /* --precision, parsed */
     int batch_size, eval_batch_size, epochs, max_steps, seed, threads, compare;
     float lr, gamma, clip, weight_decay, peak_tflops;
@@ -38,7 +40,8 @@ static Config parse_args(int argc, char **argv) {
                 .optimizer = "sgd", .device = "cpu", .ops = "mine", .precision = "fp32", .batch_size = 20,
                 .eval_batch_size = 10, .epochs = 3, .seed = 42, .threads = omp_get_max_threads(),
                 .gamma = 0.95f, .clip = 0.5f, .weight_decay = 0.01f};
-    ArgSpec specs[LM_OPTION_SPECS + 20] = {
+    enum { OWN = 21 }; /* the lesson's own options below, then the shared ones */
+    ArgSpec specs[OWN + LM_OPTION_SPECS] = {
         {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
         {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
         {"model", ARG_CHOICE, &c.model, "preset: tutorial (200 wide, 2 heads, 2 layers, dropout 0.2) or seed (1024, 4 heads, 3 layers)", "tutorial|seed"},
@@ -57,10 +60,12 @@ static Config parse_args(int argc, char **argv) {
         {"compare", ARG_FLAG, &c.compare, "with --device cuda: train on the CPU too, side by side", NULL},
         {"ops", ARG_CHOICE, &c.ops, "attention and layer norm on the CPU: yours (TODO 4.3-4.6) or the library's", "mine|library"},
         {"metrics", ARG_STRING, &c.metrics, "write one JSON object per epoch to this file", NULL},
+        {"trace", ARG_STRING, &c.trace, "where the time goes: each block's forward and backward, data loading, the optimiser, in Chrome's trace format (make trace)", NULL},
         {"peak-tflops", ARG_FLOAT, &c.peak_tflops, "the GPU's peak for the MFU, when the runtime does not tell its clock", NULL},
         {"precision", ARG_CHOICE, &c.precision, "compute in float32, or in bfloat16 / float16 with float32 master weights; fp16 with loss scaling", "fp32|bf16|fp16"},
     };
-    const int n = 20 + lm_options_specs(&c.lm, specs + 20); /* shared with lesson 06 */
+    CHECK(specs[OWN - 1].name && !specs[OWN].name, "OWN must count the lesson's own options");
+    const int n = OWN + lm_options_specs(&c.lm, specs + OWN); /* shared with lesson 06 */
     args_parse(argc, argv, specs, n,
                "Lesson 04: train the tutorial's transformer language model on a text (WikiText-2 "
                "or Debian's fortunes), on the CPU or a GPU.");
@@ -164,15 +169,23 @@ static Summary run_on(Job *job, Device device) {
                              .max_steps = o->max_steps};
     const double flops = transformer_train_flops_per_token(&job->cfg, o->lm.bptt);
     EvalResult valid = {0};
+    /* --trace: your loop (TODO 4.7) has no step ranges; the blocks, data loading and the
+     * optimiser have theirs, inside an epoch's */
+    BlockTrace *traced[2] = {block_trace_attach(&model.blocks), block_trace_attach(&eval.blocks)};
     for (int epoch = 1; epoch <= o->epochs; epoch++) {
         wait_for(device);
         const double t0 = now_seconds();
+        trace_begin("train epoch", TRACE_OTHER);
         TrainStats tr = lesson_train_epoch(&model, &opt, &job->train, &s, epoch, &tb); /* TODO 4.7 */
         wait_for(device);
+        trace_end("train epoch");
+        trace_sample_counters();
         const double train_s = now_seconds() - t0;
         copy_weights(&eval, &model); /* the weights just trained */
+        trace_begin("evaluate", TRACE_OTHER);
         valid = lesson_evaluate(&eval, &job->valid, o->lm.bptt, &eb);                     /* TODO 4.8 */
         wait_for(device);
+        trace_end("evaluate");
         const double seconds = now_seconds() - t0, rate = (double)tr.tokens / train_s;
         const double mfu = job->peak > 0 ? flops * rate / job->peak : 0.0;
         char extra[160] = "";
@@ -205,6 +218,8 @@ static Summary run_on(Job *job, Device device) {
     print0("%s| End of training | test loss %5.2f | test ppl %8.2f\n",
            o->compare ? (device == DEVICE_CPU ? "cpu  " : "cuda ") : "", test.loss, test.ppl);
     sum.valid_ppl = valid.ppl, sum.test_loss = test.loss, sum.test_ppl = test.ppl;
+    block_trace_detach(traced[0]);
+    block_trace_detach(traced[1]);
     token_batch_free(&tb);
     token_batch_free(&eb);
     optimizer_free(&opt);
@@ -239,6 +254,8 @@ int lesson_main(int argc, char **argv) {
     lesson_batchify(&corpus.test, o.eval_batch_size, "test", &job.test);
     job.cfg = lm_model_config(&o.lm, o.model, corpus.vocab.count);
     job.metrics = metrics_open(o.metrics);
+    RunTrace trace; /* --trace FILE (core/trace.h): both devices' runs with --compare */
+    run_trace_start(&trace, o.trace);
 
     print0("data: %s, %s", corpus.name, corpus.source);
     if (corpus.note[0]) print0(" (%s)", corpus.note);
@@ -304,6 +321,7 @@ int lesson_main(int argc, char **argv) {
                    rows[i].tokens_per_s, rows[i].valid_ppl, rows[i].test_ppl,
                    rows[0].seconds / rows[i].seconds);
     }
+    run_trace_finish(&trace);
     metrics_close(job.metrics);
     text_batches_free(&job.train);
     text_batches_free(&job.valid);

@@ -42,7 +42,6 @@ typedef struct {
     const char *dist;     /* the communication backend: auto, mpi, nccl, single */
     const char *grad_sync; /* mine (TODO 6.4) or buckets (lib/parallel/ddp.h) */
     const char *checkpoint_dir;
-    const char *trace;    /* --trace FILE: each rank writes FILE.rank<r>.json (core/trace.h) */
     int ranks;            /* the ranks the job script asked for (0: any) */
     int max_steps;        /* stop after this many steps (0: the whole epochs) */
     int collectives;      /* part 2: the ring all-reduce and its bandwidths instead */

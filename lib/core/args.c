@@ -86,6 +86,10 @@ static void set_value(const ArgSpec *s, const char *value) {
 }
 
 void args_parse(int argc, char **argv, const ArgSpec *specs, int nspecs, const char *about) {
+    for (int a = 0; a < nspecs; a++) /* a program's mistake: the later one would win, silently */
+        for (int b = a + 1; b < nspecs; b++)
+            CHECK(strcmp(specs[a].name, specs[b].name) != 0, "option --%s is declared twice",
+                  specs[a].name);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {

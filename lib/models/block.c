@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/trace.h"
+#include "layers/rounded.h"
 
 static Tensor shape_of(DType dtype, int ndim, va_list ap) {
     CHECK(ndim >= 1 && ndim <= TENSOR_MAX_DIMS, "a shape of %d dimensions", ndim);
@@ -37,7 +38,7 @@ const Tensor *block_param(const Block *b, const Param *p) {
               "with params_set_working(&params, %s) (transformer_set_precision does)", b->name,
               dtype_name(b->dtype), p->name,
               p->work.raw ? dtype_name(p->work.dtype) : "no 16-bit working copy",
-              dtype_name(b->dtype));
+              b->dtype == DTYPE_BF16 ? "DTYPE_BF16" : "DTYPE_F16");
     return &p->work;
 }
 
@@ -222,6 +223,7 @@ void blocks_free(BlockList *l) {
     }
     free_buffers(l);
     xfree(l->items);
+    if (l->dtype != DTYPE_F32) rounded_release(); /* the CPU's 16-bit scratch (this thread's) */
     memset(l, 0, sizeof *l);
 }
 

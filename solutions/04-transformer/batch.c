@@ -6,6 +6,7 @@
  * the host and copies once per step (2 x B x T ints: 5.6 kB for the tutorial's). */
 #include <string.h>
 
+#include "core/trace.h"
 #include "lesson.h"
 
 void token_batch_init(TokenBatch *tb, int batch_size, int bptt, Device device) {
@@ -37,6 +38,7 @@ void token_batch_load(TokenBatch *tb, const TextBatch *b) {
     const int T = b->seq_len, B = b->cols;
     CHECK(T * B <= tb->capacity, "a batch of %d x %d tokens does not fit the %d of the buffers",
           T, B, tb->capacity);
+    trace_begin("load batch", TRACE_DATA); /* with --trace (core/trace.h) */
     for (int t = 0; t < T; t++)
         for (int s = 0; s < B; s++) { /* [T, B] -> row s*T + t */
             tb->host_tokens[s * T + t] = b->input[t * B + s];
@@ -47,6 +49,7 @@ void token_batch_load(TokenBatch *tb, const TextBatch *b) {
         device_copy(tb->tokens, tb->device, tb->host_tokens, DEVICE_CPU, bytes);
         device_copy(tb->targets, tb->device, tb->host_targets, DEVICE_CPU, bytes);
     }
+    trace_end("load batch");
 }
 
 void optimizer_init(Optimizer *o, const ParamList *params, bool adamw, float lr, float weight_decay) {

@@ -34,7 +34,7 @@
 /* The options every rank must share are compared across ranks once the job is joined
  * (lib/dist/dist_options.h); these may differ: the file rank 0 writes, each rank's
  * threads and patience. */
-enum { OWN = 16, MAX_SPECS = OWN + TRAIN_OPTION_SPECS + LM_OPTION_SPECS };
+enum { OWN = 15, MAX_SPECS = OWN + TRAIN_OPTION_SPECS + LM_OPTION_SPECS };
 static const char *const per_rank_options[] = {"metrics", "threads", "timeout", NULL};
 
 /* Fills *c, and specs (MAX_SPECS) with the options pointing into it; returns how many. */
@@ -63,15 +63,18 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
         {"checkpoint-dir", ARG_STRING, &c->checkpoint_dir, "rank 0 writes a checkpoint here after each epoch", NULL},
         {"resume", ARG_FLAG, &c->resume, "continue from the newest checkpoint there (any rank count)", NULL},
         {"collectives", ARG_FLAG, &c->collectives, "part 2: check the ring all-reduce, measure bandwidths", NULL},
-        {"trace", ARG_STRING, &c->trace, "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace format; make trace)", NULL},
     };
     memcpy(specs, own, sizeof own);
     int n = OWN + train_options_specs(&c->train, specs + OWN);
     n += lm_options_specs(&c->lm, specs + n); /* lesson 04's --d-model, --bptt, ... */
-    for (int i = 0; i < n; i++) /* lesson 01's words, said for ranks */
+    for (int i = 0; i < n; i++) { /* lesson 01's words, said for ranks */
         if (strcmp(specs[i].name, "batch-size") == 0)
             specs[i].help = "examples (images, or sequences) per step on each rank: the job's batch is "
                             "this x the ranks";
+        if (strcmp(specs[i].name, "trace") == 0)
+            specs[i].help = "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace "
+                            "format; make trace)";
+    }
     dist_help_once(argc, argv); /* one help, not one per rank */
     args_parse(argc, argv, specs, n,
                "Lesson 06: data-parallel training of the simple CNN (or lesson 04's transformer) "
@@ -242,7 +245,7 @@ static void train(Run *run) {
     }
     int first_epoch = run->cfg.resume ? resume(run) : 1;
     if (run->cfg.resume && is_lm(run)) lm_weights_changed(run);
-    dist_trace_start(run->dist, run->cfg.trace); /* --trace: ts 0 here on every rank */
+    dist_trace_start(run->dist, run->cfg.train.trace); /* --trace: ts 0 here on every rank */
     BlockTrace *blocks = block_trace_attach(is_lm(run) ? &run->lm.blocks : &run->model.blocks);
     if (run->dist->rank == 0) /* a resumed run adds to the earlier epochs' lines */
         run->metrics = run->cfg.resume ? metrics_open_resumed(t->metrics, first_epoch)
@@ -310,7 +313,7 @@ static void train(Run *run) {
     printf("rank %d parameter digest: %016llx\n", run->dist->rank,
            (unsigned long long)params_digest(&run->model.params));
     block_trace_detach(blocks);
-    dist_trace_finish(run->dist, run->cfg.trace);
+    dist_trace_finish(run->dist, run->cfg.train.trace);
     metrics_close(run->metrics);
     if (!strcmp(run->cfg.grad_sync, "buckets")) ddp_free(&run->ddp);
     adam_free(&run->opt);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Traces of real runs (--trace, lib/core/trace.h) against the format's rules, and the
 # shares of a step that tools/trace computes from them:
-#   - lessons 01, 02 (CPU), 03 and 05, one process each (train/run_trace.h);
+#   - lessons 01, 02 (CPU), 03, 04 and 05, one process each (train/run_trace.h);
 #   - lesson 06 (the solution) on 2 CPU ranks: the CNN with the library's overlapped
 #     buckets (all-reduces in flight), and lesson 04's transformer with TODO 6.4's
 #     all-reduce; lesson 07 (the solution) as 2 stages, 1F1B;
@@ -37,22 +37,24 @@ export OMP_NUM_THREADS=1
 # ---------------------------------------------------------------- one process: lessons 01-05
 # The same rules for the programs of one process (train/run_trace.h), and the ranges each
 # must hold; where the library runs the steps (02 on the CPU, 03, 05), the shares of a
-# step add up too. Lesson 01's loop is yours (TODO 1.6): its trace has the blocks, the
-# epochs and the evaluation, no steps.
+# step add up too. Lessons 01 and 04's loops are yours (TODOs 1.6, 4.7): their traces have
+# the blocks, the epochs and the evaluation, no steps (04's in bf16: the 16-bit path traced).
 small=(--dataset synthetic --train-limit 300 --test-limit 100 --epochs 1 --threads 1)
 declare -A single=(
     [01]="$build/solutions/01-cpu-cnn/train ${small[*]}"
     [02]="$build/solutions/02-gpu-cnn/train ${small[*]} --device cpu"
     [03]="$build/solutions/03-checkpointing/train ${small[*]} --checkpoint-dir $tmp/ckpt03"
+    [04]="$build/solutions/04-transformer/train --dataset text --data $text --d-model 32 --heads 2 --d-hid 32 --bptt 8 --layers 1 --epochs 1 --max-steps 6 --threads 1 --precision bf16 --ops library"
     [05]="$build/solutions/05-ppo/train --env cartpole --steps 2048"
 )
 declare -A single_want=(
     [01]="train epoch|evaluate|conv1 forward|fc2 backward|memory"
     [02]="CPU run|step|load batch|conv1 forward|fc2 backward|adam step|evaluate"
     [03]="step|load batch|conv2 forward|fc1 backward|adam step|save checkpoint|evaluate"
+    [04]="train epoch|evaluate|load batch|embedding forward|layer 0 backward|decoder backward|sgd step|clip gradients|memory"
     [05]="update|collect rollout|values and GAE|PPO update"
 )
-for run in 01 02 03 05; do
+for run in 01 02 03 04 05; do
     # shellcheck disable=SC2086  # the run's command line
     set -- ${single[$run]}
     if [ ! -x "$1" ]; then
@@ -76,7 +78,7 @@ for run in 01 02 03 05; do
         fail "lesson $run with --trace: ${missing:+no range named$missing; }$out"
         continue
     fi
-    [ "$run" = 01 ] && continue
+    [ "$run" = 01 ] || [ "$run" = 04 ] && continue
     if python3 "$tool" "$tmp/$run.json" --json >"$tmp/$run.shares" && python3 - "$tmp/$run.shares" <<'PY'; then
 import json, sys
 (r,) = json.load(open(sys.argv[1])).values()

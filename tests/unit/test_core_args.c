@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/args.h"
+#include "core/check.h"
 #include "framework/check.h"
 
 typedef struct {
@@ -83,6 +84,24 @@ static bool parse_exits(const char *what, const char **argv, int code, ...) {
     bool ok = expect_exitv(what, &o, code, ap);
     va_end(ap);
     return ok;
+}
+
+/* Two options of one name: the later would silently win (lesson 06's own --trace once
+ * lost to the shared one), so the parser refuses the program's specs. */
+static void body_duplicate(void *arg) {
+    const char *out = NULL, *again = NULL;
+    const ArgSpec specs[] = {{"out", ARG_STRING, &out, "where", NULL},
+                             {"out", ARG_STRING, &again, "where, again", NULL}};
+    char *argv[] = {"prog", "--out", "x", NULL};
+    (void)arg;
+    args_parse(3, argv, specs, 2, "two options of one name");
+}
+
+static int check_args_duplicate(void) {
+    ChildResult o;
+    run_child(body_duplicate, NULL, &o);
+    return expect_exit("an option declared twice", &o, EXIT_BUG, "option --out is declared twice",
+                       (const char *)NULL) ? CHECK_PASS : CHECK_FAIL;
 }
 
 static int check_args_errors(void) {
@@ -182,6 +201,7 @@ int main(void) {
     check_begin("core: args");
     check_run(NULL, "args: --x v, --x=v, flags, choices, defaults", check_args_parse, 10);
     check_run(NULL, "args: every wrong input gives status 1 and a message; --help", check_args_errors, 10);
+    check_run(NULL, "args: an option declared twice stops the program, naming it", check_args_duplicate, 10);
     check_run(NULL, "args: an int's largest and smallest values are accepted", check_args_int_range, 10);
     check_run(NULL, "args: 1e-60 is a number (0); 1e39 is too large for a float",
               check_args_float_range, 10);
