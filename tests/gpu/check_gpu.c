@@ -1844,7 +1844,7 @@ int main(void) {
     check_run(NULL, "gradient clipping by global norm: the norm, clipped and untouched gradients", GPU_CHECK(check_clip), 60);
     check_run(NULL, "transformer: loss and every gradient (dropout off and on, a shorter batch), 4 SGD steps, evaluation", GPU_CHECK(check_transformer), 180);
     check_run(NULL, "transformer at lesson 04's size (55,327 words, 20 x 35 tokens, lr 5): the same checks", GPU_CHECK(check_transformer_full_size), 300);
-    check_run(NULL, "transformer in bf16 and fp16 (dropout off and on): the CPU predicts the GPU's loss (2 steps of the largest logit), every gradient (one 16-bit step, relative L2), the working copy after a step (one step)", GPU_CHECK(check_transformer16), 120);
+    check_run(NULL, "transformer in bf16 and fp16 (dropout off and on): the CPU predicts the GPU's loss (2 steps of the largest logit), every gradient (one 16-bit step, relative L2), the working copy after an SGD step (one step + lr |dg|)", GPU_CHECK(check_transformer16), 120);
     check_run(NULL, "single-process backend with GPU tensors: every collective, host scalars", GPU_CHECK(check_single_backend_gpu), 60);
     check_run(NULL, "a one-stage pipeline: 4 micro-batches in activation slots, loss shares scaled on the GPU", GPU_CHECK(check_pipeline_stage), 120);
     check_run(NULL, "ZeRO stage 3 on one rank: 3 clipped AdamW steps = plain training on the GPU, bit for bit", GPU_CHECK(check_zero_stage3), 120);
