@@ -29,7 +29,7 @@
 // the scores and dp = dctx V^T of its pairs (the work of the forward twice more), but
 // every gradient entry is owned by one thread that sums in a fixed order and adds it
 // to dqkv once: no atomics (the same bits every run, like every kernel here), no float
-// buffer for dQ in a bfloat16 run (dqkv is rounded once per entry, as on the CPU), no
+// buffer for dQ in a 16-bit run (dqkv is rounded once per entry, as on the CPU), no
 // workspace at all (delta = dctx . ctx is recomputed per row in both).
 //   flash_dkdv_kernel, block = 4R keys (its K and V rows in shared memory), lane = query
 //     of a 32-query tile, tiles from the diagonal to the end: per column chunk of Q,
@@ -55,6 +55,7 @@
 #include <math.h>
 
 #include "cuda_check.h"
+#include "elem.cuh"
 #include "reduce.cuh"
 extern "C" {
 #include "core/check.h"
@@ -72,18 +73,9 @@ extern "C" {
 
 enum { WARPS = 4, THREADS = 32 * WARPS, CHUNK = 32 };
 
-// Elements of qkv, ctx, dctx, dqkv: float32, or bfloat16 as its 16 bits (core/dtype.h's
-// conversions, the CPU's bits).
-struct F32 {
-    typedef float T;
-    static __device__ float load(const float *p, int64_t i) { return p[i]; }
-    static __device__ void store(float *p, int64_t i, float v) { p[i] = v; }
-};
-struct BF16 {
-    typedef uint16_t T;
-    static __device__ float load(const uint16_t *p, int64_t i) { return dtype_f32_from_bf16(p[i]); }
-    static __device__ void store(uint16_t *p, int64_t i, float v) { p[i] = dtype_bf16_from_f32(v); }
-};
+// Elements of qkv, ctx, dctx, dqkv: each kernel is a template on their storage E (float,
+// Bf16 or Fp16; elem.cuh): elem_load reads a value exactly as float32, elem_store rounds
+// once, elem_add adds to the old value and rounds once (the CPU's rounding points).
 
 struct FlashArgs {
     int T, H, D, dh, chunks; // chunks: column chunks of a head, ceil(dh / 32)
@@ -103,21 +95,21 @@ static __device__ float mask_at(const FlashArgs &a, int bh, int i, int j) {
 // dst[r][e] = element (row0 + r, col0 + e) of a head's q, k, v, ctx or dctx (src: its
 // row 0, column 0; row stride ld), 0 outside the sequence and the head: a [32][33] chunk.
 template <class E>
-static __device__ void load_chunk(float (*dst)[CHUNK + 1], const typename E::T *src, int row0,
+static __device__ void load_chunk(float (*dst)[CHUNK + 1], const E *src, int row0,
                                   int col0, int64_t ld, const FlashArgs &a) {
     for (int x = threadIdx.x; x < CHUNK * CHUNK; x += THREADS) {
         const int r = x / CHUNK, e = x % CHUNK, i = row0 + r, col = col0 + e;
-        dst[r][e] = i < a.T && col < a.dh ? E::load(src, (int64_t)i * ld + col) : 0.0f;
+        dst[r][e] = i < a.T && col < a.dh ? elem_load(src, (int64_t)i * ld + col) : 0.0f;
     }
 }
 
 // dst[r][e] for r < rows, e < DH: element (row0 + r, e) of src (row stride ld), 0 outside.
 template <class E, int DH>
-static __device__ void load_rows(float (*dst)[DH], int rows, const typename E::T *src, int row0,
+static __device__ void load_rows(float (*dst)[DH], int rows, const E *src, int row0,
                                  int64_t ld, const FlashArgs &a) {
     for (int x = threadIdx.x; x < rows * DH; x += THREADS) {
         const int r = x / DH, e = x % DH, i = row0 + r;
-        dst[r][e] = i < a.T && e < a.dh ? E::load(src, (int64_t)i * ld + e) : 0.0f;
+        dst[r][e] = i < a.T && e < a.dh ? elem_load(src, (int64_t)i * ld + e) : 0.0f;
     }
 }
 
@@ -131,8 +123,8 @@ static __device__ inline float dot4(float acc, float4 x, float y0, float y1, flo
 // ---------------------------------------------------------------- forward
 
 template <class E, int DH, int R>
-static __global__ void flash_forward_kernel(typename E::T *ctx, float *lse,
-                                            const typename E::T *qkv, FlashArgs a) {
+static __global__ void flash_forward_kernel(E *ctx, float *lse,
+                                            const E *qkv, FlashArgs a) {
     constexpr int BQ = WARPS * R, C = DH / CHUNK;
     __shared__ __align__(16) float Qs[BQ][DH];
     __shared__ float Kc[CHUNK][CHUNK + 1]; // a chunk of K, then of V
@@ -141,7 +133,7 @@ static __global__ void flash_forward_kernel(typename E::T *ctx, float *lse,
     const int b = bh / a.H, h = bh % a.H;
     const int q0 = (gridDim.x - 1 - blockIdx.x) * BQ; // the longest rows first
     const int64_t ld = 3 * (int64_t)a.D;
-    const typename E::T *q = qkv + (int64_t)b * a.T * ld + h * a.dh; // (b, 0, head h)
+    const E *q = qkv + (int64_t)b * a.T * ld + h * a.dh; // (b, 0, head h)
     load_rows<E, DH>(Qs, BQ, q, q0, ld, a);
     float o[R][C], m[R], l[R]; // l: this lane's share of the row's sum
     FLASH_UNROLL
@@ -206,7 +198,7 @@ static __global__ void flash_forward_kernel(typename E::T *ctx, float *lse,
         const int64_t row = ((int64_t)b * a.T + i) * a.D + h * a.dh;
         FLASH_UNROLL
         for (int c = 0; c < C; c++)
-            if (c * CHUNK + lane < a.dh) E::store(ctx, row + c * CHUNK + lane, o[r][c] * inv);
+            if (c * CHUNK + lane < a.dh) elem_store(ctx, row + c * CHUNK + lane, o[r][c] * inv);
         if (lane == 0) lse[(int64_t)bh * a.T + i] = m[r] + logf(sum);
     }
 }
@@ -214,8 +206,8 @@ static __global__ void flash_forward_kernel(typename E::T *ctx, float *lse,
 // ---------------------------------------------------------------- backward: dK, dV
 
 template <class E, int DH, int R>
-static __global__ void flash_dkdv_kernel(typename E::T *dqkv, const typename E::T *qkv,
-                                         const typename E::T *ctx, const typename E::T *dctx,
+static __global__ void flash_dkdv_kernel(E *dqkv, const E *qkv,
+                                         const E *ctx, const E *dctx,
                                          const float *lse, FlashArgs a) {
     constexpr int BK = WARPS * R, C = DH / CHUNK;
     __shared__ __align__(16) float Ks[BK][DH];
@@ -227,9 +219,9 @@ static __global__ void flash_dkdv_kernel(typename E::T *dqkv, const typename E::
     const int b = bh / a.H, h = bh % a.H;
     const int k0 = blockIdx.x * BK; // the first keys have the most queries: first
     const int64_t ld = 3 * (int64_t)a.D;
-    const typename E::T *q = qkv + (int64_t)b * a.T * ld + h * a.dh;
-    const typename E::T *g = dctx + (int64_t)b * a.T * a.D + h * a.dh;
-    const typename E::T *o = ctx + (int64_t)b * a.T * a.D + h * a.dh;
+    const E *q = qkv + (int64_t)b * a.T * ld + h * a.dh;
+    const E *g = dctx + (int64_t)b * a.T * a.D + h * a.dh;
+    const E *o = ctx + (int64_t)b * a.T * a.D + h * a.dh;
     load_rows<E, DH>(Ks, BK, q + a.D, k0, ld, a);
     load_rows<E, DH>(Vs, BK, q + 2 * a.D, k0, ld, a);
     float dk[R][C], dv[R][C];
@@ -304,8 +296,8 @@ static __global__ void flash_dkdv_kernel(typename E::T *dqkv, const typename E::
             const int e = c * CHUNK + lane;
             if (e >= a.dh) continue;
             const int64_t at_k = row + a.D + e, at_v = row + 2 * a.D + e;
-            E::store(dqkv, at_k, E::load(dqkv, at_k) + dk[r][c] * a.scale);
-            E::store(dqkv, at_v, E::load(dqkv, at_v) + dv[r][c]);
+            elem_add(dqkv, at_k, dk[r][c] * a.scale);
+            elem_add(dqkv, at_v, dv[r][c]);
         }
     }
 }
@@ -313,8 +305,8 @@ static __global__ void flash_dkdv_kernel(typename E::T *dqkv, const typename E::
 // ---------------------------------------------------------------- backward: dQ
 
 template <class E, int DH, int R>
-static __global__ void flash_dq_kernel(typename E::T *dqkv, const typename E::T *qkv,
-                                       const typename E::T *ctx, const typename E::T *dctx,
+static __global__ void flash_dq_kernel(E *dqkv, const E *qkv,
+                                       const E *ctx, const E *dctx,
                                        const float *lse, FlashArgs a) {
     constexpr int BQ = WARPS * R, C = DH / CHUNK;
     __shared__ __align__(16) float Qs[BQ][DH];
@@ -325,9 +317,9 @@ static __global__ void flash_dq_kernel(typename E::T *dqkv, const typename E::T 
     const int b = bh / a.H, h = bh % a.H;
     const int q0 = (gridDim.x - 1 - blockIdx.x) * BQ; // the longest rows first
     const int64_t ld = 3 * (int64_t)a.D;
-    const typename E::T *q = qkv + (int64_t)b * a.T * ld + h * a.dh;
-    const typename E::T *g = dctx + (int64_t)b * a.T * a.D + h * a.dh;
-    const typename E::T *o = ctx + (int64_t)b * a.T * a.D + h * a.dh;
+    const E *q = qkv + (int64_t)b * a.T * ld + h * a.dh;
+    const E *g = dctx + (int64_t)b * a.T * a.D + h * a.dh;
+    const E *o = ctx + (int64_t)b * a.T * a.D + h * a.dh;
     load_rows<E, DH>(Qs, BQ, q, q0, ld, a);
     load_rows<E, DH>(Gs, BQ, g, q0, a.D, a);
     __syncthreads();
@@ -340,7 +332,7 @@ static __global__ void flash_dq_kernel(typename E::T *dqkv, const typename E::T 
         for (int c = 0; c < C; c++) {
             const int e = c * CHUNK + lane;
             dq[r][c] = 0.0f;
-            if (i < a.T && e < a.dh) part = fmaf(Gs[warp * R + r][e], E::load(o, (int64_t)i * a.D + e), part);
+            if (i < a.T && e < a.dh) part = fmaf(Gs[warp * R + r][e], elem_load(o, (int64_t)i * a.D + e), part);
         }
         delta[r] = warp_sum(part);
         lse_r[r] = i < a.T ? lse[(int64_t)bh * a.T + i] : 0.0f;
@@ -399,7 +391,7 @@ static __global__ void flash_dq_kernel(typename E::T *dqkv, const typename E::T 
         FLASH_UNROLL
         for (int c = 0; c < C; c++) {
             const int e = c * CHUNK + lane;
-            if (e < a.dh) E::store(dqkv, row + e, E::load(dqkv, row + e) + dq[r][c] * a.scale);
+            if (e < a.dh) elem_add(dqkv, row + e, dq[r][c] * a.scale);
         }
     }
 }
@@ -435,7 +427,7 @@ template <class E, int DH> static void forward_as(const AttentionSizes *s, const
                                                   Tensor *ctx, Tensor *lse, const Tensor *qkv) {
     constexpr int R = DH <= 128 ? 8 : 4;
     flash_forward_kernel<E, DH, R><<<grid_of(s, WARPS * R), THREADS>>>(
-        (typename E::T *)ctx->raw, lse->data, (const typename E::T *)qkv->raw, a);
+        elems<E>(ctx), lse->data, elems<E>(qkv), a);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -443,15 +435,12 @@ template <class E, int DH> static void backward_as(const AttentionSizes *s, cons
                                                    Tensor *dqkv, const Tensor *dctx,
                                                    const Tensor *qkv, const Tensor *ctx,
                                                    const Tensor *lse) {
-    typedef typename E::T T;
     constexpr int RK = DH <= 64 ? 8 : DH <= 128 ? 4 : 2, RQ = DH <= 128 ? 8 : 4;
     flash_dkdv_kernel<E, DH, RK><<<grid_of(s, WARPS * RK), THREADS>>>(
-        (T *)dqkv->raw, (const T *)qkv->raw, (const T *)ctx->raw, (const T *)dctx->raw,
-        lse->data, a);
+        elems<E>(dqkv), elems<E>(qkv), elems<E>(ctx), elems<E>(dctx), lse->data, a);
     CUDA_CHECK_LAUNCH();
     flash_dq_kernel<E, DH, RQ><<<grid_of(s, WARPS * RQ), THREADS>>>(
-        (T *)dqkv->raw, (const T *)qkv->raw, (const T *)ctx->raw, (const T *)dctx->raw,
-        lse->data, a);
+        elems<E>(dqkv), elems<E>(qkv), elems<E>(ctx), elems<E>(dctx), lse->data, a);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -489,8 +478,7 @@ extern "C" void cuda_flash_attention_forward(Tensor *ctx, Tensor *lse, FlashDrop
     if (drop) *drop = d;
     if (s.B * s.T == 0) return;
     const FlashArgs a = args_of(&s, d);
-    if (qkv->dtype == DTYPE_F32) forward_typed<F32>(&s, a, ctx, lse, qkv);
-    else forward_typed<BF16>(&s, a, ctx, lse, qkv);
+    elem_dispatch(qkv->dtype, [&](auto tag) { forward_typed<decltype(tag)>(&s, a, ctx, lse, qkv); });
 }
 
 extern "C" void cuda_flash_attention_backward(Tensor *dqkv, const Tensor *dctx, const Tensor *qkv,
@@ -505,6 +493,7 @@ extern "C" void cuda_flash_attention_backward(Tensor *dqkv, const Tensor *dctx, 
     check_limits(&s);
     const FlashArgs a = args_of(&s, drop ? *drop : flash_attention_draw(0.0f, false, NULL, DROPOUT_WHOLE));
     if (s.B * s.T == 0) return;
-    if (qkv->dtype == DTYPE_F32) backward_typed<F32>(&s, a, dqkv, dctx, qkv, ctx, lse);
-    else backward_typed<BF16>(&s, a, dqkv, dctx, qkv, ctx, lse);
+    elem_dispatch(qkv->dtype, [&](auto tag) {
+        backward_typed<decltype(tag)>(&s, a, dqkv, dctx, qkv, ctx, lse);
+    });
 }

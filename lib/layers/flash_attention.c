@@ -10,8 +10,8 @@
 /* ------------------------------------------------------------ checks */
 
 static void check_element_dtype(const char *name, const Tensor *t, DType want) {
-    CHECK(t->dtype == DTYPE_F32 || t->dtype == DTYPE_BF16,
-          "flash attention: %s is a %s tensor; it takes float32 or bfloat16 ones", name,
+    CHECK(t->dtype == DTYPE_F32 || t->dtype == DTYPE_BF16 || t->dtype == DTYPE_F16,
+          "flash attention: %s is a %s tensor; it takes float32, bfloat16 or float16 ones", name,
           dtype_name(t->dtype));
     if (t->dtype != want)
         die_at(__FILE__, __LINE__, "flash attention: %s is %s but qkv is %s: qkv, ctx, dctx and "
@@ -78,7 +78,7 @@ FlashDropout flash_attention_draw(float dropout_p, bool training, Rng *rng, Drop
 /* ------------------------------------------------------------ one (sequence, head) */
 
 /* Rows [0, T) of columns [col, col + dh) of t (row stride ld), as float32: a head's q,
- * k, v, ctx or dctx. bfloat16 values convert exactly. */
+ * k, v, ctx or dctx. 16-bit values convert exactly. */
 static void read_head(float *dst, const Tensor *t, int64_t first_row, int T, int ld, int col,
                       int dh) {
     for (int i = 0; i < T; i++) {
@@ -86,19 +86,21 @@ static void read_head(float *dst, const Tensor *t, int64_t first_row, int T, int
         float *d = dst + (size_t)i * dh;
         if (t->dtype == DTYPE_F32) memcpy(d, t->data + at, sizeof(float) * (size_t)dh);
         else
-            for (int e = 0; e < dh; e++) d[e] = dtype_f32_from_bf16(t->bits16[at + e]);
+            for (int e = 0; e < dh; e++)
+                d[e] = dtype_f32_of_bits(dtype_f32_bits_from_bits16(t->dtype, t->bits16[at + e]));
     }
 }
 
 /* t[row, col + e] = (add ? t[row, col + e] : 0) + scale * src[e], rounded once to t's
  * dtype: where the GPU rounds. */
 static void write_row(Tensor *t, int64_t at, const float *src, int dh, float scale, bool add) {
-    const bool f32 = t->dtype == DTYPE_F32;
+    const DType dt = t->dtype;
     for (int e = 0; e < dh; e++) {
-        const float old = !add ? 0.0f : f32 ? t->data[at + e] : dtype_f32_from_bf16(t->bits16[at + e]);
-        const float v = old + src[e] * scale; /* the same float in either dtype */
-        if (f32) t->data[at + e] = v;
-        else t->bits16[at + e] = dtype_bf16_from_f32(v);
+        const float old = !add ? 0.0f : dt == DTYPE_F32 ? t->data[at + e]
+                        : dtype_f32_of_bits(dtype_f32_bits_from_bits16(dt, t->bits16[at + e]));
+        const float v = old + src[e] * scale; /* the same float in every dtype */
+        if (dt == DTYPE_F32) t->data[at + e] = v;
+        else t->bits16[at + e] = dtype_bits16_from_f32_bits(dt, dtype_bits_of_f32(v));
     }
 }
 

@@ -26,15 +26,20 @@
  * work is the same O(T^2 dh) (the backward recomputes the scores twice on the GPU,
  * see below), the memory O(T) per head.
  *
- * Dtypes. qkv, ctx, dctx and dqkv are all float32 or all bfloat16; lse is float32.
- * Every product is accumulated in float32; bfloat16 values are read exactly
- * (core/dtype.h) and rounded to bfloat16 (nearest even) only where a result is
+ * Dtypes. qkv, ctx, dctx and dqkv are all float32, all bfloat16 or all float16; lse is
+ * float32. Every product is accumulated in float32; 16-bit values are read exactly
+ * (core/dtype.h) and rounded to the 16-bit dtype (nearest even) only where a result is
  * stored: ctx once, each dqkv entry once (old + the float32 sum, then rounded). The
  * CUDA twin rounds at exactly those places, so the two differ only where their float32
- * sums, taken in another order, round to neighbouring bfloat16 values: one unit in
- * the last place at most, and a CPU run predicts a GPU run. In bfloat16 delta_i is
- * taken from the stored (rounded) ctx, as flash-attention does.
- *
+ * sums, taken in another order, round to neighbouring 16-bit values: one unit in the
+ * last place at most, and a CPU run predicts a GPU run. In 16 bits delta_i is taken
+ * from the stored (rounded) ctx, as flash-attention does. float16 follows bfloat16
+ * point for point: 11 significant bits instead of 8, but a range of 2^-24 (subnormal)
+ * to 65,504. ctx is a weighted mean of v times 1 / (1 - p), so it stays in range when
+ * v does; the scores, exponentials, l and lse never leave float32; a dqkv entry beyond
+ * 65,504 becomes infinity (what fp16 training's loss scaler looks for, lib/train/
+ * loss_scale.h), one below 2^-14 keeps an absolute 2^-25 instead of 2^-11 of itself.
+
  * Dropout: entry (b, h, i, j) of the weights [B, H, T, T] is kept by
  * dropout_keeps(key, index, threshold) with index ((b H + h) T + i) T + j placed by
  * the window (layers/dropout.h), the key drawn from the Rng exactly as

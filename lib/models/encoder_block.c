@@ -20,12 +20,6 @@ typedef struct {
  * dx its input's when nobody wants that; the unfused attention's score gradients last
  * (float32; the fused one needs none). All but those in the list's dtype. */
 enum { W_A, W_F, D_R, D_Y, D_F, D_A, D_CTX, D_H, D_H2, D_QKV, DX, D_SCORES, SCRATCH };
-/* float16: the fused attention takes float32 or bfloat16 (layers/flash_attention.h), so
- * a float16 layer gives it float32 copies, read exactly, and rounds its outputs once on
- * the way back: the 16-bit rounding points of the contract (docs/mixed-precision.md),
- * at the price of these float32 buffers and four conversions. qkv [N, 3D], ctx [N, D],
- * dctx [N, D], dqkv [N, 3D] */
-enum { F_QKV = D_SCORES, F_CTX, F_DCTX, F_DQKV, SCRATCH_F16 };
 
 bool encoder_block_fused(const Block *b) {
     return b->dtype != DTYPE_F32 || ((const Encoder *)b->state)->fused_attention;
@@ -61,37 +55,9 @@ static int scratch(const Block *b, int B, int T, Tensor *s) {
     for (int i = 0; i < SCRATCH; i++) s[i] = block_shape_typed(dt, 2, N, e->D);
     s[D_H] = s[D_H2] = block_shape_typed(dt, 2, N, e->F);
     s[D_QKV] = block_shape_typed(dt, 2, N, 3 * e->D);
-    if (dt == DTYPE_F16) {
-        s[F_QKV] = s[F_DQKV] = block_shape(2, N, 3 * e->D);
-        s[F_CTX] = s[F_DCTX] = block_shape(2, N, e->D);
-        return SCRATCH_F16;
-    }
     if (encoder_block_fused(b)) return D_SCORES;
     s[D_SCORES] = block_shape(4, B, e->H, T, T);
     return SCRATCH;
-}
-
-/* The fused attention's forward, float16 through float32 copies (above) */
-static void attention_f16(const LayerOps *o, const BlockCall *c, Tensor *ctx, Tensor *lse,
-                          const Tensor *qkv, float drop) {
-    Tensor *w = c->work;
-    tensor_convert(&w[F_QKV], qkv);
-    o->flash_attention_forward(&w[F_CTX], lse, c->host, &w[F_QKV], drop, c->training, c->rng,
-                               DROPOUT_WHOLE);
-    tensor_convert(ctx, &w[F_CTX]);
-}
-
-/* ... and its backward: dqkv (zeroed by the caller) = the float32 gradient rounded once */
-static void attention_f16_backward(const LayerOps *o, const BlockCall *c, Tensor *dqkv,
-                                   const Tensor *dctx, const Tensor *qkv, const Tensor *ctx,
-                                   const Tensor *lse) {
-    Tensor *w = c->work;
-    tensor_convert(&w[F_QKV], qkv);
-    tensor_convert(&w[F_CTX], ctx);
-    tensor_convert(&w[F_DCTX], dctx);
-    tensor_fill(&w[F_DQKV], 0.0f);
-    o->flash_attention_backward(&w[F_DQKV], &w[F_DCTX], &w[F_QKV], &w[F_CTX], lse, c->host);
-    tensor_convert(dqkv, &w[F_DQKV]);
 }
 
 /* The weights this pass reads (float32 values, or the 16-bit working copy) */
@@ -105,9 +71,7 @@ static void forward(Block *b, const BlockCall *c) {
     const float drop = p->dropout;
     const bool training = c->training, active = dropout_active(drop, training);
     o->linear_forward(&s[ENCODER_QKV], x, W(in_w), W(in_b));
-    if (b->dtype == DTYPE_F16)
-        attention_f16(o, c, &s[ENCODER_CTX], &s[ENCODER_LSE], &s[ENCODER_QKV], drop);
-    else if (encoder_block_fused(b)) /* the key it draws kept on the host for the backward */
+    if (encoder_block_fused(b)) /* the key it draws kept on the host for the backward */
         o->flash_attention_forward(&s[ENCODER_CTX], &s[ENCODER_LSE], c->host, &s[ENCODER_QKV],
                                    drop, training, c->rng, DROPOUT_WHOLE);
     else
@@ -165,10 +129,7 @@ static void backward(Block *b, const BlockCall *c) {
     o->dropout_backward(&w[D_A], &w[D_R], active ? &s[ENCODER_A_MASK] : NULL);
     o->linear_backward(&w[D_CTX], &p->out_w->grad, &p->out_b->grad, &w[D_A], &s[ENCODER_CTX],
                        W(out_w));
-    if (b->dtype == DTYPE_F16)
-        attention_f16_backward(o, c, &w[D_QKV], &w[D_CTX], &s[ENCODER_QKV], &s[ENCODER_CTX],
-                               &s[ENCODER_LSE]);
-    else if (encoder_block_fused(b))
+    if (encoder_block_fused(b))
         o->flash_attention_backward(&w[D_QKV], &w[D_CTX], &s[ENCODER_QKV], &s[ENCODER_CTX],
                                     &s[ENCODER_LSE], c->host);
     else

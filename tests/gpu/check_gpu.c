@@ -45,7 +45,8 @@
  * that over N: 2e-6 / N absolute + 1e-5 relative; the loss (log of a sum of K terms near
  * 1e-5 relative) 1e-5 relative. Clipping: the norm is a double sum on both (1e-6
  * relative), the scaled gradients the same product by a coefficient that agrees to 1
- * ulp: 1e-6 relative. The whole transformer: see check_transformer. */
+ * ulp: 1e-6 relative. The whole transformer: see check_transformer, and in bf16 and fp16
+ * check_transformer16. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,7 @@
 #include "train/checkpoint.h"
 #include "train/clip.h"
 #include "train/loss_scale.h"
+#include "train/mixed_precision.h"
 #include "train/optim.h"
 
 #ifdef HAVE_CUDA
@@ -879,19 +881,28 @@ static int check_attention(void) {
  * from the same Rng state, the same FlashDropout (key, window) and Rng state after; the
  * backward given the CPU's ctx and lse. float32: the attention's rule above (scores of
  * dh terms, sums of up to T weights up to 1 / (1 - p), expf against softmax_exp).
- * bfloat16: both devices compute in float32 and round once where they store, so a
- * value differs by the float32 difference plus at most one unit in the last place of
- * bfloat16 (2^-7 of its binade), where the two float32 values fall on either side of a
- * rounding boundary: with float32 differences near 1e-6 of a value against bfloat16's
- * steps of 4e-3 to 8e-3 of it, that is rare (on the emulator 1 entry in 10,000), and all
- * but 1% (and 2) of the entries must hold the same bits: a CPU run predicts the GPU's. */
-static float bf16_ulp(float x) {
+ * bfloat16 and float16: both devices compute in float32 and round once where they
+ * store, so a value differs by the float32 difference plus at most one unit in the last
+ * place of the 16-bit format (bfloat16: 2^-7 of its binade, float16: 2^-10, and 2^-24
+ * among its subnormals below 2^-14), where the two float32 values fall on either side of
+ * a rounding boundary: with float32 differences near 1e-6 of a value against steps of
+ * 4e-3 to 8e-3 (bfloat16) or 5e-4 to 1e-3 (float16) of it, that is rare (on the
+ * emulator 1 entry in 10,000 in bfloat16, 8 times as many in float16), and all but 1%
+ * (and 2) of the entries must hold the same bits: a CPU run predicts the GPU's. */
+static float ulp16(DType dt, float x) {
     int e;
-    frexpf(fabsf(x), &e); /* |x| in [2^(e-1), 2^e): bfloat16's step there is 2^(e-8) */
-    return x == 0.0f ? 0.0f : ldexpf(1.0f, e - 8);
+    frexpf(fabsf(x), &e); /* |x| in [2^(e-1), 2^e): the step there is 2^(e-8) or 2^(e-11) */
+    if (x == 0.0f) return dt == DTYPE_F16 ? 0x1p-24f : 0.0f;
+    if (dt == DTYPE_BF16) return ldexpf(1.0f, e - 8);
+    return fmaxf(ldexpf(1.0f, e - 11), 0x1p-24f); /* float16's subnormals */
 }
 
-static int64_t flash_equal16, flash_total16; /* bfloat16 entries with the CPU's bits, of all */
+static float value16(DType dt, uint16_t bits) {
+    return dt == DTYPE_BF16 ? dtype_f32_from_bf16(bits) : dtype_f32_from_f16(bits);
+}
+
+/* 16-bit entries with the CPU's bits, of all: bfloat16 [0], float16 [1] */
+static int64_t flash_equal16[2], flash_total16[2];
 
 static bool same_flash(const char *what, const Tensor *gpu, const Tensor *cpu, float atol) {
     Tensor h = back(gpu);
@@ -900,19 +911,22 @@ static bool same_flash(const char *what, const Tensor *gpu, const Tensor *cpu, f
         tensor_free(&h);
         return ok;
     }
+    const DType dt = cpu->dtype;
     int64_t equal = 0;
     bool ok = true;
     for (int64_t i = 0; ok && i < cpu->size; i++) {
-        const float g = dtype_f32_from_bf16(h.bits16[i]), c = dtype_f32_from_bf16(cpu->bits16[i]);
+        const float g = value16(dt, h.bits16[i]), c = value16(dt, cpu->bits16[i]);
+        const float big = fabsf(g) > fabsf(c) ? g : c;
         equal += h.bits16[i] == cpu->bits16[i];
-        ok = expect_true(fabsf(g - c) <= bf16_ulp(c) + atol + RTOL * fabsf(c),
-                         "%s[%lld]: %.6g on the GPU, %.6g on the CPU (bfloat16 0x%04x, 0x%04x): "
-                         "more than one step apart", what, (long long)i, g, c, h.bits16[i],
-                         cpu->bits16[i]);
+        ok = expect_true(fabsf(g - c) <= ulp16(dt, big) + atol + RTOL * fabsf(c),
+                         "%s[%lld]: %.6g on the GPU, %.6g on the CPU (%s 0x%04x, 0x%04x): "
+                         "more than one step apart", what, (long long)i, g, c, dtype_name(dt),
+                         h.bits16[i], cpu->bits16[i]);
     }
-    flash_equal16 += equal, flash_total16 += cpu->size;
-    ok = ok && expect_true(equal >= cpu->size - cpu->size / 100 - 2, "%s: only %lld of %lld bfloat16 "
-                           "entries hold the CPU's bits", what, (long long)equal, (long long)cpu->size);
+    flash_equal16[dt == DTYPE_F16] += equal, flash_total16[dt == DTYPE_F16] += cpu->size;
+    ok = ok && expect_true(equal >= cpu->size - cpu->size / 100 - 2, "%s: only %lld of %lld %s "
+                           "entries hold the CPU's bits", what, (long long)equal,
+                           (long long)cpu->size, dtype_name(dt));
     tensor_free(&h);
     return ok;
 }
@@ -969,21 +983,22 @@ static int check_flash_attention(void) {
                                    {1, 64, 2, 32}, {1, 130, 2, 64}, {1, 257, 1, 128}, {1, 45, 1, 256},
                                    {1, 1024, 1, 64}};
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
-    for (int dt = 0; dt < 2; dt++)
+    static const DType dtypes[3] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16};
+    for (int dt = 0; dt < 3; dt++)
         for (int t = 0; t < ncases; t++)
             for (int drop = 0; drop < 2; drop++)
-                if (compare_flash(cases[t][0], cases[t][1], cases[t][2], cases[t][3],
-                                  dt ? DTYPE_BF16 : DTYPE_F32, drop ? 0.2f : 0.0f, DROPOUT_WHOLE,
-                                  200 + 10 * (uint64_t)t) != CHECK_PASS)
+                if (compare_flash(cases[t][0], cases[t][1], cases[t][2], cases[t][3], dtypes[dt],
+                                  drop ? 0.2f : 0.0f, DROPOUT_WHOLE, 200 + 10 * (uint64_t)t) != CHECK_PASS)
                     return CHECK_FAIL;
     /* a tensor-parallel rank's heads 2 and 3 of 6, dropout placed in the whole's mask */
     const int T = 40;
     const DropoutWindow heads = {2 * T * T, 6 * T * T, 2 * T * T};
-    for (int dt = 0; dt < 2; dt++)
-        if (compare_flash(2, T, 2, 24, dt ? DTYPE_BF16 : DTYPE_F32, 0.3f, heads, 290) != CHECK_PASS)
+    for (int dt = 0; dt < 3; dt++)
+        if (compare_flash(2, T, 2, 24, dtypes[dt], 0.3f, heads, 290) != CHECK_PASS)
             return CHECK_FAIL;
-    check_show("bfloat16: %lld of %lld entries hold the CPU's bits", (long long)flash_equal16,
-               (long long)flash_total16);
+    check_show("bfloat16: %lld of %lld entries hold the CPU's bits; float16: %lld of %lld",
+               (long long)flash_equal16[0], (long long)flash_total16[0],
+               (long long)flash_equal16[1], (long long)flash_total16[1]);
     return CHECK_PASS;
 }
 
@@ -1188,6 +1203,205 @@ static int check_transformer_full_size(void) {
     const TransformerConfig c = {.vocab = 55327, .d_model = 200, .heads = 2, .d_ff = 200,
                                  .layers = 2, .max_len = 64, .dropout = 0.2f};
     return compare_transformer(c, 20, 35, 5.0f, 23);
+}
+
+/* ---------------------------------------------------------------- the transformer in 16 bits */
+
+/* Issue 28's promise, end to end: a CPU run predicts the GPU's. The tiny transformer of
+ * check_transformer in bfloat16 and in float16 (transformer_set_precision: 16-bit
+ * activations, their gradients, the logits and the weights read; float32 master weights,
+ * parameter gradients, statistics, lse and loss), the same model on both devices, dropout
+ * off and on (the same keys), then one step of lesson 04's (mixed_precision: float16's
+ * loss scale, the unscale, clipping at 0.5, SGD, the working copy refreshed).
+ *
+ * Why the two differ at all. Every layer rounds at the same points on both devices
+ * (docs/mixed-precision.md), so from the same 16-bit inputs both compute the same
+ * float32 formula, summed in another order (GEMMs, layer norm, the loss), and round it
+ * once: the same 16-bit value, or a neighbour where the two float32 values straddle a
+ * rounding boundary (a float32 difference of ~1e-6 of a value against a 16-bit step of
+ * 2u of it, u = 2^-8 bfloat16, 2^-11 float16: a share of ~1e-6 / u of the entries, then
+ * carried into the layers after). The tolerances, with u the format's unit roundoff:
+ * - The loss, float32 from the 16-bit logits z: a row's loss lse(z) - z_target moves by
+ *   sum_k |softmax_k - [k = target]| |dz_k| <= 2 max |dz|, and so does the mean of the
+ *   rows. With every logit within one 16-bit step of the CPU's (its rounding), |dz| <=
+ *   step(max |z|) (2u of the largest logit's binade), so the loss is within
+ *   2 step(max |z|) plus the float32 loss's own 1e-5 relative (check_transformer's).
+ *   How far the logits really are apart is shown (steps, and the share with the
+ *   CPU's bits).
+ * - Each parameter gradient (float32): a sum over the rows of products of two 16-bit
+ *   values the devices computed (an activation and an activation's gradient). Where
+ *   both hold the same bits a product is the same and only the float32 order differs
+ *   (check_transformer's 1e-4 of the largest entry + 1e-3 of each, here in L2 norm:
+ *   1e-4 max |g| sqrt(n) + 1e-3 |g|); where one factor is a step apart, the product
+ *   moves by at most 2u of itself. So the gradient moves by at most 2u of the sum of
+ *   its terms' magnitudes, and by far less when (as here) a small share of the factors
+ *   differ: the relative L2 distance |g_gpu - g_cpu| / |g_cpu| must stay within one
+ *   16-bit step, 2u (bfloat16 0.0078, float16 0.00098), plus the float32 part. A wrong
+ *   layer, mask or rounding point (a rounding to bfloat16 in a float16 run: 8 times the
+ *   step) moves a gradient by far more. The worst ratio is shown.
+ * - After the step: SGD moves each master by lr g on both devices (g clipped), so the
+ *   masters end lr |g_gpu - g_cpu| apart, plus a float32 rounding or two of each; the
+ *   working copies are the masters rounded once, so they are within one 16-bit step of
+ *   each other plus that (checked per entry), and all but 1% (and 2) hold the same bits.
+ *   Mostly the masters are far less than a step apart and the copies equal or
+ *   neighbours; not where a weight is near 0 after the step (a bias starts at 0, so it
+ *   is -lr g; a step may cancel a weight) and its 16-bit step is smaller than lr |dg|,
+ *   least of all where the gradient is itself rounding noise (the key bias: its true
+ *   gradient is 0, as softmax ignores a constant added to every score): on the emulator
+ *   44 of 43,876 entries, up to 15 float16 steps apart, each within lr |dg| + a step. */
+typedef struct {
+    double worst_grad;                 /* largest relative L2 distance / its tolerance */
+    int64_t logits_equal, logits_total, working_equal, working_total;
+    float logits_steps;                /* the largest logit difference in steps */
+    float working_steps;               /* the same for the working copies after the step */
+} Report16;
+
+/* The 16-bit tensor g (on the GPU) against c (on the CPU): the largest difference in
+ * steps of the larger value's binade; entries with the same bits counted. */
+static float steps_apart(const Tensor *g, const Tensor *c, int64_t *equal) {
+    Tensor h = back(g);
+    float most = 0.0f;
+    for (int64_t k = 0; k < c->size; k++) {
+        const float a = value16(c->dtype, h.bits16[k]), b = value16(c->dtype, c->bits16[k]);
+        *equal += h.bits16[k] == c->bits16[k];
+        most = fmaxf(most, fabsf(a - b) / ulp16(c->dtype, fabsf(a) > fabsf(b) ? a : b));
+    }
+    tensor_free(&h);
+    return most;
+}
+
+static float largest_abs16(const Tensor *t) {
+    float most = 0.0f;
+    for (int64_t k = 0; k < t->size; k++) most = fmaxf(most, fabsf(value16(t->dtype, t->bits16[k])));
+    return most;
+}
+
+/* Every parameter gradient within a relative L2 distance of 2u + the float32 part. */
+static bool grads16_close(const Transformer *gpu, const Transformer *cpu, double u, Report16 *r) {
+    for (int i = 0; i < cpu->params.count; i++) {
+        const Tensor *want = &cpu->params.items[i]->grad;
+        Tensor got = back(&gpu->params.items[i]->grad);
+        double diff = 0, norm = 0, most = 0;
+        for (int64_t k = 0; k < want->size; k++) {
+            const double d = (double)got.data[k] - want->data[k];
+            diff += d * d, norm += (double)want->data[k] * want->data[k];
+            most = fmax(most, fabs(want->data[k]));
+        }
+        diff = sqrt(diff), norm = sqrt(norm);
+        const double tol = (2 * u + 1e-3) * norm + 1e-4 * most * sqrt((double)want->size) + 1e-12;
+        r->worst_grad = fmax(r->worst_grad, diff / tol);
+        tensor_free(&got);
+        if (!expect_true(diff <= tol, "gradient of %s: |GPU - CPU| = %.3g, %.3g of |CPU| = %.3g "
+                         "(tolerance %.3g: 2u = %.3g of |CPU|, + the float32 part)",
+                         cpu->params.items[i]->name, diff, diff / norm, norm, tol, 2 * u))
+            return false;
+    }
+    return true;
+}
+
+/* After the step: the working copies within one 16-bit step of each other plus the
+ * masters' difference, which SGD makes lr times the (clipped) gradients' difference plus
+ * a float32 rounding or two of each master; all but 1% (and 2) the same bits. */
+static bool working16_close(const ParamList *gpu, const ParamList *cpu, float lr, Report16 *r) {
+    const DType dt = cpu->working.dtype;
+    Tensor w = back(&gpu->working), v = back(&gpu->values), g = back(&gpu->grads);
+    const int64_t n = cpu->working.size;
+    int64_t equal = 0;
+    bool ok = true;
+    for (int64_t k = 0; k < n && ok; k++) {
+        const float a = value16(dt, w.bits16[k]), b = value16(dt, cpu->working.bits16[k]);
+        const float big = fabsf(a) > fabsf(b) ? a : b;
+        const double masters = lr * fabs((double)g.data[k] - cpu->grads.data[k]) +
+                               0x1p-22 * (fabs(cpu->values.data[k]) + lr * fabs(cpu->grads.data[k]));
+        equal += w.bits16[k] == cpu->working.bits16[k];
+        r->working_steps = fmaxf(r->working_steps, fabsf(a - b) / ulp16(dt, big));
+        ok = expect_true(fabs((double)a - b) <= ulp16(dt, big) + masters, "%s working copy after "
+                         "a step, entry %lld: %.9g on the GPU, %.9g on the CPU (masters %.9g, %.9g; "
+                         "gradients %.9g, %.9g): more than one step + lr |dg| apart", dtype_name(dt),
+                         (long long)k, (double)a, (double)b, (double)v.data[k],
+                         (double)cpu->values.data[k], (double)g.data[k], (double)cpu->grads.data[k]);
+    }
+    r->working_equal += equal, r->working_total += n;
+    ok = ok && expect_true(equal >= n - n / 100 - 2, "%s working copy after a step: only %lld of "
+                           "%lld entries with the CPU's bits", dtype_name(dt), (long long)equal,
+                           (long long)n);
+    tensor_free(&w), tensor_free(&v), tensor_free(&g);
+    return ok;
+}
+
+static int compare_transformer16(DType dt, float dropout, uint64_t seed, Report16 *r) {
+    const TransformerConfig c = {.vocab = 41, .d_model = 24, .heads = 3, .d_ff = 40, .layers = 2,
+                                 .max_len = 64, .dropout = dropout};
+    const int B = 3, T = 13, N = B * T;
+    const double u = dt == DTYPE_BF16 ? 0x1p-8 : 0x1p-11;
+    int *tokens = random_tokens(N, c.vocab, seed), *targets = random_tokens(N, c.vocab, seed + 1);
+    int *gtokens = ints_on_gpu(tokens, N), *gtargets = ints_on_gpu(targets, N);
+    Transformer cpu, gpu;
+    transformer_init(&cpu, &c, B, T, seed);
+    transformer_init(&gpu, &c, B, T, seed);
+    transformer_set_precision(&cpu, dt);
+    transformer_to_device(&gpu, DEVICE_CUDA);
+    transformer_set_precision(&gpu, dt); /* its working copy made on the GPU */
+    /* float16: a loss scale of 2^10 keeps this model's activation gradients in float16's
+     * normal range without overflow (GradScaler's 2^16 would overflow its first step) */
+    MixedPrecision mc, mg;
+    mixed_precision_init_scaled(&mc, dt, &cpu.blocks, &cpu.params, 1024.0f, 2000);
+    mixed_precision_init_scaled(&mg, dt, &gpu.blocks, &gpu.params, 1024.0f, 2000);
+    params_zero_grad(&cpu.params), params_zero_grad(&gpu.params);
+    const float lc = transformer_forward_backward(&cpu, tokens, targets);
+    const float lg = transformer_forward_backward(&gpu, gtokens, gtargets);
+    const bool skip_c = mixed_precision_unscale(&mc), skip_g = mixed_precision_unscale(&mg);
+    /* the loss: 2 steps of the largest logit + the float32 loss's 1e-5 */
+    const Tensor *zc = transformer_logits(&cpu);
+    int64_t equal = 0;
+    const float steps = steps_apart(transformer_logits(&gpu), zc, &equal);
+    r->logits_steps = fmaxf(r->logits_steps, steps);
+    r->logits_equal += equal, r->logits_total += zc->size;
+    const float zmax = largest_abs16(zc), tol = 2.0f * ulp16(dt, zmax) + 1e-5f * fabsf(lc);
+    printf("%s, dropout %g: loss %.7f on the CPU, %.7f on the GPU (tolerance %.2g: largest "
+           "logit %.3f); logits %.1f%% the same bits, at most %.0f step(s) apart\n",
+           dtype_name(dt), (double)dropout, (double)lc, (double)lg, (double)tol, (double)zmax,
+           100.0 * (double)equal / (double)zc->size, (double)steps);
+    bool ok = expect_true(!skip_c && !skip_g, "float16's scaled gradients overflowed (CPU %d, "
+                          "GPU %d)", skip_c, skip_g) &&
+              expect_true(fabsf(lg - lc) <= tol, "loss %.7f on the GPU, %.7f on the CPU: %.3g "
+                          "apart, more than 2 steps of the largest logit (%.3g) + 1e-5 of the loss",
+                          (double)lg, (double)lc, (double)fabsf(lg - lc), (double)tol) &&
+              grads16_close(&gpu, &cpu, u, r);
+    /* one step: clipping, SGD, the working copy refreshed from the masters */
+    if (ok) {
+        const float lr = 0.5f;
+        Sgd oc, og;
+        sgd_init(&oc, &cpu.params, lr, 0.0f, 0.0f);
+        sgd_init(&og, &gpu.params, lr, 0.0f, 0.0f);
+        clip_grad_norm(&cpu.params, 0.5f), clip_grad_norm(&gpu.params, 0.5f);
+        if (mixed_precision_should_step(&mc)) sgd_step(&oc, &cpu.params);
+        if (mixed_precision_should_step(&mg)) sgd_step(&og, &gpu.params);
+        mixed_precision_step_done(&mc), mixed_precision_step_done(&mg);
+        ok = working16_close(&gpu.params, &cpu.params, lr, r);
+        sgd_free(&oc), sgd_free(&og);
+    }
+    mixed_precision_free(&mc), mixed_precision_free(&mg);
+    transformer_free(&cpu), transformer_free(&gpu);
+    cuda_free(gtokens), cuda_free(gtargets);
+    xfree(tokens), xfree(targets);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_transformer16(void) {
+    REQUIRE_GPU();
+    Report16 r = {0};
+    for (int d = 0; d < 2; d++)
+        for (int drop = 0; drop < 2; drop++)
+            if (compare_transformer16(d ? DTYPE_F16 : DTYPE_BF16, drop ? 0.2f : 0.0f,
+                                      31 + 2 * (uint64_t)d + (uint64_t)drop, &r) != CHECK_PASS)
+                return CHECK_FAIL;
+    check_show("gradients: worst %.3f of the tolerance; logits %lld of %lld the same bits (at most "
+               "%.0f step apart); working copies after a step %lld of %lld (at most %.0f steps "
+               "apart)", r.worst_grad, (long long)r.logits_equal, (long long)r.logits_total,
+               (double)r.logits_steps, (long long)r.working_equal, (long long)r.working_total,
+               (double)r.working_steps);
+    return CHECK_PASS;
 }
 
 /* The single-process backend with GPU tensors (--dist single --device cuda, or one GPU
@@ -1623,13 +1837,14 @@ int main(void) {
     check_run(NULL, "layer norm forward (mean, rstd, output) and backward (din, dgamma, dbeta)", GPU_CHECK(check_layernorm), 60);
     check_run(NULL, "dropout: the CPU's mask and Rng state, on and off, in place, backward", GPU_CHECK(check_dropout), 60);
     check_run(NULL, "causal attention forward and backward: exact zeros above the diagonal, dropout on and off", GPU_CHECK(check_attention), 120);
-    check_run(NULL, "fused (flash) attention forward and backward, float32 and bfloat16, dropout, a window of heads", GPU_CHECK(check_flash_attention), 180);
+    check_run(NULL, "fused (flash) attention forward and backward, float32, bfloat16 and float16, dropout, a window of heads", GPU_CHECK(check_flash_attention), 180);
     check_run(NULL, "GELU forward and backward", GPU_CHECK(check_gelu), 60);
     check_run(NULL, "residual add forward (in place too) and backward, exact", GPU_CHECK(check_add), 60);
     check_run(NULL, "softmax cross-entropy over a vocabulary (fast version): loss and gradient", GPU_CHECK(check_softmax_xent_fast), 60);
     check_run(NULL, "gradient clipping by global norm: the norm, clipped and untouched gradients", GPU_CHECK(check_clip), 60);
     check_run(NULL, "transformer: loss and every gradient (dropout off and on, a shorter batch), 4 SGD steps, evaluation", GPU_CHECK(check_transformer), 180);
     check_run(NULL, "transformer at lesson 04's size (55,327 words, 20 x 35 tokens, lr 5): the same checks", GPU_CHECK(check_transformer_full_size), 300);
+    check_run(NULL, "transformer in bf16 and fp16 (dropout off and on): the CPU predicts the GPU's loss (2 steps of the largest logit), every gradient (one 16-bit step, relative L2), the working copy after an SGD step (one step + lr |dg|)", GPU_CHECK(check_transformer16), 120);
     check_run(NULL, "single-process backend with GPU tensors: every collective, host scalars", GPU_CHECK(check_single_backend_gpu), 60);
     check_run(NULL, "a one-stage pipeline: 4 micro-batches in activation slots, loss shares scaled on the GPU", GPU_CHECK(check_pipeline_stage), 120);
     check_run(NULL, "ZeRO stage 3 on one rank: 3 clipped AdamW steps = plain training on the GPU, bit for bit", GPU_CHECK(check_zero_stage3), 120);

@@ -1,8 +1,8 @@
 /* Unit tests of the fused causal attention (lib/layers/flash_attention.h) against the
  * unfused one (lib/layers/attention.h, itself tested against the definition in
  * test_layers_attention.c): forward and backward, dropout on (the same Rng state, so
- * the same key and mask) and off, T from 1 to 1,024, heads 5 to 256 wide; bfloat16
- * against the float32 unfused layer; bfloat16 rounded exactly where stored; finite
+ * the same key and mask) and off, T from 1 to 1,024, heads 5 to 256 wide; bfloat16 and
+ * float16 against the float32 unfused layer; both rounded exactly where stored; finite
  * differences; a tensor-parallel window of heads against those heads of the whole;
  * threads; evaluation; the messages.
  *
@@ -34,7 +34,17 @@
  * |g_ie| mag(ctx_ie), ds by p_ij times that (<= u16 mag(ds_ij)), and dq, dk by at most
  * u16 mag: they get u16 (|value| + mag). That the CPU rounds nowhere else is shown
  * exactly: its bfloat16 results are its float32 results on the same values, rounded
- * (bit for bit), and the CUDA twin is checked against it in tests/gpu/check_gpu.c. */
+ * (bit for bit), and the CUDA twin is checked against it in tests/gpu/check_gpu.c.
+ *
+ * Tolerances, float16: the same derivation with float16's 11 significant bits, u16 =
+ * 2^-11, and its smaller range: below 2^-14 (the smallest normal) values are subnormal,
+ * spaced 2^-24 apart, so rounding x is off by at most u16 max(|x|, 2^-14) (2^-25 there)
+ * rather than u16 |x|. Each rounded output gets u16 max(|value|, 2^-14), and the delta
+ * term takes each ctx magnitude as max(mag(ctx_ie), 2^-14): dq, dk get u16
+ * (max(|value|, 2^-14) + mag16), mag16 their magnitude with that floor. The inputs
+ * (in [-2, 2]) and results stay far below float16's largest value, 65,504. A float16
+ * bound 8 times tighter than bfloat16's shows the rounding is float16's, not bfloat16's
+ * (which would be off by up to 8 times the bound); the bit-for-bit check says so exactly. */
 #include <float.h>
 #include <math.h>
 #include <omp.h>
@@ -53,20 +63,42 @@
 #include "layers/flash_attention.h"
 
 static const double U32 = FLT_EPSILON / 2.0; /* 2^-24 */
-static const double U16 = 1.0 / 256.0;       /* 2^-8 */
+
+/* How a 16-bit format rounds: unit roundoff rel, relative to magnitudes of at least tiny
+ * (float16's smallest normal; 0 for bfloat16, and rel 0 for float32). */
+typedef struct {
+    double rel, tiny;
+} Rounding;
+
+static const Rounding EXACT32 = {0, 0};
+static const Rounding BF16_ROUNDING = {1.0 / 256.0, 0};            /* 2^-8 */
+static const Rounding F16_ROUNDING = {1.0 / 2048.0, 1.0 / 16384.0}; /* 2^-11, 2^-14 */
+
+static Rounding rounding_of(DType dt) {
+    return dt == DTYPE_BF16 ? BF16_ROUNDING : dt == DTYPE_F16 ? F16_ROUNDING : EXACT32;
+}
+
 
 typedef struct {
     int B, T, H, dh;
 } Case;
+
+static const DType DTYPES[3] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16};
 
 static void describe(Case c, float p, const char *dtype) {
     printf("case: B %d, T %d, H %d, d_head %d, dropout %g, %s\n", c.B, c.T, c.H, c.dh, (double)p,
            dtype);
 }
 
-/* A [n] tensor's values rounded to bfloat16 and back: inputs both layers can take exactly. */
-static void round_to_bf16(Tensor *t) {
-    for (int64_t i = 0; i < t->size; i++) t->data[i] = dtype_f32_from_bf16(dtype_bf16_from_f32(t->data[i]));
+/* x rounded to a 16-bit dtype and back (float32: x) */
+static float round16(DType dt, float x) {
+    return dt == DTYPE_F32 ? x : dtype_f32_of_bits(dtype_f32_bits_from_bits16(dt,
+                                 dtype_bits16_from_f32_bits(dt, dtype_bits_of_f32(x))));
+}
+
+/* A tensor's values rounded to dt and back: inputs both layers can take exactly. */
+static void round_values(Tensor *t, DType dt) {
+    for (int64_t i = 0; i < t->size; i++) t->data[i] = round16(dt, t->data[i]);
 }
 
 static Tensor to_dtype(const Tensor *t, DType dtype) {
@@ -87,13 +119,17 @@ typedef struct {
     Tensor qkv, dctx, dqkv0;           /* inputs: [N, 3D], [N, D], what dqkv holds before */
     Tensor ctx, probs, dropped, dqkv;  /* the unfused layer's ctx, weights, dqkv0 + gradient */
     double *mag_ctx, *mag_dqkv;        /* [N, D], [N, 3D] */
+    double *mag_dqkv16;                /* [N, 3D]: mag_dqkv with each mag(ctx) in delta at
+                                        * least `tiny` (float16's subnormals) */
     double *lse;                       /* [B, H, T], in double from the definition */
     double R;                          /* roundings: 4 dh A + 4 T + 16 */
 } Ref;
 
 static void rng_of(Rng *rng, uint64_t seed) { rng_seed(rng, seed, 5); }
 
-static Ref ref_make(Case c, float p, uint64_t seed, bool bf16_values) {
+/* values: the dtype the inputs are rounded to (float32: none); tiny: the smallest
+ * magnitude a 16-bit rounding of ctx is relative to (float16: 2^-14, else 0). */
+static Ref ref_make(Case c, float p, uint64_t seed, DType values) {
     Ref r;
     memset(&r, 0, sizeof r);
     r.c = c, r.p = p, r.seed = seed;
@@ -103,7 +139,8 @@ static Ref ref_make(Case c, float p, uint64_t seed, bool bf16_values) {
     for (int64_t i = 0; i < r.qkv.size; i++) r.qkv.data[i] *= 2.0f; /* sharper softmax */
     r.dctx = random2(seed + 1, N, D);
     r.dqkv0 = random2(seed + 2, N, 3 * D);
-    if (bf16_values) round_to_bf16(&r.qkv), round_to_bf16(&r.dctx), round_to_bf16(&r.dqkv0);
+    round_values(&r.qkv, values), round_values(&r.dctx, values), round_values(&r.dqkv0, values);
+    const double tiny = rounding_of(values).tiny;
     r.ctx = tensor_zeros(2, N, D);
     r.probs = tensor_zeros(4, c.B, c.H, T, T);
     r.dropped = tensor_zeros(4, c.B, c.H, T, T);
@@ -118,8 +155,10 @@ static Ref ref_make(Case c, float p, uint64_t seed, bool bf16_values) {
 
     r.mag_ctx = calloc((size_t)N * D, sizeof(double));
     r.mag_dqkv = calloc((size_t)N * 3 * D, sizeof(double));
+    r.mag_dqkv16 = calloc((size_t)N * 3 * D, sizeof(double));
     r.lse = calloc((size_t)c.B * c.H * T, sizeof(double));
     double *gv = malloc(sizeof(double) * (size_t)T), *mds = malloc(sizeof(double) * (size_t)T);
+    double *mds16 = malloc(sizeof(double) * (size_t)T);
     const double scale = 1.0 / sqrt((double)dh);
     const float *x = r.qkv.data, *g = r.dctx.data;
     double A = 0;
@@ -131,9 +170,9 @@ static Ref ref_make(Case c, float p, uint64_t seed, bool bf16_values) {
 #define G(i, e) g[((size_t)b * T + (i)) * D + (size_t)h * dh + (e)]
             const size_t first = ((size_t)b * c.H + h) * T * T;
             const float *P = r.probs.data + first, *W = r.dropped.data + first;
-            double *mc = r.mag_ctx, *mq = r.mag_dqkv;
+            double *mc = r.mag_ctx, *mq = r.mag_dqkv, *mq16 = r.mag_dqkv16;
             for (int i = 0; i < T; i++) {
-                double m = -INFINITY, sum = 0, mag_delta = 0;
+                double m = -INFINITY, sum = 0, mag_delta = 0, mag_delta16 = 0;
                 for (int j = 0; j <= i; j++) { /* scores in double: lse and A */
                     double s = 0, a = 0;
                     for (int e = 0; e < dh; e++) s += (double)Q(i, e) * K(j, e), a += fabs((double)Q(i, e) * K(j, e));
@@ -149,11 +188,13 @@ static Ref ref_make(Case c, float p, uint64_t seed, bool bf16_values) {
                     for (int j = 0; j <= i; j++) s += W[(size_t)i * T + j] * fabs((double)V(j, e));
                     mc[ci + e] = s;
                     mag_delta += fabs((double)G(i, e)) * s;
+                    mag_delta16 += fabs((double)G(i, e)) * fmax(s, tiny);
                 }
                 for (int j = 0; j <= i; j++) {
                     double a = 0;
                     for (int e = 0; e < dh; e++) a += fabs((double)G(i, e) * V(j, e));
                     mds[j] = W[(size_t)i * T + j] * a + P[(size_t)i * T + j] * mag_delta;
+                    mds16[j] = W[(size_t)i * T + j] * a + P[(size_t)i * T + j] * mag_delta16;
                 }
                 const size_t qi = ((size_t)b * T + i) * 3 * D + (size_t)h * dh;
                 for (int j = 0; j <= i; j++) {
@@ -163,6 +204,9 @@ static Ref ref_make(Case c, float p, uint64_t seed, bool bf16_values) {
                         mq[qi + e] += scale * mds[j] * fabs((double)K(j, e));
                         mq[kj + e] += scale * mds[j] * fabs((double)Q(i, e));
                         mq[kj + D + e] += w * fabs((double)G(i, e));
+                        mq16[qi + e] += scale * mds16[j] * fabs((double)K(j, e));
+                        mq16[kj + e] += scale * mds16[j] * fabs((double)Q(i, e));
+                        mq16[kj + D + e] += w * fabs((double)G(i, e));
                     }
                 }
             }
@@ -172,22 +216,24 @@ static Ref ref_make(Case c, float p, uint64_t seed, bool bf16_values) {
 #undef G
         }
     r.R = 4.0 * dh * A + 4.0 * T + 16.0;
-    free(gv), free(mds);
+    free(gv), free(mds), free(mds16);
     return r;
 }
 
 static void ref_free(Ref *r) {
     FREE_ALL(&r->qkv, &r->dctx, &r->dqkv0, &r->ctx, &r->probs, &r->dropped, &r->dqkv);
-    free(r->mag_ctx), free(r->mag_dqkv), free(r->lse);
+    free(r->mag_ctx), free(r->mag_dqkv), free(r->mag_dqkv16), free(r->lse);
 }
 
 static double worst; /* the largest error / tolerance of a check, shown */
 
-/* got[i] within R u32 mag[i] + rel (|want[i]| + (with_mag16 ? mag[i] : 0)) + 2 u32 |want[i]| */
+/* got[i] within R u32 mag[i] + rel (max(|want[i]|, tiny) + (mag16 ? mag16[i] : 0))
+ * + 2 u32 |want[i]| */
 static bool within(const char *what, const float *got, const float *want, const double *mag,
-                   int64_t n, double R, double rel, bool with_mag16) {
+                   int64_t n, double R, Rounding rd, const double *mag16) {
     for (int64_t i = 0; i < n; i++) {
-        const double tol = R * U32 * mag[i] + rel * (fabs(want[i]) + (with_mag16 ? mag[i] : 0)) +
+        const double tol = R * U32 * mag[i] +
+                           rd.rel * (fmax(fabs(want[i]), rd.tiny) + (mag16 ? mag16[i] : 0)) +
                            2 * U32 * fabs(want[i]); /* the addition into dqkv, rounded by each */
         const double err = fabs((double)got[i] - want[i]);
         if (tol > 0 && err / tol > worst) worst = err / tol;
@@ -259,11 +305,11 @@ static int check_flash_f32(void) {
     for (size_t k = 0; ok && k < sizeof F32_CASES / sizeof F32_CASES[0]; k++)
         for (int with_dropout = 0; ok && with_dropout < 2; with_dropout++) {
             const float p = with_dropout ? 0.2f : 0.0f;
-            Ref r = ref_make(F32_CASES[k], p, 300 + 10 * k, false);
+            Ref r = ref_make(F32_CASES[k], p, 300 + 10 * k, DTYPE_F32);
             Fused f = fused_run(&r, DTYPE_F32);
-            ok = within("ctx", f.ctx.data, r.ctx.data, r.mag_ctx, r.ctx.size, r.R, 0, false) &&
+            ok = within("ctx", f.ctx.data, r.ctx.data, r.mag_ctx, r.ctx.size, r.R, EXACT32, NULL) &&
                  lse_ok(&r, &f) && same_rng(&r, &f) &&
-                 within("dqkv", f.dqkv.data, r.dqkv.data, r.mag_dqkv, r.dqkv.size, r.R, 0, false);
+                 within("dqkv", f.dqkv.data, r.dqkv.data, r.mag_dqkv, r.dqkv.size, r.R, EXACT32, NULL);
             if (!ok) describe(r.c, p, "float32");
             fused_free(&f);
             ref_free(&r);
@@ -272,29 +318,36 @@ static int check_flash_f32(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
-static const Case BF16_CASES[] = {
+static const Case CASES16[] = {
     {2, 1, 2, 16}, {1, 33, 2, 64}, {2, 35, 2, 100}, {1, 257, 1, 128}, {1, 1024, 1, 64}, {1, 70, 1, 256},
 };
 
-static int check_flash_bf16(void) {
+/* The 16-bit layer of dt against the float32 unfused layer on dt's values. */
+static int check_flash16(DType dt, uint64_t seed) {
+    const Rounding rd = rounding_of(dt);
+    char what[3][48];
+    snprintf(what[0], sizeof what[0], "ctx (%s)", dtype_name(dt));
+    snprintf(what[1], sizeof what[1], "dq, dk (%s)", dtype_name(dt));
+    snprintf(what[2], sizeof what[2], "dv (%s)", dtype_name(dt));
+    worst = 0;
     bool ok = true;
-    for (size_t k = 0; ok && k < sizeof BF16_CASES / sizeof BF16_CASES[0]; k++)
+    for (size_t k = 0; ok && k < sizeof CASES16 / sizeof CASES16[0]; k++)
         for (int with_dropout = 0; ok && with_dropout < 2; with_dropout++) {
             const float p = with_dropout ? 0.2f : 0.0f;
-            Ref r = ref_make(BF16_CASES[k], p, 400 + 10 * k, true);
-            Fused f = fused_run(&r, DTYPE_BF16);
+            Ref r = ref_make(CASES16[k], p, seed + 10 * k, dt);
+            Fused f = fused_run(&r, dt);
             const int64_t N = r.N, D = r.D;
-            ok = within("ctx (bfloat16)", f.ctx.data, r.ctx.data, r.mag_ctx, r.ctx.size, r.R, U16, false) &&
+            ok = within(what[0], f.ctx.data, r.ctx.data, r.mag_ctx, r.ctx.size, r.R, rd, NULL) &&
                  lse_ok(&r, &f) && same_rng(&r, &f);
-            /* dq and dk: u16 (|value| + mag); dv: u16 |value| */
+            /* dq and dk: u16 (|value| + mag16); dv: u16 |value| */
             for (int64_t n = 0; ok && n < N; n++) {
                 const size_t at = (size_t)n * 3 * D;
-                ok = within("dq, dk (bfloat16)", f.dqkv.data + at, r.dqkv.data + at, r.mag_dqkv + at,
-                            2 * D, r.R, U16, true) &&
-                     within("dv (bfloat16)", f.dqkv.data + at + 2 * D, r.dqkv.data + at + 2 * D,
-                            r.mag_dqkv + at + 2 * D, D, r.R, U16, false);
+                ok = within(what[1], f.dqkv.data + at, r.dqkv.data + at, r.mag_dqkv + at, 2 * D,
+                            r.R, rd, r.mag_dqkv16 + at) &&
+                     within(what[2], f.dqkv.data + at + 2 * D, r.dqkv.data + at + 2 * D,
+                            r.mag_dqkv + at + 2 * D, D, r.R, rd, NULL);
             }
-            if (!ok) describe(r.c, p, "bfloat16");
+            if (!ok) describe(r.c, p, dtype_name(dt));
             fused_free(&f);
             ref_free(&r);
         }
@@ -302,46 +355,59 @@ static int check_flash_bf16(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
-/* bfloat16 rounds where values are stored, nowhere else: on bfloat16 values, the
- * bfloat16 layer's ctx is the float32 layer's rounded and lse the same, bit for bit;
- * its dqkv the float32 layer's (given the rounded ctx) rounded. */
-static bool same_bits16(const char *what, const Tensor *b16, const Tensor *f32) {
-    for (int64_t i = 0; i < f32->size; i++)
-        if (b16->bits16[i] != dtype_bf16_from_f32(f32->data[i]))
-            return expect_true(false, "%s[%lld]: bfloat16 0x%04x, the float32 layer's %.9g rounds "
-                               "to 0x%04x", what, (long long)i, b16->bits16[i], f32->data[i],
-                               dtype_bf16_from_f32(f32->data[i]));
+static int check_flash_bf16(void) { return check_flash16(DTYPE_BF16, 400); }
+static int check_flash_f16(void) { return check_flash16(DTYPE_F16, 450); }
+
+/* A 16-bit layer rounds where values are stored, nowhere else: on values of its dtype,
+ * its ctx is the float32 layer's rounded and lse the same, bit for bit; its dqkv the
+ * float32 layer's (given the rounded ctx) rounded. */
+static bool same_bits16(const char *what, const Tensor *t16, const Tensor *f32) {
+    const DType dt = t16->dtype;
+    for (int64_t i = 0; i < f32->size; i++) {
+        const uint16_t want = dtype_bits16_from_f32_bits(dt, dtype_bits_of_f32(f32->data[i]));
+        if (t16->bits16[i] != want)
+            return expect_true(false, "%s[%lld]: %s 0x%04x, the float32 layer's %.9g rounds to "
+                               "0x%04x", what, (long long)i, dtype_name(dt), t16->bits16[i],
+                               f32->data[i], want);
+    }
     return true;
 }
 
-static int check_flash_bf16_rounding(void) {
-    const Case cases[] = {{2, 45, 2, 48}, {1, 130, 1, 128}};
+/* Cases: two shapes, and one whose gradients are float16 subnormals (dctx and the old
+ * dqkv times 2^-14: the rounding below 2^-14 too). */
+static int check_flash_rounding(void) {
+    const Case cases[] = {{2, 45, 2, 48}, {1, 130, 1, 128}, {2, 40, 2, 32}};
+    const float grad_scale[] = {1.0f, 1.0f, 0x1p-14f};
     bool ok = true;
-    for (int k = 0; ok && k < 2; k++) {
-        const Case c = cases[k];
-        const int N = c.B * c.T, D = c.H * c.dh;
-        Tensor qkv = random2(500 + k, N, 3 * D), dctx = random2(510 + k, N, D);
-        Tensor d32 = random2(520 + k, N, 3 * D);
-        round_to_bf16(&qkv), round_to_bf16(&dctx), round_to_bf16(&d32);
-        Tensor qkv16 = to_dtype(&qkv, DTYPE_BF16), dctx16 = to_dtype(&dctx, DTYPE_BF16);
-        Tensor d16 = to_dtype(&d32, DTYPE_BF16);
-        Tensor ctx32 = tensor_zeros(2, N, D), ctx16 = tensor_zeros_typed(DEVICE_CPU, DTYPE_BF16, 2, N, D);
-        Tensor lse32 = tensor_zeros(3, c.B, c.H, c.T), lse16 = tensor_zeros(3, c.B, c.H, c.T);
-        FlashDropout f1, f2;
-        Rng r1, r2;
-        rng_seed(&r1, 9, 1), rng_seed(&r2, 9, 1);
-        flash_attention_forward(&ctx32, &lse32, &f1, &qkv, 0.25f, true, &r1, DROPOUT_WHOLE);
-        flash_attention_forward(&ctx16, &lse16, &f2, &qkv16, 0.25f, true, &r2, DROPOUT_WHOLE);
-        ok = same_bits16("ctx", &ctx16, &ctx32) &&
-             expect_true(memcmp(lse16.data, lse32.data, tensor_bytes(&lse32)) == 0,
-                         "lse of the bfloat16 layer differs from the float32 layer's");
-        Tensor ctx_rounded = to_dtype(&ctx16, DTYPE_F32);
-        flash_attention_backward(&d32, &dctx, &qkv, &ctx_rounded, &lse32, &f1);
-        flash_attention_backward(&d16, &dctx16, &qkv16, &ctx16, &lse16, &f2);
-        ok = ok && same_bits16("dqkv", &d16, &d32);
-        if (!ok) describe(c, 0.25f, "bfloat16 against float32 rounded");
-        FREE_ALL(&qkv, &dctx, &d32, &qkv16, &dctx16, &d16, &ctx32, &ctx16, &lse32, &lse16, &ctx_rounded);
-    }
+    for (int d = 0; ok && d < 2; d++)
+        for (int k = 0; ok && k < 3; k++) {
+            const DType dt = d ? DTYPE_F16 : DTYPE_BF16;
+            const Case c = cases[k];
+            const int N = c.B * c.T, D = c.H * c.dh;
+            Tensor qkv = random2(500 + k, N, 3 * D), dctx = random2(510 + k, N, D);
+            Tensor d32 = random2(520 + k, N, 3 * D);
+            tensor_scale(&dctx, grad_scale[k]), tensor_scale(&d32, grad_scale[k]);
+            round_values(&qkv, dt), round_values(&dctx, dt), round_values(&d32, dt);
+            Tensor qkv16 = to_dtype(&qkv, dt), dctx16 = to_dtype(&dctx, dt), d16 = to_dtype(&d32, dt);
+            Tensor ctx32 = tensor_zeros(2, N, D), ctx16 = tensor_zeros_typed(DEVICE_CPU, dt, 2, N, D);
+            Tensor lse32 = tensor_zeros(3, c.B, c.H, c.T), lse16 = tensor_zeros(3, c.B, c.H, c.T);
+            FlashDropout f1, f2;
+            Rng r1, r2;
+            rng_seed(&r1, 9, 1), rng_seed(&r2, 9, 1);
+            flash_attention_forward(&ctx32, &lse32, &f1, &qkv, 0.25f, true, &r1, DROPOUT_WHOLE);
+            flash_attention_forward(&ctx16, &lse16, &f2, &qkv16, 0.25f, true, &r2, DROPOUT_WHOLE);
+            ok = same_bits16("ctx", &ctx16, &ctx32) &&
+                 expect_true(memcmp(lse16.data, lse32.data, tensor_bytes(&lse32)) == 0,
+                             "lse of the %s layer differs from the float32 layer's", dtype_name(dt));
+            Tensor ctx_rounded = to_dtype(&ctx16, DTYPE_F32);
+            flash_attention_backward(&d32, &dctx, &qkv, &ctx_rounded, &lse32, &f1);
+            flash_attention_backward(&d16, &dctx16, &qkv16, &ctx16, &lse16, &f2);
+            ok = ok && same_bits16("dqkv", &d16, &d32);
+            if (!ok) describe(c, 0.25f, dt == DTYPE_F16 ? "float16 against float32 rounded"
+                                                        : "bfloat16 against float32 rounded");
+            FREE_ALL(&qkv, &dctx, &d32, &qkv16, &dctx16, &d16, &ctx32, &ctx16, &lse32, &lse16,
+                     &ctx_rounded);
+        }
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -410,13 +476,13 @@ static bool same_bytes(const char *what, const Tensor *a, const Tensor *b) {
 
 /* Heads 1 and 2 of 4, dropout 0.3: the window (its heads' weights placed in the whole's
  * mask) computes exactly what the whole does on those heads, forward and backward,
- * float32 and bfloat16. */
+ * float32, bfloat16 and float16. */
 static int check_flash_window(void) {
     const int B = 2, T = 37, H = 4, dh = 16, D = H * dh, N = B * T, h0 = 1, hw = 2;
     const DropoutWindow win = {(int64_t)hw * T * T, (int64_t)H * T * T, (int64_t)h0 * T * T};
     bool ok = true;
-    for (int k = 0; ok && k < 2; k++) {
-        const DType dt = k ? DTYPE_BF16 : DTYPE_F32;
+    for (int k = 0; ok && k < 3; k++) {
+        const DType dt = DTYPES[k];
         Tensor q32 = random2(700, N, 3 * D), g32 = random2(701, N, D);
         Tensor qkv = to_dtype(&q32, dt), dctx = to_dtype(&g32, dt);
         Tensor ctx = tensor_zeros_typed(DEVICE_CPU, dt, 2, N, D), lse = tensor_zeros(3, B, H, T);
@@ -451,8 +517,8 @@ static int check_flash_threads(void) {
     const Case c = {3, 70, 2, 32};
     const int N = c.B * c.T, D = c.H * c.dh;
     bool ok = true;
-    for (int k = 0; ok && k < 2; k++) {
-        const DType dt = k ? DTYPE_BF16 : DTYPE_F32;
+    for (int k = 0; ok && k < 3; k++) {
+        const DType dt = DTYPES[k];
         Tensor q32 = random2(800, N, 3 * D), g32 = random2(801, N, D);
         Tensor qkv = to_dtype(&q32, dt), dctx = to_dtype(&g32, dt);
         Tensor ctx[2], lse[2], dqkv[2];
@@ -517,9 +583,20 @@ static void mixed_dtypes(void *arg) {
     flash_attention_forward(&ctx, &lse, NULL, &qkv, 0.0f, false, NULL, DROPOUT_WHOLE);
 }
 
-static void float16(void *arg) {
+static void mixed16(void *arg) {
     (void)arg;
     Tensor qkv = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 2, 8, 24), lse = tensor_zeros(3, 2, 2, 4);
+    Tensor ctx = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 2, 8, 8);
+    Tensor dctx = tensor_zeros_typed(DEVICE_CPU, DTYPE_BF16, 2, 8, 8);
+    Tensor dqkv = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 2, 8, 24);
+    flash_attention_forward(&ctx, &lse, NULL, &qkv, 0.0f, false, NULL, DROPOUT_WHOLE);
+    flash_attention_backward(&dqkv, &dctx, &qkv, &ctx, &lse, NULL);
+}
+
+static void float16_lse(void *arg) {
+    (void)arg;
+    Tensor qkv = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 2, 8, 24);
+    Tensor lse = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 3, 2, 2, 4);
     Tensor ctx = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 2, 8, 8);
     flash_attention_forward(&ctx, &lse, NULL, &qkv, 0.0f, false, NULL, DROPOUT_WHOLE);
 }
@@ -541,9 +618,11 @@ static int check_flash_errors(void) {
     run_child(mixed_dtypes, NULL, &r);
     ok = expect_exit("bfloat16 ctx, float32 qkv", &r, 2, "ctx is bfloat16 but qkv is float32",
                      (const char *)NULL) && ok;
-    run_child(float16, NULL, &r);
-    ok = expect_exit("float16", &r, 2, "qkv is a float16 tensor", "float32 or bfloat16",
-                     (const char *)NULL) && ok;
+    run_child(mixed16, NULL, &r);
+    ok = expect_exit("bfloat16 dctx, float16 qkv (the backward)", &r, 2,
+                     "dctx is bfloat16 but qkv is float16", (const char *)NULL) && ok;
+    run_child(float16_lse, NULL, &r);
+    ok = expect_exit("a float16 lse", &r, 2, "lse", "float32", (const char *)NULL) && ok;
     run_child(bad_window, NULL, &r);
     ok = expect_exit("a window inside a head", &r, 2, "are not heads", (const char *)NULL) && ok;
     return ok ? CHECK_PASS : CHECK_FAIL;
@@ -553,11 +632,12 @@ int main(void) {
     check_begin("fused (flash) attention");
     check_run(NULL, "float32: fused = unfused forward, lse, backward (T 1 to 1,024, heads 5 to 256, dropout on and off)", check_flash_f32, 120);
     check_run(NULL, "bfloat16 against the float32 unfused layer within 2^-8 bounds (T 1 to 1,024)", check_flash_bf16, 120);
-    check_run(NULL, "bfloat16 rounds only where stored: its ctx, lse, dqkv are float32's rounded, bit for bit", check_flash_bf16_rounding, 30);
+    check_run(NULL, "float16 against the float32 unfused layer within 2^-11 bounds, subnormals below 2^-14 (T 1 to 1,024)", check_flash_f16, 120);
+    check_run(NULL, "bfloat16 and float16 round only where stored: ctx, lse, dqkv are float32's rounded, bit for bit (float16 subnormals too)", check_flash_rounding, 30);
     check_run(NULL, "backward vs finite differences, with and without dropout", check_flash_grad, 60);
-    check_run(NULL, "a window of 2 of 4 heads = those heads of the whole, bit for bit (float32, bfloat16)", check_flash_window, 30);
-    check_run(NULL, "same bits on 1 and 2 threads (float32, bfloat16)", check_flash_threads, 30);
+    check_run(NULL, "a window of 2 of 4 heads = those heads of the whole, bit for bit (float32, bfloat16, float16)", check_flash_window, 30);
+    check_run(NULL, "same bits on 1 and 2 threads (float32, bfloat16, float16)", check_flash_threads, 30);
     check_run(NULL, "evaluation: nothing drawn or dropped; NULL dropout in the backward", check_flash_eval, 10);
-    check_run(NULL, "messages: heads, mixed dtypes, float16, a window inside a head", check_flash_errors, 10);
+    check_run(NULL, "messages: heads, mixed dtypes (float16 with bfloat16 too), a float16 lse, a window inside a head", check_flash_errors, 10);
     return check_end();
 }
