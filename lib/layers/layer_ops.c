@@ -66,12 +66,14 @@ static const LayerOps *library_of(const LayerOps *ops) {
 
 bool layer_ops_fuse_add_layernorm(const LayerOps *ops) {
     const LayerOps *lib = library_of(ops);
-    return lib && ops->add_layernorm_forward && ops->add_layernorm_forward == lib->add_layernorm_forward &&
+    return lib && ops->add_layernorm_forward &&
+           ops->add_layernorm_forward == lib->add_layernorm_forward &&
            ops->add_forward == lib->add_forward && ops->layernorm_forward == lib->layernorm_forward;
 }
 
 bool layer_ops_fuse_relu_dropout(const LayerOps *ops) {
     const LayerOps *lib = library_of(ops);
-    return lib && ops->relu_dropout_forward && ops->relu_dropout_forward == lib->relu_dropout_forward &&
+    return lib && ops->relu_dropout_forward &&
+           ops->relu_dropout_forward == lib->relu_dropout_forward &&
            ops->relu_forward == lib->relu_forward && ops->dropout_forward == lib->dropout_forward;
 }

@@ -90,8 +90,8 @@ typedef struct {
     /* Fused forwards (layers/add_layernorm.h, layers/relu_dropout.h): exactly add then
      * layernorm, relu then dropout, bit for bit, in one kernel on the GPU; their
      * backwards are the separate layers'. A model calls them only while the separate
-     * entries are the library's (layer_ops_fuse_add_layernorm, layer_ops_fuse_relu_dropout), so a lesson's own layer norm, ReLU,
-     * dropout or add, swapped in, is still the one called. */
+     * entries are the library's (layer_ops_fuse_add_layernorm, _relu_dropout below),
+     * so a lesson's own layer norm, ReLU, dropout or add, swapped in, is still called. */
     void (*add_layernorm_forward)(Tensor *r, Tensor *y, Tensor *mean, Tensor *rstd,
                                   const Tensor *a, const Tensor *b, const Tensor *gamma,
                                   const Tensor *beta, float eps);

@@ -101,7 +101,8 @@ static void forward(Block *b, const BlockCall *c) {
                                 c->rng);
     else {
         o->relu_forward(&s[ENCODER_H], &s[ENCODER_H]);
-        o->dropout_forward(&s[ENCODER_H], &s[ENCODER_H_MASK], &s[ENCODER_H], drop, training, c->rng);
+        o->dropout_forward(&s[ENCODER_H], &s[ENCODER_H_MASK], &s[ENCODER_H], drop, training,
+                           c->rng);
     }
     o->linear_forward(&w[W_F], &s[ENCODER_H], W(l2_w), W(l2_b));
     o->dropout_forward(&w[W_F], &s[ENCODER_F_MASK], &w[W_F], drop, training, c->rng);
