@@ -2,6 +2,7 @@
 extern "C" {
 #include "kernels.h"
 #include "layers/add.h"
+#include "layers/add_layernorm.h"
 #include "layers/attention.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -14,6 +15,7 @@ extern "C" {
 #include "layers/maxpool2d.h"
 #include "layers/positional.h"
 #include "layers/relu.h"
+#include "layers/relu_dropout.h"
 #include "layers/softmax_xent.h"
 #include "ops/gemm.h"
 }
@@ -50,6 +52,8 @@ static LayerOps cuda_layers(void) {
     ops.gelu_backward = cuda_gelu_backward;
     ops.add_forward = cuda_add_forward;
     ops.add_backward = cuda_add_backward;
+    ops.add_layernorm_forward = cuda_add_layernorm_forward;
+    ops.relu_dropout_forward = cuda_relu_dropout_forward;
     ops.softmax_cross_entropy_fast = cuda_softmax_cross_entropy_fast;
     return ops;
 }

@@ -3,7 +3,8 @@
 // and rstd are the CPU's up to the last bit of a double before rounding to float.
 //
 // Forward: one warp per row (mean, then the sum of squared deviations: two passes,
-// no cancellation), mean and rstd saved per row.
+// no cancellation; layernorm_row.cuh, shared with the fused add + layer norm), mean and
+// rstd saved per row.
 // Backward: din one warp per row; dgamma and dbeta without atomics, in two passes:
 // a grid of (column, chunk of LN_CHUNK rows) threads sums its chunk's rows in order in
 // double, then one thread per column adds the chunks' sums in order and adds the total
@@ -15,6 +16,7 @@
 #include "cuda_check.h"
 #include "elem.cuh"
 #include "launch.h"
+#include "layernorm_row.cuh"
 #include "reduce.cuh"
 extern "C" {
 #include "core/check.h"
@@ -30,25 +32,9 @@ static __global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd
                                                 const T *gamma, const T *beta, int N, int D,
                                                 float eps) {
     const int lane = threadIdx.x % 32;
-    WARP_STRIDE_LOOP(n, N) {
-        const T *x = in + n * D;
-        T *y = out + n * D;
-        double sum = 0.0;
-        for (int j = lane; j < D; j += 32) sum += elem_load(x, j);
-        const double mu = warp_sum(sum) / D;
-        double sq = 0.0;
-        for (int j = lane; j < D; j += 32) {
-            const float xj = elem_load(x, j);
-            sq += (xj - mu) * (xj - mu);
-        }
-        const float m = (float)mu, r = (float)(1.0 / sqrt(warp_sum(sq) / D + eps));
-        if (lane == 0) {
-            mean[n] = m;
-            rstd[n] = r;
-        }
-        for (int j = lane; j < D; j += 32)
-            elem_store(y, j, (elem_load(x, j) - m) * r * elem_load(gamma, j) + elem_load(beta, j));
-    }
+    WARP_STRIDE_LOOP(n, N)
+        layernorm_row(out + (int64_t)n * D, mean, rstd, in + (int64_t)n * D, gamma, beta, n, D,
+                      eps, lane);
 }
 
 // din = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dout * gamma, per row

@@ -1,8 +1,10 @@
 #include "layer_ops.h"
 
 #include "add.h"
+#include "add_layernorm.h"
 #include "attention.h"
 #include "conv2d.h"
+#include "cuda/device.h"
 #include "dropout.h"
 #include "embedding.h"
 #include "flash_attention.h"
@@ -12,6 +14,7 @@
 #include "maxpool2d.h"
 #include "positional.h"
 #include "relu.h"
+#include "relu_dropout.h"
 #include "softmax_xent.h"
 
 static const LayerOps CPU_LAYERS = {
@@ -45,9 +48,32 @@ static const LayerOps CPU_LAYERS = {
     .gelu_backward = gelu_backward,
     .add_forward = add_forward,
     .add_backward = add_backward,
+    .add_layernorm_forward = add_layernorm_forward,
+    .relu_dropout_forward = relu_dropout_forward,
     .softmax_cross_entropy_fast = softmax_cross_entropy_fast,
 };
 
 const LayerOps *layer_ops(Device device) {
     return device == DEVICE_CUDA ? layer_ops_cuda() : &CPU_LAYERS;
+}
+
+/* The library's table for ops's device: the CPU's, or the CUDA one where built (a
+ * table of another device cannot be the CUDA one without it). */
+static const LayerOps *library_of(const LayerOps *ops) {
+    if (ops->device == DEVICE_CPU) return &CPU_LAYERS;
+    return cuda_built() ? layer_ops_cuda() : NULL;
+}
+
+bool layer_ops_fuse_add_layernorm(const LayerOps *ops) {
+    const LayerOps *lib = library_of(ops);
+    return lib && ops->add_layernorm_forward &&
+           ops->add_layernorm_forward == lib->add_layernorm_forward &&
+           ops->add_forward == lib->add_forward && ops->layernorm_forward == lib->layernorm_forward;
+}
+
+bool layer_ops_fuse_relu_dropout(const LayerOps *ops) {
+    const LayerOps *lib = library_of(ops);
+    return lib && ops->relu_dropout_forward &&
+           ops->relu_dropout_forward == lib->relu_dropout_forward &&
+           ops->relu_forward == lib->relu_forward && ops->dropout_forward == lib->dropout_forward;
 }

@@ -87,6 +87,16 @@ typedef struct {
     /* layers/add.h */
     void (*add_forward)(Tensor *out, const Tensor *a, const Tensor *b);
     void (*add_backward)(Tensor *da, Tensor *db, const Tensor *dout);
+    /* Fused forwards (layers/add_layernorm.h, layers/relu_dropout.h): exactly add then
+     * layernorm, relu then dropout, bit for bit, in one kernel on the GPU; their
+     * backwards are the separate layers'. A model calls them only while the separate
+     * entries are the library's (layer_ops_fuse_add_layernorm, _relu_dropout below),
+     * so a lesson's own layer norm, ReLU, dropout or add, swapped in, is still called. */
+    void (*add_layernorm_forward)(Tensor *r, Tensor *y, Tensor *mean, Tensor *rstd,
+                                  const Tensor *a, const Tensor *b, const Tensor *gamma,
+                                  const Tensor *beta, float eps);
+    void (*relu_dropout_forward)(Tensor *out, Tensor *mask, const Tensor *in, float p,
+                                 bool training, Rng *rng);
     /* layers/softmax_xent.h: the loss over a large vocabulary (dlogits may be NULL) */
     float (*softmax_cross_entropy_fast)(Tensor *dlogits, const Tensor *logits, const int *labels);
 } LayerOps;
@@ -94,6 +104,12 @@ typedef struct {
 /* The library's layers on `device`. DEVICE_CUDA needs a build with CUDA (it stops
  * with a message otherwise); its functions need cuda_init() before they run. */
 const LayerOps *layer_ops(Device device);
+
+/* Whether ops may run its fused add + layer norm (add_layernorm_forward instead of
+ * add_forward then layernorm_forward): its add, layer norm and fused entries are all
+ * the library's table's for ops->device. Likewise relu + dropout. */
+bool layer_ops_fuse_add_layernorm(const LayerOps *ops);
+bool layer_ops_fuse_relu_dropout(const LayerOps *ops);
 
 /* The CUDA table (lib/cuda/layer_ops.cu; lib/cuda/cuda_none.c in a build without). */
 const LayerOps *layer_ops_cuda(void);

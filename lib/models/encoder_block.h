@@ -7,7 +7,11 @@
  * Its parameters carry PyTorch's names under PREFIX (PREFIX.self_attn.in_proj_weight,
  * ..., PREFIX.norm2.bias) and its initialisation: in_proj Xavier-uniform with bias 0,
  * out_proj uniform +-1/sqrt(D) with bias 0, the feed-forward linears PyTorch's default
- * (weights and biases uniform +-1/sqrt(fan_in)), layer norms 1 and 0. */
+ * (weights and biases uniform +-1/sqrt(fan_in)), layer norms 1 and 0.
+ * Its forward runs each residual add with the layer norm after it, and the ReLU with
+ * the dropout after it, fused (layers/add_layernorm.h, layers/relu_dropout.h: the same
+ * bits) while the table's entries for them are the library's; a lesson's own layer
+ * norm, ReLU, dropout or add swapped into the table is called as a separate layer. */
 #ifndef MODELS_ENCODER_BLOCK_H
 #define MODELS_ENCODER_BLOCK_H
 

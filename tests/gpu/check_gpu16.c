@@ -36,6 +36,7 @@
 #include "gpu/check_gpu16.h"
 #include "gpu/gpu_check.h"
 #include "layers/add.h"
+#include "layers/add_layernorm.h"
 #include "layers/attention.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
@@ -46,6 +47,7 @@
 #include "layers/maxpool2d.h"
 #include "layers/positional.h"
 #include "layers/relu.h"
+#include "layers/relu_dropout.h"
 #include "layers/softmax_xent.h"
 #include "ops/gemm.h"
 
@@ -601,6 +603,81 @@ static int check_refused16(void) {
     return CHECK_PASS;
 }
 
+/* ---------------------------------------------------------------- fused forwards */
+
+/* Two GPU tensors with the same bits (after a copy to the host). */
+static bool same_bits_gpu(const char *what, DType dt, const Tensor *a, const Tensor *b) {
+    Tensor ha = tensor_to(a, DEVICE_CPU), hb = tensor_to(b, DEVICE_CPU);
+    int64_t first = -1;
+    for (int64_t i = 0; first < 0 && i < ha.size; i++)
+        if (memcmp((const char *)ha.raw + i * dtype_size(ha.dtype),
+                   (const char *)hb.raw + i * dtype_size(hb.dtype), dtype_size(ha.dtype)))
+            first = i;
+    const bool ok = expect_true(ha.size == hb.size && ha.dtype == hb.dtype && first < 0,
+                                "%s (%s): fused and separate differ (first at %lld)", what,
+                                dtype_name(dt), (long long)first);
+    tensor_free(&ha), tensor_free(&hb);
+    return ok;
+}
+
+static const DType ALL_DTYPES[3] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16};
+
+/* The fused add + layer norm and relu + dropout on the GPU against the separate CUDA
+ * kernels: the same bits (one row function for both layer norms; relu's store exact). */
+static int check_fused_forwards(void) {
+    REQUIRE_GPU();
+    static const int cases[][2] = {{1, 1}, {7, 37}, {35, 200}, {69, 1024}, {300, 33}};
+    for (int d = 0; d < 3; d++)
+        for (int t = 0; t < 5; t++) {
+            const DType dt = ALL_DTYPES[d];
+            const int N = cases[t][0], D = cases[t][1];
+            const uint64_t s = 7000 + 20 * (uint64_t)t + 100 * (uint64_t)d;
+            Tensor a = random16(s, dt, N, D, 3.0f), b = random16(s + 1, dt, N, D, 2.0f);
+            Tensor g = random16(s + 2, dt, D, 0, 1.5f), be = random16(s + 3, dt, D, 0, 1.0f);
+            Tensor ga = on_gpu(&a), gb = on_gpu(&b), gg = on_gpu(&g), gbe = on_gpu(&be);
+            Tensor r1 = on_gpu(&a), y1 = on_gpu(&a), r2 = on_gpu(&a), y2 = on_gpu(&a);
+            Tensor m1 = tensor_zeros_on(DEVICE_CUDA, 1, N), s1 = tensor_zeros_on(DEVICE_CUDA, 1, N);
+            Tensor m2 = tensor_zeros_on(DEVICE_CUDA, 1, N), s2 = tensor_zeros_on(DEVICE_CUDA, 1, N);
+            cuda_add_forward(&r1, &ga, &gb);
+            cuda_layernorm_forward(&y1, &m1, &s1, &r1, &gg, &gbe, LAYERNORM_EPS);
+            cuda_add_layernorm_forward(&r2, &y2, &m2, &s2, &ga, &gb, &gg, &gbe, LAYERNORM_EPS);
+            bool ok = same_bits_gpu("add + layer norm: r", dt, &r2, &r1) &&
+                      same_bits_gpu("add + layer norm: y", dt, &y2, &y1) &&
+                      same_bits_gpu("add + layer norm: mean", dt, &m2, &m1) &&
+                      same_bits_gpu("add + layer norm: rstd", dt, &s2, &s1);
+            /* r written over b, as the encoder may */
+            cuda_add_layernorm_forward(&gb, &y2, &m2, &s2, &ga, &gb, &gg, &gbe, LAYERNORM_EPS);
+            ok = ok && same_bits_gpu("add + layer norm, r in place of b: r", dt, &gb, &r1) &&
+                 same_bits_gpu("add + layer norm, r in place of b: y", dt, &y2, &y1);
+            /* relu + dropout: p 0, 0.3, 1, training or not; out apart and in place */
+            static const float ps[] = {0.0f, 0.3f, 1.0f};
+            for (int k = 0; ok && k < 6; k++) {
+                const float p = ps[k % 3];
+                const bool training = k < 3;
+                Rng q1, q2;
+                rng_seed(&q1, s, 0), rng_seed(&q2, s, 0);
+                Tensor k1 = tensor_zeros_on(DEVICE_CUDA, 2, N, D), k2 = tensor_zeros_on(DEVICE_CUDA, 2, N, D);
+                cuda_relu_forward(&r1, &ga);
+                cuda_dropout_forward(&r1, &k1, &r1, p, training, &q1);
+                cuda_relu_dropout_forward(&r2, &k2, &ga, p, training, &q2);
+                ok = same_bits_gpu("relu + dropout: out", dt, &r2, &r1) &&
+                     same_bits_gpu("relu + dropout: mask", dt, &k2, &k1) &&
+                     expect_true(rng_u32(&q1) == rng_u32(&q2), "relu + dropout: the Rng's state after");
+                rng_seed(&q2, s, 0);
+                tensor_copy(&r2, &ga);
+                cuda_relu_dropout_forward(&r2, &k2, &r2, p, training, &q2);
+                ok = ok && same_bits_gpu("relu + dropout in place: out", dt, &r2, &r1) &&
+                     same_bits_gpu("relu + dropout in place: mask", dt, &k2, &k1);
+                FREE_ALL(&k1, &k2);
+                if (!ok) printf("p %g, %s\n", (double)p, training ? "training" : "evaluation");
+            }
+            if (!ok) printf("%s: [%d, %d]\n", dtype_name(dt), N, D);
+            FREE_ALL(&a, &b, &g, &be, &ga, &gb, &gg, &gbe, &r1, &y1, &r2, &y2, &m1, &s1, &m2, &s2);
+            if (!ok) return CHECK_FAIL;
+        }
+    return CHECK_PASS;
+}
+
 #endif /* HAVE_CUDA */
 
 void check_gpu16(void) {
@@ -613,5 +690,6 @@ void check_gpu16(void) {
     check_run(NULL, "16-bit dropout (bf16, fp16; a window too): the CPU's float32 mask, out exact, din", GPU_CHECK(check_dropout16), 60);
     check_run(NULL, "16-bit ReLU (exact) and GELU forward and backward (bf16, fp16)", GPU_CHECK(check_activations16), 60);
     check_run(NULL, "16-bit residual add forward and backward (bf16, fp16; in place, da = dout), exact", GPU_CHECK(check_add16), 60);
+    check_run(NULL, "fused add + layer norm and relu + dropout (f32, bf16, fp16; in place) = the separate CUDA kernels, bit for bit", GPU_CHECK(check_fused_forwards), 60);
     check_run(NULL, "16-bit tensors refused with a message: mixed dtypes, a 16-bit gradient, the unfused attention, conv2d, max-pool, the CNN's loss", GPU_CHECK(check_refused16), 60);
 }
