@@ -191,7 +191,7 @@ static int resume(Run *run) {
     uint64_t fingerprint = 0;
     ckpt_add_u64(&c, "data.fingerprint", &fingerprint);
     MixedPrecisionCkpt scaler; /* the transformer's loss scaler (optional: older files lack it) */
-    if (is_lm(run)) mixed_precision_ckpt_add(&c, &run->mp, &scaler);
+    if (run->mp.blocks) mixed_precision_ckpt_add(&c, &run->mp, &scaler); /* as save.c */
     char path[CKPT_PATH_MAX];
     CkptError err;
     int found = ckpt_store_load_latest(&run->store, &c, path, sizeof path, &err);

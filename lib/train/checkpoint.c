@@ -104,6 +104,10 @@ void ckpt_expect_f64_at_least(Checkpoint *c, const char *name, double min) {
     CHECK(!isnan(min), "ckpt_expect_f64_at_least('%s', NaN)", name);
     scalar_named(c, name, CKPT_F64)->fmin = min;
 }
+void ckpt_ignore_unknown(Checkpoint *c, const char *prefix) {
+    CHECK(prefix && prefix[0], "ckpt_ignore_unknown with an empty prefix: it would skip anything");
+    c->ignore_prefix = prefix;
+}
 void ckpt_expect_optional(Checkpoint *c, const char *name, bool *found) {
     CHECK(found != NULL, "ckpt_expect_optional('%s') without a flag to set", name);
     scalar_named(c, name, (CkptType)0)->found = found;
@@ -493,6 +497,9 @@ static int place_scalars(const Checkpoint *c, Reader *r, uint32_t count, Placeme
         int type = (int)take_le(r, 1);
         int i = find_scalar(c, name);
         if (i < 0 && ckpt_meta_name(name, type) && take(r, 8)) continue; /* metadata */
+        if (i < 0 && c->ignore_prefix && strncmp(name, c->ignore_prefix, strlen(c->ignore_prefix)) == 0 &&
+            take(r, 8))
+            continue; /* state this reader does without */
         if (i < 0)
             return ckpt_error(err, "checkpoint %s holds '%s', which this program does not have: it was "
                                    "written by another program. " FIX_FOREIGN ".", src, name);

@@ -79,6 +79,8 @@ typedef struct {
     int ntensors, tensors_cap;
     CkptScalar *scalars;     /* nscalars entries */
     int nscalars, scalars_cap;
+    const char *ignore_prefix; /* a file's scalars named so that the manifest lacks are
+                                * skipped on load (ckpt_ignore_unknown), NULL: none */
 } Checkpoint;
 
 void ckpt_free(Checkpoint *c);
@@ -115,6 +117,11 @@ void ckpt_expect_f64_at_least(Checkpoint *c, const char *name, double min);
  * loading such a file leaves its variable as it was and sets *found to false; a file
  * that holds it sets *found to true. Saving writes it as any other. */
 void ckpt_expect_optional(Checkpoint *c, const char *name, bool *found);
+/* A file's scalars whose names begin with `prefix` and that the manifest does not name
+ * are skipped on load instead of refused: state that only some writers keep and a
+ * reader without it can do without (fp16's loss scaler, read by a bf16 run). One prefix,
+ * a string that outlives the manifest. */
+void ckpt_ignore_unknown(Checkpoint *c, const char *prefix);
 
 /* prefix.NAME for every parameter's value (not its gradient: recomputed every step). */
 void ckpt_add_params(Checkpoint *c, const char *prefix, ParamList *params);

@@ -78,15 +78,18 @@ int64_t mixed_precision_skipped(const MixedPrecision *mp);
 float mixed_precision_scale(const MixedPrecision *mp);
 
 /* The loss scaler in a checkpoint (lesson 03's, train/checkpoint.h), so that a resumed
- * fp16 run scales, grows and skips exactly as the uninterrupted one:
- *   loss_scale.scale           S (float64, exact), 0 when the run had no loss scaling
+ * fp16 run scales, grows and skips exactly as the uninterrupted one. An fp16 run's
+ * manifest gets
+ *   loss_scale.scale           S (float64, exact)
  *   loss_scale.growth_tracker  clean steps in a row since S last changed
- *   loss_scale.steps_taken     steps whose update ran (fp16)
+ *   loss_scale.steps_taken     steps whose update ran
  *   loss_scale.steps_skipped   steps skipped for an overflow
- * The values pass through *slot (the file's scalars are 64-bit). Saving: add, then
- * ckpt_save. Loading: add, ckpt_load, then mixed_precision_ckpt_loaded. The entries are
- * optional: a checkpoint written before they existed still loads. Any precision loads
- * any other's checkpoint (the weights are the float32 master copy either way). */
+ * through *slot (the file's scalars are 64-bit); a float32 or bf16 run's, none (its
+ * files are as before) but leave to skip them in an fp16 run's file. Saving: add, then
+ * ckpt_save. Loading: add, ckpt_load, then mixed_precision_ckpt_loaded. In fp16 the
+ * entries are optional: a float32 or bf16 run's checkpoint, or one written before they
+ * existed, loads, and the scaler stays fresh. So any precision resumes any other's
+ * checkpoint (the weights are the float32 master copy either way). */
 typedef struct {
     double scale;
     int64_t growth_tracker, steps_taken, steps_skipped;

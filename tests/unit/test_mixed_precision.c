@@ -628,8 +628,8 @@ static int check_checkpoint(void) {
     ok = ok && expect_true(load_into(&cbf, buf, len, &took, &err) == 0 && !took, "an fp16 checkpoint "
                            "into a bf16 run: rc or taken (%s)", err.msg);
     xfree(buf);
-    /* a checkpoint from before the scaler was kept, and a float32 run's (scale 0): loads,
-     * the fresh scaler stays */
+    /* a checkpoint from before the scaler was kept, and a float32 run's (no entries: its
+     * file as before): loads, the fresh scaler stays */
     for (int k = 0; k < 2; k++) {
         encode_with(k == 0 ? NULL : &c32.mp, NULL, &buf, &len);
         fake_init(&b, DTYPE_F16);
@@ -641,7 +641,7 @@ static int check_checkpoint(void) {
     }
     /* impossible values behind a valid checksum: refused by name, nothing changed */
     void (*edits[2])(MixedPrecisionCkpt *) = {negative_scale, tracker_at_interval};
-    const char *want[2] = {"'loss_scale.scale' is -2, below 0", "'loss_scale.growth_tracker' is 2000, outside 0..1999"};
+    const char *want[2] = {"'loss_scale.scale' is -2, below", "'loss_scale.growth_tracker' is 2000, outside 0..1999"};
     for (int k = 0; k < 2; k++) {
         encode_with(&a.mp, edits[k], &buf, &len);
         fake_init(&b, DTYPE_F16);
@@ -652,6 +652,14 @@ static int check_checkpoint(void) {
         fake_free(&b);
         xfree(buf);
     }
+    /* a float32 run's file is the file of before, byte for byte */
+    uint8_t *old, *now;
+    size_t old_len, now_len;
+    encode_with(NULL, NULL, &old, &old_len);
+    encode_with(&c32.mp, NULL, &now, &now_len);
+    ok = ok && expect_true(old_len == now_len && memcmp(old, now, old_len) == 0, "a float32 run's "
+                           "checkpoint changed: %zu bytes, %zu before", now_len, old_len);
+    xfree(old), xfree(now);
     fake_free(&a), fake_free(&c32), fake_free(&cbf);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
@@ -668,7 +676,7 @@ int main(void) {
     check_run(NULL, "loss scaling: misuse stops with a message (twice, before unscale, bfloat16, bad factor)", check_misuse, 20);
     check_run(NULL, "master weights: the working copy = tensor_convert of the master, bf16 and fp16, through a step and a new layout", check_working_copy, 20);
     check_run(NULL, "master weights: a float32 working copy or a refresh without one stops with a message", check_working_misuse, 20);
-    check_run(NULL, "checkpoint: fp16's scaler round-trips (and reaches the blocks); an older or float32 run's file leaves it fresh; bad values refused by name", check_checkpoint, 20);
+    check_run(NULL, "checkpoint: fp16's scaler round-trips (and reaches the blocks), bf16 skips it; an older or float32 run's file (unchanged) leaves it fresh; bad values refused by name", check_checkpoint, 20);
     check_run(NULL, "master weights: an lr a bfloat16-only update loses moves the float32 master and, in time, its bf16 copy", check_master_weights, 20);
     return check_end();
 }
