@@ -190,6 +190,8 @@ static int resume(Run *run) {
     ckpt_add_train_state(&c, &ts);
     uint64_t fingerprint = 0;
     ckpt_add_u64(&c, "data.fingerprint", &fingerprint);
+    MixedPrecisionCkpt scaler; /* the transformer's loss scaler (optional: older files lack it) */
+    if (run->mp.blocks) mixed_precision_ckpt_add(&c, &run->mp, &scaler); /* as save.c */
     char path[CKPT_PATH_MAX];
     CkptError err;
     int found = ckpt_store_load_latest(&run->store, &c, path, sizeof path, &err);
@@ -211,6 +213,15 @@ static int resume(Run *run) {
     run->rng.state = ts.rng_state, run->rng.inc = ts.rng_inc;
     print0("resumed from %s: epoch %lld next, %lld steps done, now on %d ranks\n", path,
            (long long)ts.epoch, (long long)ts.global_step, run->dist->world_size);
+    if (is_lm(run) && run->cfg.dtype == DTYPE_F16) {
+        if (mixed_precision_ckpt_loaded(&run->mp, &scaler))
+            print0("fp16: loss scale %g, %lld steps skipped so far (from the checkpoint)\n",
+                   (double)mixed_precision_scale(&run->mp), (long long)mixed_precision_skipped(&run->mp));
+        else
+            print0("note: %s holds no loss scale (written by a float32 or bf16 run, or before "
+                   "checkpoints kept it): fp16's starts again at %g\n", path,
+                   (double)mixed_precision_scale(&run->mp));
+    }
     return (int)ts.epoch;
 }
 

@@ -45,6 +45,10 @@ void lesson_save_checkpoint(Run *run, int epoch) {
     ckpt_add_adam(&c, &run->opt, &run->model.params);
     ckpt_add_train_state(&c, &ts);
     ckpt_add_u64(&c, "data.fingerprint", &run->data_fingerprint);
+    MixedPrecisionCkpt scaler; /* the transformer's (lm.c sets run->mp up for it alone): fp16's
+                                * loss scale, so a resume goes on scaling and skipping as this
+                                * run would have */
+    if (run->mp.blocks) mixed_precision_ckpt_add(&c, &run->mp, &scaler);
 #ifdef SOLUTION
     if (run->dist->rank == 0) { /* save0: one writer; the others hold the same state */
         char path[CKPT_PATH_MAX];

@@ -6,7 +6,8 @@
  * the m micro-batch means, so each micro-batch's loss, and the gradient that flows
  * back from it, counts 1/m. The backward adds (+=) into the parameters' gradients,
  * which the library zeroes once per step: after the m backwards they hold the
- * gradient of the whole batch, and one optimiser step follows. */
+ * gradient of the whole batch, and one optimiser step follows. p->dloss is float32
+ * whatever --precision: a bf16 or fp16 run rounds it to 16 bits once, after this. */
 #include "lesson.h"
 
 float lesson_micro_loss_grad(Pipeline *p, int micro) {

@@ -373,6 +373,64 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
     }
 }
 
+/* l->dloss32, made on first use (16-bit runs with a loss scale, a 16-bit pipeline's last
+ * stage): [2n] float32, n the loss gradient's elements at B_max x T_max; the first half
+ * holds the logits read as float32, the second the float32 gradient. */
+static void need_dloss32(BlockList *l, int64_t n) {
+    if (l->dloss32.raw) return;
+    if (l->dloss.raw) n = l->dloss.size;
+    CHECK(2 * n <= INT32_MAX, "a loss gradient of %lld elements", (long long)n);
+    l->dloss32 = tensor_zeros_on(l->device, 1, (int)(2 * n));
+}
+
+/* A float32 view of dloss32's second half in t's shape. */
+static Tensor grad32_like(BlockList *l, const Tensor *t) {
+    need_dloss32(l, t->size);
+    CHECK(2 * t->size <= l->dloss32.size, "a loss gradient of %lld elements for a buffer of %lld",
+          (long long)t->size, (long long)l->dloss32.size / 2);
+    Tensor g = tensor_range(&l->dloss32, l->dloss32.size / 2, t->size);
+    g.ndim = t->ndim;
+    memcpy(g.shape, t->shape, sizeof g.shape);
+    return g;
+}
+
+Tensor blocks_dloss_f32(BlockList *l) {
+    CHECK(l->loss && l->dloss.raw, "this model has no loss of its own (or no buffers yet)");
+    return grad32_like(l, &l->dloss);
+}
+
+/* The loss of out (any dtype, read exactly as float32) and its float32 gradient times the
+ * loss scale into g; g must not be dloss32's first half. */
+static float loss_f32(BlockList *l, const Tensor *out, const int *targets, Tensor *g) {
+    CHECK_FLOAT32(g);
+    CHECK(out->size == g->size, "a loss gradient of %lld elements for an output of %lld",
+          (long long)g->size, (long long)out->size);
+    Tensor x = *out;
+    if (out->dtype != DTYPE_F32) {
+        need_dloss32(l, out->size);
+        CHECK(2 * out->size <= l->dloss32.size, "logits of %lld elements for a buffer of %lld",
+              (long long)out->size, (long long)l->dloss32.size / 2);
+        x = tensor_range(&l->dloss32, 0, out->size);
+        CHECK((const char *)g->raw >= (const char *)x.raw + tensor_bytes(&x) ||
+              (const char *)g->raw + tensor_bytes(g) <= (const char *)x.raw,
+              "the float32 loss gradient overlaps the float32 copy of the logits");
+        x.ndim = out->ndim;
+        memcpy(x.shape, out->shape, sizeof x.shape);
+        tensor_convert(&x, out);
+    }
+    const float loss = l->loss(l->loss_ctx, l->layers, &x, targets, g);
+    if (l->loss_scale != 0.0f && l->loss_scale != 1.0f) tensor_scale(g, l->loss_scale);
+    return loss;
+}
+
+float blocks_loss_f32(BlockList *l, const Tensor *out, const int *targets, Tensor *dout32) {
+    CHECK(l->loss, "this model has no loss of its own");
+    trace_begin("loss", TRACE_COMPUTE);
+    const float loss = loss_f32(l, out, targets, dout32);
+    trace_end("loss");
+    return loss;
+}
+
 float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout) {
     CHECK(l->loss, "this model has no loss of its own");
     trace_begin("loss", TRACE_COMPUTE);
@@ -381,26 +439,14 @@ float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *d
     if (!scaled) {
         loss = l->loss(l->loss_ctx, l->layers, out, targets, dout);
     } else if (dout->dtype == DTYPE_F32) {
-        loss = l->loss(l->loss_ctx, l->layers, out, targets, dout);
-        tensor_scale(dout, l->loss_scale);
+        loss = loss_f32(l, out, targets, dout);
     } else { /* the loss of the logits read exactly as float32, S x its float32 gradient
               * rounded once to the 16-bit dout: a gradient that float16 would flush to
               * zero unscaled keeps its digits */
-        if (!l->dloss32.raw) { /* made on first use (float16 runs): the logits, the gradient */
-            const int64_t n = l->dloss.raw ? l->dloss.size : dout->size; /* B_max x T_max's */
-            CHECK(2 * n <= INT32_MAX, "a loss gradient of %lld elements", (long long)n);
-            l->dloss32 = tensor_zeros_on(l->device, 1, (int)(2 * n));
-        }
-        CHECK(2 * dout->size <= l->dloss32.size && out->size == dout->size,
-              "a loss gradient of %lld elements for a buffer of %lld", (long long)dout->size,
-              (long long)l->dloss32.size / 2);
-        Tensor x = tensor_range(&l->dloss32, 0, out->size);
-        Tensor g = tensor_range(&l->dloss32, l->dloss32.size / 2, dout->size);
-        x.ndim = g.ndim = dout->ndim;
-        memcpy(x.shape, dout->shape, sizeof x.shape), memcpy(g.shape, dout->shape, sizeof g.shape);
-        tensor_convert(&x, out);
-        loss = l->loss(l->loss_ctx, l->layers, &x, targets, &g);
-        tensor_scale(&g, l->loss_scale);
+        CHECK(out->size == dout->size, "a loss gradient of %lld elements for an output of %lld",
+              (long long)dout->size, (long long)out->size);
+        Tensor g = grad32_like(l, dout);
+        loss = loss_f32(l, out, targets, &g);
         tensor_convert(dout, &g);
     }
     trace_end("loss");

@@ -141,8 +141,10 @@ struct BlockList {
     DType dtype;               /* its compute dtype: float32 (0, the default), bf16, fp16 */
     float loss_scale;          /* the loss's gradient is multiplied by it (fp16's dynamic
                                 * loss scaling, lib/train/mixed_precision.h); 0 or 1: none */
-    Tensor dloss32;            /* [the last output's shape] float32: the scaled loss gradient
-                                * before its one rounding (a 16-bit list with a loss scale) */
+    Tensor dloss32;            /* [2 x the loss gradient's elements] float32, made on first
+                                * use: the logits read as float32, then the scaled loss
+                                * gradient before its one rounding (a 16-bit list with a loss
+                                * scale, a 16-bit pipeline's last stage) */
     bool training;             /* dropout on (the default) */
     int B_max, T_max;          /* what buffers are allocated for */
     int B, T;                  /* the batch of the next forward (blocks_set_batch) */
@@ -212,8 +214,16 @@ const Tensor *blocks_forward(BlockList *l, BlockActs *a, int first, int last, co
  * not needed) gets += dL/d(input of block first); in: the input the forward was given. */
 void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tensor *dout,
                      const Tensor *in, Tensor *din);
-/* The model's loss of out (the last block's output of a forward); dout: as BlockLossFn. */
+/* The model's loss of out (the last block's output of a forward); dout: as BlockLossFn.
+ * A 16-bit dout is the float32 gradient times loss_scale, rounded once. */
 float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout);
+/* The same loss with its gradient left in float32 (times loss_scale, not rounded): dout32
+ * [out's shape] float32, for a caller that scales it further before the one rounding to
+ * the list's dtype (a pipeline's 1/m per micro-batch: tensor_convert into l->dloss). The
+ * logits of a 16-bit out are read as float32 into dloss32. blocks_dloss_f32 gives a
+ * float32 buffer of l->dloss's shape for it (dloss32's other half, made on first use). */
+float blocks_loss_f32(BlockList *l, const Tensor *out, const int *targets, Tensor *dout32);
+Tensor blocks_dloss_f32(BlockList *l);
 
 void blocks_add_hook(BlockList *l, BlockHookFn fn, void *ctx);
 void blocks_remove_hook(BlockList *l, BlockHookFn fn, void *ctx);

@@ -99,7 +99,9 @@ void pipeline_init(Pipeline *p, Dist *d, BlockList *model, int micro, PipeSchedu
     Tensor out; /* the gradient of the last block's output: received, or the loss's */
     blocks_output_shape(model, end_block(p) - 1, model->B_max, model->T_max, &out);
     CHECK(out.ndim == 2, "a stage's output of %d dimensions: [rows, width] only", out.ndim);
-    if (is_last(p)) p->dloss = model->dloss;
+    /* the loss's gradient in float32 (a 16-bit model's is rounded once before the backward,
+     * after the 1/m), the float32 model's own buffer */
+    if (is_last(p)) p->dloss = model->dtype == DTYPE_F32 ? model->dloss : blocks_dloss_f32(model);
     else p->dout = tensor_zeros_typed(model->device, out.dtype, 2, out.shape[0], out.shape[1]);
 }
 
@@ -218,6 +220,10 @@ void pipeline_backward(Pipeline *p, int micro) {
     if (is_last(p)) {
         p->loss_sum += p->ops.micro_loss_grad(p, micro); /* compute: part of the backward */
         dy = &p->dloss;
+        if (p->model->dtype != DTYPE_F32) { /* float32, scaled by S / m: rounded once here */
+            tensor_convert(&p->model->dloss, &p->dloss);
+            dy = &p->model->dloss;
+        }
     } else {
         p->ops.recv_gradient(p, &p->dout);
         const double got = now_seconds();
@@ -257,19 +263,15 @@ float pipeline_loss_grad(Pipeline *p, int micro) {
     const int k = micro >= 0 && micro < p->micro ? p->slot_of[micro] : -1;
     CHECK(k >= 0, "the loss of micro-batch %d before its forward", micro);
     const Tensor *out = &blocks_saved(p->model, p->acts[k], end_block(p) - 1)[0];
-    return blocks_loss(p->model, out, p->targets[micro], &p->dloss);
+    return blocks_loss_f32(p->model, out, p->targets[micro], &p->dloss);
 }
 
 float pipeline_micro_loss_grad(Pipeline *p, int micro) {
     /* the batch's loss is the mean of the m micro-batches' means (all the same size):
-     * each micro-batch's loss, and so its gradient, counts 1/m: folded into the list's
-     * loss scale (float16's S, or 1), so that a 16-bit gradient is rounded once, and a
-     * float32 one gets the same multiplication as before */
-    BlockList *l = p->model;
-    const float scale = l->loss_scale;
-    l->loss_scale = (scale != 0.0f ? scale : 1.0f) / (float)p->micro;
+     * each micro-batch's loss, and so its gradient, counts 1/m (p->dloss is float32: a
+     * 16-bit model's gradient is rounded once after it, in pipeline_backward) */
     const float loss = pipeline_loss_grad(p, micro);
-    l->loss_scale = scale;
+    tensor_scale(&p->dloss, 1.0f / (float)p->micro);
     return loss / (float)p->micro;
 }
 
@@ -340,7 +342,7 @@ int64_t pipeline_workspace_bytes(Pipeline *p) {
     const BlockList *m = p->model;
     int64_t bytes = (int64_t)tensor_bytes(&p->dout) + (int64_t)tensor_bytes(&m->work) +
                     (int64_t)tensor_bytes(&m->grad[0]) + (int64_t)tensor_bytes(&m->grad[1]) +
-                    (int64_t)tensor_bytes(&m->dloss);
+                    (int64_t)tensor_bytes(&m->dloss) + (int64_t)tensor_bytes(&m->dloss32);
     for (int k = 0; k < p->max_slots; k++) bytes += (int64_t)tensor_bytes(&p->din[k]);
     return bytes;
 }

@@ -110,8 +110,10 @@ struct Pipeline {
     bool *slot_busy;          /* [micro] slot k holds a micro-batch in flight */
     int max_slots;            /* slots allocated so far (the peak in flight) */
     Tensor dout;              /* [N, D] the gradient received from the stage after */
-    Tensor dloss;             /* last stage: [N, V] the loss's gradient of a micro-batch
-                               * (the model's model->dloss) */
+    Tensor dloss;             /* last stage: [N, V] float32, the loss's gradient of a
+                               * micro-batch (a float32 model's model->dloss; a 16-bit
+                               * model's is rounded once from it into model->dloss after
+                               * micro_loss_grad: the 1/m before the rounding) */
     float loss_sum;           /* last stage: the step's loss, summed over micro-batches */
     /* the last step's record */
     PipeEvent *events;
@@ -145,7 +147,8 @@ void pipeline_forward(Pipeline *p, int micro);
 void pipeline_backward(Pipeline *p, int micro);
 
 /* The last stage: micro-batch i's mean loss, from the output of its forward, and its
- * gradient in p->dloss (overwritten): what the backward starts from. */
+ * gradient in p->dloss (float32, times the model's loss scale; overwritten): what the
+ * backward starts from. */
 float pipeline_loss_grad(Pipeline *p, int micro);
 
 /* The library's own versions of PipelineOps. */

@@ -149,10 +149,23 @@ static Tensor zeros(Zero *z, int64_t n) {
 void zero_init(Zero *z, Dist *dist, BlockList *blocks, int stage, const ZeroOps *ops) {
     CHECK(stage >= 1 && stage <= 3, "ZeRO stage %d: 1, 2 or 3 (0 is plain data parallel: ddp.h)", stage);
     CHECK(blocks->params && blocks->params->values.data, "zero_init before the model's parameters exist");
-    if (blocks->dtype != DTYPE_F32) /* its windows and shards hold float32 values; no 16-bit
-                                     * working copy of them is made yet (docs/mixed-precision.md) */
-        fatal("ZeRO runs a float32 model only for now: this one computes in %s",
+    /* 16 bits: stages 1 and 2 keep the parameters whole on every rank, and with them the
+     * model's working copy, rounded again after each step's all-gather (zero_step). Stage
+     * 3 gathers each block's float32 values into a window for its pass: a 16-bit copy of
+     * the window is not made yet. fp16's loss scaling unscales params->grads, which stage
+     * 2 does not keep whole (docs/mixed-precision.md). */
+    if (blocks->dtype == DTYPE_F16)
+        fatal("ZeRO runs float32 or bfloat16 models: this one computes in float16, whose loss "
+              "scaling divides the whole gradient buffer, which ZeRO shards (use bf16 or fp32)");
+    if (blocks->dtype != DTYPE_F32 && stage == 3)
+        fatal("ZeRO stage 3 runs a float32 model only: it gathers each block's float32 "
+              "parameters into a window for its pass, and makes no %s copy of them; stages 1 "
+              "and 2 keep the parameters whole and take a %s model", dtype_name(blocks->dtype),
               dtype_name(blocks->dtype));
+    CHECK(blocks->dtype == DTYPE_F32 || (blocks->params->working.raw &&
+                                         blocks->params->working.dtype == blocks->dtype),
+          "a %s model without a %s working copy of its parameters (transformer_set_precision)",
+          dtype_name(blocks->dtype), dtype_name(blocks->dtype));
     *z = (Zero){.dist = dist, .stage = stage, .ops = ops, .blocks = blocks, .params = blocks->params,
                 .device = blocks->params->values.device, .psi = blocks->params->total};
     check_same_model(z);
@@ -291,4 +304,5 @@ void zero_step(Zero *z) {
     for (int k = 0; k < z->nunits; k++) dist_wait(z->dist, r[k]);
     xfree(r);
     z->exposed_s += now_seconds() - t0;
+    if (z->blocks->dtype != DTYPE_F32) params_refresh_working(z->params); /* the new values, rounded */
 }

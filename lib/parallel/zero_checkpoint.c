@@ -80,7 +80,7 @@ static void index_manifest(Checkpoint *m, Index *ix, const Checkpoint *user) {
         else if (s->type == CKPT_U64) ckpt_add_u64(m, s->name, v);
         else ckpt_add_f64(m, s->name, v);
         CkptScalar *e = &m->scalars[m->nscalars - 1]; /* the caller's limits, as they are */
-        e->min = s->min, e->max = s->max, e->odd = s->odd, e->allow_inf = s->allow_inf;
+        e->min = s->min, e->max = s->max, e->fmin = s->fmin, e->odd = s->odd, e->allow_inf = s->allow_inf;
         e->not_above = s->not_above < 0 ? -1 : base + s->not_above;
     }
 }

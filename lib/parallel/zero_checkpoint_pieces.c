@@ -60,6 +60,7 @@ int zero_ckpt_load_latest(ZeroCkpt *c, Zero *z, int64_t *step, CkptError *err) {
     if (rc == 1) {
         if (z->optimizer == ZERO_ADAMW) z->adam.step = m.opt_step;
         else z->sgd.step = m.opt_step;
+        if (z->stage < 3 && z->blocks->dtype != DTYPE_F32) params_refresh_working(z->params);
     }
     zckpt_host_free(host, kinds);
     zckpt_model_free(&m);

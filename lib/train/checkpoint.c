@@ -69,14 +69,17 @@ static void add_scalar(Checkpoint *c, const char *name, CkptType type, void *v) 
     e->value = v;
     e->min = INT64_MIN;
     e->max = INT64_MAX;
+    e->fmin = -INFINITY;
     e->odd = e->allow_inf = false;
     e->not_above = -1;
+    e->found = NULL;
 }
 
+/* type 0: any */
 static CkptScalar *scalar_named(Checkpoint *c, const char *name, CkptType type) {
     for (int i = 0; i < c->nscalars; i++)
         if (strcmp(c->scalars[i].name, name) == 0) {
-            CHECK(c->scalars[i].type == type, "checkpoint scalar '%s' has type '%c', not '%c'",
+            CHECK(!type || c->scalars[i].type == type, "checkpoint scalar '%s' has type '%c', not '%c'",
                   name, c->scalars[i].type, type);
             return &c->scalars[i];
         }
@@ -96,6 +99,18 @@ void ckpt_expect_inf_allowed(Checkpoint *c, const char *name) {
 void ckpt_expect_at_most(Checkpoint *c, const char *name, const char *bound) {
     const CkptScalar *b = scalar_named(c, bound, CKPT_I64);
     scalar_named(c, name, CKPT_I64)->not_above = (int)(b - c->scalars);
+}
+void ckpt_expect_f64_at_least(Checkpoint *c, const char *name, double min) {
+    CHECK(!isnan(min), "ckpt_expect_f64_at_least('%s', NaN)", name);
+    scalar_named(c, name, CKPT_F64)->fmin = min;
+}
+void ckpt_ignore_unknown(Checkpoint *c, const char *prefix) {
+    CHECK(prefix && prefix[0], "ckpt_ignore_unknown with an empty prefix: it would skip anything");
+    c->ignore_prefix = prefix;
+}
+void ckpt_expect_optional(Checkpoint *c, const char *name, bool *found) {
+    CHECK(found != NULL, "ckpt_expect_optional('%s') without a flag to set", name);
+    scalar_named(c, name, (CkptType)0)->found = found;
 }
 
 /* Whether a loaded value meets its scalar's limits; else a message in err. */
@@ -119,6 +134,10 @@ static int check_value(const CkptScalar *s, uint64_t bits, const char *src, Ckpt
         if (isnan(v) || (isinf(v) && !s->allow_inf))
             return ckpt_error(err, "checkpoint %s: '%s' is %g, not a finite number. " FIX_DAMAGED ".",
                               src, s->name, v);
+        if (v < s->fmin)
+            return ckpt_error(err, "checkpoint %s: '%s' is %g, below %g: the file passed its "
+                                   "checksum but its writer stored a wrong value. " FIX_DAMAGED ".",
+                              src, s->name, v, s->fmin);
     }
     return 0;
 }
@@ -478,6 +497,9 @@ static int place_scalars(const Checkpoint *c, Reader *r, uint32_t count, Placeme
         int type = (int)take_le(r, 1);
         int i = find_scalar(c, name);
         if (i < 0 && ckpt_meta_name(name, type) && take(r, 8)) continue; /* metadata */
+        if (i < 0 && c->ignore_prefix && strncmp(name, c->ignore_prefix, strlen(c->ignore_prefix)) == 0 &&
+            take(r, 8))
+            continue; /* state this reader does without */
         if (i < 0)
             return ckpt_error(err, "checkpoint %s holds '%s', which this program does not have: it was "
                                    "written by another program. " FIX_FOREIGN ".", src, name);
@@ -521,12 +543,12 @@ int ckpt_decode(const Checkpoint *c, const uint8_t *buf, size_t len, const char 
                                  "without optimiser state, or by another model or optimiser?). "
                                  FIX_FOREIGN ".", src, c->tensors[i].name);
     for (int i = 0; rc == 0 && i < c->nscalars; i++)
-        if (!pl->scalar_seen[i])
+        if (!pl->scalar_seen[i] && !c->scalars[i].found)
             rc = ckpt_error(err, "checkpoint %s lacks '%s', which this program needs (written by "
                                  "another program?). " FIX_FOREIGN ".", src, c->scalars[i].name);
     for (int i = 0; rc == 0 && i < c->nscalars; i++) { /* limits between two values */
         const CkptScalar *s = &c->scalars[i];
-        if (s->not_above < 0) continue;
+        if (s->not_above < 0 || !pl->scalar_seen[i] || !pl->scalar_seen[s->not_above]) continue;
         const int64_t v = (int64_t)load_le(buf + pl->scalar_at[i], 8);
         const int64_t bound = (int64_t)load_le(buf + pl->scalar_at[s->not_above], 8);
         if (v > bound)
@@ -539,6 +561,8 @@ int ckpt_decode(const Checkpoint *c, const uint8_t *buf, size_t len, const char 
             device_copy(c->tensors[i].tensor.data, c->tensors[i].tensor.device,
                         buf + pl->tensor_at[i], DEVICE_CPU, 4 * (size_t)c->tensors[i].tensor.size);
         for (int i = 0; i < c->nscalars; i++) {
+            if (c->scalars[i].found) *c->scalars[i].found = pl->scalar_seen[i];
+            if (!pl->scalar_seen[i]) continue; /* an optional one the file lacks */
             uint64_t bits = load_le(buf + pl->scalar_at[i], 8);
             memcpy(c->scalars[i].value, &bits, 8);
         }

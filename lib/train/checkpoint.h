@@ -63,11 +63,15 @@ typedef struct {
     /* What a loaded value must be (ckpt_expect_*): a value behind a valid checksum can
      * still be wrong (a bug of the writer, a hand-edited file), and a run must not go on
      * from a sampler position of -1. CKPT_I64: min..max; CKPT_U64: odd when `odd`;
-     * CKPT_F64: never NaN, and finite unless `allow_inf`; and, where `not_above` is an
-     * index into the scalars (else -1), not above that scalar's loaded value. */
+     * CKPT_F64: never NaN, finite unless `allow_inf`, at least `fmin`; and, where
+     * `not_above` is an index into the scalars (else -1), not above that scalar's loaded
+     * value. `found` (not NULL): an optional entry, which a file may lack (one written
+     * before it existed); *found says whether the last load had it. */
     int64_t min, max;
+    double fmin;
     bool odd, allow_inf;
     int not_above;
+    bool *found;
 } CkptScalar;
 
 typedef struct {
@@ -75,6 +79,8 @@ typedef struct {
     int ntensors, tensors_cap;
     CkptScalar *scalars;     /* nscalars entries */
     int nscalars, scalars_cap;
+    const char *ignore_prefix; /* a file's scalars named so that the manifest lacks are
+                                * skipped on load (ckpt_ignore_unknown), NULL: none */
 } Checkpoint;
 
 void ckpt_free(Checkpoint *c);
@@ -105,6 +111,17 @@ void ckpt_expect_inf_allowed(Checkpoint *c, const char *name);
 /* The int64 `name` may not be above the int64 `bound` of the same file (a sampler's
  * position past its count). */
 void ckpt_expect_at_most(Checkpoint *c, const char *name, const char *bound);
+/* The float64 `name` may not be below min. */
+void ckpt_expect_f64_at_least(Checkpoint *c, const char *name, double min);
+/* The scalar `name` may be missing from a file (written before the program had it):
+ * loading such a file leaves its variable as it was and sets *found to false; a file
+ * that holds it sets *found to true. Saving writes it as any other. */
+void ckpt_expect_optional(Checkpoint *c, const char *name, bool *found);
+/* A file's scalars whose names begin with `prefix` and that the manifest does not name
+ * are skipped on load instead of refused: state that only some writers keep and a
+ * reader without it can do without (fp16's loss scaler, read by a bf16 run). One prefix,
+ * a string that outlives the manifest. */
+void ckpt_ignore_unknown(Checkpoint *c, const char *prefix);
 
 /* prefix.NAME for every parameter's value (not its gradient: recomputed every step). */
 void ckpt_add_params(Checkpoint *c, const char *prefix, ParamList *params);

@@ -1,5 +1,6 @@
 #include "train/mixed_precision.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -68,4 +69,43 @@ int64_t mixed_precision_skipped(const MixedPrecision *mp) {
 
 float mixed_precision_scale(const MixedPrecision *mp) {
     return mp->scaling ? loss_scale_value(&mp->scaler) : 1.0f;
+}
+
+void mixed_precision_ckpt_add(Checkpoint *c, MixedPrecision *mp, MixedPrecisionCkpt *slot) {
+    const LossScaler *ls = &mp->scaler;
+    *slot = (MixedPrecisionCkpt){0};
+    if (!mp->scaling) { /* nothing to keep; an fp16 run's file loads all the same */
+        ckpt_ignore_unknown(c, "loss_scale.");
+        return;
+    }
+    *slot = (MixedPrecisionCkpt){.scale = ls->scale, .growth_tracker = ls->growth_tracker,
+                                 .steps_taken = ls->steps_taken, .steps_skipped = ls->steps_skipped};
+    ckpt_add_f64(c, "loss_scale.scale", &slot->scale);
+    ckpt_add_i64(c, "loss_scale.growth_tracker", &slot->growth_tracker);
+    ckpt_add_i64(c, "loss_scale.steps_taken", &slot->steps_taken);
+    ckpt_add_i64(c, "loss_scale.steps_skipped", &slot->steps_skipped);
+    ckpt_expect_f64_at_least(c, "loss_scale.scale", 0x1p-149); /* float's least positive */
+    /* a tracker at the interval would have grown S and restarted (the interval is this
+     * run's: a setting, not state) */
+    ckpt_expect_range(c, "loss_scale.growth_tracker", 0, ls->growth_interval - 1);
+    ckpt_expect_range(c, "loss_scale.steps_taken", 0, INT64_MAX);
+    ckpt_expect_range(c, "loss_scale.steps_skipped", 0, INT64_MAX);
+    /* the four come together: one flag for them (a file holds all or none) */
+    ckpt_expect_optional(c, "loss_scale.scale", &slot->found);
+    ckpt_expect_optional(c, "loss_scale.growth_tracker", &slot->found);
+    ckpt_expect_optional(c, "loss_scale.steps_taken", &slot->found);
+    ckpt_expect_optional(c, "loss_scale.steps_skipped", &slot->found);
+}
+
+bool mixed_precision_ckpt_loaded(MixedPrecision *mp, const MixedPrecisionCkpt *slot) {
+    if (!mp->scaling || !slot->found) return false;
+    LossScaler *ls = &mp->scaler;
+    const float scale = (float)slot->scale;
+    CHECK(isfinite(scale) && scale > 0.0f && (double)scale == slot->scale,
+          "a loss scale of %g from a checkpoint: not a float's value", slot->scale);
+    ls->scale = scale;
+    ls->growth_tracker = (int)slot->growth_tracker;
+    ls->steps_taken = slot->steps_taken, ls->steps_skipped = slot->steps_skipped;
+    mp->blocks->loss_scale = scale;
+    return true;
 }

@@ -41,6 +41,7 @@
 #include "core/dtype.h"
 #include "models/block.h"
 #include "models/params.h"
+#include "train/checkpoint.h"
 #include "train/loss_scale.h"
 
 typedef struct {
@@ -75,5 +76,29 @@ void mixed_precision_step_done(MixedPrecision *mp);
 /* Steps skipped for an inf or NaN gradient so far (0 unless fp16); the scale (1 unless fp16). */
 int64_t mixed_precision_skipped(const MixedPrecision *mp);
 float mixed_precision_scale(const MixedPrecision *mp);
+
+/* The loss scaler in a checkpoint (lesson 03's, train/checkpoint.h), so that a resumed
+ * fp16 run scales, grows and skips exactly as the uninterrupted one. An fp16 run's
+ * manifest gets
+ *   loss_scale.scale           S (float64, exact)
+ *   loss_scale.growth_tracker  clean steps in a row since S last changed
+ *   loss_scale.steps_taken     steps whose update ran
+ *   loss_scale.steps_skipped   steps skipped for an overflow
+ * through *slot (the file's scalars are 64-bit); a float32 or bf16 run's, none (its
+ * files are as before) but leave to skip them in an fp16 run's file. Saving: add, then
+ * ckpt_save. Loading: add, ckpt_load, then mixed_precision_ckpt_loaded. In fp16 the
+ * entries are optional: a float32 or bf16 run's checkpoint, or one written before they
+ * existed, loads, and the scaler stays fresh. So any precision resumes any other's
+ * checkpoint (the weights are the float32 master copy either way). */
+typedef struct {
+    double scale;
+    int64_t growth_tracker, steps_taken, steps_skipped;
+    bool found; /* the last load had them */
+} MixedPrecisionCkpt;
+void mixed_precision_ckpt_add(Checkpoint *c, MixedPrecision *mp, MixedPrecisionCkpt *slot);
+/* After a successful load: a float16 run takes the file's scaler (and gives its scale to
+ * the blocks) and returns true; false when there was none to take (a float32 or bf16
+ * run's checkpoint, or an older one: the scaler stays as it is) or the run is not fp16. */
+bool mixed_precision_ckpt_loaded(MixedPrecision *mp, const MixedPrecisionCkpt *slot);
 
 #endif

@@ -4,6 +4,7 @@
  *   mpirun -n 3 train --schedule 1f1b --micro-batches 8        # 3 stages, 1F1B
  *   mpirun -n 4 train --dp 2                                   # 2 pipelines of 2 stages
  *   srun train --device cuda --model seed --ranks 2            # the seed's 1.44B model, 2 GPUs
+ *   mpirun -n 2 train --precision bf16                         # bfloat16 compute, float32 master weights
  *
  * Every rank builds its stage of lesson 04's model (the blocks TODO 7.1 gives it), and
  * each step runs the schedule (TODOs 7.3, 7.4) over the batch's micro-batches with your
@@ -15,9 +16,11 @@
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/args.h"
+#include "core/gpu_peak.h"
 #include "core/log.h"
 #include "core/timer.h"
 #include "core/trace.h"
@@ -29,12 +32,15 @@
 #include "train/clip.h"
 #include "train/loop.h"
 #include "train/loss_watch.h"
+#include "train/mixed_precision.h"
 
 /* ---------------------------------------------------------------- options */
 
 typedef struct {
     LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
     const char *dataset, *data, *model, *schedule, *split, *device, *dist, *metrics, *timeline, *trace;
+    const char *precision; /* fp32, bf16 or fp16 (lib/train/mixed_precision.h) */
+    DType dtype;           /* --precision, parsed */
     int micro, batch_size, epochs, max_steps, seed, threads, ranks, dp, timeline_steps;
     float lr, gamma, clip, timeout_s;
 } Config;
@@ -42,7 +48,7 @@ typedef struct {
 /* The options every rank must share are compared across ranks once the job is joined
  * (lib/dist/dist_options.h); these may differ: the files rank 0 writes, each rank's
  * threads and patience. */
-enum { OWN = 23, MAX_SPECS = OWN + LM_OPTION_SPECS };
+enum { OWN = 24, MAX_SPECS = OWN + LM_OPTION_SPECS };
 static const char *const per_rank_options[] = {"metrics", "timeline", "threads", "timeout", NULL};
 
 /* --batch-size against the micro-batches and the pipelines (after the rank count: with
@@ -59,7 +65,8 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
     *c = (Config){.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
                   .schedule = "gpipe", .device = "cpu", .dist = "auto", .micro = 8,
                   .batch_size = 32, .epochs = 3, .seed = 42, .threads = 1, .dp = 1,
-                  .timeline_steps = 3, .lr = 5.0f, .gamma = 0.95f, .clip = 0.5f, .timeout_s = 300};
+                  .timeline_steps = 3, .lr = 5.0f, .gamma = 0.95f, .clip = 0.5f, .timeout_s = 300,
+                  .precision = "fp32"};
     const ArgSpec own[OWN] = {
         {"model", ARG_CHOICE, &c->model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's 1.44B (4096 wide, 16 heads, 12 layers), for GPUs", "tutorial|seed"},
         {"dataset", ARG_CHOICE, &c->dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
@@ -76,6 +83,7 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
         {"seed", ARG_INT, &c->seed, "seed of the weights and the dropout masks", NULL},
         {"threads", ARG_INT, &c->threads, "OpenMP threads per rank", NULL},
         {"device", ARG_CHOICE, &c->device, "where each stage runs (cuda: one GPU per rank)", "cpu|cuda"},
+        {"precision", ARG_CHOICE, &c->precision, "compute in float32, or in bfloat16 / float16 with float32 master weights; fp16 with loss scaling", "fp32|bf16|fp16"},
         {"dist", ARG_CHOICE, &c->dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
         {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", NULL},
         {"dp", ARG_INT, &c->dp, "data-parallel pipelines: ranks = dp x stages; each takes its share of the batch", NULL},
@@ -103,6 +111,7 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
     if (!(c->gamma > 0) || !isfinite(c->gamma)) fatal("--gamma must be positive, got %g", (double)c->gamma);
     if (!(c->clip >= 0) || !isfinite(c->clip)) fatal("--clip must be 0 or more, got %g", (double)c->clip);
     if (!(c->timeout_s > 0) || !isfinite(c->timeout_s)) fatal("--timeout must be positive, got %g", (double)c->timeout_s);
+    if (!dtype_parse(c->precision, &c->dtype)) fatal("--precision %s: fp32, bf16 or fp16", c->precision);
     return n;
 }
 
@@ -119,6 +128,7 @@ typedef struct {
     Transformer stage;              /* this rank's blocks */
     Pipeline pipe;
     Sgd opt;
+    MixedPrecision mp;              /* the precision's step: working copy, fp16's loss scale */
     int Bm, T;                      /* sequences per micro-batch, tokens per sequence */
     int *host_tokens, *host_targets; /* [micro][Bm * T] batch-major */
     int *dev_tokens, *dev_targets;  /* the same in the stage's device memory */
@@ -152,6 +162,21 @@ static void join(Run *run, const ArgSpec *specs, int nspecs) {
     char line[256];
     dist_describe(run->world, line, sizeof line);
     print0("%s\n", line);
+    if (device == DEVICE_CUDA && c->dtype != DTYPE_F32) { /* every rank its own GPU */
+        CudaDeviceInfo g;
+        cuda_device_info(cuda_current_device(), &g);
+        const bool ok = gpu_supports_precision(g.major, g.minor, c->dtype);
+        if (dist_sum_double(run->world, !ok) > 0) {
+            if (ok) exit(EXIT_USER_ERROR); /* the rank whose GPU it is says why */
+            fatal("--precision %s: GPU %d of rank %d (%s, compute capability %d.%d) has no %s "
+                  "tensor cores (%s needs %s or later); use --precision %s", c->precision,
+                  cuda_current_device(), run->world->rank, g.name, g.major, g.minor,
+                  dtype_name(c->dtype), c->precision,
+                  c->dtype == DTYPE_BF16 ? "8.0 (Ampere)" : "7.0 (Volta)",
+                  c->dtype == DTYPE_BF16 && gpu_supports_precision(g.major, g.minor, DTYPE_F16)
+                      ? "fp16 or fp32" : "fp32");
+        }
+    }
 }
 
 /* Full batches only: the stages are built for sequences of --bptt tokens (the target
@@ -221,6 +246,10 @@ static void build_stage(Run *run) {
     transformer_init_blocks(&run->stage, m, run->Bm, run->T, (uint64_t)c->seed, first[s], first[s + 1]);
     const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
     if (device != DEVICE_CPU) transformer_to_device(&run->stage, device);
+    /* before the pipeline holds its buffers; float32: as it was. A 16-bit stage sends and
+     * receives 16-bit activations and gradients; its parameters' gradients stay float32 */
+    transformer_set_precision(&run->stage, c->dtype);
+    mixed_precision_init(&run->mp, c->dtype, &run->stage.blocks, &run->stage.params);
     pipeline_init(&run->pipe, run->pipe_dist, &run->stage.blocks, c->micro,
                   strcmp(c->schedule, "1f1b") == 0 ? PIPE_1F1B : PIPE_GPIPE);
     lesson_install(&run->pipe);
@@ -260,6 +289,10 @@ static void load_batch(Run *run, const TextBatches *split, int64_t i) {
     }
     trace_end("load batch");
 }
+
+/* fp16's loss scaling: an overflow on any stage (or pipeline) skips the step on all:
+ * each stage holds other gradients, so each may overflow alone (loss_scale.h) */
+static bool any_rank(void *d, bool found) { return dist_sum_double(d, found) > 0.0; }
 
 /* torch.nn.utils.clip_grad_norm_ over the whole model: every stage's share of the
  * squared norm, summed over the stages. Returns the norm. */
@@ -308,9 +341,12 @@ static EpochStats train_epoch(Run *run, int epoch, float lr) {
             dist_all_reduce(run->dp_dist, &run->stage.params.grads, DIST_AVG);
             loss = (float)(dist_sum_double(run->dp_dist, loss) / run->dp_dist->world_size);
         }
+        mixed_precision_unscale(&run->mp); /* fp16: the gradients / S, before clipping */
+        if (c->dtype == DTYPE_F16) loss_scale_agree(&run->mp.scaler, any_rank, run->world);
         loss_watch_step(&run->watch, loss, run->steps + 1, c->lr); /* NaN, far above its start, rising: names --lr */
-        if (c->clip > 0) clip_global(run);
-        sgd_step(&run->opt, &run->stage.params);
+        if (c->clip > 0) clip_global(run); /* a skipped step's gradients are 0: norm 0 */
+        if (mixed_precision_should_step(&run->mp)) sgd_step(&run->opt, &run->stage.params);
+        mixed_precision_step_done(&run->mp); /* the 16-bit working copy from the new weights */
         trace_end("step");
         run->steps++, e.steps++;
         const double bubble = lesson_bubble_fraction(run->pipe.rank_busy, P, run->pipe.seconds); /* TODO 7.6 */
@@ -353,6 +389,7 @@ static void print_memory(Run *run) {
     double *params = xcalloc((size_t)P, sizeof *params), *acts = xcalloc((size_t)P, sizeof *acts);
     double *slots = xcalloc((size_t)P, sizeof *slots), *work = xcalloc((size_t)P, sizeof *work);
     double *used = xcalloc((size_t)P, sizeof *used), *table = xcalloc((size_t)P, sizeof *table);
+    double *copy = xcalloc((size_t)P, sizeof *copy);
     size_t in_use = 0, total = 0;
     if (run->stage.device == DEVICE_CUDA) cuda_memory_in_use(&in_use, &total);
     dist_all_gather_double(run->pipe_dist, (double)run->stage.params.total * 4, params);
@@ -360,6 +397,9 @@ static void print_memory(Run *run) {
     dist_all_gather_double(run->pipe_dist, run->pipe.max_slots, slots);
     dist_all_gather_double(run->pipe_dist, (double)pipeline_workspace_bytes(&run->pipe), work);
     dist_all_gather_double(run->pipe_dist, (double)in_use, used);
+    /* a 16-bit run's working copy of the parameters, what the layers read */
+    const Tensor *w = &run->stage.params.working;
+    dist_all_gather_double(run->pipe_dist, run->cfg.dtype != DTYPE_F32 ? (double)tensor_bytes(w) : 0, copy);
     /* the embedding's sinusoidal position table, [max_len, width]: no parameters */
     const double pe = run->stage.first == 0 ? (double)tensor_bytes(transformer_positions(&run->stage)) : 0;
     dist_all_gather_double(run->pipe_dist, pe, table);
@@ -369,19 +409,23 @@ static void print_memory(Run *run) {
                params[s] / 1e6, acts[s] / 1e6, slots[s], slots[s] == 1 ? "" : "es",
                run->cfg.schedule, work[s] / 1e6);
         if (table[s] > 0) print0(", position table %.1f MB", table[s] / 1e6);
-        print0(": %.1f MB in all", (2 * params[s] + acts[s] + work[s] + table[s]) / 1e6);
+        if (copy[s] > 0) print0(", %s working copy %.1f MB", run->cfg.precision, copy[s] / 1e6);
+        print0(": %.1f MB in all", (2 * params[s] + acts[s] + work[s] + table[s] + copy[s]) / 1e6);
         if (used[s] > 0) print0("; its GPU has %.1f GB in use", used[s] / 1e9);
         print0("\n");
     }
-    xfree(params), xfree(acts), xfree(slots), xfree(work), xfree(used), xfree(table);
+    xfree(params), xfree(acts), xfree(slots), xfree(work), xfree(used), xfree(table), xfree(copy);
 }
 
 static void train(Run *run) {
     const Config *c = &run->cfg;
     const int P = run->pipe_dist->world_size;
-    print0("training: SGD lr %g (x %g each epoch), clip %g, %lld steps an epoch, %d thread%s per rank\n",
-           (double)c->lr, (double)c->gamma, (double)c->clip,
-           (long long)full_batches(&run->train, run->T), c->threads, c->threads == 1 ? "" : "s");
+    print0("training: SGD lr %g (x %g each epoch), clip %g, %lld steps an epoch, %d thread%s per "
+           "rank, precision %s%s\n", (double)c->lr, (double)c->gamma, (double)c->clip,
+           (long long)full_batches(&run->train, run->T), c->threads, c->threads == 1 ? "" : "s",
+           c->precision, c->dtype == DTYPE_F32 ? "" : c->dtype == DTYPE_BF16
+               ? " (bfloat16 compute, float32 master weights)"
+               : " (float16 compute, float32 master weights, loss scaling)");
     if (run->world->rank == 0) run->metrics = metrics_open(c->metrics);
     loss_watch_init(&run->watch, run->model_cfg.vocab);
     float lr = c->lr;
@@ -390,9 +434,13 @@ static void train(Run *run) {
         if (epoch == 1) print_memory(run);
         const double valid = evaluate(run, &run->valid);
         const double formula = lesson_bubble_formula(P, c->micro); /* TODO 7.6 */
+        char extra[96] = ""; /* a float16 step whose gradients overflowed is skipped */
+        if (c->dtype == DTYPE_F16)
+            snprintf(extra, sizeof extra, " | skipped %lld steps, loss scale %g",
+                     (long long)mixed_precision_skipped(&run->mp), (double)mixed_precision_scale(&run->mp));
         print0("| end of epoch %3d | time: %6.2fs | train loss %5.2f | valid loss %5.2f | valid ppl "
-               "%8.2f | %.0f tokens/s | bubble %.3f (formula %.3f)\n", epoch, e.seconds, e.loss,
-               valid, exp(valid), e.tokens / e.seconds, e.bubble, formula);
+               "%8.2f | %.0f tokens/s | bubble %.3f (formula %.3f)%s\n", epoch, e.seconds, e.loss,
+               valid, exp(valid), e.tokens / e.seconds, e.bubble, formula, extra);
         if (run->metrics) {
             metrics_begin(run->metrics);
             metrics_int(run->metrics, "epoch", epoch);
@@ -403,6 +451,8 @@ static void train(Run *run) {
             metrics_num(run->metrics, "bubble_fraction", e.bubble);
             metrics_num(run->metrics, "bubble_formula", formula);
             metrics_num(run->metrics, "seconds", e.seconds);
+            metrics_str(run->metrics, "precision", c->precision);
+            metrics_int(run->metrics, "skipped_steps", mixed_precision_skipped(&run->mp));
             metrics_end(run->metrics);
         }
         lr *= c->gamma;
@@ -420,6 +470,7 @@ static void finish(Run *run) {
     xfree(run->host_tokens), xfree(run->host_targets), xfree(run->tok), xfree(run->tgt);
     pipeline_free(&run->pipe);
     sgd_free(&run->opt);
+    mixed_precision_free(&run->mp);
     transformer_free(&run->stage);
     text_batches_free(&run->train), text_batches_free(&run->valid), text_batches_free(&run->test);
     text_free(&run->corpus);

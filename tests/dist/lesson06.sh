@@ -8,6 +8,16 @@
 #   - lesson 03's checkpoints across rank counts: one epoch on 2 ranks, then the second
 #     resumed from its checkpoint on 3 ranks; it must end normally with an epoch-2 line
 #     and the same digest on all 3 ranks.
+#   - the transformer in fp16, resumed: one epoch, then the second resumed from its
+#     checkpoint, must end with the weights of the uninterrupted two epochs, bit for bit.
+#     Made to need the loss scaler's state: a text of 12,000 made-up words and one token
+#     per rank and step, so that step 1's scaled loss gradient (65536 x (p - 1), p about
+#     1/12000) overflows float16, the step is skipped and the scale halves; a resume
+#     without the scaler in the checkpoint starts again at 65536, skips again, and ends
+#     elsewhere. Then the same checkpoint resumed in bf16, and a float32 one in fp16 (a
+#     note: no loss scale in it), both run. Dropout 0: the blocks' dropout streams are
+#     not in lesson 06's checkpoint (each rank has its own), so only a run without
+#     dropout resumes bit for bit.
 #   - a rank killed with SIGKILL mid-epoch: the job must end within its --timeout
 #     plus a margin, non-zero, with a message naming the rank.
 #   - issue 30, fault 4: ranks started with different options (mpirun's MPMD form, one
@@ -83,6 +93,35 @@ elif [ "$(wc -l <<<"$d3")" -ne 3 ] || [ "$(cut -d' ' -f2 <<<"$d3" | sort -u | wc
     tail -15 <<<"$second" | sed 's/^/        /'
 else
     pass "checkpoint of 2 ranks resumed on 3: epoch 2 trained, all 3 ranks at $(head -1 <<<"$d3" | cut -d' ' -f2)"
+fi
+
+# ---- the fp16 transformer resumed: its loss scaler in the checkpoint
+words=$scratch/words.txt
+awk 'BEGIN { srand(1); for (l = 0; l < 3000; l++) { s = ""; for (k = 0; k < 12; k++) s = s " w" int(rand() * 12000); print s } }' >"$words"
+lm=(--model transformer --text text --data "$words" --d-model 16 --heads 2 --d-hid 16 --layers 1
+    --dropout 0 --batch-size 1 --bptt 1 --train-limit 40 --test-limit 10 --threads 1 --timeout 20)
+mp2() { timeout 120 mpirun -n 2 --oversubscribe --mca btl self,vader,tcp "$bin" "${lm[@]}" "$@" 2>&1; }
+whole=$(mp2 --precision fp16 --epochs 2)
+part1=$(mp2 --precision fp16 --epochs 1 --checkpoint-dir "$scratch/ck16")
+part2=$(mp2 --precision fp16 --epochs 2 --checkpoint-dir "$scratch/ck16" --resume)
+dw=$(digests "$whole") dr=$(digests "$part2")
+if ! grep -q 'fp16: 1 steps skipped so far' <<<"$part1"; then
+    fail "fp16 resumed: the first epoch skipped no step (the check needs step 1 to overflow)"
+    tail -8 <<<"$part1" | sed 's/^/        /'
+elif [ "$(wc -l <<<"$dr")" -ne 2 ] || [ "$dw" != "$dr" ] || ! grep -q 'loss scale 32768, 1 steps skipped so far (from the checkpoint)' <<<"$part2"; then
+    fail "fp16 resumed: not the uninterrupted run's weights (uninterrupted: $(echo $dw); resumed: $(echo $dr))"
+    tail -8 <<<"$part2" | sed 's/^/        /'
+else
+    pass "fp16 transformer, epoch 2 resumed: the uninterrupted run's weights bit for bit ($(head -1 <<<"$dr" | cut -d' ' -f2)), the scale 32768 and 1 skip from the checkpoint"
+fi
+bf=$(mp2 --precision bf16 --epochs 3 --checkpoint-dir "$scratch/ck16" --resume); bf_status=$?
+mp2 --precision fp32 --epochs 1 --checkpoint-dir "$scratch/ck32" >/dev/null
+f16=$(mp2 --precision fp16 --epochs 2 --checkpoint-dir "$scratch/ck32" --resume); f16_status=$?
+if [ $bf_status -eq 0 ] && [ $f16_status -eq 0 ] && grep -q 'holds no loss scale' <<<"$f16" && grep -qE '^ +3 +[0-9]' <<<"$bf"; then
+    pass "an fp16 checkpoint resumed in bf16, a float32 one in fp16 (noted: no loss scale in it, 65536 again)"
+else
+    fail "an fp16 checkpoint resumed in bf16 (exit $bf_status), a float32 one in fp16 (exit $f16_status, the note?)"
+    tail -5 <<<"$bf" | sed 's/^/        /'; tail -5 <<<"$f16" | sed 's/^/        /'
 fi
 
 # ---- ranks started with different options (issue 30, fault 4)

@@ -16,6 +16,8 @@
 #include "framework/partition_brute.h"
 #include "models/transformer.h"
 #include "parallel/pipeline.h"
+#include "train/mixed_precision.h"
+#include "train/optim.h"
 
 enum { VOCAB = 37, B = 8, T = 6 };
 
@@ -116,13 +118,63 @@ static bool same_as_unsplit(PipeSchedule schedule, int micro, float dropout, boo
 
 /* bfloat16 (issue 28): the stages run the model's blocks in its dtype, the buffers
  * between them too. One micro-batch: the unsplit bf16 model's bits; four: its loss and
- * gradients to float32 sums in another order (each micro-batch's 1/m is a power of two
- * here, folded into the loss's one rounding). */
+ * gradients to float32 sums in another order (each micro-batch's 1/m, a power of two
+ * here, multiplies the float32 loss gradient before its one rounding to bf16). */
 static bool check_bf16(Dist *d) {
     (void)d;
     return same_as_unsplit_in(PIPE_GPIPE, 1, 0.2f, true, DTYPE_BF16) &&
            same_as_unsplit_in(PIPE_1F1B, 1, 0.2f, true, DTYPE_BF16) &&
            same_as_unsplit_in(PIPE_1F1B, 4, 0.0f, false, DTYPE_BF16);
+}
+
+/* float16: each stage unscales its own gradients, so an overflow can show on one stage
+ * alone; the stages agree (loss_scale_agree over the pipeline's ranks, as lesson 07 does)
+ * and all skip. An inf put into the last stage's gradients in step 1 leaves every stage's
+ * weights as they were and halves every stage's scale; step 2, clean, moves them all. */
+static bool any_rank(void *d, bool found) { return dist_sum_double(d, found) > 0.0; }
+
+static bool check_fp16_skip(Dist *d) {
+    const TransformerConfig c = small_config(0.0f);
+    const int micro = 2;
+    int tokens[B * T], targets[B * T];
+    make_batch(tokens, targets);
+    Transformer stage;
+    build_stage(&stage, &c, micro);
+    transformer_set_precision(&stage, DTYPE_F16);
+    MixedPrecision mp;
+    mixed_precision_init(&mp, DTYPE_F16, &stage.blocks, &stage.params);
+    Pipeline pipe;
+    pipeline_init(&pipe, d, &stage.blocks, micro, PIPE_1F1B);
+    Sgd opt;
+    sgd_init(&opt, &stage.params, 0.1f, 0.0f, 0.0f);
+    const int *tok[2] = {tokens, tokens + (B / micro) * T}, *tgt[2] = {targets, targets + (B / micro) * T};
+    Tensor before = tensor_to(&stage.params.values, DEVICE_CPU);
+    const size_t bytes = tensor_bytes(&before);
+    const float S = mixed_precision_scale(&mp);
+    bool ok = true;
+    for (int step = 1; step <= 2; step++) {
+        pipeline_step(&pipe, tok, tgt);
+        if (step == 1 && d->rank == d->world_size - 1) stage.params.grads.data[0] = INFINITY;
+        mixed_precision_unscale(&mp);
+        loss_scale_agree(&mp.scaler, any_rank, d);
+        if (mixed_precision_should_step(&mp)) sgd_step(&opt, &stage.params);
+        mixed_precision_step_done(&mp);
+        const bool same = memcmp(before.data, stage.params.values.data, bytes) == 0;
+        if ((step == 1) != same || mixed_precision_skipped(&mp) != 1 || mixed_precision_scale(&mp) != S / 2) {
+            fprintf(stderr, "rank %d, step %d (an inf on the last stage in step 1): weights %s, %lld "
+                    "skipped, scale %g of %g (expected: step 1 skipped on every stage, 1 skipped, "
+                    "scale %g)\n", d->rank, step, same ? "unchanged" : "changed",
+                    (long long)mixed_precision_skipped(&mp), (double)mixed_precision_scale(&mp),
+                    (double)S, (double)S / 2);
+            ok = false;
+        }
+    }
+    tensor_free(&before);
+    sgd_free(&opt);
+    pipeline_free(&pipe);
+    mixed_precision_free(&mp);
+    transformer_free(&stage);
+    return ok;
 }
 
 static bool check_gpipe(Dist *d) {
@@ -213,6 +265,7 @@ int main(int argc, char **argv) {
     run("1F1B, m = 1, 2, 4, 8: the unsplit model's loss and gradients", check_1f1b);
     run("one micro-batch with dropout: the unsplit model's bits", check_one_micro_exact);
     run("bf16: one micro-batch = the unsplit bf16 model's bits; 1F1B m = 4 to float32 sums", check_bf16);
+    run("fp16: an inf on the last stage skips the step on every stage, every scale halves", check_fp16_skip);
     const int status = rank_checks_end();
     dist_finalize(g_dist);
     return status;

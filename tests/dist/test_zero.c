@@ -43,11 +43,13 @@ static void trained_free(Trained *t) { free(t->values), free(t->m), free(t->v); 
 
 /* Stage 0: what lesson 06 does, the reference. The model's seed differs per rank: rank
  * 0's weights are broadcast, as ZeRO's zero_init does. */
-static Trained train_plain(float clip) {
+static Trained train_plain_in(float clip, DType dtype) {
     const TransformerConfig c = small_config();
     Transformer m;
     transformer_init(&m, &c, B, T, 5 + (uint64_t)g_dist->rank);
+    transformer_set_precision(&m, dtype); /* float32: as it was */
     dist_broadcast(g_dist, &m.params.values, 0);
+    if (dtype != DTYPE_F32) params_refresh_working(&m.params); /* rank 0's, rounded */
     Adam opt;
     adamw_init(&opt, &m.params, LR, DECAY);
     for (int s = 0; s < STEPS; s++) {
@@ -58,6 +60,7 @@ static Trained train_plain(float clip) {
         dist_all_reduce(g_dist, &m.params.grads, DIST_AVG);
         if (clip > 0) clip_grad_norm(&m.params, clip);
         adam_step(&opt, &m.params);
+        if (dtype != DTYPE_F32) params_refresh_working(&m.params);
     }
     const int64_t n = m.params.total;
     Trained t = {malloc((size_t)n * 4), malloc((size_t)n * 4), malloc((size_t)n * 4), n};
@@ -69,10 +72,13 @@ static Trained train_plain(float clip) {
     return t;
 }
 
-static Trained train_zero(int stage, float clip, Zero *keep) {
+static Trained train_plain(float clip) { return train_plain_in(clip, DTYPE_F32); }
+
+static Trained train_zero_in(int stage, float clip, Zero *keep, DType dtype) {
     const TransformerConfig c = small_config();
     Transformer m;
     transformer_init(&m, &c, B, T, 5 + (uint64_t)g_dist->rank);
+    transformer_set_precision(&m, dtype);
     Zero z;
     zero_init(&z, g_dist, &m.blocks, stage, &ZERO_LIBRARY);
     zero_optimizer_adamw(&z, LR, DECAY);
@@ -94,6 +100,10 @@ static Trained train_zero(int stage, float clip, Zero *keep) {
     zero_free(&z);
     transformer_free(&m);
     return t;
+}
+
+static Trained train_zero(int stage, float clip, Zero *keep) {
+    return train_zero_in(stage, clip, keep, DTYPE_F32);
 }
 
 /* The largest difference relative to the largest value, over values, m and v. */
@@ -123,6 +133,27 @@ static bool same_as_stage0(int stage, float clip) {
                          g_dist->rank, stage, diff);
     trained_free(&want), trained_free(&got);
     return diff == 0;
+}
+
+/* bfloat16 (issue 28): stages 1 and 2 keep the parameters whole and the model's bf16
+ * working copy with them, rounded again after each step's all-gather: the same steps as
+ * stage 0 in bf16 (whose copy is rounded after its step), bit for bit, as in float32.
+ * Without the refresh the working copy keeps the initial weights and the gradients of
+ * steps 2 and 3 differ. */
+static bool bf16_as_stage0(Dist *d) {
+    (void)d;
+    Trained want = train_plain_in(0, DTYPE_BF16);
+    bool ok = true;
+    for (int stage = 1; stage <= 2; stage++) {
+        Trained got = train_zero_in(stage, 0, NULL, DTYPE_BF16);
+        const double diff = difference(&got, &want);
+        if (diff > 0) printf("  rank %d: stage %d in bf16 differs from stage 0 by %.3g (relative)\n",
+                             g_dist->rank, stage, diff);
+        ok = ok && diff == 0;
+        trained_free(&got);
+    }
+    trained_free(&want);
+    return ok;
 }
 
 static bool stage1_equal(Dist *d) { (void)d; return same_as_stage0(1, 0); }
@@ -215,6 +246,7 @@ int main(void) {
     run("memory of stages 1-3 = the formulas (1% + padding)", memory_as_formula);
     run("bytes sent in a step = 2 or 3 x 4 psi (N-1)/N (0.5%)", bytes_as_formula);
     run("stage 3 holds no gathered block between steps", stage3_releases);
+    run("bf16: stages 1 and 2 (the working copy refreshed after the all-gather) = stage 0 in bf16", bf16_as_stage0);
     const int status = rank_checks_end();
     dist_finalize(g_dist);
     return status;

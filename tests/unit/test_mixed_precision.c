@@ -23,6 +23,7 @@
 #include "models/params.h"
 #include "train/clip.h"
 #include "train/loss_scale.h"
+#include "train/mixed_precision.h"
 #include "train/optim.h"
 
 /* ------------------------------------------------------------ loss scaling */
@@ -547,6 +548,122 @@ static int check_master_weights(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* ------------------------------------------------------------ checkpoints */
+
+/* A MixedPrecision of `dtype` over a stand-in model: a list of that dtype, a parameter
+ * list with a working copy (all mixed_precision_init looks at). */
+typedef struct {
+    BlockList blocks;
+    ParamList params;
+    MixedPrecision mp;
+} Fake;
+
+static void fake_init(Fake *f, DType dtype) {
+    memset(f, 0, sizeof *f);
+    f->blocks.dtype = dtype;
+    if (dtype != DTYPE_F32) f->params.working = tensor_zeros_typed(DEVICE_CPU, dtype, 1, 4);
+    mixed_precision_init(&f->mp, dtype, &f->blocks, &f->params);
+}
+static void fake_free(Fake *f) {
+    mixed_precision_free(&f->mp);
+    tensor_free(&f->params.working);
+}
+
+/* A file of one scalar, and the scaler's entries when `mp` is not NULL (after edit). */
+static void encode_with(MixedPrecision *mp, void (*edit)(MixedPrecisionCkpt *), uint8_t **buf, size_t *len) {
+    Checkpoint c = {0};
+    int64_t step = 42;
+    MixedPrecisionCkpt slot;
+    ckpt_add_i64(&c, "train.global_step", &step);
+    if (mp) mixed_precision_ckpt_add(&c, mp, &slot);
+    if (mp && edit) edit(&slot);
+    ckpt_encode(&c, buf, len);
+    ckpt_free(&c);
+}
+
+/* Loads buf into f's scaler the way a program does; rc of the decode, *took: _loaded. */
+static int load_into(Fake *f, const uint8_t *buf, size_t len, bool *took, CkptError *err) {
+    Checkpoint c = {0};
+    int64_t step = 0;
+    MixedPrecisionCkpt slot;
+    ckpt_add_i64(&c, "train.global_step", &step);
+    mixed_precision_ckpt_add(&c, &f->mp, &slot);
+    const int rc = ckpt_decode(&c, buf, len, "test.ckpt", err);
+    ckpt_free(&c);
+    *took = rc == 0 && mixed_precision_ckpt_loaded(&f->mp, &slot);
+    return rc;
+}
+
+static bool scaler_is(const Fake *f, float scale, int tracker, int64_t taken, int64_t skipped,
+                      const char *what) {
+    const LossScaler *ls = &f->mp.scaler;
+    return expect_true(ls->scale == scale && ls->growth_tracker == tracker && ls->steps_taken == taken &&
+                       ls->steps_skipped == skipped && f->blocks.loss_scale == scale,
+                       "%s: scale %g (the blocks' %g), tracker %d, taken %lld, skipped %lld; expected "
+                       "%g, %d, %lld, %lld", what, (double)ls->scale, (double)f->blocks.loss_scale,
+                       ls->growth_tracker, (long long)ls->steps_taken, (long long)ls->steps_skipped,
+                       (double)scale, tracker, (long long)taken, (long long)skipped);
+}
+
+static void negative_scale(MixedPrecisionCkpt *s) { s->scale = -2.0; }
+static void tracker_at_interval(MixedPrecisionCkpt *s) { s->growth_tracker = 2000; }
+
+static int check_checkpoint(void) {
+    Fake a, b, c32, cbf;
+    fake_init(&a, DTYPE_F16), fake_init(&c32, DTYPE_F32), fake_init(&cbf, DTYPE_BF16);
+    LossScaler *ls = &a.mp.scaler; /* a run 1,234 steps in: 3 skipped, 17 clean since */
+    ls->scale = 8192.0f, ls->growth_tracker = 17, ls->steps_taken = 1231, ls->steps_skipped = 3;
+    uint8_t *buf;
+    size_t len;
+    bool took;
+    CkptError err = {{0}};
+    /* an fp16 run's checkpoint into a fresh fp16 run: its scaler, and the blocks' scale */
+    encode_with(&a.mp, NULL, &buf, &len);
+    fake_init(&b, DTYPE_F16);
+    bool ok = expect_true(load_into(&b, buf, len, &took, &err) == 0 && took, "an fp16 checkpoint: "
+                          "not taken (%s)", err.msg) &&
+              scaler_is(&b, 8192.0f, 17, 1231, 3, "fp16 into fp16");
+    fake_free(&b);
+    /* ... into a bf16 run: loads, nothing to take */
+    ok = ok && expect_true(load_into(&cbf, buf, len, &took, &err) == 0 && !took, "an fp16 checkpoint "
+                           "into a bf16 run: rc or taken (%s)", err.msg);
+    xfree(buf);
+    /* a checkpoint from before the scaler was kept, and a float32 run's (no entries: its
+     * file as before): loads, the fresh scaler stays */
+    for (int k = 0; k < 2; k++) {
+        encode_with(k == 0 ? NULL : &c32.mp, NULL, &buf, &len);
+        fake_init(&b, DTYPE_F16);
+        ok = ok && expect_true(load_into(&b, buf, len, &took, &err) == 0 && !took, "%s: rc or taken "
+                               "(%s)", k == 0 ? "an older checkpoint" : "a float32 run's", err.msg) &&
+             scaler_is(&b, 65536.0f, 0, 0, 0, k == 0 ? "an older checkpoint" : "a float32 run's");
+        fake_free(&b);
+        xfree(buf);
+    }
+    /* impossible values behind a valid checksum: refused by name, nothing changed */
+    void (*edits[2])(MixedPrecisionCkpt *) = {negative_scale, tracker_at_interval};
+    const char *want[2] = {"'loss_scale.scale' is -2, below", "'loss_scale.growth_tracker' is 2000, outside 0..1999"};
+    for (int k = 0; k < 2; k++) {
+        encode_with(&a.mp, edits[k], &buf, &len);
+        fake_init(&b, DTYPE_F16);
+        err.msg[0] = '\0';
+        ok = ok && expect_true(load_into(&b, buf, len, &took, &err) == -1 && strstr(err.msg, want[k]),
+                               "expected a refusal with \"%s\": %s", want[k], err.msg) &&
+             scaler_is(&b, 65536.0f, 0, 0, 0, "after a refusal");
+        fake_free(&b);
+        xfree(buf);
+    }
+    /* a float32 run's file is the file of before, byte for byte */
+    uint8_t *old, *now;
+    size_t old_len, now_len;
+    encode_with(NULL, NULL, &old, &old_len);
+    encode_with(&c32.mp, NULL, &now, &now_len);
+    ok = ok && expect_true(old_len == now_len && memcmp(old, now, old_len) == 0, "a float32 run's "
+                           "checkpoint changed: %zu bytes, %zu before", now_len, old_len);
+    xfree(old), xfree(now);
+    fake_free(&a), fake_free(&c32), fake_free(&cbf);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("mixed precision: loss scaling, master weights");
     check_run(NULL, "loss scaling: GradScaler's defaults (2^16, x2, x0.5, 2000 steps)", check_defaults, 10);
@@ -559,6 +676,7 @@ int main(void) {
     check_run(NULL, "loss scaling: misuse stops with a message (twice, before unscale, bfloat16, bad factor)", check_misuse, 20);
     check_run(NULL, "master weights: the working copy = tensor_convert of the master, bf16 and fp16, through a step and a new layout", check_working_copy, 20);
     check_run(NULL, "master weights: a float32 working copy or a refresh without one stops with a message", check_working_misuse, 20);
+    check_run(NULL, "checkpoint: fp16's scaler round-trips (and reaches the blocks), bf16 skips it; an older or float32 run's file (unchanged) leaves it fresh; bad values refused by name", check_checkpoint, 20);
     check_run(NULL, "master weights: an lr a bfloat16-only update loses moves the float32 master and, in time, its bf16 copy", check_master_weights, 20);
     return check_end();
 }
