@@ -122,7 +122,7 @@ static float *floats_on_gpu(const float *h, int64_t n) {
     return d;
 }
 
-static int *ints_on_gpu(const int *h, int64_t n) {
+int *ints_on_gpu(const int *h, int64_t n) {
     int *d = cuda_malloc((size_t)n * sizeof(int));
     cuda_copy_to_device(d, h, (size_t)n * sizeof(int));
     return d;
@@ -651,9 +651,7 @@ static int check_cnn_training(void) {
 
 /* ---------------------------------------------------------------- the transformer's layers */
 
-/* n tokens in 0..V-1 with repeats (the embedding's backward must add them all), the
- * first one again at the end */
-static int *random_tokens(int n, int V, uint64_t seed) {
+int *random_tokens(int n, int V, uint64_t seed) {
     Rng r;
     rng_seed(&r, seed, 0);
     int *tokens = xmalloc(sizeof(int) * (size_t)(n > 0 ? n : 1));

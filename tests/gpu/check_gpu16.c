@@ -33,6 +33,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "framework/tensors.h"
 #include "gpu/check_gpu16.h"
 #include "gpu/gpu_check.h"
 #include "layers/add.h"
@@ -142,30 +143,6 @@ static bool same32(const char *what, const Tensor *g, const Tensor *want, float 
                     expect_close(what, h.data, want->data, want->size, atol, rtol);
     tensor_free(&h);
     return ok;
-}
-
-static void free_all(Tensor **all, size_t n) {
-    for (size_t i = 0; i < n; i++) tensor_free(all[i]);
-}
-#define FREE_ALL(...)                                                                 \
-    do {                                                                              \
-        Tensor *all_[] = {__VA_ARGS__};                                               \
-        free_all(all_, sizeof all_ / sizeof all_[0]);                                 \
-    } while (0)
-
-static int *ints_on_gpu(const int *h, int64_t n) {
-    int *d = cuda_malloc((size_t)n * sizeof(int));
-    cuda_copy_to_device(d, h, (size_t)n * sizeof(int));
-    return d;
-}
-
-static int *random_tokens(int n, int V, uint64_t seed) {
-    Rng r;
-    rng_seed(&r, seed, 0);
-    int *tokens = xmalloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) tokens[i] = (int)rng_below(&r, (uint32_t)V);
-    if (n > 2) tokens[n - 1] = tokens[0];
-    return tokens;
 }
 
 static int show_equal(void) {

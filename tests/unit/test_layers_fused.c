@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "framework/check.h"
+#include "framework/tensors.h"
 #include "layers/add.h"
 #include "layers/add_layernorm.h"
 #include "layers/dropout.h"
@@ -20,15 +21,6 @@
 #include "layers/relu.h"
 #include "layers/relu_dropout.h"
 #include "models/transformer.h"
-
-static void free_all(Tensor **all, size_t n) {
-    for (size_t i = 0; i < n; i++) tensor_free(all[i]);
-}
-#define FREE_ALL(...)                                                                 \
-    do {                                                                              \
-        Tensor *all_[] = {__VA_ARGS__};                                               \
-        free_all(all_, sizeof all_ / sizeof all_[0]);                                 \
-    } while (0)
 
 static const DType DTYPES[3] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16};
 

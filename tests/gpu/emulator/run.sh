@@ -15,7 +15,8 @@ set -e
 BUILD=${1:-build/emulator}
 HERE=tests/gpu/emulator
 make --no-print-directory BUILD="$BUILD" NVCC= "$BUILD/libcourse.a" \
-    "$BUILD/obj/tests/framework/check.o" "$BUILD/obj/tests/framework/gradcheck.o" >/dev/null
+    "$BUILD/obj/tests/framework/check.o" "$BUILD/obj/tests/framework/gradcheck.o" \
+    "$BUILD/obj/tests/framework/tensors.o" >/dev/null
 OUT="$BUILD/emulator"
 mkdir -p "$OUT"
 FLAGS="-O1 -g -fopenmp -I$HERE -Ilib/cuda -Ilib -Itests -DHAVE_CUDA -DCUDA_EMULATOR"
@@ -33,6 +34,7 @@ done
 # the libraries the Makefile links (read from its database, nothing is built)
 LDLIBS=$(make -qp BUILD="$BUILD" NVCC= __nothing__ 2>/dev/null | sed -n 's/^LDLIBS := //p' | head -1)
 g++ "$OUT"/*.o "$BUILD/obj/tests/framework/check.o" "$BUILD/obj/tests/framework/gradcheck.o" \
+    "$BUILD/obj/tests/framework/tensors.o" \
     "$BUILD/libcourse.a" -fopenmp $LDLIBS -lm -o "$OUT/check_gpu"
 echo "check-gpu on the CUDA emulator (CPU): kernels' logic only, not a GPU run"
 "$OUT/check_gpu"
