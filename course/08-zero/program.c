@@ -130,8 +130,9 @@ static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
     if ((c->resume || c->checkpoint_every) && !c->checkpoint_dir)
         fatal("--resume and --checkpoint-every need --checkpoint-dir (where the checkpoints are)");
     if (!dtype_parse(c->precision, &c->dtype)) fatal("--precision %s: fp32, bf16 or fp16", c->precision);
-    /* what ZeRO takes (lib/parallel/zero.c refuses the same): said here, by every rank
-     * alike (the options agree: join), before any text is read */
+    /* what ZeRO takes (lib/parallel/zero.c refuses the same, later): said here, where
+     * every rank parses the same options (join checks they agree), so that every rank
+     * stops alike, before any text is read. --stage defaults to 3: bf16 names --stage 2 */
     if (c->dtype == DTYPE_F16)
         fatal("--precision fp16: ZeRO takes float32 or bfloat16 models: float16's loss scaling "
               "divides the whole gradient buffer by the scale, and ZeRO shards it (stages 2 and "
