@@ -4,6 +4,7 @@
  *   mpirun -n 4 train --stage 2 --max-steps 20 --metrics m.jsonl
  *   srun train --device cuda --model seed --stage 3             # in a Slurm job, GPUs
  *   mpirun -n 2 train --collectives                             # part 2: the ring
+ *   mpirun -n 2 train --stage 2 --precision bf16                 # bfloat16 compute, float32 master weights
  *
  * Every rank builds lesson 04's transformer (or the seed's), trains on its share of each
  * batch's columns (the batch's sequences side by side, as lesson 04 batchifies the text),
@@ -17,9 +18,11 @@
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/args.h"
+#include "core/gpu_peak.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/trace.h"
@@ -37,6 +40,7 @@
 #include "train/clip.h"
 #include "train/lm_options.h"
 #include "train/loop.h"
+#include "train/mixed_precision.h"
 
 const ZeroOps LESSON_OPS = {lesson_shard_range, lesson_reduce_gradients, lesson_sharded_step,
                             lesson_gather_params, lesson_stage3_hook};
@@ -47,6 +51,8 @@ typedef struct {
     LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
     const char *dataset, *data, *model, *optimizer, *impl, *device, *dist, *metrics, *checkpoint_dir;
     const char *trace;
+    const char *precision; /* fp32, bf16 or fp16 (lib/train/mixed_precision.h) */
+    DType dtype;           /* --precision, parsed */
     int stage, batch_size, epochs, max_steps, valid_batches, seed, threads, ranks, collectives;
     int checkpoint_every, resume;
     float lr, weight_decay, momentum, clip, bucket_mb, timeout_s;
@@ -54,7 +60,7 @@ typedef struct {
 
 /* Options each rank may set its own way; every other one must agree (dist_check_options). */
 static const char *const per_rank_options[] = {"metrics", "threads", "timeout", NULL};
-enum { OWN = 27, MAX_SPECS = OWN + LM_OPTION_SPECS };
+enum { OWN = 28, MAX_SPECS = OWN + LM_OPTION_SPECS };
 
 /* Parses into *out; specs (MAX_SPECS) keep pointing at *out's fields, for the ranks'
  * comparison. Returns how many. */
@@ -63,7 +69,8 @@ static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
     *c = (Config){.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
                 .optimizer = "adamw", .impl = "mine", .device = "cpu", .dist = "auto",
                 .stage = 3, .batch_size = 32, .epochs = 1, .seed = 42, .threads = 1,
-                .lr = -1, .weight_decay = 0.01f, .momentum = 0.9f, .clip = 0.5f, .bucket_mb = 25, .timeout_s = 300};
+                .lr = -1, .weight_decay = 0.01f, .momentum = 0.9f, .clip = 0.5f, .bucket_mb = 25, .timeout_s = 300,
+                .precision = "fp32"};
     const ArgSpec own[OWN] = {
         {"stage", ARG_INT, &c->stage, "0: plain data parallel; 1: optimiser state sharded; 2: and gradients; 3: and parameters", NULL},
         {"model", ARG_CHOICE, &c->model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's (1024 wide, 3 layers)", "tutorial|seed"},
@@ -91,6 +98,7 @@ static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
         {"checkpoint-every", ARG_INT, &c->checkpoint_every, "steps between checkpoints (0: at each epoch's end and the last step)", NULL},
         {"resume", ARG_FLAG, &c->resume, "continue from the newest complete checkpoint in --checkpoint-dir (any number of ranks, any stage)", NULL},
         {"trace", ARG_STRING, &c->trace, "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace format; make trace)", NULL},
+        {"precision", ARG_CHOICE, &c->precision, "compute in float32, or in bfloat16 / float16 with float32 master weights; fp16 with loss scaling", "fp32|bf16|fp16"},
         {"collectives", ARG_FLAG, &c->collectives, "part 2: your ring reduce-scatter against the library's, and its bandwidth", NULL},
     };
     memcpy(specs, own, sizeof own);
@@ -121,6 +129,19 @@ static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
     if (!(c->timeout_s > 0) || !isfinite(c->timeout_s)) fatal("--timeout must be positive, got %g", (double)c->timeout_s);
     if ((c->resume || c->checkpoint_every) && !c->checkpoint_dir)
         fatal("--resume and --checkpoint-every need --checkpoint-dir (where the checkpoints are)");
+    if (!dtype_parse(c->precision, &c->dtype)) fatal("--precision %s: fp32, bf16 or fp16", c->precision);
+    /* what ZeRO takes (lib/parallel/zero.c refuses the same, later): said here, where
+     * every rank parses the same options (join checks they agree), so that every rank
+     * stops alike, before any text is read. --stage defaults to 3: bf16 names --stage 2 */
+    if (c->dtype == DTYPE_F16)
+        fatal("--precision fp16: ZeRO takes float32 or bfloat16 models: float16's loss scaling "
+              "divides the whole gradient buffer by the scale, and ZeRO shards it (stages 2 and "
+              "3); use --precision bf16 (the range of float32, no loss scaling) or fp32");
+    if (c->dtype == DTYPE_BF16 && c->stage == 3)
+        fatal("--precision bf16 --stage 3: ZeRO stage 3 runs a float32 model only: it gathers "
+              "each block's float32 parameters into a window for its pass and makes no bf16 "
+              "copy of them; stages 0, 1 and 2 keep the parameters whole and run bf16 (use "
+              "--stage 2, or --precision fp32)");
     return n;
 }
 
@@ -140,6 +161,7 @@ typedef struct {
     Adam adam;                      /* stage 0, AdamW */
     Sgd sgd;                        /* stage 0, SGD */
     Zero zero;                      /* stages 1-3 */
+    MixedPrecision mp;              /* bf16: the working copy rounded after stage 0's step */
     MetricsFile *metrics;
     int64_t steps;                  /* done, all epochs */
     int64_t epoch, epoch_step;      /* the epoch in progress (from 1), steps done in it */
@@ -161,6 +183,18 @@ static void join(Run *run, const ArgSpec *specs, int nspecs) {
     char line[256];
     dist_describe(run->dist, line, sizeof line);
     print0("%s\n", line);
+    if (device == DEVICE_CUDA && c->dtype != DTYPE_F32) { /* every rank its own GPU */
+        CudaDeviceInfo g;
+        cuda_device_info(cuda_current_device(), &g);
+        const bool ok = gpu_supports_precision(g.major, g.minor, c->dtype);
+        if (dist_sum_double(run->dist, !ok) > 0) {
+            if (ok) exit(EXIT_USER_ERROR); /* the rank whose GPU it is says why */
+            fatal("--precision %s: GPU %d of rank %d (%s, compute capability %d.%d) has no %s "
+                  "tensor cores (%s needs %s or later); use --precision fp32", c->precision,
+                  cuda_current_device(), run->dist->rank, g.name, g.major, g.minor,
+                  dtype_name(c->dtype), c->precision, "8.0 (Ampere)");
+        }
+    }
     const int W = run->dist->world_size;
     if (c->batch_size % W != 0)
         fatal("--batch-size %d does not split evenly over %d ranks: make it a multiple of %d",
@@ -171,6 +205,12 @@ static void join(Run *run, const ArgSpec *specs, int nspecs) {
 static void load_text(Run *run) {
     const Config *c = &run->cfg;
     lm_load_text(&c->lm, c->dataset, c->data, c->batch_size, &run->corpus, &run->train, &run->valid);
+}
+
+/* After rank 0's weights were broadcast or a checkpoint loaded: a bf16 working copy of
+ * them (stage 3 runs float32 only: parse_args). */
+static void weights_changed(Run *run) {
+    if (run->cfg.dtype != DTYPE_F32) params_refresh_working(&run->lm.params);
 }
 
 static void build(Run *run) {
@@ -188,6 +228,10 @@ static void build(Run *run) {
     transformer_init(&run->lm, &run->model_cfg, run->Bl, run->T, (uint64_t)c->seed);
     const Device device = strcmp(c->device, "cuda") == 0 ? DEVICE_CUDA : DEVICE_CPU;
     if (device != DEVICE_CPU) transformer_to_device(&run->lm, device);
+    /* bf16: the layers compute in bfloat16 from a working copy of the parameters; their
+     * float32 values, gradients and the optimiser's state stay what they were */
+    transformer_set_precision(&run->lm, c->dtype);
+    mixed_precision_init(&run->mp, c->dtype, &run->lm.blocks, &run->lm.params);
     const ZeroOps *ops = strcmp(c->impl, "library") == 0 ? &ZERO_LIBRARY : &LESSON_OPS;
     if (c->stage == 0) {
         dist_broadcast(run->dist, &run->lm.params.values, 0);
@@ -199,6 +243,7 @@ static void build(Run *run) {
         if (sgd(run)) zero_optimizer_sgd(&run->zero, c->lr, c->momentum, c->weight_decay);
         else zero_optimizer_adamw(&run->zero, c->lr, c->weight_decay);
     }
+    weights_changed(run);
     const size_t bytes = (size_t)run->Bl * run->T * sizeof(int);
     run->host_tokens = xmalloc(bytes), run->host_targets = xmalloc(bytes);
     run->dev_tokens = run->host_tokens, run->dev_targets = run->host_targets;
@@ -238,6 +283,9 @@ static void print_memory(Run *run) {
                "use and one in flight\n", a.windows / 1e6,
                run->cfg.stage == 3 ? "two for parameters and two for gradients" : "two for gradients",
                (long long)run->zero.window_size);
+    if (run->cfg.dtype != DTYPE_F32) /* beside the float32 master values the table counts */
+        print0("  + working copy       %10.3f MB: the parameters in %s, what the layers read\n",
+               (double)tensor_bytes(&run->lm.params.working) / 1e6, run->cfg.precision);
 }
 
 /* Batch i of a split (get_batch, [T, columns]): this rank's columns, batch-major. */
@@ -281,7 +329,8 @@ static double train_step(Run *run) {
         if (c->clip > 0) clip_grad_norm(&run->lm.params, c->clip);
         if (sgd(run)) sgd_step(&run->sgd, &run->lm.params);
         else adam_step(&run->adam, &run->lm.params);
-    } else {
+        mixed_precision_step_done(&run->mp); /* bf16: the working copy from the new weights */
+    } else { /* zero_step rounds the working copy again after its all-gather */
         zero_begin_step(&run->zero);
         loss = transformer_forward_backward(&run->lm, run->dev_tokens, run->dev_targets);
         zero_finish_gradients(&run->zero);
@@ -312,6 +361,8 @@ static void write_step(Run *run, int epoch, double loss, double seconds, double 
     metrics_int(run->metrics, "peak_bytes", a.params + a.grads + a.optim + a.windows);
     metrics_num(run->metrics, "step_seconds", seconds);
     metrics_num(run->metrics, "exposed_comm_seconds", exposed);
+    metrics_str(run->metrics, "precision", run->cfg.precision);
+    metrics_int(run->metrics, "skipped_steps", mixed_precision_skipped(&run->mp));
     metrics_end(run->metrics);
 }
 
@@ -397,6 +448,7 @@ static void resume(Run *run) {
               "(fingerprint %016llx, this run's %016llx): resume with the text it trained on",
               (long long)step, run->ckpt.dir, (unsigned long long)run->fingerprint,
               (unsigned long long)mine);
+    weights_changed(run);
     print0("resumed from step %lld in %s: epoch %lld, step %lld of it, now on %d ranks at stage %d\n",
            (long long)run->steps, run->ckpt.dir, (long long)run->epoch, (long long)run->epoch_step,
            run->dist->world_size, run->cfg.stage);
@@ -405,9 +457,10 @@ static void resume(Run *run) {
 static void train(Run *run) {
     const Config *c = &run->cfg;
     const int64_t n = lm_full_batches(&run->train, run->T);
-    print0("training: %s lr %g, clip %g, %lld steps an epoch of %d sequences, %d thread%s per rank\n",
-           sgd(run) ? "SGD" : "AdamW", (double)c->lr, (double)c->clip, (long long)n, c->batch_size,
-           c->threads, c->threads == 1 ? "" : "s");
+    print0("training: %s lr %g, clip %g, %lld steps an epoch of %d sequences, %d thread%s per "
+           "rank, precision %s%s\n", sgd(run) ? "SGD" : "AdamW", (double)c->lr, (double)c->clip,
+           (long long)n, c->batch_size, c->threads, c->threads == 1 ? "" : "s", c->precision,
+           c->dtype == DTYPE_F32 ? "" : " (bfloat16 compute, float32 master weights)");
     if (run->dist->rank == 0) run->metrics = metrics_open(c->metrics);
     for (; run->epoch <= c->epochs; run->epoch++, run->epoch_step = 0) {
         const int epoch = (int)run->epoch;
@@ -562,6 +615,7 @@ static void finish(Run *run) {
     } else {
         zero_free(&run->zero);
     }
+    mixed_precision_free(&run->mp);
     if (run->cfg.checkpoint_dir) zero_ckpt_free(&run->ckpt);
     transformer_free(&run->lm);
     text_batches_free(&run->train), text_batches_free(&run->valid);
