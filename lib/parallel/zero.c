@@ -170,6 +170,7 @@ void zero_init(Zero *z, Dist *dist, BlockList *blocks, int stage, const ZeroOps 
                 .device = blocks->params->values.device, .psi = blocks->params->total};
     check_same_model(z);
     dist_broadcast(dist, &z->params->values, 0); /* rank 0's model everywhere, before sharding */
+    if (blocks->dtype != DTYPE_F32) params_refresh_working(z->params); /* its 16-bit copy too */
     make_units(z);
     for (int k = 0; k < 2; k++) {
         z->grad_windows[k] = (ZeroWindow){.unit = -1};
