@@ -23,6 +23,7 @@
 #include "cuda/device.h"
 #include "lesson.h"
 #include "train/lm_options.h"
+#include "train/precision_gpu.h"
 #include "train/run_trace.h"
 
 /* ---------------------------------------------------------------- options */
@@ -279,12 +280,7 @@ int lesson_main(int argc, char **argv) {
     if (on_gpu) {
         CudaDeviceInfo g;
         cuda_device_info(cuda_current_device(), &g);
-        if (!gpu_supports_precision(g.major, g.minor, o.dtype))
-            fatal("--precision %s: GPU %d (%s, compute capability %d.%d) has no %s tensor cores "
-                  "(%s needs %s or later); use --precision %s", o.precision, cuda_current_device(),
-                  g.name, g.major, g.minor, dtype_name(o.dtype), o.precision,
-                  o.dtype == DTYPE_BF16 ? "8.0 (Ampere)" : "7.0 (Volta)",
-                  o.dtype == DTYPE_BF16 && gpu_supports_precision(g.major, g.minor, DTYPE_F16) ? "fp16 or fp32" : "fp32");
+        precision_require_gpu(NULL, o.dtype, o.precision, NULL); /* bf16: 8.0 on, fp16: 7.0 */
         const bool tensor = o.dtype != DTYPE_F32; /* the peak of the precision used */
         const double formula = tensor ? gpu_tensor_peak_flops(g.major, g.minor, g.multiprocessors,
                                                               g.clock_khz, o.dtype)

@@ -26,6 +26,7 @@
 #include "dist/dist_trace.h"
 #include "lesson.h"
 #include "models/block_trace.h"
+#include "train/precision_gpu.h"
 #include "train/stop_note.h"
 #include "train/train_state.h"
 
@@ -244,6 +245,7 @@ static void note_progress(Run *run, const char *where) {
 static void train(Run *run) {
     const TrainOptions *t = &run->cfg.train;
     setup_training(run);
+    precision_require_gpu(run->dist, run->cfg.dtype, run->cfg.precision, NULL); /* its tensor cores */
     adam_init(&run->opt, &run->model.params, t->lr);
     lesson_broadcast_weights(run);
     if (is_lm(run)) lm_weights_changed(run); /* a 16-bit working copy from rank 0's weights */

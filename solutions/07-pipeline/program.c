@@ -16,11 +16,9 @@
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/args.h"
-#include "core/gpu_peak.h"
 #include "core/log.h"
 #include "core/timer.h"
 #include "core/trace.h"
@@ -33,6 +31,7 @@
 #include "train/loop.h"
 #include "train/loss_watch.h"
 #include "train/mixed_precision.h"
+#include "train/precision_gpu.h"
 
 /* ---------------------------------------------------------------- options */
 
@@ -162,21 +161,7 @@ static void join(Run *run, const ArgSpec *specs, int nspecs) {
     char line[256];
     dist_describe(run->world, line, sizeof line);
     print0("%s\n", line);
-    if (device == DEVICE_CUDA && c->dtype != DTYPE_F32) { /* every rank its own GPU */
-        CudaDeviceInfo g;
-        cuda_device_info(cuda_current_device(), &g);
-        const bool ok = gpu_supports_precision(g.major, g.minor, c->dtype);
-        if (dist_sum_double(run->world, !ok) > 0) {
-            if (ok) exit(EXIT_USER_ERROR); /* the rank whose GPU it is says why */
-            fatal("--precision %s: GPU %d of rank %d (%s, compute capability %d.%d) has no %s "
-                  "tensor cores (%s needs %s or later); use --precision %s", c->precision,
-                  cuda_current_device(), run->world->rank, g.name, g.major, g.minor,
-                  dtype_name(c->dtype), c->precision,
-                  c->dtype == DTYPE_BF16 ? "8.0 (Ampere)" : "7.0 (Volta)",
-                  c->dtype == DTYPE_BF16 && gpu_supports_precision(g.major, g.minor, DTYPE_F16)
-                      ? "fp16 or fp32" : "fp32");
-        }
-    }
+    if (device == DEVICE_CUDA) precision_require_gpu(run->world, c->dtype, c->precision, NULL);
 }
 
 /* Full batches only: the stages are built for sequences of --bptt tokens (the target

@@ -18,11 +18,9 @@
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/args.h"
-#include "core/gpu_peak.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/trace.h"
@@ -41,6 +39,7 @@
 #include "train/lm_options.h"
 #include "train/loop.h"
 #include "train/mixed_precision.h"
+#include "train/precision_gpu.h"
 
 const ZeroOps LESSON_OPS = {lesson_shard_range, lesson_reduce_gradients, lesson_sharded_step,
                             lesson_gather_params, lesson_stage3_hook};
@@ -183,18 +182,8 @@ static void join(Run *run, const ArgSpec *specs, int nspecs) {
     char line[256];
     dist_describe(run->dist, line, sizeof line);
     print0("%s\n", line);
-    if (device == DEVICE_CUDA && c->dtype != DTYPE_F32) { /* every rank its own GPU */
-        CudaDeviceInfo g;
-        cuda_device_info(cuda_current_device(), &g);
-        const bool ok = gpu_supports_precision(g.major, g.minor, c->dtype);
-        if (dist_sum_double(run->dist, !ok) > 0) {
-            if (ok) exit(EXIT_USER_ERROR); /* the rank whose GPU it is says why */
-            fatal("--precision %s: GPU %d of rank %d (%s, compute capability %d.%d) has no %s "
-                  "tensor cores (%s needs %s or later); use --precision fp32", c->precision,
-                  cuda_current_device(), run->dist->rank, g.name, g.major, g.minor,
-                  dtype_name(c->dtype), c->precision, "8.0 (Ampere)");
-        }
-    }
+    /* fp16 is refused here for ZeRO's reasons (parse_args): fp32 is the way out */
+    if (device == DEVICE_CUDA) precision_require_gpu(run->dist, c->dtype, c->precision, "fp32");
     const int W = run->dist->world_size;
     if (c->batch_size % W != 0)
         fatal("--batch-size %d does not split evenly over %d ranks: make it a multiple of %d",
