@@ -15,38 +15,13 @@ import re
 import subprocess
 import sys
 import tempfile
-import traceback
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "framework"))
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
 DRIVER = os.path.join(ROOT, "bench", "bench_gpu_lm.py")
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
-
-results = []  # True, False or None (skipped)
-
-
-def check(name):
-    def wrap(fn):
-        try:
-            skipped = fn()
-            if skipped:
-                print(f"SKIP  {name}: {skipped}")
-                results.append(None)
-            else:
-                print(f"PASS  {name}")
-                results.append(True)
-        except Exception:  # noqa: BLE001 (any error fails this check, the others run)
-            print(f"FAIL  {name}")
-            for line in traceback.format_exc().splitlines():
-                print(f"        {line}")
-            results.append(False)
-        return fn
-    return wrap
-
-
-def equal(got, want):
-    assert got == want, f"got {got!r}, expected {want!r}"
 
 
 try:
@@ -59,6 +34,7 @@ except ImportError:
 
 import make_transformer_reference as reference  # noqa: E402
 import pytorch_lm_fast as fast  # noqa: E402
+from checks import check, equal, finish  # noqa: E402
 
 
 def copy_weights(ref, model):
@@ -348,8 +324,4 @@ def _():
         assert item["seconds"] < 60 and not os.path.exists(calls), item
 
 
-passed = results.count(True)
-failed = results.count(False)
-skipped = results.count(None)
-print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
-sys.exit(1 if failed else 0)
+finish()

@@ -11,35 +11,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "framework"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "gpu-report"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "figures"))
 
 import gpu_data  # noqa: E402
 import report  # noqa: E402
-
-results = []
-
-
-def check(name):
-    def wrap(fn):
-        try:
-            fn()
-            print(f"PASS  {name}")
-            results.append(True)
-        except Exception:  # noqa: BLE001 (any error fails this check, the others run)
-            print(f"FAIL  {name}")
-            for line in traceback.format_exc().splitlines():
-                print(f"        {line}")
-            results.append(False)
-        return fn
-    return wrap
-
-
-def equal(got, want):
-    assert got == want, f"got {got!r}, expected {want!r}"
+from checks import check, equal, finish  # noqa: E402
 
 
 @check("counts: the last result line, skipped or not; PASS/FAIL/SKIP lines without one; None without either")
@@ -202,6 +182,4 @@ def _():
             assert said.startswith("data kept") and why in said, said
 
 
-passed = sum(results)
-print(f"{passed} passed, {len(results) - passed} failed")
-sys.exit(0 if passed == len(results) else 1)
+finish()
