@@ -184,7 +184,7 @@ $(BUILD)/tests/dist/%: $(BUILD)/obj/tests/dist/%.o $(LIB)
 
 # make check-gpu: every CUDA op against its CPU twin, then training on both devices
 CHECK_GPU_BIN := $(BUILD)/tests/check_gpu
-$(CHECK_GPU_BIN): $(BUILD)/obj/tests/gpu/check_gpu.o $(BUILD)/obj/tests/gpu/check_gpu16.o $(FRAMEWORK_OBJ) $(LIB)
+$(CHECK_GPU_BIN): $(BUILD)/obj/tests/gpu/check_gpu.o $(BUILD)/obj/tests/gpu/check_gpu16.o $(BUILD)/obj/tests/gpu/check_graph.o $(FRAMEWORK_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 

@@ -34,7 +34,7 @@ extern "C" void cuda_add_forward(Tensor *out, const Tensor *a, const Tensor *b) 
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        add_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        add_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(out), elems<T>(a), elems<T>(b), n);
         CUDA_CHECK_LAUNCH();
     });
@@ -50,7 +50,7 @@ extern "C" void cuda_add_backward(Tensor *da, Tensor *db, const Tensor *dout) {
     if (n == 0 || (!da && !db)) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        add_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        add_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(da), elems<T>(db), elems<T>(dout), n);
         CUDA_CHECK_LAUNCH();
     });

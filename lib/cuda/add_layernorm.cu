@@ -47,7 +47,7 @@ extern "C" void cuda_add_layernorm_forward(Tensor *r, Tensor *y, Tensor *mean, T
     if (N == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        add_layernorm_kernel<T><<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS>>>(
+        add_layernorm_kernel<T><<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(r), elems<T>(y), mean->data, rstd->data, elems<T>(a), elems<T>(b),
             elems<T>(gamma), elems<T>(beta), N, D, eps);
         CUDA_CHECK_LAUNCH();

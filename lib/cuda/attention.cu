@@ -28,8 +28,10 @@ extern "C" {
 // p [rows, T] (rows = B*H*T, row r is position i = r % T of its (sequence, head)) holds
 // the scaled scores; w (NULL: none) receives the weights that multiply V.
 static __global__ void causal_softmax_kernel(float *p, float *w, int64_t rows, int T, bool drop,
-                                             uint64_t key, uint64_t threshold, float keep_scale,
+                                             uint64_t key, const uint64_t *key_at,
+                                             uint64_t threshold, float keep_scale,
                                              DropoutWindow window) {
+    if (key_at) key = *key_at; // a replayed graph's key (cuda/graph.h)
     const int lane = threadIdx.x % 32;
     WARP_STRIDE_LOOP(r, rows) {
         const int i = (int)(r % T);
@@ -111,8 +113,8 @@ extern "C" void cuda_attention_forward_window(Tensor *ctx, Tensor *probs, Tensor
     const int64_t rows = (int64_t)s.B * s.H * s.T;
     if (rows == 0) return;
     products(&s, ATTN_SCORES, qkv->data, qkv->data, probs->data);
-    causal_softmax_kernel<<<cuda_blocks_for_rows(rows, CUDA_THREADS), CUDA_THREADS>>>(
-        probs->data, dropped ? dropped->data : NULL, rows, s.T, d.active, d.key, d.threshold,
+    causal_softmax_kernel<<<cuda_blocks_for_rows(rows, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
+        probs->data, dropped ? dropped->data : NULL, rows, s.T, d.active, d.key, d.key_at, d.threshold,
         d.keep_scale, window);
     CUDA_CHECK_LAUNCH();
     products(&s, ATTN_CONTEXT, dropped ? dropped->data : probs->data, qkv->data, ctx->data);
@@ -135,7 +137,7 @@ extern "C" void cuda_attention_backward(Tensor *dqkv, Tensor *dscores, const Ten
     const float *w = dropped ? dropped->data : probs->data;
     products(&s, ATTN_DV, w, dctx->data, dqkv->data);
     products(&s, ATTN_DW, dctx->data, qkv->data, dscores->data);
-    causal_softmax_backward_kernel<<<cuda_blocks_for_rows(rows, CUDA_THREADS), CUDA_THREADS>>>(
+    causal_softmax_backward_kernel<<<cuda_blocks_for_rows(rows, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
         dscores->data, w, probs->data, rows, s.T);
     CUDA_CHECK_LAUNCH();
     products(&s, ATTN_DQ, dscores->data, qkv->data, dqkv->data);

@@ -56,9 +56,9 @@ extern "C" double cuda_sum_squares(const float *x, int64_t n, int64_t block) {
         scratch = (double *)cuda_malloc((size_t)(blocks + 1) * sizeof *scratch);
         scratch_count = blocks + 1;
     }
-    chunk_squares_kernel<<<(unsigned)blocks, SUM_THREADS>>>(x, n, block, scratch);
+    chunk_squares_kernel<<<(unsigned)blocks, SUM_THREADS, 0, cuda_stream()>>>(x, n, block, scratch);
     CUDA_CHECK_LAUNCH();
-    sum_partials_kernel<<<1, SUM_THREADS>>>(scratch, blocks, scratch + blocks);
+    sum_partials_kernel<<<1, SUM_THREADS, 0, cuda_stream()>>>(scratch, blocks, scratch + blocks);
     CUDA_CHECK_LAUNCH();
     double total = 0.0;
     cuda_copy_to_host(&total, scratch + blocks, sizeof total);

@@ -85,7 +85,7 @@ extern "C" void cuda_conv2d_forward_with(const CudaKernels *k, Tensor *out, cons
                               0.0f, prod, ncols);
     const int64_t n = (int64_t)N * Cout * OHW;
     if (n == 0) return;
-    conv_output_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+    conv_output_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
         out->data, prod, bias->data, N, Cout, OHW);
     CUDA_CHECK_LAUNCH();
 }
@@ -109,10 +109,10 @@ extern "C" void cuda_conv2d_backward_with(const CudaKernels *k, Tensor *din, Ten
     float *dy = cols + (size_t)K * ncols;                    // [Cout, N*OHW]
     float *dcols = dy + (size_t)Cout * ncols;                // [K, N*OHW]
     const int64_t n = (int64_t)N * Cout * OHW;
-    conv_gather_dout_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+    conv_gather_dout_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
         dy, dout->data, N, Cout, OHW);
     CUDA_CHECK_LAUNCH();
-    rows_sum_add_kernel<<<Cout, CUDA_THREADS>>>(dbias->data, dy, ncols);
+    rows_sum_add_kernel<<<Cout, CUDA_THREADS, 0, cuda_stream()>>>(dbias->data, dy, ncols);
     CUDA_CHECK_LAUNCH();
     auto gemm = k ? k->gemm : cuda_gemm;
     (k ? k->im2col : cuda_im2col)(cols, in->data, N, &g);

@@ -2,7 +2,7 @@
  * call, from C and from CUDA C++ alike, and the cuBLAS handle.
  *
  *   CUDA_CHECK(cudaMalloc(&p, bytes));
- *   kernel<<<blocks, threads>>>(...); CUDA_CHECK_LAUNCH();
+ *   kernel<<<blocks, threads, 0, cuda_stream()>>>(...); CUDA_CHECK_LAUNCH();
  *   CUBLAS_CHECK(cublasSgemm(cuda_cublas(), ...));
  *
  * A failure stops the program with file, line, the call, CUDA's error name and
@@ -28,6 +28,11 @@ __attribute__((noreturn)) void cublas_fail_at(const char *file, int line, const 
                                               int status);
 /* After a launch: the launch error, and with COURSE_CUDA_SYNC=1 the kernel's own. */
 void cuda_check_launch_at(const char *file, int line);
+
+/* The stream every library kernel, copy on the device and cuBLAS call goes to (made
+ * by cuda_init): kernel<<<blocks, threads, 0, cuda_stream()>>>. Not the legacy default
+ * stream, which a CUDA graph cannot record (graph.h). */
+cudaStream_t cuda_stream(void);
 
 /* The cuBLAS handle of the device cuda_init picked (stops when it was not called). */
 cublasHandle_t cuda_cublas(void);

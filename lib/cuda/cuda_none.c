@@ -5,9 +5,11 @@
 
 #include "core/check.h"
 #include "cuda/clip.h"
+#include "cuda/graph.h"
 #include "cuda/loss_scale.h"
 #include "cuda/optim.h"
 #include "device.h"
+#include "layers/dropout.h"
 #include "layers/layer_ops.h"
 
 #define NO_CUDA_MSG                                                                       \
@@ -88,5 +90,27 @@ double cuda_sum_squares(const float *x, int64_t n, int64_t block) {
 bool cuda_unscale_find_inf(float *g, int64_t n, float inv_scale) {
     (void)g, (void)n, (void)inv_scale;
     no_cuda(__func__);
+}
+
+/* No graph ever records here: the key is drawn, the check runs now (graph.h). */
+bool cuda_graph_recording(void) { return false; }
+const uint64_t *cuda_graph_key(Rng *rng, uint64_t *key) {
+    *key = dropout_draw_key(rng);
+    return NULL;
+}
+void cuda_graph_after(void (*check)(const void *ctx), const void *ctx, size_t ctx_bytes) {
+    (void)ctx_bytes;
+    check(ctx);
+}
+void cuda_graph_begin(void) { no_cuda(__func__); }
+CudaGraph *cuda_graph_end(void) { no_cuda(__func__); }
+void cuda_graph_launch(CudaGraph *g) {
+    (void)g;
+    no_cuda(__func__);
+}
+void cuda_graph_free(CudaGraph *g) { (void)g; } /* there is none to free */
+int64_t cuda_graph_launches(const CudaGraph *g) {
+    (void)g;
+    return 0;
 }
 #endif

@@ -10,11 +10,14 @@
 #include "core/tensor.h"
 #include "cuda_check.h"
 #include "device.h"
+#include "graph.h"
 #include "kernels.h"
 #include "trace_gpu.h"
 
 static int g_device = -1;
 static cublasHandle_t g_cublas;
+static cudaStream_t g_stream;  /* the compute stream: every kernel and cuBLAS call */
+static void *g_cublas_workspace;
 static bool g_sync_launches;
 
 static const char *hint_for(int code) {
@@ -36,6 +39,12 @@ static const char *hint_for(int code) {
     case cudaErrorInvalidValue:
         return "an argument is wrong: a NULL or host pointer where device memory is expected, "
                "or a size of 0";
+    case cudaErrorStreamCaptureUnsupported:
+    case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureImplicit:
+        return "a layer waited for the GPU, allocated memory or used the default stream "
+               "while a CUDA graph was recording its step (graph.h says what may not happen "
+               "then): run without --cuda-graph, and report the layer";
     default:
         return "run with COURSE_CUDA_SYNC=1 (and under compute-sanitizer) to find the failing call";
     }
@@ -59,7 +68,8 @@ void cublas_fail_at(const char *file, int line, const char *call, int status) {
 
 void cuda_check_launch_at(const char *file, int line) {
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess && g_sync_launches) e = cudaDeviceSynchronize();
+    /* (not while a graph records: nothing runs then, and a wait would end the recording) */
+    if (e == cudaSuccess && g_sync_launches && !cuda_graph_recording()) e = cudaDeviceSynchronize();
     if (e != cudaSuccess)
         cuda_fail_at(file, line, "a kernel launch", (int)e, cudaGetErrorName(e),
                      cudaGetErrorString(e));
@@ -165,7 +175,8 @@ void cuda_copy_to_host(void *dst, const void *src, size_t bytes) {
 }
 
 void cuda_copy_on_device(void *dst, const void *src, size_t bytes) {
-    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+    /* on the compute stream, in order with the kernels (and recordable in a graph) */
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g_stream));
 }
 
 void cuda_memory_in_use(size_t *used, size_t *total) {
@@ -176,7 +187,7 @@ void cuda_memory_in_use(size_t *used, size_t *total) {
 }
 
 void cuda_sync(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
-void cuda_sync_compute(void) { CUDA_CHECK(cudaStreamSynchronize(0)); }
+void cuda_sync_compute(void) { CUDA_CHECK(cudaStreamSynchronize(g_stream)); }
 
 void cuda_check_device_pointer_at(const char *file, int line, const char *name, const void *p) {
     if (!cuda_is_device_pointer(p))
@@ -194,6 +205,8 @@ bool cuda_is_device_pointer(const void *p) {
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
            a.type == cudaMemoryTypeHost;
 }
+
+cudaStream_t cuda_stream(void) { return g_stream; }
 
 cublasHandle_t cuda_cublas(void) {
     require_started("a cuBLAS call");
@@ -242,6 +255,25 @@ bool cuda_init(char *why, size_t why_cap) {
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasSetMathMode(g_cublas, CUBLAS_DEFAULT_MATH |
                                             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    /* The library's own stream, not the legacy default one, so that a step can be
+     * recorded as a CUDA graph (graph.h: capture refuses the legacy stream). It is a
+     * blocking stream: work a lesson launches on the default stream still waits for it,
+     * and it for that work, as with one stream. cuBLAS runs on it, with its workspace
+     * given up front (it must not allocate while a graph records): 32 MiB on Hopper
+     * and later, 4 MiB before, the sizes NVIDIA's cuBLAS documentation recommends. */
+    if (cudaStreamCreate(&g_stream) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, why_cap, "cannot create a CUDA stream on device %d", dev);
+        return false;
+    }
+    const int major = attribute(cudaDevAttrComputeCapabilityMajor, dev);
+    const size_t workspace = (major >= 9 ? 32u : 4u) << 20;
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetStream(g_cublas, g_stream);
+    if (s == CUBLAS_STATUS_SUCCESS && cudaMalloc(&g_cublas_workspace, workspace) != cudaSuccess) {
+        cudaGetLastError();
+        s = CUBLAS_STATUS_ALLOC_FAILED;
+    }
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetWorkspace(g_cublas, g_cublas_workspace, workspace);
     if (s != CUBLAS_STATUS_SUCCESS) {
         snprintf(why, why_cap, "cuBLAS did not start on device %d: %s", dev,
                  cublasGetStatusString(s));

@@ -57,7 +57,7 @@ void cuda_copy_on_device(void *dst, const void *src, size_t bytes);
 void cuda_memory_in_use(size_t *used, size_t *total);
 /* Waits until the GPU has finished all work: before reading a clock, for example. */
 void cuda_sync(void);
-/* Waits for the compute stream (the default stream) only: not for NCCL's own streams,
+/* Waits for the compute stream (cuda_stream(), cuda_check.h) only: not for NCCL's own streams,
  * so a send in flight is not waited for (a pipeline stage timing its compute). */
 void cuda_sync_compute(void);
 /* True when a kernel may read p: device or managed memory, or pinned host memory

@@ -18,8 +18,10 @@ extern "C" {
 
 template <class T>
 static __global__ void dropout_forward_kernel(T *out, float *mask, const T *in, int64_t n,
-                                              uint64_t key, uint64_t threshold, float keep_scale,
+                                              uint64_t key, const uint64_t *key_at,
+                                              uint64_t threshold, float keep_scale,
                                               DropoutWindow window) {
+    if (key_at) key = *key_at; // a replayed graph's key (cuda/graph.h)
     GRID_STRIDE_LOOP(i, n) {
         const uint64_t at = dropout_index(window, (uint64_t)i); // i itself unless a slice
         const float m = dropout_keeps(key, at, threshold) ? keep_scale : 0.0f;
@@ -60,8 +62,8 @@ extern "C" void cuda_dropout_forward_window(Tensor *out, Tensor *mask, const Ten
     }
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        dropout_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-            elems<T>(out), mask->data, elems<T>(in), n, d.key, d.threshold, d.keep_scale, window);
+        dropout_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
+            elems<T>(out), mask->data, elems<T>(in), n, d.key, d.key_at, d.threshold, d.keep_scale, window);
         CUDA_CHECK_LAUNCH();
     });
 }
@@ -77,7 +79,7 @@ extern "C" void cuda_dropout_backward(Tensor *din, const Tensor *dout, const Ten
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        dropout_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        dropout_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(din), elems<T>(dout), mask ? mask->data : NULL, n);
         CUDA_CHECK_LAUNCH();
     });

@@ -20,6 +20,8 @@ extern "C" {
 typedef struct {
     bool active;        /* training and p > 0: a key was drawn */
     uint64_t key;       /* 0 when not active */
+    const uint64_t *key_at; /* while a CUDA graph records (cuda/graph.h), where the
+                             * kernel reads the key from (new at each replay); else NULL */
     uint64_t threshold; /* dropout_threshold(p) */
     float keep_scale;   /* 1 / (1 - p), 0 for p = 1 */
 } DropoutDraw;

@@ -22,6 +22,7 @@
 // bfloat16 / float16 table and out (elem.cuh): table * scale rounded once; dout of the
 // table's dtype, dtable float32 (a parameter gradient).
 #include "cuda_check.h"
+#include "graph.h"
 #include "elem.cuh"
 #include "launch.h"
 extern "C" {
@@ -104,11 +105,12 @@ static unsigned char *g_head;
 static int g_rows;
 
 // Before a kernel on N > 0 tokens: tokens must be device memory; the flag says no bad
-// row yet; room for the chains of N rows when `chains`.
+// row yet (bytes 0x7f: INT_MAX, above any row; set on the stream, so a graph records it);
+// room for the chains of N rows when `chains`.
 static void tokens_begin(const int *tokens, int N, bool chains) {
     CHECK_DEVICE_POINTER(tokens);
     if (!g_bad_row) g_bad_row = (int *)cuda_malloc(sizeof(int));
-    cuda_copy_to_device(g_bad_row, &N, sizeof(int));
+    CUDA_CHECK(cudaMemsetAsync(g_bad_row, 0x7f, sizeof(int), cuda_stream()));
     if (!chains || N <= g_rows) return;
     cuda_free(g_next);
     cuda_free(g_head);
@@ -118,14 +120,26 @@ static void tokens_begin(const int *tokens, int N, bool chains) {
 }
 
 // Stops, as embedding_check_tokens does, when a kernel found a token outside 0..V-1.
-static void stop_on_bad_token(const int *tokens, int N, int V) {
-    int bad_row = N;
+struct TokenCheck {
+    const int *tokens;
+    int N, V;
+};
+
+static void check_tokens(const void *ctx) {
+    const TokenCheck *c = (const TokenCheck *)ctx;
+    int bad_row = c->N;
     cuda_copy_to_host(&bad_row, g_bad_row, sizeof(int)); // waits for the kernel
-    if (bad_row >= N) return;
+    if (bad_row >= c->N) return;
     int token = 0;
-    cuda_copy_to_host(&token, tokens + bad_row, sizeof(int));
+    cuda_copy_to_host(&token, c->tokens + bad_row, sizeof(int));
     CHECK(false, "embedding: token %d at position %d is outside the vocabulary 0..%d", token,
-          bad_row, V - 1);
+          bad_row, c->V - 1);
+}
+
+// Now, or after each launch of a graph being recorded (which cannot wait for a flag).
+static void stop_on_bad_token(const int *tokens, int N, int V) {
+    const TokenCheck c = {tokens, N, V};
+    cuda_graph_after(check_tokens, &c, sizeof c);
 }
 
 extern "C" void cuda_embedding_forward(Tensor *out, const int *tokens, const Tensor *table,
@@ -158,7 +172,7 @@ extern "C" void cuda_embedding_forward_rows(Tensor *out, const int *tokens, cons
     if (n > 0) {
         elem_dispatch(dt, [&](auto tag) {
             using T = decltype(tag);
-            embedding_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+            embedding_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
                 elems<T>(out), g_bad_row, tokens, elems<T>(table), n, D, V, scale, first, vocab);
             CUDA_CHECK_LAUNCH();
         });
@@ -178,15 +192,17 @@ extern "C" void cuda_embedding_backward_rows(Tensor *dtable, const Tensor *dout,
     const int N = dout->shape[0], V = dtable->shape[0], D = dtable->shape[1];
     if (N == 0) return;
     tokens_begin(tokens, N, true);
-    token_chains_kernel<<<(N + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS>>>(
+    token_chains_kernel<<<(N + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0, cuda_stream()>>>(
         g_next, g_head, g_bad_row, tokens, N, vocab);
     CUDA_CHECK_LAUNCH();
-    stop_on_bad_token(tokens, N, vocab); // before any token indexes dtable
+    // before any token indexes dtable; in a recorded step the forward's check, after
+    // the forward's graph, has stopped a bad token before this graph runs
+    stop_on_bad_token(tokens, N, vocab);
     const int64_t n = (int64_t)N * D;
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        embedding_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        embedding_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             dtable->data, elems<T>(dout), tokens, g_next, g_head, n, D, scale, first, V);
         CUDA_CHECK_LAUNCH();
     });

@@ -55,6 +55,7 @@
 #include <math.h>
 
 #include "cuda_check.h"
+#include "graph.h"
 #include "elem.cuh"
 #include "reduce.cuh"
 extern "C" {
@@ -126,6 +127,7 @@ template <class E, int DH, int R>
 static __global__ void flash_forward_kernel(E *ctx, float *lse,
                                             const E *qkv, FlashArgs a) {
     constexpr int BQ = WARPS * R, C = DH / CHUNK;
+    if (a.drop.key_at) a.drop.key = *a.drop.key_at; // a replayed graph's key (cuda/graph.h)
     __shared__ __align__(16) float Qs[BQ][DH];
     __shared__ float Kc[CHUNK][CHUNK + 1]; // a chunk of K, then of V
     __shared__ __align__(16) float Ps[BQ][CHUNK];
@@ -210,6 +212,7 @@ static __global__ void flash_dkdv_kernel(E *dqkv, const E *qkv,
                                          const E *ctx, const E *dctx,
                                          const float *lse, FlashArgs a) {
     constexpr int BK = WARPS * R, C = DH / CHUNK;
+    if (a.drop.key_at) a.drop.key = *a.drop.key_at; // a replayed graph's key (cuda/graph.h)
     __shared__ __align__(16) float Ks[BK][DH];
     __shared__ __align__(16) float Vs[BK][DH];
     __shared__ float Qc[CHUNK][CHUNK + 1], Gc[CHUNK][CHUNK + 1], Oc[CHUNK][CHUNK + 1];
@@ -309,6 +312,7 @@ static __global__ void flash_dq_kernel(E *dqkv, const E *qkv,
                                        const E *ctx, const E *dctx,
                                        const float *lse, FlashArgs a) {
     constexpr int BQ = WARPS * R, C = DH / CHUNK;
+    if (a.drop.key_at) a.drop.key = *a.drop.key_at; // a replayed graph's key (cuda/graph.h)
     __shared__ __align__(16) float Qs[BQ][DH];
     __shared__ __align__(16) float Gs[BQ][DH]; // dctx
     __shared__ float Kc[CHUNK][CHUNK + 1], Vc[CHUNK][CHUNK + 1];
@@ -426,7 +430,7 @@ static dim3 grid_of(const AttentionSizes *s, int rows_per_block) {
 template <class E, int DH> static void forward_as(const AttentionSizes *s, const FlashArgs &a,
                                                   Tensor *ctx, Tensor *lse, const Tensor *qkv) {
     constexpr int R = DH <= 128 ? 8 : 4;
-    flash_forward_kernel<E, DH, R><<<grid_of(s, WARPS * R), THREADS>>>(
+    flash_forward_kernel<E, DH, R><<<grid_of(s, WARPS * R), THREADS, 0, cuda_stream()>>>(
         elems<E>(ctx), lse->data, elems<E>(qkv), a);
     CUDA_CHECK_LAUNCH();
 }
@@ -436,10 +440,10 @@ template <class E, int DH> static void backward_as(const AttentionSizes *s, cons
                                                    const Tensor *qkv, const Tensor *ctx,
                                                    const Tensor *lse) {
     constexpr int RK = DH <= 64 ? 8 : DH <= 128 ? 4 : 2, RQ = DH <= 128 ? 8 : 4;
-    flash_dkdv_kernel<E, DH, RK><<<grid_of(s, WARPS * RK), THREADS>>>(
+    flash_dkdv_kernel<E, DH, RK><<<grid_of(s, WARPS * RK), THREADS, 0, cuda_stream()>>>(
         elems<E>(dqkv), elems<E>(qkv), elems<E>(ctx), elems<E>(dctx), lse->data, a);
     CUDA_CHECK_LAUNCH();
-    flash_dq_kernel<E, DH, RQ><<<grid_of(s, WARPS * RQ), THREADS>>>(
+    flash_dq_kernel<E, DH, RQ><<<grid_of(s, WARPS * RQ), THREADS, 0, cuda_stream()>>>(
         elems<E>(dqkv), elems<E>(qkv), elems<E>(ctx), elems<E>(dctx), lse->data, a);
     CUDA_CHECK_LAUNCH();
 }
@@ -474,7 +478,12 @@ extern "C" void cuda_flash_attention_forward(Tensor *ctx, Tensor *lse, FlashDrop
     CHECK_ON_GPU(lse);
     CHECK_ON_GPU(qkv);
     check_limits(&s); // before anything is drawn
-    const FlashDropout d = flash_attention_draw(dropout_p, training, rng, window);
+    // the key as flash_attention_draw draws it, and where a replayed graph keeps it
+    uint64_t key = 0;
+    const uint64_t *key_at =
+        dropout_active(dropout_p, training) ? cuda_graph_key(rng, &key) : NULL;
+    FlashDropout d = flash_attention_dropout(dropout_p, training, key, window);
+    d.key_at = key_at;
     if (drop) *drop = d;
     if (s.B * s.T == 0) return;
     const FlashArgs a = args_of(&s, d);
@@ -491,7 +500,8 @@ extern "C" void cuda_flash_attention_backward(Tensor *dqkv, const Tensor *dctx, 
     CHECK_ON_GPU(ctx);
     CHECK_ON_GPU(lse);
     check_limits(&s);
-    const FlashArgs a = args_of(&s, drop ? *drop : flash_attention_draw(0.0f, false, NULL, DROPOUT_WHOLE));
+    const FlashArgs a =
+        args_of(&s, drop ? *drop : flash_attention_dropout(0.0f, false, 0, DROPOUT_WHOLE));
     if (s.B * s.T == 0) return;
     elem_dispatch(qkv->dtype, [&](auto tag) {
         backward_typed<decltype(tag)>(&s, a, dqkv, dctx, qkv, ctx, lse);

@@ -39,7 +39,7 @@ extern "C" void cuda_gelu_forward(Tensor *out, const Tensor *in) {
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        gelu_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        gelu_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(out), elems<T>(in), n);
         CUDA_CHECK_LAUNCH();
     });
@@ -55,7 +55,7 @@ extern "C" void cuda_gelu_backward(Tensor *din, const Tensor *dout, const Tensor
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        gelu_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        gelu_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(din), elems<T>(dout), elems<T>(in), n);
         CUDA_CHECK_LAUNCH();
     });

@@ -25,7 +25,7 @@ static __global__ void im2col_kernel(float *cols, const float *images, int nimg,
 extern "C" void cuda_im2col(float *cols, const float *images, int nimg, const ConvGeometry *g) {
     int64_t total = (int64_t)g->C * g->KH * g->KW * nimg * g->OH * g->OW;
     if (total == 0) return;
-    im2col_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS>>>(cols, images, nimg, *g);
+    im2col_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(cols, images, nimg, *g);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -58,6 +58,6 @@ static __global__ void col2im_kernel(float *images, const float *cols, int nimg,
 extern "C" void cuda_col2im(float *images, const float *cols, int nimg, const ConvGeometry *g) {
     int64_t total = (int64_t)nimg * g->C * g->H * g->W;
     if (total == 0) return;
-    col2im_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS>>>(images, cols, nimg, *g);
+    col2im_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(images, cols, nimg, *g);
     CUDA_CHECK_LAUNCH();
 }

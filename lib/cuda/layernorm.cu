@@ -123,7 +123,7 @@ extern "C" void cuda_layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, 
     if (N == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        layernorm_forward_kernel<T><<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS>>>(
+        layernorm_forward_kernel<T><<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(out), mean->data, rstd->data, elems<T>(in), elems<T>(gamma),
             elems<T>(beta), N, D, eps);
         CUDA_CHECK_LAUNCH();
@@ -152,14 +152,14 @@ extern "C" void cuda_layernorm_backward(Tensor *din, Tensor *dgamma, Tensor *dbe
     const dim3 grid((unsigned)((D + CUDA_THREADS - 1) / CUDA_THREADS), (unsigned)chunks);
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        layernorm_param_partials_kernel<T><<<grid, CUDA_THREADS>>>(
+        layernorm_param_partials_kernel<T><<<grid, CUDA_THREADS, 0, cuda_stream()>>>(
             pg, pb, elems<T>(dout), elems<T>(in), mean->data, rstd->data, N, D);
         CUDA_CHECK_LAUNCH();
-        layernorm_param_sum_kernel<<<cuda_blocks_for(D, CUDA_THREADS), CUDA_THREADS>>>(
+        layernorm_param_sum_kernel<<<cuda_blocks_for(D, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             dgamma->data, dbeta->data, pg, pb, chunks, D);
         CUDA_CHECK_LAUNCH();
         if (din) {
-            layernorm_input_grad_kernel<T><<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS>>>(
+            layernorm_input_grad_kernel<T><<<cuda_blocks_for_rows(N, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
                 elems<T>(din), elems<T>(dout), elems<T>(in), mean->data, rstd->data,
                 elems<T>(gamma), N, D);
             CUDA_CHECK_LAUNCH();

@@ -56,7 +56,7 @@ extern "C" void cuda_linear_forward_with(const CudaKernels *k, Tensor *out, cons
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        bias_rows_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        bias_rows_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(out), elems<T>(bias), N, OUT);
         CUDA_CHECK_LAUNCH();
     });
@@ -91,7 +91,7 @@ extern "C" void cuda_linear_backward_with(const CudaKernels *k, Tensor *din, Ten
     if (OUT > 0)
         elem_dispatch(dt, [&](auto tag) {
             using T = decltype(tag);
-            bias_rows_backward_kernel<T><<<cuda_blocks_for(OUT, CUDA_THREADS), CUDA_THREADS>>>(
+            bias_rows_backward_kernel<T><<<cuda_blocks_for(OUT, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
                 dbias->data, elems<T>(dout), N, OUT);
             CUDA_CHECK_LAUNCH();
         });

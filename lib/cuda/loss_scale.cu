@@ -27,10 +27,10 @@ static int *flag;
 
 extern "C" bool cuda_unscale_find_inf(float *g, int64_t n, float inv_scale) {
     if (!flag) flag = (int *)cuda_malloc(sizeof *flag);
-    clear_flag_kernel<<<1, 1>>>(flag);
+    clear_flag_kernel<<<1, 1, 0, cuda_stream()>>>(flag);
     CUDA_CHECK_LAUNCH();
     if (n > 0) {
-        unscale_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(g, n, inv_scale, flag);
+        unscale_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(g, n, inv_scale, flag);
         CUDA_CHECK_LAUNCH();
     }
     int found = 0;

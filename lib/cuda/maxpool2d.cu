@@ -33,7 +33,7 @@ static void maxpool_forward(float *out, int *argmax, const float *in, int planes
     const int OH = (H - kernel) / stride + 1, OW = (W - kernel) / stride + 1;
     const int64_t total = (int64_t)planes * OH * OW;
     if (total == 0) return;
-    maxpool_forward_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS>>>(
+    maxpool_forward_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
         out, argmax, in, planes, H, W, OH, OW, kernel, stride);
     CUDA_CHECK_LAUNCH();
 }
@@ -54,7 +54,7 @@ static void maxpool_backward(float *din, const float *dout, const int *argmax,
                                           int planes, int HW, int OHW) {
     const int64_t total = (int64_t)planes * OHW;
     if (total == 0) return;
-    maxpool_backward_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS>>>(
+    maxpool_backward_kernel<<<cuda_blocks_for(total, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
         din, dout, argmax, planes, HW, OHW);
     CUDA_CHECK_LAUNCH();
 }

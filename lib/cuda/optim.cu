@@ -37,14 +37,14 @@ static __global__ void sgd_kernel(float *p, const float *g, float *buf, int64_t 
 extern "C" void cuda_adam_update(float *p, const float *g, float *m, float *v, int64_t n,
                                  float b1, float b2, float step_size, float bias2_sqrt,
                                  float eps, float lr, float wd, bool decoupled) {
-    adam_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+    adam_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
         p, g, m, v, n, b1, b2, step_size, bias2_sqrt, eps, lr, wd, decoupled);
     CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void cuda_sgd_update(float *p, const float *g, float *buf, int64_t n, float lr,
                                 float momentum, float wd, bool first_step) {
-    sgd_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(p, g, buf, n, lr, momentum,
+    sgd_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(p, g, buf, n, lr, momentum,
                                                                    wd, first_step);
     CUDA_CHECK_LAUNCH();
 }

@@ -32,7 +32,7 @@ extern "C" void cuda_positional_forward(Tensor *out, const Tensor *in, const Ten
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using E = decltype(tag);
-        positional_kernel<E><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        positional_kernel<E><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<E>(out), elems<E>(in), table->data, n, in->shape[1], T);
         CUDA_CHECK_LAUNCH();
     });

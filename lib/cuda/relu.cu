@@ -27,7 +27,7 @@ static __global__ void relu_backward_kernel(T *din, const T *dout, const T *out,
 
 extern "C" void cuda_relu_forward_raw(float *out, const float *in, int64_t n) {
     if (n == 0) return;
-    relu_forward_kernel<float><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(out, in, n);
+    relu_forward_kernel<float><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(out, in, n);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -35,7 +35,7 @@ extern "C" void cuda_relu_backward_raw(float *din, const float *dout, const floa
                                        int64_t n) {
     if (n == 0) return;
     const int blocks = cuda_blocks_for(n, CUDA_THREADS);
-    relu_backward_kernel<float><<<blocks, CUDA_THREADS>>>(din, dout, out, n);
+    relu_backward_kernel<float><<<blocks, CUDA_THREADS, 0, cuda_stream()>>>(din, dout, out, n);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -59,7 +59,7 @@ extern "C" void cuda_relu_forward_with(const CudaKernels *k, Tensor *out, const 
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        relu_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        relu_forward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(out), elems<T>(in), n);
         CUDA_CHECK_LAUNCH();
     });
@@ -82,7 +82,7 @@ extern "C" void cuda_relu_backward_with(const CudaKernels *k, Tensor *din, const
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        relu_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
+        relu_backward_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
             elems<T>(din), elems<T>(dout), elems<T>(out), n);
         CUDA_CHECK_LAUNCH();
     });

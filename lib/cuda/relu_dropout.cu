@@ -18,7 +18,9 @@ extern "C" {
 
 template <class T>
 static __global__ void relu_dropout_kernel(T *out, float *mask, const T *in, int64_t n,
-                                           uint64_t key, uint64_t threshold, float keep_scale) {
+                                           uint64_t key, const uint64_t *key_at,
+                                           uint64_t threshold, float keep_scale) {
+    if (key_at) key = *key_at; // a replayed graph's key (cuda/graph.h)
     GRID_STRIDE_LOOP(i, n) {
         const float x = elem_load(in, i);
         const float m = dropout_keeps(key, (uint64_t)i, threshold) ? keep_scale : 0.0f;
@@ -46,8 +48,8 @@ extern "C" void cuda_relu_dropout_forward(Tensor *out, Tensor *mask, const Tenso
     }
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        relu_dropout_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(
-            elems<T>(out), mask->data, elems<T>(in), n, d.key, d.threshold, d.keep_scale);
+        relu_dropout_kernel<T><<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
+            elems<T>(out), mask->data, elems<T>(in), n, d.key, d.key_at, d.threshold, d.keep_scale);
         CUDA_CHECK_LAUNCH();
     });
 }

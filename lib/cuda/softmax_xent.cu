@@ -53,7 +53,7 @@ static __global__ void softmax_xent_kernel(double *row_loss, int *bad_row, float
 
 static void softmax_xent(double *row_loss, int *bad_row, float *dlogits, const float *logits,
                          const int *labels, int N, int K) {
-    softmax_xent_kernel<<<cuda_blocks_for(N, CUDA_THREADS), CUDA_THREADS>>>(
+    softmax_xent_kernel<<<cuda_blocks_for(N, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(
         row_loss, bad_row, dlogits, logits, labels, N, K);
     CUDA_CHECK_LAUNCH();
 }
@@ -156,7 +156,7 @@ extern "C" float cuda_softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *
     CHECK(K > 0, "softmax cross-entropy over 0 classes");
     elem_dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        softmax_xent_fast_kernel<T><<<N, XENT_THREADS>>>(g_row_loss, g_bad_row, elems<T>(dlogits),
+        softmax_xent_fast_kernel<T><<<N, XENT_THREADS, 0, cuda_stream()>>>(g_row_loss, g_bad_row, elems<T>(dlogits),
                                                         elems<T>(logits), labels, K,
                                                         1.0f / (float)N);
         CUDA_CHECK_LAUNCH();

@@ -13,7 +13,7 @@ static __global__ void fill_kernel(float *x, int64_t n, float value) {
 
 extern "C" void cuda_fill(float *x, int64_t n, float value) {
     if (n == 0) return;
-    fill_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(x, n, value);
+    fill_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(x, n, value);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -23,7 +23,7 @@ static __global__ void scale_kernel(float *x, int64_t n, float factor) {
 
 extern "C" void cuda_scale(float *x, int64_t n, float factor) {
     if (n == 0) return;
-    scale_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(x, n, factor);
+    scale_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(x, n, factor);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -35,7 +35,7 @@ static __global__ void fill16_kernel(uint16_t *x, int64_t n, uint16_t bits) {
 
 extern "C" void cuda_fill16(uint16_t *x, int64_t n, uint16_t bits) {
     if (n == 0) return;
-    fill16_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS>>>(x, n, bits);
+    fill16_kernel<<<cuda_blocks_for(n, CUDA_THREADS), CUDA_THREADS, 0, cuda_stream()>>>(x, n, bits);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -58,11 +58,11 @@ extern "C" void cuda_convert(void *dst, DType dst_dtype, const void *src, DType 
     if (n == 0) return;
     const int blocks = cuda_blocks_for(n, CUDA_THREADS);
     if (src_dtype == DTYPE_F32)
-        to16_kernel<<<blocks, CUDA_THREADS>>>((uint16_t *)dst, dst_dtype, (const uint32_t *)src, n);
+        to16_kernel<<<blocks, CUDA_THREADS, 0, cuda_stream()>>>((uint16_t *)dst, dst_dtype, (const uint32_t *)src, n);
     else if (dst_dtype == DTYPE_F32)
-        from16_kernel<<<blocks, CUDA_THREADS>>>((uint32_t *)dst, (const uint16_t *)src, src_dtype, n);
+        from16_kernel<<<blocks, CUDA_THREADS, 0, cuda_stream()>>>((uint32_t *)dst, (const uint16_t *)src, src_dtype, n);
     else
-        between16_kernel<<<blocks, CUDA_THREADS>>>((uint16_t *)dst, dst_dtype,
+        between16_kernel<<<blocks, CUDA_THREADS, 0, cuda_stream()>>>((uint16_t *)dst, dst_dtype,
                                                    (const uint16_t *)src, src_dtype, n);
     CUDA_CHECK_LAUNCH();
 }

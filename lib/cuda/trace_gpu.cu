@@ -1,5 +1,5 @@
 // The GPU's side of a trace (core/trace.h): a pair of CUDA events around the device work
-// of each compute range, recorded on the compute stream (the default one, where the
+// of each compute range, recorded on the compute stream (cuda_stream(), where the
 // library launches), read when the step ends and placed on the host clock: an anchor
 // event, recorded and waited for when the trace starts and after each flush, is taken to
 // have happened at the host time read right after the wait; an event's GPU time is the
@@ -39,7 +39,7 @@ void make(cudaEvent_t *e) {
 // A new anchor: recorded now, waited for, its host time read.
 void anchor() {
     make(&g_anchor);
-    CUDA_CHECK(cudaEventRecord(g_anchor, 0));
+    CUDA_CHECK(cudaEventRecord(g_anchor, cuda_stream()));
     CUDA_CHECK(cudaEventSynchronize(g_anchor));
     g_anchor_ns = trace_now_ns();
 }
@@ -82,14 +82,14 @@ void begin(const char *name) {
     make(&p.begin), make(&p.end);
     snprintf(p.name, sizeof p.name, "%s", name);
     p.ended = false;
-    CUDA_CHECK(cudaEventRecord(p.begin, 0));
+    CUDA_CHECK(cudaEventRecord(p.begin, cuda_stream()));
     g_open[g_depth++] = g_used++;
 }
 
 void end() {
     CHECK(g_depth > 0, "trace: a GPU range ended that never began");
     Pair &p = g_pairs[g_open[--g_depth]];
-    CUDA_CHECK(cudaEventRecord(p.end, 0));
+    CUDA_CHECK(cudaEventRecord(p.end, cuda_stream()));
     p.ended = true;
 }
 

@@ -85,7 +85,7 @@ static DistRequest *begin(Dist *d, const char *what, void **buf, int64_t n, Dist
     }
     cudaEvent_t ready;
     CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventRecord(ready, 0));
+    CUDA_CHECK(cudaEventRecord(ready, cuda_stream()));
     CUDA_CHECK(cudaStreamWaitEvent(m->stream, ready, 0));
     CUDA_CHECK(cudaEventDestroy(ready));
     return r;

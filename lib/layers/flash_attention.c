@@ -66,9 +66,17 @@ AttentionSizes flash_attention_check_backward(const Tensor *dqkv, const Tensor *
 }
 
 FlashDropout flash_attention_draw(float dropout_p, bool training, Rng *rng, DropoutWindow window) {
+    /* as attention_forward: one key per call, only when active */
+    const uint64_t key = dropout_active(dropout_p, training) ? dropout_draw_key(rng) : 0;
+    return flash_attention_dropout(dropout_p, training, key, window);
+}
+
+FlashDropout flash_attention_dropout(float dropout_p, bool training, uint64_t key,
+                                     DropoutWindow window) {
     FlashDropout d;
     d.active = dropout_active(dropout_p, training);
-    d.key = d.active ? dropout_draw_key(rng) : 0; /* as attention_forward: one key per call */
+    d.key = d.active ? key : 0;
+    d.key_at = NULL;
     d.threshold = dropout_threshold(dropout_p);
     d.keep_scale = !d.active ? 1.0f : dropout_p < 1.0f ? 1.0f / (1.0f - dropout_p) : 0.0f;
     d.window = window;

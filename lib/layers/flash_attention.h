@@ -77,6 +77,8 @@ enum { FLASH_MAX_HEAD = 256 };
 typedef struct {
     bool active;          /* training and p > 0: key was drawn */
     uint64_t key;         /* 0 when not active */
+    const uint64_t *key_at; /* on a GPU while a CUDA graph records (cuda/graph.h): where
+                           * the kernels read the key (new at each replay); else NULL */
     uint64_t threshold;   /* dropout_threshold(p) */
     float keep_scale;     /* 1 / (1 - p) (0 for p = 1); 1 when not active */
     DropoutWindow window; /* where these heads sit in the unsplit weights' mask */
@@ -103,6 +105,9 @@ AttentionSizes flash_attention_check_backward(const Tensor *dqkv, const Tensor *
                                               const Tensor *lse, const FlashDropout *drop);
 /* The FlashDropout of a forward with these arguments (draws the key when active). */
 FlashDropout flash_attention_draw(float dropout_p, bool training, Rng *rng, DropoutWindow window);
+/* The same with the key given (drawn by the caller when dropout_active). */
+FlashDropout flash_attention_dropout(float dropout_p, bool training, uint64_t key,
+                                     DropoutWindow window);
 
 /* CUDA twins (lib/cuda/flash_attention.cu), in builds with CUDA: tensors on the GPU,
  * the key drawn on the host as here. Heads of at most FLASH_MAX_HEAD columns. */

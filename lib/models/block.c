@@ -308,6 +308,17 @@ static bool reads_ids(const BlockList *l, int first, int B, int T, const Tensor 
     return false;
 }
 
+const Tensor *blocks_forward_host(BlockList *l, BlockActs *a, const int *ids) {
+    const Block *b = &l->items[0];
+    Tensor want;
+    b->type->input(b, l->B, l->T, &want);
+    CHECK(want.ndim == 0 && ids, "blocks_forward_host: block %d (%s) does not read ids",
+          l->first, b->name);
+    shape_acts(l, a, l->B, l->T);
+    a->ids = ids;
+    return &blocks_saved(l, a, l->first + l->count - 1)[0];
+}
+
 const Tensor *blocks_forward(BlockList *l, BlockActs *a, int first, int last, const int *ids,
                              const Tensor *in) {
     check_range(l, first, last);

@@ -212,6 +212,10 @@ const Tensor *blocks_forward(BlockList *l, BlockActs *a, int first, int last, co
 /* Backward of blocks [first, last) after their forward into a: dout = dL/d(output of
  * block last - 1); the parameters' gradients are added to and announced; din (NULL:
  * not needed) gets += dL/d(input of block first); in: the input the forward was given. */
+/* What a forward of the whole list does on the host, without its GPU work (a CUDA graph
+ * replays that, models/block_graph.h): a's shapes for the list's batch, its ids (the
+ * first block must read ids); returns the last block's output. */
+const Tensor *blocks_forward_host(BlockList *l, BlockActs *a, const int *ids);
 void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tensor *dout,
                      const Tensor *in, Tensor *din);
 /* The model's loss of out (the last block's output of a forward); dout: as BlockLossFn.

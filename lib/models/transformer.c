@@ -189,6 +189,7 @@ void transformer_init(Transformer *m, const TransformerConfig *c, int B, int T, 
 }
 
 void transformer_free(Transformer *m) {
+    block_graphs_free(&m->graphs);
     blocks_free(&m->blocks);
     params_free(&m->params);
     memset(m, 0, sizeof *m);
@@ -217,6 +218,7 @@ void transformer_to_device(Transformer *m, Device device) {
     if (missing)
         fatal("the transformer cannot run on the %s: its layer %s has no %s version in this build",
               device_name(device), missing, device_name(device));
+    block_graphs_free(&m->graphs); /* they name the old buffers */
     params_to_device(&m->params, device);
     blocks_to_device(&m->blocks, device);
     point_dlogits(m);
@@ -229,6 +231,7 @@ void transformer_set_precision(Transformer *m, DType dtype) {
         fatal("a precision of %s: the transformer runs in float32, bfloat16 or float16",
               dtype_name(dtype));
     blocks_set_precision(&m->blocks, dtype); /* refuses blocks that cannot */
+    block_graphs_free(&m->graphs);           /* new activation buffers */
     /* back to float32, a working copy made before stays, unread; kept for 16 bits
      * again, it is refreshed: the values may have trained meanwhile */
     if (dtype != DTYPE_F32 && (!m->params.working.raw || m->params.working.dtype != dtype))
@@ -285,8 +288,19 @@ float transformer_loss_grad(Transformer *m, const int *targets) {
 float transformer_forward_backward(Transformer *m, const int *tokens, const int *targets) {
     const int blocks = transformer_block_count(&m->cfg);
     CHECK(m->first == 0 && m->last == blocks, "transformer_forward_backward needs the whole model");
+    if (m->cuda_graphs) return block_graphs_step(&m->blocks, &m->graphs, tokens, targets, &m->dlogits);
     transformer_forward(m, 0, blocks, tokens, NULL);
     const float loss = transformer_loss_grad(m, targets);
     transformer_backward(m, 0, blocks, &m->dlogits, NULL, NULL);
     return loss;
+}
+
+void transformer_use_cuda_graphs(Transformer *m, bool on) {
+    if (on) {
+        const char *why = block_graphs_unusable(&m->blocks);
+        if (why) fatal("CUDA graphs cannot record this model's steps: %s", why);
+    } else {
+        block_graphs_free(&m->graphs);
+    }
+    m->cuda_graphs = on;
 }

@@ -45,6 +45,7 @@
 #include "core/tensor.h"
 #include "layers/layer_ops.h"
 #include "models/block.h"
+#include "models/block_graph.h"
 #include "models/params.h"
 
 typedef struct {
@@ -79,6 +80,8 @@ typedef struct {
     BlockList blocks;      /* blocks [first, last) and their activations (blocks.acts) */
     Tensor dlogits;        /* [N, V] the loss's gradient, the current batch's rows of
                             * blocks.dloss (a model with the decoder) */
+    bool cuda_graphs;      /* transformer_use_cuda_graphs */
+    BlockGraphs graphs;    /* transformer_forward_backward's, when cuda_graphs */
 } Transformer;             /* stays where it was made: its blocks point to params and layers */
 
 /* What makes each kind of the model's blocks: transformer_init_blocks uses the unsplit
@@ -168,6 +171,13 @@ void transformer_backward(Transformer *m, int first, int last, const Tensor *dou
 /* The whole model: forward, mean cross-entropy over the N targets, backward into the
  * parameters' gradients (added to: zero them first). Returns the loss. */
 float transformer_forward_backward(Transformer *m, const int *tokens, const int *targets);
+/* From now on transformer_forward_backward replays its step from CUDA graphs on a GPU
+ * (models/block_graph.h: the first step of a batch shape runs as usual, the next one
+ * records, later ones launch two graphs instead of some hundred kernels); bit for bit
+ * the same. A model that cannot (block_graphs_unusable: not on a GPU, hooks on its
+ * blocks) is a user error naming why. Moving the model or changing its precision
+ * drops the graphs (new buffers); they are recorded again. */
+void transformer_use_cuda_graphs(Transformer *m, bool on);
 
 /* The mean cross-entropy of the last forward's logits (no gradient): evaluation. */
 float transformer_loss(Transformer *m, const int *targets);

@@ -32,7 +32,7 @@ typedef struct {
     LmOptions lm; /* --tokenizer, --d-model, --heads, --d-hid, --layers, --dropout, --bptt */
     const char *dataset, *data, *model, *optimizer, *device, *ops, *metrics, *precision, *trace;
     DType dtype;        /* --precision, parsed */
-    int batch_size, eval_batch_size, epochs, max_steps, seed, threads, compare;
+    int batch_size, eval_batch_size, epochs, max_steps, seed, threads, compare, cuda_graph;
     float lr, gamma, clip, weight_decay, peak_tflops;
 } Config;
 
@@ -41,7 +41,7 @@ static Config parse_args(int argc, char **argv) {
                 .optimizer = "sgd", .device = "cpu", .ops = "mine", .precision = "fp32", .batch_size = 20,
                 .eval_batch_size = 10, .epochs = 3, .seed = 42, .threads = omp_get_max_threads(),
                 .gamma = 0.95f, .clip = 0.5f, .weight_decay = 0.01f};
-    enum { OWN = 21 }; /* the lesson's own options below, then the shared ones */
+    enum { OWN = 22 }; /* the lesson's own options below, then the shared ones */
     ArgSpec specs[OWN + LM_OPTION_SPECS] = {
         {"dataset", ARG_CHOICE, &c.dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
         {"data", ARG_STRING, &c.data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
@@ -64,6 +64,7 @@ static Config parse_args(int argc, char **argv) {
         {"trace", ARG_STRING, &c.trace, "where the time goes: each block's forward and backward, data loading, the optimiser, in Chrome's trace format (make trace)", NULL},
         {"peak-tflops", ARG_FLOAT, &c.peak_tflops, "the GPU's peak for the MFU, when the runtime does not tell its clock", NULL},
         {"precision", ARG_CHOICE, &c.precision, "compute in float32, or in bfloat16 / float16 with float32 master weights; fp16 with loss scaling", "fp32|bf16|fp16"},
+        {"cuda-graph", ARG_FLAG, &c.cuda_graph, "with --device cuda: each training step's forward and backward replayed from a CUDA graph, two launches instead of some hundred (small batches, where launching costs more than computing)", NULL},
     };
     CHECK(specs[OWN - 1].name && !specs[OWN].name, "OWN must count the lesson's own options");
     const int n = OWN + lm_options_specs(&c.lm, specs + OWN); /* shared with lesson 06 */
@@ -88,6 +89,14 @@ static Config parse_args(int argc, char **argv) {
         fatal("--peak-tflops must be 0 or more, got %g", (double)c.peak_tflops);
     if (c.lr == 0.0f) c.lr = strcmp(c.optimizer, "adamw") == 0 ? 5e-4f : 5.0f;
     if (!dtype_parse(c.precision, &c.dtype)) fatal("--precision %s: fp32, bf16 or fp16", c.precision);
+    /* a replay runs no host code: not what needs some between the blocks */
+    if (c.cuda_graph && strcmp(c.device, "cuda") != 0) fatal("--cuda-graph needs --device cuda");
+    if (c.cuda_graph && c.dtype == DTYPE_F16)
+        fatal("--cuda-graph with --precision fp16: the loss scaling looks at the gradients on the "
+              "host after the backward, which a replayed graph skips; use bf16 (no scaling)");
+    if (c.cuda_graph && c.trace)
+        fatal("--cuda-graph with --trace: the trace times each block from the host, which a "
+              "replayed graph skips; trace without --cuda-graph");
     return c;
 }
 
@@ -163,6 +172,7 @@ static Summary run_on(Job *job, Device device) {
     mixed_precision_init(&mp, o->dtype, &model.blocks, &model.params);
     mixed_precision_unscale_after_backward(&mp); /* your loop (TODO 4.7) needs no change */
     opt.mp = &mp;
+    if (o->cuda_graph && device != DEVICE_CPU) transformer_use_cuda_graphs(&model, true);
     TokenBatch tb, eb;
     token_batch_init(&tb, o->batch_size, o->lm.bptt, device);
     token_batch_init(&eb, o->eval_batch_size, o->lm.bptt, device);
@@ -219,6 +229,11 @@ static Summary run_on(Job *job, Device device) {
     print0("%s| End of training | test loss %5.2f | test ppl %8.2f\n",
            o->compare ? (device == DEVICE_CPU ? "cpu  " : "cuda ") : "", test.loss, test.ppl);
     sum.valid_ppl = valid.ppl, sum.test_loss = test.loss, sum.test_ppl = test.ppl;
+    if (model.cuda_graphs)
+        print0("CUDA graphs: %lld steps replayed, %lld recorded, %lld launched kernel by kernel "
+               "(the first step, each epoch's shorter last batch)\n",
+               (long long)model.graphs.replayed, (long long)model.graphs.recorded,
+               (long long)model.graphs.eager);
     block_trace_detach(traced[0]);
     block_trace_detach(traced[1]);
     token_batch_free(&tb);

@@ -60,6 +60,7 @@
 #include "data/dataset.h"
 #include "dist/dist.h"
 #include "gpu/check_gpu16.h"
+#include "gpu/check_graph.h"
 #include "gpu/gpu_check.h"
 #include "layers/add.h"
 #include "layers/attention.h"
@@ -1852,6 +1853,7 @@ int main(void) {
     check_run(NULL, "loss scaling: unscale and the inf/NaN flag on the GPU = the CPU's (verdicts, bits, scale)", GPU_CHECK(check_loss_scale), 60);
     check_run(NULL, "master weights: the bf16/fp16 working copy on the GPU (moved, made, refreshed) = the CPU's bits", GPU_CHECK(check_working_copy), 60);
     check_gpu16(); /* the layers on bfloat16 and float16 tensors */
+    check_graph(); /* steps replayed from CUDA graphs */
     check_run(NULL, "the local rank picks the device", GPU_CHECK(check_local_rank), 60);
     return check_end();
 }

@@ -39,12 +39,20 @@ extern dim3 thread_idx, block_idx, block_dim, grid_dim;
 void block_barrier();                                            // __syncthreads
 void warp_exchange(const void *v, void *out, int bytes, int lane); // a shuffle
 void run_grid(dim3 grid, dim3 block, const std::function<void()> &body);
+// Work on a stream: done now, or kept while a graph records (the graph runs it later).
+void enqueue(std::function<void()> work);
+bool recording();
+// A call that waits for the GPU or allocates, while a graph records: stops, as CUDA ends
+// the recording with cudaErrorStreamCaptureUnsupported.
+void refuse_while_recording(const char *call);
 
 template <class... P> struct Launch {
     void (*kernel)(P...);
     dim3 grid, block;
     template <class... A> void operator()(A... args) {
-        run_grid(grid, block, [=]() { kernel(args...); });
+        const dim3 g = grid, b = block;
+        void (*k)(P...) = kernel;
+        enqueue([=]() { run_grid(g, b, [=]() { k(args...); }); });
     }
 };
 template <class... P> Launch<P...> launch(void (*kernel)(P...), dim3 grid, dim3 block) {
@@ -56,8 +64,9 @@ template <class... P> Launch<P...> launch(void (*kernel)(P...), dim3 grid, dim3 
 #define blockIdx emu::block_idx
 #define blockDim emu::block_dim
 #define gridDim emu::grid_dim
-// run.sh rewrites kernel<<<grid, block>>>(args) as EMU_LAUNCH((kernel), grid, block)(args)
-#define EMU_LAUNCH(kernel, grid, block) emu::launch(kernel, grid, block)
+// run.sh rewrites kernel<<<grid, block, shared, stream>>>(args) as
+// EMU_LAUNCH((kernel), grid, block, shared, stream)(args): one stream, so it is dropped
+#define EMU_LAUNCH(kernel, grid, block, ...) emu::launch(kernel, grid, block)
 
 inline void __syncthreads() { emu::block_barrier(); }
 template <class T> T __shfl_xor_sync(unsigned, T v, int mask) {
@@ -78,17 +87,49 @@ struct EmuEvent {
     int64_t ns;
 };
 typedef EmuEvent *cudaEvent_t;
+enum { cudaEventDisableTiming = 2 };
 inline cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = new EmuEvent{0}; return cudaSuccess; }
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return cudaEventCreate(e); }
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) { delete e; return cudaSuccess; }
 inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = 0) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     e->ns = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
     return cudaSuccess;
 }
-inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
+    emu::refuse_while_recording("cudaEventSynchronize");
+    return cudaSuccess;
+}
 inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
     *ms = (float)((double)(b->ns - a->ns) / 1e6);
     return cudaSuccess;
 }
+
+
+// Copies on the stream, and pinned host memory (plain host memory here).
+enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
+inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind,
+                                   cudaStream_t) {
+    emu::enqueue([=]() { memmove(dst, src, bytes); });
+    return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t) {
+    emu::enqueue([=]() { memset(p, value, bytes); });
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t bytes);
+cudaError_t cudaFreeHost(void *p);
+
+// Graphs: a recording keeps the stream's work (enqueue) in order; a launch runs it.
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0 };
+typedef struct EmuGraph *cudaGraph_t;
+typedef struct EmuGraph *cudaGraphExec_t;
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 
 #endif

@@ -161,17 +161,88 @@ void run_grid(dim3 grid, dim3 block, const std::function<void()> &kernel) {
 }
 } // namespace emu
 
+/* ---------------------------------------------------------------- graphs */
+
+struct EmuGraph {
+    std::vector<std::function<void()>> work; // in the order it was put on the stream
+};
+
+namespace emu {
+static EmuGraph *g_recording;
+bool recording() { return g_recording != NULL; }
+void enqueue(std::function<void()> work) {
+    if (g_recording) g_recording->work.push_back(std::move(work));
+    else work();
+}
+void refuse_while_recording(const char *call) {
+    if (g_recording)
+        die_at(__FILE__, __LINE__, "CUDA emulator: %s while a CUDA graph records (CUDA refuses it: "
+            "cudaErrorStreamCaptureUnsupported): a layer waits for the GPU or allocates "
+            "inside a recorded step", call);
+}
+} // namespace emu
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+    CHECK(!emu::g_recording, "CUDA emulator: a second recording while one is under way");
+    emu::g_recording = new EmuGraph;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *graph) {
+    CHECK(emu::g_recording, "CUDA emulator: cudaStreamEndCapture without a recording");
+    *graph = emu::g_recording;
+    emu::g_recording = NULL;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long) {
+    *exec = new EmuGraph(*graph);
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+    emu::refuse_while_recording("cudaGraphLaunch");
+    for (auto &w : exec->work) w();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) { delete graph; return cudaSuccess; }
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) { delete exec; return cudaSuccess; }
+cudaError_t cudaMallocHost(void **p, size_t bytes) {
+    emu::refuse_while_recording("cudaMallocHost");
+    *p = malloc(bytes ? bytes : 1);
+    return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p) {
+    emu::refuse_while_recording("cudaFreeHost");
+    free(p);
+    return cudaSuccess;
+}
+
 /* ---------------------------------------------------------------- cuBLAS */
+// Each call is stream work: while a graph records it is kept, with alpha and beta read
+// now (host pointers: cuBLAS reads them at the call), and computed when the graph runs.
+
+// A model's call: now, or (recording) later, where a refusal stops the program.
+static cublasStatus_t gemm_work(std::function<bool(char *why, size_t cap)> model,
+                                cublasStatus_t refused) {
+    if (emu::recording()) {
+        emu::enqueue([=]() {
+            char why[256];
+            if (!model(why, sizeof why)) die_at(__FILE__, __LINE__, "CUDA emulator: a recorded GEMM: %s", why);
+        });
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    char why[256];
+    if (model(why, sizeof why)) return CUBLAS_STATUS_SUCCESS;
+    fprintf(stderr, "CUDA emulator: %s\n", why);
+    return refused;
+}
 
 cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
                            int n, int k, const float *alpha, const float *A, int lda,
                            const float *B, int ldb, const float *beta, float *C, int ldc) {
-    char why[256];
-    if (cublas_sgemm_model(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, *alpha, A, lda, B, ldb,
-                           *beta, C, ldc, why, sizeof why))
-        return CUBLAS_STATUS_SUCCESS;
-    fprintf(stderr, "CUDA emulator: %s\n", why);
-    return CUBLAS_STATUS_INVALID_VALUE;
+    const float a = *alpha, b = *beta;
+    return gemm_work([=](char *why, size_t cap) {
+        return cublas_sgemm_model(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, a, A, lda, B,
+                                  ldb, b, C, ldc, why, cap);
+    }, CUBLAS_STATUS_INVALID_VALUE);
 }
 
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
@@ -207,13 +278,12 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperatio
                 (int)c_type);
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
-    char why[256];
-    if (cublas_gemm_ex_model(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, *(const float *)alpha,
-                             A, lda, B, ldb, dtype_of(a_type), *(const float *)beta, C, ldc,
-                             dtype_of(c_type), why, sizeof why))
-        return CUBLAS_STATUS_SUCCESS;
-    fprintf(stderr, "CUDA emulator: %s\n", why);
-    return CUBLAS_STATUS_NOT_SUPPORTED;
+    const float a = *(const float *)alpha, b = *(const float *)beta;
+    const DType ab = dtype_of(a_type), c = dtype_of(c_type);
+    return gemm_work([=](char *why, size_t cap) {
+        return cublas_gemm_ex_model(ta == CUBLAS_OP_T, tb == CUBLAS_OP_T, m, n, k, a, A, lda, B,
+                                    ldb, ab, b, C, ldc, c, why, cap);
+    }, CUBLAS_STATUS_NOT_SUPPORTED);
 }
 
 /* ---------------------------------------------------------------- lib/cuda/device.c */
@@ -229,12 +299,13 @@ static bool on_device(const void *p, size_t bytes) {
 }
 
 static void *tensor_alloc(size_t bytes) {
-    void *p = cuda_malloc(bytes);
+    void *p = cuda_malloc(bytes); // (refused while a graph records)
     memset(p, 0, bytes);
     return p;
 }
 
 static void tensor_copy_bytes(void *dst, Device dd, const void *src, Device sd, size_t bytes) {
+    emu::refuse_while_recording("a tensor copy (cudaMemcpy)");
     CHECK(on_device(dst, bytes) == (dd == DEVICE_CUDA) && on_device(src, bytes) == (sd == DEVICE_CUDA),
           "CUDA emulator: a tensor copy whose pointers are not on the devices it names");
     memmove(dst, src, bytes);
@@ -261,6 +332,7 @@ void cuda_device_info(int dev, CudaDeviceInfo *info) {
     snprintf(info->name, sizeof info->name, "CUDA emulator (CPU)");
 }
 void *cuda_malloc(size_t bytes) {
+    emu::refuse_while_recording("cudaMalloc");
     CHECK(started, "cuda_malloc before cuda_init(): start the CUDA backend first");
     char *p = (char *)malloc(bytes ? bytes : 1);
     memset(p, 0xff, bytes ? bytes : 1); // NaN floats, -1 ints: cudaMalloc does not clear
@@ -269,23 +341,27 @@ void *cuda_malloc(size_t bytes) {
 }
 void cuda_free(void *p) {
     if (!p) return;
+    emu::refuse_while_recording("cudaFree");
     CHECK(allocations.erase((const char *)p) == 1, "CUDA emulator: cuda_free(%p): not allocated", p);
     free(p);
 }
 void cuda_copy_to_device(void *dst, const void *src, size_t bytes) {
+    emu::refuse_while_recording("a copy to the device (cudaMemcpy)");
     CHECK(on_device(dst, bytes) && !on_device(src, bytes), "CUDA emulator: a copy to the device from %p to %p", src, dst);
     memcpy(dst, src, bytes);
 }
 void cuda_copy_to_host(void *dst, const void *src, size_t bytes) {
+    emu::refuse_while_recording("a copy to the host (cudaMemcpy)");
     CHECK(!on_device(dst, bytes) && on_device(src, bytes), "CUDA emulator: a copy to the host from %p to %p", src, dst);
     memcpy(dst, src, bytes);
 }
 void cuda_copy_on_device(void *dst, const void *src, size_t bytes) {
     CHECK(on_device(dst, bytes) && on_device(src, bytes), "CUDA emulator: a copy on the device from %p to %p", src, dst);
-    memmove(dst, src, bytes);
+    emu::enqueue([=]() { memmove(dst, src, bytes); }); // on the stream (cudaMemcpyAsync)
 }
-void cuda_sync(void) {}
-void cuda_sync_compute(void) {}
+void cuda_sync(void) { emu::refuse_while_recording("cudaDeviceSynchronize"); }
+void cuda_sync_compute(void) { emu::refuse_while_recording("cudaStreamSynchronize"); }
+cudaStream_t cuda_stream(void) { return NULL; }
 bool cuda_is_device_pointer(const void *p) { return p && on_device(p, 1); }
 void cuda_check_device_pointer_at(const char *file, int line, const char *name, const void *p) {
     if (!cuda_is_device_pointer(p))

@@ -20,7 +20,7 @@ make --no-print-directory BUILD="$BUILD" NVCC= "$BUILD/libcourse.a" \
 OUT="$BUILD/emulator"
 mkdir -p "$OUT"
 FLAGS="-O1 -g -fopenmp -I$HERE -Ilib/cuda -Ilib -Itests -DHAVE_CUDA -DCUDA_EMULATOR"
-# kernel<<<grid, block>>>(args) -> EMU_LAUNCH((kernel), grid, block)(args); a template's
+# kernel<<<grid, block, 0, stream>>>(args) -> EMU_LAUNCH((kernel), grid, block, 0, stream)(args); a template's
 # arguments (kernel<E, 64, 8>) go inside the parentheses, so their commas stay there
 for f in lib/cuda/*.cu; do
     b=$(basename "$f" .cu)
@@ -28,7 +28,7 @@ for f in lib/cuda/*.cu; do
     g++ -std=c++17 $FLAGS -Wall -Wno-unused-parameter -c "$OUT/$b.cpp" -o "$OUT/$b.o"
 done
 g++ -std=c++17 $FLAGS -Wall -c "$HERE/emulator.cpp" -o "$OUT/emulator.o"
-for f in check_gpu check_gpu16; do
+for f in check_gpu check_gpu16 check_graph; do
     gcc -std=c11 -D_GNU_SOURCE $FLAGS -c tests/gpu/$f.c -o "$OUT/$f.o"
 done
 # the libraries the Makefile links (read from its database, nothing is built)
