@@ -16,7 +16,9 @@ lr 5e-4, weight decay 0.01, the gradient clipped to norm 0.5 (the lesson's defau
 clip). Rounds alternate, library then PyTorch, at each of 64 x 128, 128 x 256 (the
 issue's targets, first) and 20 x 35 (batch x tokens); the best round of each counts.
 Then, once a shape and where time is left, the reference columns: the library in
-float32 and the PyTorch model without torch.compile. --time-limit S: past 60% of S no
+float32, the library in bf16 with --cuda-graph (each step's forward and backward
+replayed from CUDA graphs: launches dominate at 20 x 35), and the PyTorch model without
+torch.compile. "library / PyTorch" and the targets take the faster library bf16 column. --time-limit S: past 60% of S no
 further round, reference column or shape starts.
 
 The text: a generated one of V - 2 words (V = 11,500, the vocabulary of the seed runs
@@ -56,6 +58,7 @@ DROPOUT = 0.2                # the seed preset's, as the lesson
 BF16_PER_SM_CLOCK = {(8, 0): 2048, (8, 6): 1024, (8, 9): 1024, (9, 0): 4096}
 COLUMNS = [  # key, heading
     ("library_bf16", "library bf16"),
+    ("library_bf16_graph", "library bf16 + CUDA graph (ref)"),
     ("pytorch_compiled_bf16", "PyTorch bf16 compiled"),
     ("library_fp32", "library fp32 (ref)"),
     ("pytorch_eager_bf16", "PyTorch bf16 eager (ref)"),
@@ -130,22 +133,27 @@ def gpu_info(torch):
 
 # ---------------------------------------------------------------- the library
 
-def program_precisions(prog):
-    """The --precision choices the program lists in its --help (empty: no such option)."""
+def program_help(prog):
+    """The --precision choices the program lists in its --help (empty: no such option),
+    and whether it offers --cuda-graph."""
     r = subprocess.run([prog, "--help"], capture_output=True, text=True)
     m = re.search(r"^\s+--precision\b.*?\(([^)]*)\)", r.stdout, re.M)
-    return m[1].split("|") if m else []
+    return (m[1].split("|") if m else []), re.search(r"^\s+--cuda-graph\b", r.stdout, re.M) is not None
 
 
-def library_round(ctx, precision, B, T, steps, epochs):
+def library_round(ctx, precision, B, T, steps, epochs, graph=False):
     """One process of the program: {tokens_per_s, train_loss, params, program_mfu} or
-    {error}. tokens_per_s: the best epoch after the first."""
+    {error}. tokens_per_s: the best epoch after the first. graph: with --cuda-graph."""
+    if graph and not ctx["graph"]:
+        return {"error": "the program has no --cuda-graph"}
+    if graph and ctx["device"] != "cuda":
+        return {"error": "--cuda-graph needs a GPU"}
     if ctx["precisions"] and precision not in ctx["precisions"]:
         return {"error": f"its --precision offers {'|'.join(ctx['precisions'])}, no {precision}"}
     if not ctx["precisions"] and precision != "fp32":  # without the option it runs float32
         return {"error": ctx["no_precision"]}
     D, H, F_, L = ctx["size"]
-    metrics = os.path.join(ctx["work"], f"library-{precision}-{B}x{T}.jsonl")
+    metrics = os.path.join(ctx["work"], f"library-{precision}{'-graph' if graph else ''}-{B}x{T}.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
     cmd = [ctx["prog"], "--device", ctx["device"], "--model", "seed", "--dataset", "text",
@@ -157,6 +165,8 @@ def library_round(ctx, precision, B, T, steps, epochs):
                 "--ops", "library"]
     if ctx["precisions"]:
         cmd += ["--precision", precision]
+    if graph:
+        cmd += ["--cuda-graph"]
     cmd = [str(c) for c in cmd]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -260,11 +270,12 @@ def run_shape(ctx, B, T):
         free(ctx)
     if not ctx["references"] or ctx["late"]():
         reason = "not run: --no-reference" if not ctx["references"] else "not run: --time-limit"
-        for key in ("library_fp32", "pytorch_eager_bf16"):
+        for key in ("library_fp32", "library_bf16_graph", "pytorch_eager_bf16"):
             if key not in best:
                 why.setdefault(key, reason)
         return best, why, extra, steps
     keep("library_fp32", 1, library_round(ctx, "fp32", B, T, steps, 2))
+    keep("library_bf16_graph", 1, library_round(ctx, "bf16", B, T, steps, 2, graph=True))
     if ctx["torch"] is not None and ctx["compile"] and "pytorch_eager_bf16" not in why:
         trainer, warm = pytorch_trainer(ctx, B, T, False)
         if trainer is None:
@@ -281,6 +292,11 @@ def run_shape(ctx, B, T):
 
 def fmt(v):
     return f"{v:,.0f}" if v else "-"
+
+
+def best_library(best):
+    """The library's bf16 tokens/s: with or without --cuda-graph, whichever was faster."""
+    return max(best.get("library_bf16", 0), best.get("library_bf16_graph", 0)) or None
 
 
 def table(ctx, results):
@@ -307,10 +323,10 @@ def table(ctx, results):
     rows = [head]
     for (B, T), (best, why, extra, steps) in results.items():
         ref = "pytorch_compiled_bf16" if "pytorch_compiled_bf16" in best else None
-        lib = best.get("library_bf16")
+        lib = best_library(best)
         ratio = f"{lib / best[ref]:.2f}x" if lib and ref else "-"
-        mfu = [f"{100 * ctx['flops'](T) * best[k] / g['peak']:.1f}%" if best.get(k) and g["peak"] else "-"
-               for k in ("library_bf16", "pytorch_compiled_bf16")]
+        mfu = [f"{100 * ctx['flops'](T) * v / g['peak']:.1f}%" if v and g["peak"] else "-"
+               for v in (lib, best.get("pytorch_compiled_bf16"))]
         rows.append([f"{B} x {T}"] + [fmt(best.get(k)) for k, _ in COLUMNS] + [ratio] + mfu)
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for r in rows:
@@ -333,7 +349,7 @@ def table(ctx, results):
         for (B, T), (best, why, extra, steps) in results.items():
             if (B, T) not in TARGETS:
                 continue
-            lib, pt = best.get("library_bf16"), best.get("pytorch_compiled_bf16")
+            lib, pt = best_library(best), best.get("pytorch_compiled_bf16")
             speed = (("met" if lib >= pt else "not met") + f" ({lib / pt:.2f}x)") if lib and pt else "not measured"
             mfu = ctx["flops"](T) * lib / g["peak"] if lib and g["peak"] else None
             mfu_s = (("met" if mfu >= 0.4 else "not met") + f" ({100 * mfu:.1f}%)") if mfu else "not measured"
@@ -456,7 +472,7 @@ def main():
     if not smoke and subprocess.run(["sh", "-c", "nvidia-smi -L"], capture_output=True).returncode != 0:
         sys.exit("bench-gpu-lm: no GPU here (nvidia-smi lists none): nothing to measure; "
                  "--smoke (make bench-gpu-lm SMOKE=1) runs the script's path on the CPU at tiny sizes")
-    precisions = program_precisions(prog)
+    precisions, graph = program_help(prog)
     no_precision = (f"{prog} has no --precision option yet (issue 28): only its float32 runs"
                     if not precisions else f"{prog} --precision offers {'|'.join(precisions)}, no bf16")
     if args.require_bf16 and "bf16" not in precisions:
@@ -470,7 +486,7 @@ def main():
     ctx = {"prog": prog, "smoke": smoke, "device": "cpu" if smoke else "cuda",
            "size": SMOKE if smoke else SEED, "rounds": args.rounds or (2 if smoke else 3),
            "steps": args.steps, "references": not args.no_reference, "notes": [], "not_used": {},
-           "precisions": precisions, "no_precision": no_precision, "compile_mode": args.compile_mode,
+           "precisions": precisions, "graph": graph, "no_precision": no_precision, "compile_mode": args.compile_mode,
            "compile": args.compile == "yes" or (args.compile == "auto" and not smoke),
            "late": lambda: args.time_limit > 0 and time.monotonic() - start > 0.6 * args.time_limit,
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -147,16 +147,18 @@ STAND_IN = """#!/bin/sh
 # lesson 04's program, stood in for: its --help, a --metrics file and its parameter line
 if [ "$1" = --help ]; then
     [ -n "%(choices)s" ] && echo "  --precision CHOICE         compute precision (%(choices)s) [default: fp32]"
+    [ -n "%(graph)s" ] && echo "  --cuda-graph               replay each step from CUDA graphs"
     exit 0
 fi
 echo "$*" >>"$(dirname "$0")/calls"
 %(fail)s
-m= p=fp32 e=3
+m= p=fp32 e=3 g=
 while [ $# -gt 0 ]; do
-    case $1 in --metrics) m=$2; shift ;; --precision) p=$2; shift ;; --epochs) e=$2; shift ;; esac
+    case $1 in --metrics) m=$2; shift ;; --precision) p=$2; shift ;; --epochs) e=$2; shift ;; --cuda-graph) g=1 ;; esac
     shift
 done
 rate=1000; [ "$p" = bf16 ] && rate=3000
+[ -n "$g" ] && rate=5000
 i=1
 while [ $i -le "$e" ]; do
     r=$((rate + i)); [ $i = 1 ] && r=99999   # the warm-up epoch, fastest here: it must not count
@@ -167,12 +169,12 @@ echo "model: seed, 7 parameters"
 """
 
 
-def stand_in(tmp, choices, fail=""):
+def stand_in(tmp, choices, fail="", graph=""):
     build = os.path.join(tmp, "build")
     path = os.path.join(build, "solutions", "04-transformer", "train")
     os.makedirs(os.path.dirname(path))
     with open(path, "w") as f:
-        f.write(STAND_IN % {"choices": choices, "fail": fail})
+        f.write(STAND_IN % {"choices": choices, "fail": fail, "graph": graph})
     os.chmod(path, 0o755)
     return build, os.path.join(os.path.dirname(path), "calls")
 
@@ -284,6 +286,24 @@ def _():
         assert "lesson 04's model (1024 wide, 4 heads, feed-forward 1024, 3 layers" in text, text
         assert "vocabulary 11,500" in text and "on Stand-in GPU" in text, text
         assert "64 x 128: speed not measured; MFU not measured" in text, text
+
+
+@check("a stand-in GPU and a program with --cuda-graph: its column from one --cuda-graph run a shape, "
+       "the faster library column in the targets")
+def _():
+    if torch.cuda.is_available():
+        return "PyTorch sees a real GPU here: the stand-in would not be what runs"
+    with tempfile.TemporaryDirectory() as tmp:
+        build, calls = stand_in(tmp, "fp32|bf16", graph="yes")
+        out = os.path.join(tmp, "r.jsonl")
+        r, text = run(build, "--rounds", "1", "--shapes", "64x128", "--json", out, env=stand_in_gpu(tmp))
+        equal(r.returncode, 0)
+        equal(summaries(out)[(64, 128)]["best"],
+              {"library_bf16": 3003, "library_fp32": 1002, "library_bf16_graph": 5002})
+        with open(calls) as f:
+            graphed = [line for line in f if "--cuda-graph" in line]
+        equal(len(graphed), 1)
+        assert "--precision bf16" in graphed[0], graphed
 
 
 @check("--time-limit spent: the first target shape's first round only, the rest said not run")

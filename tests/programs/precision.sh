@@ -9,7 +9,8 @@
 #   - fp16 (loss scaling) runs 30 steps; its epoch line says the steps it skipped, and
 #     --metrics has precision and skipped_steps with the same count;
 #   - refusals: --precision bf16 with your float32 layers (--ops mine, the default) and an
-#     unknown precision exit 1 with a message; lesson 06's CNN in bf16 too;
+#     unknown precision exit 1 with a message; lesson 06's CNN in bf16 too; --cuda-graph
+#     on the CPU, with fp16 and with --trace;
 #   - lesson 06 (2 ranks under mpirun, skipped without): the transformer in fp16 for 10
 #     steps, both ranks ending with the same weights;
 #   - lesson 07 (mpirun; GPL-3's text, a model 16 wide, one epoch of 39 steps, 4
@@ -54,6 +55,17 @@ if [ $rc -eq 1 ] && grep -q 'fp32|bf16|fp16' "$tmp/fp8"; then
 else
     fail "--precision fp8: exit $rc"; show "$tmp/fp8"
 fi
+# --cuda-graph (CUDA graphs replay the step: no host code between the blocks) refuses
+# what needs host code there, and a CPU device, before anything is read
+ok=1
+for args in "--device cpu|needs --device cuda" "--device cuda --precision fp16|loss scaling" \
+            "--device cuda --trace $tmp/t.json|times each block"; do
+    run "$tmp/graph" 60 "$l04" --dataset fortunes --cuda-graph ${args%%|*}
+    if [ $rc -ne 1 ] || ! grep -q "${args#*|}" "$tmp/graph"; then
+        ok=; fail "--cuda-graph ${args%%|*}: exit $rc (expected 1 and \"${args#*|}\")"; show "$tmp/graph"
+    fi
+done
+[ -n "$ok" ] && pass "--cuda-graph refused with exit 1 and the reason: on the CPU, with fp16's loss scaling, with --trace"
 
 l06=$build/solutions/06-ddp/train
 run "$tmp/cnn" 60 "$l06" --precision bf16
