@@ -56,6 +56,15 @@ Tensor zero_param_piece(Zero *z, const ZeroUnit *u) {
     return tensor_range(&z->params->values, u->start + z->dist->rank * u->piece, u->piece);
 }
 
+Tensor zero_gather_piece(Zero *z, const ZeroUnit *u) {
+    if (z->shard_working.raw) return tensor_range(&z->shard_working, u->local, u->piece);
+    return zero_param_piece(z, u);
+}
+
+void zero_refresh_shard_working(Zero *z) {
+    if (z->shard_working.raw) tensor_convert(&z->shard_working, &z->shard_values);
+}
+
 Tensor zero_grad_piece(Zero *z, const ZeroUnit *u) {
     if (z->stage == 1) return tensor_range(&z->params->grads, u->start + z->dist->rank * u->piece, u->piece);
     return tensor_range(&z->shard_grads, u->local, u->piece);
@@ -151,17 +160,14 @@ void zero_init(Zero *z, Dist *dist, BlockList *blocks, int stage, const ZeroOps 
     CHECK(blocks->params && blocks->params->values.data, "zero_init before the model's parameters exist");
     /* 16 bits: stages 1 and 2 keep the parameters whole on every rank, and with them the
      * model's working copy, rounded again after each step's all-gather (zero_step). Stage
-     * 3 gathers each block's float32 values into a window for its pass: a 16-bit copy of
-     * the window is not made yet. fp16's loss scaling unscales params->grads, which stage
-     * 2 does not keep whole (docs/mixed-precision.md). */
+     * 3 keeps a rounded copy of its float32 shard and gathers that, 16-bit, into each
+     * block's window for its pass: the blocks read only their weights' working copy, so
+     * the float32 values are never gathered (half the bytes of a float32 model's gather).
+     * fp16's loss scaling unscales params->grads, which stage 2 does not keep whole
+     * (docs/mixed-precision.md). */
     if (blocks->dtype == DTYPE_F16)
         fatal("ZeRO runs float32 or bfloat16 models: this one computes in float16, whose loss "
               "scaling divides the whole gradient buffer, which ZeRO shards (use bf16 or fp32)");
-    if (blocks->dtype != DTYPE_F32 && stage == 3)
-        fatal("ZeRO stage 3 runs a float32 model only: it gathers each block's float32 "
-              "parameters into a window for its pass, and makes no %s copy of them; stages 1 "
-              "and 2 keep the parameters whole and take a %s model", dtype_name(blocks->dtype),
-              dtype_name(blocks->dtype));
     CHECK(blocks->dtype == DTYPE_F32 || (blocks->params->working.raw &&
                                          blocks->params->working.dtype == blocks->dtype),
           "a %s model without a %s working copy of its parameters (transformer_set_precision)",
@@ -194,11 +200,21 @@ void zero_init(Zero *z, Dist *dist, BlockList *blocks, int stage, const ZeroOps 
             Tensor to = zero_param_piece(z, u);
             tensor_copy(&to, &mine);
         }
-        for (int k = 0; k < 2; k++) z->param_windows[k].data = zeros(z, z->window_size);
+        const DType wt = blocks->dtype; /* what the windows hold: what the blocks read */
+        CHECK(z->window_size <= INT32_MAX, "a window of %lld scalars", (long long)z->window_size);
+        for (int k = 0; k < 2; k++)
+            z->param_windows[k].data = tensor_zeros_typed(z->device, wt, 1, (int)z->window_size);
         tensor_free(&z->params->values);
         for (int i = 0; i < z->params->count; i++) z->params->items[i]->value.data = NULL;
         z->memory.params = 4 * z->shard;
-        z->memory.windows += 2 * 4 * z->window_size;
+        if (wt != DTYPE_F32) { /* the whole model's working copy gives way to the shard's */
+            z->shard_working = tensor_zeros_typed(z->device, wt, 1, (int)z->shard);
+            zero_refresh_shard_working(z);
+            tensor_free(&z->params->working);
+            for (int i = 0; i < z->params->count; i++) z->params->items[i]->work.raw = NULL;
+            z->memory.working = (int64_t)dtype_size(wt) * z->shard;
+        }
+        z->memory.windows += 2 * (int64_t)dtype_size(wt) * z->window_size;
         blocks_add_hook(blocks, ops->stage3_hook, z);
         blocks_add_hook(blocks, zero_stage3_guard, z);
     }
@@ -233,6 +249,7 @@ void zero_free(Zero *z) {
         blocks_remove_hook(z->blocks, z->ops->stage3_hook, z);
     }
     tensor_free(&z->shard_values);
+    tensor_free(&z->shard_working);
     tensor_free(&z->shard_grads);
     tensor_free(&z->adam.m), tensor_free(&z->adam.v), tensor_free(&z->sgd.buf);
     xfree(z->units);
@@ -294,7 +311,10 @@ void zero_step(Zero *z) {
      * next pass gathers the new ones */
     for (int k = 0; z->stage == 3 && k < z->nunits; k++) zero_release(z, &z->units[k]);
     z->ops->step(z);
-    if (z->stage == 3) return; /* the shard is the parameters: the next forward gathers */
+    if (z->stage == 3) { /* the shard is the parameters: the next forward gathers */
+        zero_refresh_shard_working(z);
+        return;
+    }
     const double t0 = now_seconds();
     DistRequest **r = xcalloc((size_t)z->nunits, sizeof *r);
     for (int k = 0; k < z->nunits; k++) {

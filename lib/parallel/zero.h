@@ -101,6 +101,7 @@ typedef enum { ZERO_SGD, ZERO_ADAMW } ZeroOptimizer;
 typedef struct {
     int64_t params, grads, optim;   /* what the stage keeps between steps */
     int64_t windows;                /* gathered blocks and gradient windows */
+    int64_t working;                /* stage 3 of a 16-bit model: its rounded shard */
 } ZeroMemory;
 
 struct Zero {
@@ -118,9 +119,13 @@ struct Zero {
     int64_t shard;                  /* sum of the pieces: this rank's shard */
     int64_t window_size;            /* the largest unit's N * s */
     Tensor shard_values;            /* stage 3: [shard] this rank's pieces of the parameters */
+    Tensor shard_working;           /* stage 3 of a 16-bit model: [shard] them rounded to its
+                                     * dtype after each step: what the windows gather
+                                     * (memory.working; the model keeps no whole copy) */
     Tensor shard_grads;             /* stages 2, 3: [shard] the averaged gradients' pieces */
     ZeroWindow grad_windows[2];     /* stages 2, 3 */
-    ZeroWindow param_windows[2];    /* stage 3 */
+    ZeroWindow param_windows[2];    /* stage 3 (in the model's dtype: a 16-bit model's blocks
+                                     * read only their weights' working copy) */
     int next_grad_window;
     ZeroOptimizer optimizer;
     Adam adam;                      /* the shard's moments [shard] (ZERO_ADAMW) */
@@ -172,8 +177,10 @@ ZeroUnit *zero_unit_of(Zero *z, const Block *b);
  * padding and no windows. */
 ZeroMemory zero_memory_formula(int stage, int64_t psi, int world, ZeroOptimizer optimizer);
 /* Bytes each rank sends in a step by the ring model (dist.h): 2 (stages 0-2) or 3 (3)
- * times 4 psi (N - 1) / N. */
-double zero_bytes_formula(int stage, int64_t psi, int world);
+ * times 4 psi (N - 1) / N. A model computing in `dtype` (16 bits) changes stage 3's two
+ * gathers only (they move its rounded shard): (2 x 2 + 4) psi (N - 1) / N; stages 1 and 2
+ * gather the float32 master values. */
+double zero_bytes_formula(int stage, int64_t psi, int world, DType dtype);
 
 /* The whole model's parameters into values [psi] (packed, params' order) on every
  * rank's host: stage 3 gathers them; for digests and checks. */

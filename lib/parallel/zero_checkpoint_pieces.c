@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "cuda/device.h"
 #include "parallel/zero_checkpoint_internal.h"
+#include "parallel/zero_internal.h"
 
 /* ---------------------------------------------------------------- ZeRO's pieces */
 
@@ -61,6 +62,7 @@ int zero_ckpt_load_latest(ZeroCkpt *c, Zero *z, int64_t *step, CkptError *err) {
         if (z->optimizer == ZERO_ADAMW) z->adam.step = m.opt_step;
         else z->sgd.step = m.opt_step;
         if (z->stage < 3 && z->blocks->dtype != DTYPE_F32) params_refresh_working(z->params);
+        zero_refresh_shard_working(z); /* stage 3 of a 16-bit model: its rounded shard */
     }
     zckpt_host_free(host, kinds);
     zckpt_model_free(&m);

@@ -7,6 +7,16 @@
 /* Points unit u's parameter values (or gradients) at `base` + their place in its range;
  * NULL: at nothing (between passes). */
 void zero_point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads);
+/* Stage 3: points unit u's parameters at the window `w` holds them in: their float32
+ * values, or a 16-bit model's working copy (its values then at nothing: its blocks
+ * read only the copy); w NULL: both at nothing. */
+void zero_point_window(Zero *z, const ZeroUnit *u, const Tensor *w);
+/* Stage 3: unit u's piece of what the windows gather (shard_values, or for a 16-bit
+ * model shard_working). */
+Tensor zero_gather_piece(Zero *z, const ZeroUnit *u);
+/* Stage 3 of a 16-bit model: shard_working = shard_values rounded (after a step, a
+ * load); nothing otherwise. */
+void zero_refresh_shard_working(Zero *z);
 /* Waits for *r (if any), counted as exposed communication; *r = NULL after. */
 void zero_wait_timed(Zero *z, DistRequest **r);
 /* ZeroOps' collectives, started, their request checked (a part that returns none is

@@ -17,8 +17,9 @@ ZeroMemory zero_memory_formula(int stage, int64_t psi, int world, ZeroOptimizer 
     return m;
 }
 
-double zero_bytes_formula(int stage, int64_t psi, int world) {
-    return (stage == 3 ? 3.0 : 2.0) * 4.0 * (double)psi * (world - 1) / world;
+double zero_bytes_formula(int stage, int64_t psi, int world, DType dtype) {
+    const double gathered = stage == 3 ? 2.0 * (double)dtype_size(dtype) : 4.0;
+    return (gathered + 4.0) * (double)psi * (world - 1) / world;
 }
 
 /* ---------------------------------------------------------------- the whole model */

@@ -13,6 +13,16 @@ void zero_point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads) {
     }
 }
 
+void zero_point_window(Zero *z, const ZeroUnit *u, const Tensor *w) {
+    const bool sixteen = z->blocks->dtype != DTYPE_F32;
+    for (int i = u->first_param; i < u->first_param + u->params; i++) {
+        Param *p = z->params->items[i];
+        void *at = w ? (char *)w->raw + (size_t)(p->offset - u->start) * dtype_size(w->dtype) : NULL;
+        if (sixteen) p->work.raw = at, p->value.data = NULL;
+        else p->value.data = at;
+    }
+}
+
 /* Lets MPI move the data of everything in flight (it progresses only inside its calls). */
 static void progress_all(Zero *z) {
     for (int w = 0; w < 2; w++) {
@@ -55,7 +65,7 @@ void zero_gather(Zero *z, ZeroUnit *u) {
     w->unit = (int)(u - z->units);
     u->window = (int)(w - z->param_windows);
     Tensor full = tensor_range(&w->data, 0, u->piece * z->dist->world_size);
-    Tensor piece = zero_param_piece(z, u);
+    Tensor piece = zero_gather_piece(z, u);
     u->gather = zero_start_gather(z, &full, &piece);
     progress_all(z);
 }
@@ -66,7 +76,7 @@ void zero_await(Zero *z, ZeroUnit *u) {
     CHECK(u->window >= 0, "block %d's parameters: both parameter windows are in use (a hook "
           "gathered blocks without releasing them: zero_release after each pass)", u->block);
     zero_wait_timed(z, &u->gather);
-    zero_point_unit(z, u, z->param_windows[u->window].data.data, false);
+    zero_point_window(z, u, &z->param_windows[u->window].data);
 }
 
 void zero_stage3_guard(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
@@ -75,7 +85,8 @@ void zero_stage3_guard(void *ctx, BlockList *l, Block *b, BlockPass pass, bool a
     ZeroUnit *u = zero_unit_of(z, b);
     if (!u || after) return;
     const Param *first = z->params->items[u->first_param];
-    CHECK(u->window >= 0 && !u->gather && first->value.data,
+    const void *there = z->blocks->dtype != DTYPE_F32 ? first->work.raw : first->value.raw;
+    CHECK(u->window >= 0 && !u->gather && there,
           "block %d ('%s')'s %s is about to run without its parameters (%s): stage 3's hook "
           "must zero_await the block before each pass", b->index, b->name,
           pass == BLOCK_FORWARD ? "forward" : "backward",
@@ -85,7 +96,7 @@ void zero_stage3_guard(void *ctx, BlockList *l, Block *b, BlockPass pass, bool a
 void zero_release(Zero *z, ZeroUnit *u) {
     if (u->window < 0) return;
     zero_wait_timed(z, &u->gather); /* a prefetch nobody used: finish it before reusing */
-    zero_point_unit(z, u, NULL, false);
+    zero_point_window(z, u, NULL);
     z->param_windows[u->window].unit = -1;
     u->window = -1;
 }

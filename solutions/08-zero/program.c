@@ -4,7 +4,7 @@
  *   mpirun -n 4 train --stage 2 --max-steps 20 --metrics m.jsonl
  *   srun train --device cuda --model seed --stage 3             # in a Slurm job, GPUs
  *   mpirun -n 2 train --collectives                             # part 2: the ring
- *   mpirun -n 2 train --stage 2 --precision bf16                 # bfloat16 compute, float32 master weights
+ *   mpirun -n 2 train --precision bf16                          # bfloat16 compute, float32 master weights
  *
  * Every rank builds lesson 04's transformer (or the seed's), trains on its share of each
  * batch's columns (the batch's sequences side by side, as lesson 04 batchifies the text),
@@ -131,16 +131,11 @@ static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
     if (!dtype_parse(c->precision, &c->dtype)) fatal("--precision %s: fp32, bf16 or fp16", c->precision);
     /* what ZeRO takes (lib/parallel/zero.c refuses the same, later): said here, where
      * every rank parses the same options (join checks they agree), so that every rank
-     * stops alike, before any text is read. --stage defaults to 3: bf16 names --stage 2 */
+     * stops alike, before any text is read */
     if (c->dtype == DTYPE_F16)
         fatal("--precision fp16: ZeRO takes float32 or bfloat16 models: float16's loss scaling "
               "divides the whole gradient buffer by the scale, and ZeRO shards it (stages 2 and "
               "3); use --precision bf16 (the range of float32, no loss scaling) or fp32");
-    if (c->dtype == DTYPE_BF16 && c->stage == 3)
-        fatal("--precision bf16 --stage 3: ZeRO stage 3 runs a float32 model only: it gathers "
-              "each block's float32 parameters into a window for its pass and makes no bf16 "
-              "copy of them; stages 0, 1 and 2 keep the parameters whole and run bf16 (use "
-              "--stage 2, or --precision fp32)");
     return n;
 }
 
@@ -197,9 +192,10 @@ static void load_text(Run *run) {
 }
 
 /* After rank 0's weights were broadcast or a checkpoint loaded: a bf16 working copy of
- * them (stage 3 runs float32 only: parse_args). */
+ * them (stage 3 keeps none of the whole model: ZeRO rounds its shard itself, at
+ * zero_init, a checkpoint's load and each zero_step). */
 static void weights_changed(Run *run) {
-    if (run->cfg.dtype != DTYPE_F32) params_refresh_working(&run->lm.params);
+    if (run->cfg.dtype != DTYPE_F32 && run->cfg.stage != 3) params_refresh_working(&run->lm.params);
 }
 
 static void build(Run *run) {
@@ -273,8 +269,9 @@ static void print_memory(Run *run) {
                run->cfg.stage == 3 ? "two for parameters and two for gradients" : "two for gradients",
                (long long)run->zero.window_size);
     if (run->cfg.dtype != DTYPE_F32) /* beside the float32 master values the table counts */
-        print0("  + working copy       %10.3f MB: the parameters in %s, what the layers read\n",
-               (double)tensor_bytes(&run->lm.params.working) / 1e6, run->cfg.precision);
+        print0("  + working copy       %10.3f MB: the parameters in %s, what the layers read%s\n",
+               (double)(run->cfg.stage == 3 ? a.working : (int64_t)tensor_bytes(&run->lm.params.working)) / 1e6,
+               run->cfg.precision, run->cfg.stage == 3 ? " (this rank's shard of them, gathered into the windows)" : "");
 }
 
 /* Batch i of a split (get_batch, [T, columns]): this rank's columns, batch-major. */
@@ -495,9 +492,14 @@ static void train(Run *run) {
         print0("note: %d epoch%s ended after %lld steps, before --max-steps %d (--epochs for more)\n",
                c->epochs, c->epochs == 1 ? "" : "s", (long long)run->steps, c->max_steps);
     if (run->steps_here > 0) {
-        const double want = zero_bytes_formula(c->stage, run->lm.params.total, run->dist->world_size);
-        print0("communication: %.3f MB sent per step by rank 0, the formula %d x 4 psi (N-1)/N = "
-               "%.3f MB\n", run->bytes_sent / run->steps_here / 1e6, c->stage == 3 ? 3 : 2, want / 1e6);
+        const double want = zero_bytes_formula(c->stage, run->lm.params.total, run->dist->world_size,
+                                               c->dtype);
+        const char *how = c->stage < 3 ? "2 x 4" : c->dtype == DTYPE_F32 ? "3 x 4" : "(2 x 2 + 4)";
+        print0("communication: %.3f MB sent per step by rank 0, the formula %s psi (N-1)/N = "
+               "%.3f MB%s%s%s\n", run->bytes_sent / run->steps_here / 1e6, how, want / 1e6,
+               c->stage == 3 && c->dtype != DTYPE_F32 ? " (the gathers move " : "",
+               c->stage == 3 && c->dtype != DTYPE_F32 ? c->precision : "",
+               c->stage == 3 && c->dtype != DTYPE_F32 ? ")" : "");
     }
     metrics_close(run->metrics);
 }

@@ -136,15 +136,16 @@ static bool same_as_stage0(int stage, float clip) {
 }
 
 /* bfloat16 (issue 28): stages 1 and 2 keep the parameters whole and the model's bf16
- * working copy with them, rounded again after each step's all-gather: the same steps as
- * stage 0 in bf16 (whose copy is rounded after its step), bit for bit, as in float32.
- * Without the refresh the working copy keeps the initial weights and the gradients of
- * steps 2 and 3 differ. */
+ * working copy with them, rounded again after each step's all-gather; stage 3 rounds its
+ * float32 shard after each step and gathers that into 16-bit windows. Each rounds the
+ * same float32 values to the same bf16 bits: the same steps as stage 0 in bf16 (whose
+ * copy is rounded after its step), bit for bit, as in float32. Without a refresh the
+ * copy keeps the initial weights and the gradients of steps 2 and 3 differ. */
 static bool bf16_as_stage0(Dist *d) {
     (void)d;
     Trained want = train_plain_in(0, DTYPE_BF16);
     bool ok = true;
-    for (int stage = 1; stage <= 2; stage++) {
+    for (int stage = 1; stage <= 3; stage++) {
         Trained got = train_zero_in(stage, 0, NULL, DTYPE_BF16);
         const double diff = difference(&got, &want);
         if (diff > 0) printf("  rank %d: stage %d in bf16 differs from stage 0 by %.3g (relative)\n",
@@ -186,10 +187,13 @@ static bool memory_as_formula(Dist *d) {
 /* The bytes one step sends: 2 (stages 1, 2) or 3 (stage 3) x 4 psi (N - 1) / N. */
 static bool bytes_as_formula(Dist *d) {
     bool ok = true;
-    for (int stage = 1; stage <= 3; stage++) {
+    for (int k = 0; k < 6; k++) { /* stages 1-3, float32 then bf16 (stage 3 gathers bf16) */
+        const int stage = 1 + k % 3;
+        const DType dtype = k < 3 ? DTYPE_F32 : DTYPE_BF16;
         const TransformerConfig c = small_config();
         Transformer m;
         transformer_init(&m, &c, B, T, 5);
+        transformer_set_precision(&m, dtype);
         Zero z;
         zero_init(&z, d, &m.blocks, stage, &ZERO_LIBRARY);
         zero_optimizer_adamw(&z, LR, DECAY);
@@ -202,10 +206,10 @@ static bool bytes_as_formula(Dist *d) {
         zero_step(&z);
         const double sent = (double)(dist_counts(d, DIST_KIND_ALL_GATHER).bytes_sent +
                                      dist_counts(d, DIST_KIND_REDUCE_SCATTER).bytes_sent);
-        const double want = zero_bytes_formula(stage, z.psi, d->world_size);
+        const double want = zero_bytes_formula(stage, z.psi, d->world_size, dtype);
         if (fabs(sent - want) > 0.005 * want + 0.5) {
-            printf("  rank %d, stage %d: sent %.0f bytes in a step, the formula %.0f\n", d->rank,
-                   stage, sent, want);
+            printf("  rank %d, stage %d in %s: sent %.0f bytes in a step, the formula %.0f\n",
+                   d->rank, stage, dtype_name(dtype), sent, want);
             ok = false;
         }
         zero_free(&z);
@@ -244,9 +248,9 @@ int main(void) {
     run("stage 3: the same, parameters gathered block by block", stage3_equal);
     run("stage 3 with clipping by the global norm summed over the shards", stage3_clipped);
     run("memory of stages 1-3 = the formulas (1% + padding)", memory_as_formula);
-    run("bytes sent in a step = 2 or 3 x 4 psi (N-1)/N (0.5%)", bytes_as_formula);
+    run("bytes sent in a step = 2 or 3 x 4 psi (N-1)/N, bf16 stage 3 (2 x 2 + 4) psi (N-1)/N (0.5%)", bytes_as_formula);
     run("stage 3 holds no gathered block between steps", stage3_releases);
-    run("bf16: stages 1 and 2 (the working copy refreshed after the all-gather) = stage 0 in bf16", bf16_as_stage0);
+    run("bf16: stages 1 and 2 (the working copy refreshed after the all-gather) and 3 (its rounded shard gathered) = stage 0 in bf16", bf16_as_stage0);
     const int status = rank_checks_end();
     dist_finalize(g_dist);
     return status;

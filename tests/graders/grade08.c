@@ -358,7 +358,7 @@ static int check_memory(void) {
                     const ZeroMemory got = lesson_memory_formula(stage, psi, world, (ZeroOptimizer)opt);
                     const ZeroMemory want = {stage >= 3 ? 4 * psi / world : 4 * psi,
                                              stage >= 2 ? 4 * psi / world : 4 * psi,
-                                             stage >= 1 ? K * psi / world : K * psi, 0};
+                                             stage >= 1 ? K * psi / world : K * psi, 0, 0};
                     if (memcmp(&got, &want, sizeof got) == 0) continue;
                     printf("stage %d, %lld parameters on %d ranks, %s: params %lld, grads %lld, optimiser "
                            "%lld, windows %lld bytes; expected %lld, %lld, %lld, 0\n", stage,
