@@ -54,6 +54,7 @@ static LayerOps cuda_layers(void) {
     ops.add_backward = cuda_add_backward;
     ops.add_layernorm_forward = cuda_add_layernorm_forward;
     ops.relu_dropout_forward = cuda_relu_dropout_forward;
+    ops.relu_dropout_backward = cuda_relu_dropout_backward;
     ops.softmax_cross_entropy_fast = cuda_softmax_cross_entropy_fast;
     return ops;
 }

@@ -71,6 +71,13 @@ bool layer_ops_fuse_add_layernorm(const LayerOps *ops) {
            ops->add_forward == lib->add_forward && ops->layernorm_forward == lib->layernorm_forward;
 }
 
+bool layer_ops_fuse_relu_dropout_backward(const LayerOps *ops) {
+    const LayerOps *lib = library_of(ops);
+    return lib && ops->relu_dropout_backward &&
+           ops->relu_dropout_backward == lib->relu_dropout_backward &&
+           ops->relu_backward == lib->relu_backward && ops->dropout_backward == lib->dropout_backward;
+}
+
 bool layer_ops_fuse_relu_dropout(const LayerOps *ops) {
     const LayerOps *lib = library_of(ops);
     return lib && ops->relu_dropout_forward &&

@@ -91,7 +91,11 @@ typedef struct {
      * layernorm, relu then dropout, bit for bit, in one kernel on the GPU; their
      * backwards are the separate layers'. A model calls them only while the separate
      * entries are the library's (layer_ops_fuse_add_layernorm, _relu_dropout below),
-     * so a lesson's own layer norm, ReLU, dropout or add, swapped in, is still called. */
+     * so a lesson's own layer norm, ReLU, dropout or add, swapped in, is still called.
+     * relu_dropout_backward (the GPU's only; NULL on the CPU): the two backwards in one
+     * pass, layer_ops_fuse_relu_dropout_backward says when. */
+    void (*relu_dropout_backward)(Tensor *din, const Tensor *dout, const Tensor *mask,
+                                  const Tensor *out);
     void (*add_layernorm_forward)(Tensor *r, Tensor *y, Tensor *mean, Tensor *rstd,
                                   const Tensor *a, const Tensor *b, const Tensor *gamma,
                                   const Tensor *beta, float eps);
@@ -110,6 +114,7 @@ const LayerOps *layer_ops(Device device);
  * the library's table's for ops->device. Likewise relu + dropout. */
 bool layer_ops_fuse_add_layernorm(const LayerOps *ops);
 bool layer_ops_fuse_relu_dropout(const LayerOps *ops);
+bool layer_ops_fuse_relu_dropout_backward(const LayerOps *ops);
 
 /* The CUDA table (lib/cuda/layer_ops.cu; lib/cuda/cuda_none.c in a build without). */
 const LayerOps *layer_ops_cuda(void);

@@ -22,5 +22,11 @@ void relu_dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p, 
 /* CUDA twin (lib/cuda/relu_dropout.cu), in builds with CUDA: tensors on the GPU. */
 void cuda_relu_dropout_forward(Tensor *out, Tensor *mask, const Tensor *in, float p,
                                bool training, Rng *rng);
+/* The backward fused on the GPU: din += the gradient through relu then dropout, exactly
+ * dropout_backward(m, dout, mask) into a cleared m, then relu_backward(din, m, out),
+ * bit for bit, without m. mask NULL: dropout was inactive. din must not be dout. (The
+ * CPU runs the two layers: a fused loop saves little there.) */
+void cuda_relu_dropout_backward(Tensor *din, const Tensor *dout, const Tensor *mask,
+                                const Tensor *out);
 
 #endif

@@ -19,7 +19,7 @@ typedef struct {
  * before their residual adds (not needed by the backward); the backward's gradients;
  * dx its input's when nobody wants that; the unfused attention's score gradients last
  * (float32; the fused one needs none). All but those in the list's dtype. */
-enum { W_A, W_F, D_R, D_Y, D_F, D_A, D_CTX, D_H, D_H2, D_QKV, DX, D_SCORES, SCRATCH };
+enum { W_A, W_F, D_R, D_Y, D_A, D_CTX, D_H, D_H2, D_QKV, DX, D_SCORES, SCRATCH };
 
 bool encoder_block_fused(const Block *b) {
     return b->dtype != DTYPE_F32 || ((const Encoder *)b->state)->fused_attention;
@@ -122,20 +122,27 @@ static void backward(Block *b, const BlockCall *c) {
     const bool active = dropout_active(p->dropout, c->training);
     Tensor *din = c->din;
     if (!din) zero(din = &w[DX]); /* nobody wants it, but the residual path runs through it */
-    const int clear[] = {D_R, D_Y, D_F, D_H, D_H2, D_A, D_CTX, D_QKV};
+    const int clear[] = {D_R, D_Y, D_H, D_H2, D_A, D_CTX, D_QKV};
     for (size_t i = 0; i < sizeof clear / sizeof clear[0]; i++) zero(&w[clear[i]]);
-    /* out = norm2(r2), r2 = y1 + f */
-    o->layernorm_backward(&w[D_R], &p->n2_w->grad, &p->n2_b->grad, c->dout, &s[ENCODER_R2],
+    /* out = norm2(r2), r2 = y1 + f: dL/dr2 goes to both terms. Written into the cleared
+     * D_Y, it is dL/dy1's residual part already, and what f's backward reads (the add's
+     * backward would copy it twice, 0 + v each time: the same bits) */
+    o->layernorm_backward(&w[D_Y], &p->n2_w->grad, &p->n2_b->grad, c->dout, &s[ENCODER_R2],
                           &s[ENCODER_MEAN2], &s[ENCODER_RSTD2], W(n2_w));
-    o->add_backward(&w[D_Y], &w[D_F], &w[D_R]);
     /* f = dropout(linear2(h)), h = dropout(relu(linear1(y1))) */
-    zero(&w[D_R]);
-    o->dropout_backward(&w[D_R], &w[D_F], active ? &s[ENCODER_F_MASK] : NULL);
+    o->dropout_backward(&w[D_R], &w[D_Y], active ? &s[ENCODER_F_MASK] : NULL);
     o->linear_backward(&w[D_H], &p->l2_w->grad, &p->l2_b->grad, &w[D_R], &s[ENCODER_H], W(l2_w));
-    o->dropout_backward(&w[D_H2], &w[D_H], active ? &s[ENCODER_H_MASK] : NULL);
-    zero(&w[D_H]);
-    o->relu_backward(&w[D_H], &w[D_H2], &s[ENCODER_H]);
-    o->linear_backward(&w[D_Y], &p->l1_w->grad, &p->l1_b->grad, &w[D_H], &s[ENCODER_Y1], W(l1_w));
+    const Tensor *dh = &w[D_H2]; /* dL/d(linear1's output) */
+    if (layer_ops_fuse_relu_dropout_backward(o)) { /* the GPU: one pass, no middle buffer */
+        o->relu_dropout_backward(&w[D_H2], &w[D_H], active ? &s[ENCODER_H_MASK] : NULL,
+                                 &s[ENCODER_H]);
+    } else {
+        o->dropout_backward(&w[D_H2], &w[D_H], active ? &s[ENCODER_H_MASK] : NULL);
+        zero(&w[D_H]);
+        o->relu_backward(&w[D_H], &w[D_H2], &s[ENCODER_H]);
+        dh = &w[D_H];
+    }
+    o->linear_backward(&w[D_Y], &p->l1_w->grad, &p->l1_b->grad, dh, &s[ENCODER_Y1], W(l1_w));
     /* y1 = norm1(r1), r1 = x + a */
     zero(&w[D_R]);
     o->layernorm_backward(&w[D_R], &p->n1_w->grad, &p->n1_b->grad, &w[D_Y], &s[ENCODER_R1],

@@ -600,7 +600,8 @@ static bool same_bits_gpu(const char *what, DType dt, const Tensor *a, const Ten
 static const DType ALL_DTYPES[3] = {DTYPE_F32, DTYPE_BF16, DTYPE_F16};
 
 /* The fused add + layer norm and relu + dropout on the GPU against the separate CUDA
- * kernels: the same bits (one row function for both layer norms; relu's store exact). */
+ * kernels: the same bits (one row function for both layer norms; relu's store exact;
+ * the fused backward rounds where the middle buffer would). */
 static int check_fused_forwards(void) {
     REQUIRE_GPU();
     static const int cases[][2] = {{1, 1}, {7, 37}, {35, 200}, {69, 1024}, {300, 33}};
@@ -645,7 +646,23 @@ static int check_fused_forwards(void) {
                 cuda_relu_dropout_forward(&r2, &k2, &r2, p, training, &q2);
                 ok = ok && same_bits_gpu("relu + dropout in place: out", dt, &r2, &r1) &&
                      same_bits_gpu("relu + dropout in place: mask", dt, &k2, &k1);
-                FREE_ALL(&k1, &k2);
+                /* the backward: dropout's into a cleared middle buffer, then relu's from it
+                 * (the encoder's order), against the fused pass; din added to (+=), with
+                 * the mask and without (an inactive dropout's) */
+                Tensor dout = random16(s + 9 + (uint64_t)k, dt, N, D, 2.0f), d0 = random16(s + 19, dt, N, D, 1.0f);
+                Tensor gdout = on_gpu(&dout), mid = tensor_zeros_typed(DEVICE_CUDA, dt, 2, N, D);
+                for (int with_mask = 0; ok && with_mask < 2; with_mask++) {
+                    const Tensor *mask = with_mask ? &k1 : NULL;
+                    Tensor din1 = on_gpu(&d0), din2 = on_gpu(&d0);
+                    tensor_fill(&mid, 0.0f);
+                    cuda_dropout_backward(&mid, &gdout, mask);
+                    cuda_relu_backward(&din1, &mid, &r1);
+                    cuda_relu_dropout_backward(&din2, &gdout, mask, &r1);
+                    ok = same_bits_gpu(with_mask ? "relu + dropout backward: din" :
+                                       "relu + dropout backward without a mask: din", dt, &din2, &din1);
+                    FREE_ALL(&din1, &din2);
+                }
+                FREE_ALL(&k1, &k2, &dout, &d0, &gdout, &mid);
                 if (!ok) printf("p %g, %s\n", (double)p, training ? "training" : "evaluation");
             }
             if (!ok) printf("%s: [%d, %d]\n", dtype_name(dt), N, D);
@@ -667,6 +684,6 @@ void check_gpu16(void) {
     check_run(NULL, "16-bit dropout (bf16, fp16; a window too): the CPU's float32 mask, out exact, din", GPU_CHECK(check_dropout16), 60);
     check_run(NULL, "16-bit ReLU (exact) and GELU forward and backward (bf16, fp16)", GPU_CHECK(check_activations16), 60);
     check_run(NULL, "16-bit residual add forward and backward (bf16, fp16; in place, da = dout), exact", GPU_CHECK(check_add16), 60);
-    check_run(NULL, "fused add + layer norm and relu + dropout (f32, bf16, fp16; in place) = the separate CUDA kernels, bit for bit", GPU_CHECK(check_fused_forwards), 60);
+    check_run(NULL, "fused add + layer norm and relu + dropout, forward and backward (f32, bf16, fp16; in place) = the separate CUDA kernels, bit for bit", GPU_CHECK(check_fused_forwards), 60);
     check_run(NULL, "16-bit tensors refused with a message: mixed dtypes, a 16-bit gradient, the unfused attention, conv2d, max-pool, the CNN's loss", GPU_CHECK(check_refused16), 60);
 }
