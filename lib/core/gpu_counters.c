@@ -48,7 +48,7 @@ typedef nvml_return (*nvml_power_fn)(nvml_device device, unsigned int *power);
 typedef nvml_return (*nvml_temperature_fn)(nvml_device device, int sensor, unsigned int *temp);
 
 struct GpuCounters {
-    void *lib;
+    void *lib;                            /* loaded for good (gpu_counters_close) */
     nvml_device device;
     nvml_shutdown_fn shutdown;
     /* the queries; NULL where the library lacks one (its counter reads -1) */
@@ -119,10 +119,9 @@ GpuCounters *gpu_counters_open(const char *library, const char *pci_bus_id, int 
         return NULL;
     }
     const nvml_return r = init();
-    if (r != NVML_SUCCESS) {
+    if (r != NVML_SUCCESS) { /* NVML stays loaded (gpu_counters_close says why) */
         char err[160];
         snprintf(msg, cap, "NVML did not start: nvmlInit_v2 failed (%s)", error_text(lib, r, err, sizeof err));
-        dlclose(lib);
         return NULL;
     }
     GpuCounters *g = xcalloc(1, sizeof *g);
@@ -156,9 +155,11 @@ bool gpu_counters_read(GpuCounters *g, GpuSample *s) {
            s->power_mw >= 0 || s->temperature_c >= 0;
 }
 
+/* NVML is shut down but not unloaded: what nvmlInit_v2 started in the driver's library
+ * (threads, exit handlers) may outlive nvmlShutdown, and unloading the code under them
+ * would crash the program later; the next open finds the library loaded. */
 void gpu_counters_close(GpuCounters *g) {
     if (!g) return;
     g->shutdown();
-    dlclose(g->lib);
     xfree(g);
 }

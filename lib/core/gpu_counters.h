@@ -47,7 +47,8 @@ GpuCounters *gpu_counters_open(const char *library, const char *pci_bus_id, int 
                                char *msg, size_t cap);
 /* Reads every counter into s; false (s all -1) when NVML said nothing at all. */
 bool gpu_counters_read(GpuCounters *g, GpuSample *s);
-/* Shuts NVML down and unloads it; NULL is allowed. */
+/* Shuts NVML down (its library stays loaded: unloading it under what NVML started is
+ * unsafe); NULL is allowed. */
 void gpu_counters_close(GpuCounters *g);
 
 #endif

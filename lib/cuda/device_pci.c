@@ -8,7 +8,8 @@
 bool cuda_device_pci_bus_id(int dev, char *out, size_t cap) {
     if (cap == 0) return false;
     out[0] = '\0';
-    if (cap > 1 && cudaDeviceGetPCIBusId(out, (int)(cap < 64 ? cap : 64), dev) == cudaSuccess) /* 13 bytes */
+    /* "0000:3B:00.0" and its NUL: 13 bytes; any cap above 64 is as good as 64 */
+    if (cap > 1 && cudaDeviceGetPCIBusId(out, (int)(cap < 64 ? cap : 64), dev) == cudaSuccess)
         return true;
     cudaGetLastError(); /* do not leave the error for the next call to find */
     out[0] = '\0';

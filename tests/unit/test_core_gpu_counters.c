@@ -27,7 +27,7 @@
 enum { MAX_SAMPLES = 16, MAX_STEPS = 16 };
 
 static char g_fake[1024]; /* the stand-in's path */
-static void *g_held;      /* the stand-in, kept loaded: its counts outlive NVML's dlclose */
+static void *g_held;      /* the stand-in, loaded by its path: its counts can be read */
 
 /* The stand-in's path, beside this test's binary, and the stand-in loaded (and kept);
  * false (said why) when it is not built. */
