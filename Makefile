@@ -19,7 +19,8 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes $(WER
 # results are the same bits.
 CFLAGS  := -std=c11 -D_GNU_SOURCE -DCOURSE_ROOT='"$(CURDIR)"' $(OPT) -march=$(ARCH) \
            -ffp-contract=fast -fno-math-errno -fopenmp $(WARN) -Ilib -Itests
-LDLIBS  := -fopenmp -lm $(LDEXTRA)   # LDEXTRA: e.g. the sanitizers' runtime
+# -ldl: dlopen (core/gpu_counters.c loads NVML at run time), in libc itself from glibc 2.34
+LDLIBS  := -fopenmp -lm -ldl $(LDEXTRA)   # LDEXTRA: e.g. the sanitizers' runtime
 BUILD   := build
 PYTHON  ?= /usr/bin/python3
 
@@ -173,6 +174,14 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(FRAMEWORK_OBJ) $(LIB)
 $(BUILD)/tests/test_gpu_%: $(BUILD)/obj/tests/gpu/test_gpu_%.o $(FRAMEWORK_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
+
+# A stand-in for NVML with scripted counters (tests/trace/fake_nvml.c): the GPU counters'
+# unit test loads it by path (never linked) from beside itself.
+FAKE_NVML := $(BUILD)/tests/fake-nvml/libnvidia-ml.so.1
+$(FAKE_NVML): tests/trace/fake_nvml.c $(FLAGS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 $< -o $@
+$(BUILD)/tests/test_core_gpu_counters: | $(FAKE_NVML)
 
 # tests/dist/: programs that mpirun starts as several ranks (tests/dist/run.sh)
 DIST_TEST_BIN := $(if $(HAVE_MPI),$(BUILD)/tests/dist/test_collectives $(BUILD)/tests/dist/test_pipeline \

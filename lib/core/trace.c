@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "fs.h"
+#include "gpu_counters.h"
 #include "memory.h"
 #include "tensor.h"
 #include "trace_internal.h"
@@ -47,25 +48,32 @@ static void copy_name(char *dst, const char *name) { snprintf(dst, TRACE_NAME_MA
 
 /* Room for one more event or sample within the cap; false (and counted) beyond it. */
 static bool room(Trace *t) {
-    if (t->count + t->nsamples < t->opt.max_events) return true;
+    if (t->count + t->nsamples + t->ngpu < t->opt.max_events) return true;
     t->dropped++;
     return false;
 }
 
+/* *items, holding used of *alloc items of size bytes each, with room for one more. */
+static void grow(void **items, int64_t *alloc, int64_t used, size_t size, int64_t first) {
+    if (used < *alloc) return;
+    const int64_t n = *alloc ? 2 * *alloc : first;
+    void *grown = xmalloc((size_t)n * size);
+    if (used) memcpy(grown, *items, (size_t)used * size);
+    xfree(*items);
+    *items = grown, *alloc = n;
+}
+
 static void add_event(Trace *t, int tid, const TraceOpen *o, int64_t end_ns) {
     if (!room(t)) return;
-    if (t->count == t->alloc) {
-        const int64_t n = t->alloc ? 2 * t->alloc : 4096;
-        TraceEvent *grown = xmalloc((size_t)n * sizeof *grown);
-        if (t->count) memcpy(grown, t->events, (size_t)t->count * sizeof *grown);
-        xfree(t->events);
-        t->events = grown, t->alloc = n;
-    }
+    grow((void **)&t->events, &t->alloc, t->count, sizeof *t->events, 4096);
     TraceEvent *e = &t->events[t->count++];
     e->start_ns = o->start_ns, e->dur_ns = end_ns - o->start_ns, e->bytes = o->bytes;
     e->tid = tid, e->cat = o->cat;
     memcpy(e->name, o->name, TRACE_NAME_MAX);
 }
+
+static void sample_memory(Trace *t);
+static void sample_gpu(Trace *t, int64_t now);
 
 void trace_open(const char *path, const TraceOptions *opt) {
     CHECK(!g_trace, "trace_open while a trace to %s is open (one at a time)", g_trace->path);
@@ -99,7 +107,8 @@ int64_t trace_close(void) {
     if (!ok || !closed) fatal("cannot write the trace %s (disk full?)", t->path);
     const int64_t dropped = t->dropped;
     g_trace = NULL;
-    xfree(t->events), xfree(t->samples), xfree(t->path), xfree(t);
+    gpu_counters_close(t->gpu);
+    xfree(t->events), xfree(t->samples), xfree(t->gpu_samples), xfree(t->path), xfree(t);
     return dropped;
 }
 
@@ -135,7 +144,8 @@ void trace_end(const char *name) {
     add_event(t, TRACE_TID_HOST, o, now);
     if (o->cat == TRACE_STEP) {
         /* reading the resident set costs some 5 us: not more often than every 10 ms */
-        if (t->nsamples == 0 || now - t->samples[t->nsamples - 1].ts_ns >= 10000000) trace_sample_counters();
+        if (t->nsamples == 0 || now - t->samples[t->nsamples - 1].ts_ns >= 10000000) sample_memory(t);
+        sample_gpu(t, now);
         if (g_gpu) g_gpu->flush();
     }
 }
@@ -196,19 +206,41 @@ void trace_complete(int tid, const char *name, TraceCat cat, int64_t start_ns, i
     add_event(t, tid, &e, end_ns);
 }
 
-void trace_sample_counters(void) {
-    Trace *t = active();
-    if (!t || !room(t)) return;
-    if (t->nsamples == t->samples_alloc) {
-        const int64_t n = t->samples_alloc ? 2 * t->samples_alloc : 1024;
-        TraceSample *grown = xmalloc((size_t)n * sizeof *grown);
-        if (t->nsamples) memcpy(grown, t->samples, (size_t)t->nsamples * sizeof *grown);
-        xfree(t->samples);
-        t->samples = grown, t->samples_alloc = n;
-    }
+/* A "memory" counter sample now. */
+static void sample_memory(Trace *t) {
+    if (!room(t)) return;
+    grow((void **)&t->samples, &t->samples_alloc, t->nsamples, sizeof *t->samples, 1024);
     t->samples[t->nsamples++] = (TraceSample){
         .ts_ns = trace_now_ns(), .cpu_bytes = tensor_allocated_bytes(DEVICE_CPU),
         .cuda_bytes = tensor_allocated_bytes(DEVICE_CUDA), .resident_bytes = (int64_t)mem_resident_bytes()};
+}
+
+/* A "gpu" counter sample, when the GPU's counters are started, the last try is
+ * TRACE_GPU_EVERY_NS old at `now` (NVML's queries cost more than the resident set, and its
+ * utilisation is a share of its own sample period, 1/6 s to 1 s), and NVML says anything. */
+static void sample_gpu(Trace *t, int64_t now) {
+    if (!t->gpu || (t->gpu_tried_ns != 0 && now - t->gpu_tried_ns < TRACE_GPU_EVERY_NS)) return;
+    t->gpu_tried_ns = trace_now_ns();
+    GpuSample s;
+    if (!gpu_counters_read(t->gpu, &s) || !room(t)) return;
+    grow((void **)&t->gpu_samples, &t->gpu_alloc, t->ngpu, sizeof *t->gpu_samples, 256);
+    t->gpu_samples[t->ngpu++] = (TraceGpuSample){.ts_ns = t->gpu_tried_ns, .s = s};
+}
+
+void trace_sample_counters(void) {
+    Trace *t = active();
+    if (!t) return;
+    sample_memory(t);
+    sample_gpu(t, trace_now_ns());
+}
+
+void trace_gpu_counters_start(const char *pci_bus_id, int index) {
+    Trace *t = active();
+    if (!t || t->gpu) return;
+    char msg[GPU_COUNTERS_MSG_MAX];
+    t->gpu = gpu_counters_open(NULL, pci_bus_id, index, msg, sizeof msg);
+    if (!t->gpu) fprintf(stderr, "note: the trace %s has no GPU counters: %s\n", t->path, msg);
+    else if (msg[0]) fprintf(stderr, "note: the trace %s: %s\n", t->path, msg);
 }
 
 void trace_set_gpu(const TraceGpuOps *ops) {

@@ -22,6 +22,13 @@
  *   - counters ("ph": "C", "name": "memory"): the bytes of tensors allocated on each
  *     device (core/tensor.h) and the process's resident set, sampled at a step's end
  *     (at most every 10 ms: a sample costs some 5 us, a range under 0.1 us);
+ *   - on a GPU, counters "gpu" from NVML (core/gpu_counters.h): utilisation_pct and
+ *     memory_activity_pct (shares of NVML's own sample period, 1/6 s to 1 s, in which a
+ *     kernel ran and device memory was busy), memory_used_bytes and memory_total_bytes
+ *     (every process's and the driver's), sm_clock_mhz, power_mw, temperature_c
+ *     (those NVML does not give are left out), sampled with the memory at most every
+ *     100 ms: the cost is NVML's queries (a call into the driver each, not measured
+ *     yet); reading a stand-in NVML that answers at once costs 0.01 us;
  *   - otherData: rank, world size, the cap and how many events were dropped beyond it.
  *
  * Rules, checked here so the file always opens:
@@ -38,9 +45,12 @@
  * popped; in-flight communication as start/end ranges), so an `nsys profile` of a run
  * with --trace shows the same names. On a GPU, lib/cuda (trace_gpu.cu) adds each compute
  * range's GPU time on the stream's track: CUDA events around it, placed on the host
- * clock. GPU counters (utilisation, memory, clock from NVML or nvidia-smi) are not
- * sampled here: that needs NVML's library at run time and a GPU to test it on; lesson
- * 10's node monitor samples nvidia-smi beside the job instead.
+ * clock. Its counters come from NVML, loaded at run time (dlopen: no link to the
+ * driver): train/run_trace.h and dist/dist_trace.h start them once the trace is open,
+ * for the GPU cuda_init picked, named by its PCI bus id (cuda/trace_gpu.h); without
+ * NVML, or with NVML failing, one line says why and the trace goes on without them.
+ * They have run against a stand-in NVML only (tests/unit/test_core_gpu_counters.c), not
+ * on a GPU yet. Lesson 10's node monitor samples nvidia-smi beside the job.
  *
  * Nothing is written while the program runs: the events stay in memory (about 100 bytes
  * each) and trace_close writes them. With no trace open every call returns at once. */
@@ -62,6 +72,7 @@ enum {
 #define TRACE_TID_STREAM(k) (1 + (k))
 #define TRACE_TID_COMM(k) (1 + TRACE_STREAMS_MAX + (k))
 #define TRACE_DEFAULT_CAP 500000 /* events: at most about 50 MB in memory */
+#define TRACE_GPU_EVERY_NS 100000000 /* "gpu" counter samples: at most one every 100 ms */
 
 typedef struct {
     int rank, world_size;        /* pid and metadata (world_size 0: taken as 1) */
@@ -97,9 +108,17 @@ void trace_async_end(int handle);
  * nest (an overlap is an error naming both). */
 void trace_complete(int tid, const char *name, TraceCat cat, int64_t start_ns, int64_t end_ns);
 
-/* A "memory" counter sample now (done at the end of a TRACE_STEP range, at most every
- * 10 ms). */
+/* A "memory" counter sample now, and a "gpu" one where the GPU's counters are started
+ * and the last is TRACE_GPU_EVERY_NS old (done at the end of a TRACE_STEP range, the
+ * memory at most every 10 ms; a program whose loop has no steps calls it itself). */
 void trace_sample_counters(void);
+
+/* The GPU's counters into the open trace from now to trace_close: a "gpu" sample at a
+ * step's end, at most every TRACE_GPU_EVERY_NS, from NVML (core/gpu_counters.h, which
+ * says what pci_bus_id and index pick). Where NVML cannot be used (no driver's library,
+ * NVML failing, no such GPU) one line on stderr says why and the trace has no "gpu"
+ * counter. Nothing without a trace open, or when they are started already. */
+void trace_gpu_counters_start(const char *pci_bus_id, int index);
 
 /* The GPU side (lib/cuda/trace_gpu.cu registers it when the CUDA backend starts):
  * start when a trace opens (or at once, registered while one is open), a range around

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "gpu_counters.h"
 #include "trace.h"
 
 typedef struct {
@@ -19,6 +20,11 @@ typedef struct {
     int64_t ts_ns;
     int64_t cpu_bytes, cuda_bytes, resident_bytes;
 } TraceSample;
+
+typedef struct {
+    int64_t ts_ns;
+    GpuSample s;
+} TraceGpuSample;
 
 /* A range begun and not ended yet: on the host's stack, a lane, a stream's stack. */
 typedef struct {
@@ -37,6 +43,10 @@ typedef struct {
     int64_t count, alloc;
     TraceSample *samples;       /* [nsamples], room for samples_alloc */
     int64_t nsamples, samples_alloc;
+    TraceGpuSample *gpu_samples; /* [ngpu], room for gpu_alloc: the "gpu" counter */
+    int64_t ngpu, gpu_alloc;
+    GpuCounters *gpu;           /* NULL: no GPU counters (trace_gpu_counters_start) */
+    int64_t gpu_tried_ns;       /* when they were last read */
     int64_t dropped;            /* events and samples beyond opt.max_events */
     TraceOpen stack[TRACE_DEPTH_MAX];
     int depth;

@@ -45,6 +45,31 @@ static void metadata(FILE *f, bool *first, int pid, int tid, const char *what, c
             "{\"sort_index\": %d}}", what, pid, process ? 0 : tid, sort);
 }
 
+/* A "gpu" counter: the values NVML gave (those it did not are left out). */
+static void gpu_sample(FILE *f, bool *first, int pid, const TraceGpuSample *g, int64_t origin_ns) {
+    const struct {
+        const char *key;
+        int64_t value;
+    } args[] = {{"utilisation_pct", g->s.utilisation_pct},
+                {"memory_activity_pct", g->s.memory_activity_pct},
+                {"memory_used_bytes", g->s.memory_used_bytes},
+                {"memory_total_bytes", g->s.memory_total_bytes},
+                {"sm_clock_mhz", g->s.sm_clock_mhz},
+                {"power_mw", g->s.power_mw},
+                {"temperature_c", g->s.temperature_c}};
+    separator(f, first);
+    fprintf(f, "{\"name\": \"gpu\", \"ph\": \"C\", \"pid\": %d, \"tid\": 0, \"ts\": ", pid);
+    micros(f, g->ts_ns - origin_ns);
+    fputs(", \"args\": {", f);
+    const char *sep = "";
+    for (size_t k = 0; k < sizeof args / sizeof args[0]; k++)
+        if (args[k].value >= 0) {
+            fprintf(f, "%s\"%s\": %" PRId64, sep, args[k].key, args[k].value);
+            sep = ", ";
+        }
+    fputs("}}", f);
+}
+
 bool trace_write(const Trace *t) {
     FILE *f = t->f;
     const int pid = t->opt.rank;
@@ -86,6 +111,7 @@ bool trace_write(const Trace *t) {
                 "(bytes)\": %" PRId64 ", \"resident (bytes)\": %" PRId64 "}}",
                 s->cpu_bytes, s->cuda_bytes, s->resident_bytes);
     }
+    for (int64_t i = 0; i < t->ngpu; i++) gpu_sample(f, &first, pid, &t->gpu_samples[i], t->opt.origin_ns);
     fprintf(f, "\n],\n\"otherData\": {\"format\": \"course trace 1\", \"rank\": %d, \"world_size\": "
             "%d, \"max_events\": %" PRId64 ", \"dropped_events\": %" PRId64 ", \"clock\": "
             "\"CLOCK_MONOTONIC; ts 0: the time origin (dist_trace_start: when the ranks left a "

@@ -113,4 +113,10 @@ int64_t cuda_graph_launches(const CudaGraph *g) {
     (void)g;
     return 0;
 }
+
+bool cuda_device_pci_bus_id(int dev, char *out, size_t cap) {
+    (void)dev;
+    if (cap > 0) out[0] = '\0';
+    return false;
+}
 #endif

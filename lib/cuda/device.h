@@ -65,5 +65,9 @@ void cuda_sync_compute(void);
  * pointers the CUDA layers take (argmax, labels): a host pointer there is a
  * message, not an illegal address inside a kernel. */
 bool cuda_is_device_pointer(const void *p);
+/* The PCI bus id of device `dev` into out ("0000:3B:00.0": domain:bus:device.function in
+ * hex), the name NVML and nvidia-smi know the GPU by whatever CUDA_VISIBLE_DEVICES
+ * renumbers (32 bytes hold any); false, out "", where the runtime cannot say. */
+bool cuda_device_pci_bus_id(int dev, char *out, size_t cap);
 
 #endif

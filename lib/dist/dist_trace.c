@@ -7,6 +7,7 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/trace.h"
+#include "cuda/trace_gpu.h"
 
 void dist_trace_start(Dist *d, const char *path) {
     if (!path || !*path) return;
@@ -15,6 +16,7 @@ void dist_trace_start(Dist *d, const char *path) {
     dist_barrier(d); /* every rank's ts 0: when they left it (a few microseconds apart) */
     trace_open(mine, &(TraceOptions){.rank = d->rank, .world_size = d->world_size,
                                      .origin_ns = trace_now_ns()});
+    cuda_trace_counters_start(); /* on a GPU: its utilisation, memory and clock too */
 }
 
 void dist_trace_finish(Dist *d, const char *path) {

@@ -18,7 +18,8 @@
 
 /* Collective over d: nothing when path is NULL or empty (every rank alike: --trace is
  * an option the ranks share); else a barrier, then this rank's trace is opened with the
- * barrier's end as its time origin. */
+ * barrier's end as its time origin; on a GPU (cuda_init called before), with the GPU's
+ * counters (cuda/trace_gpu.h). */
 void dist_trace_start(Dist *d, const char *path);
 /* Writes this rank's file (nothing without a trace); rank 0 names the files, and a rank
  * whose trace reached its cap says how many events it dropped. Not a collective. */

@@ -5,12 +5,14 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "core/trace.h"
+#include "cuda/trace_gpu.h"
 
 void run_trace_start(RunTrace *t, const char *path) {
     *t = (RunTrace){0};
     if (!path || !*path) return;
     t->path = path;
     trace_open(path, &(TraceOptions){.rank = 0, .world_size = 1});
+    cuda_trace_counters_start(); /* on a GPU: its utilisation, memory and clock too */
 }
 
 void run_trace_blocks(RunTrace *t, BlockList *l) {

@@ -22,7 +22,8 @@ typedef struct {
     int count;
 } RunTrace;
 
-/* Opens the trace to path (a path that cannot be written stops the program now). */
+/* Opens the trace to path (a path that cannot be written stops the program now); on a
+ * GPU (cuda_init called before), with the GPU's counters (cuda/trace_gpu.h). */
 void run_trace_start(RunTrace *t, const char *path);
 void run_trace_blocks(RunTrace *t, BlockList *l);
 /* Detaches the blocks' ranges, writes the file, prints "trace: FILE (make trace ...)". */

@@ -16,7 +16,11 @@
 #   - the SVG of a step is well-formed XML with a band per rank;
 #   - a --trace that cannot be written stops the ranks before any step, naming it;
 #   - the validator fails traces that break the rules (it can fail: an overlap, a
-#     missing field, an unknown phase, a thread without a name, a B never closed).
+#     missing field, an unknown phase, a thread without a name, a B never closed, a GPU
+#     counter out of range);
+#   - a GPU's counters (NVML's "gpu" counter, written on a GPU only) pass the validator,
+#     and tools/trace gives their means and maxima per rank (the library's side of them:
+#     tests/unit/test_core_gpu_counters.c, against a stand-in NVML).
 # Last line: "N passed, M failed[, K skipped]". Skipped without mpirun.
 #   tests/trace/run.sh BUILD_DIR
 set -u
@@ -226,10 +230,44 @@ bad "an unknown phase" "{\"traceEvents\": [$meta, $(x a 0 1), {\"name\": \"q\", 
 bad "a thread without a name" "{\"traceEvents\": [$meta, $(x a 0 1), {\"name\": \"c\", \"cat\": \"comm\", \"ph\": \"X\", \"pid\": 0, \"tid\": 9, \"ts\": 0, \"dur\": 1}$tail" "track (0, 9) has no thread_name"
 bad "a B never closed" "{\"traceEvents\": [$meta, $(x a 0 1), {\"name\": \"b\", \"ph\": \"B\", \"pid\": 0, \"tid\": 0, \"ts\": 2}$tail" "'b' (B) never ends"
 bad "the array form" "[$(x a 0 1)]" "not the JSON object form"
+gpu() { # TS ARGS: a "gpu" counter as lib/core/trace_write.c writes it
+    echo "{\"name\": \"gpu\", \"ph\": \"C\", \"pid\": 0, \"tid\": 0, \"ts\": $1, \"args\": {$2}}"
+}
+bad "a gpu counter above 100 %" "{\"traceEvents\": [$meta, $(x a 0 1), $(gpu 1 '"utilisation_pct": 120')$tail" "utilisation_pct 120 is not an integer in [0, 100]"
+bad "a gpu counter's unknown key" "{\"traceEvents\": [$meta, $(x a 0 1), $(gpu 1 '"sm_clock_mhz": 1410, "fan_pct": 30')$tail" "unknown key 'fan_pct'"
+bad "more GPU memory used than there is" "{\"traceEvents\": [$meta, $(x a 0 1), $(gpu 1 '"memory_used_bytes": 9, "memory_total_bytes": 8')$tail" "memory_used_bytes 9 above memory_total_bytes 8"
 good="{\"traceEvents\": [$meta, $(x a 0 10), $(x b 0 10), $(x c 10 0), {\"name\": \"d\", \"ph\": \"B\", \"pid\": 0, \"tid\": 0, \"ts\": 2}, {\"ph\": \"E\", \"pid\": 0, \"tid\": 0, \"ts\": 3}$tail"
 printf '%s' "$good" >"$tmp/good.json"
 if python3 "$validate" "$tmp/good.json" >/dev/null; then pass "validator: passes ranges that share their ends, and B/E pairs"
 else fail "validator: failed a valid trace: $(python3 "$validate" "$tmp/good.json")"; fi
+
+# A GPU's counters (NVML's "gpu" counter, lib/core/trace.h; the library writes them on a GPU
+# only, so here as it writes them: 3 samples, one leaving out what NVML did not give):
+# the validator passes them, and tools/trace sums them up per rank, in words and in JSON.
+gib=$((1 << 30))
+s() { echo "{\"name\": \"step\", \"cat\": \"step\", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": $1, \"dur\": 50000.000}"; }
+g() { gpu "$1" "\"utilisation_pct\": $2, \"memory_activity_pct\": 4, \"memory_used_bytes\": $(($3 * gib)), \"memory_total_bytes\": $((80 * gib)), \"sm_clock_mhz\": $4$5"; }
+printf '%s' "{\"traceEvents\": [$meta, $(s 0), $(s 100000), $(s 200000), $(g 50000.001 10 1 1010 ', "power_mw": 300000, "temperature_c": 41'), $(g 150000.002 20 2 1020 ''), $(g 250000.003 60 6 1410 ', "power_mw": 500000, "temperature_c": 45')$tail" >"$tmp/gpu.json"
+if python3 "$validate" "$tmp/gpu.json" >/dev/null && python3 "$tool" "$tmp/gpu.json" --json >"$tmp/gpu.shares" &&
+    python3 "$tool" "$tmp/gpu.json" >"$tmp/gpu.report" && python3 - "$tmp/gpu.shares" "$tmp/gpu.report" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))["0"]
+report = open(sys.argv[2]).read()
+# the means and maxima of the samples above, by hand
+want = {"gpu_samples": 3, "gpu_utilisation_pct_mean": 30, "gpu_utilisation_pct_max": 60,
+        "gpu_memory_used_bytes_max": 6 * 2**30, "gpu_sm_clock_mhz_mean": (1010 + 1020 + 1410) / 3,
+        "gpu_power_mw_mean": 400000, "gpu_temperature_c_max": 45, "steps": 3}
+bad = {k: (r.get(k), v) for k, v in want.items() if r.get(k) is None or abs(r[k] - v) > 1e-9 * max(1, abs(v))}
+line = ("rank 0 GPU (NVML): 3 samples, utilisation 30% on average (at most 60%), memory used up to "
+        "6.00 of 80.0 GiB, SM clock 1147 MHz on average, power 400 W on average, temperature up to 45 C")
+print(f"        {'got (JSON), want: ' + str(bad) if bad else 'JSON as computed by hand'}; "
+      f"{'the line' if line in report else 'no line: ' + line + ' in ' + report}")
+sys.exit(0 if not bad and line in report else 1)
+PY
+    pass "gpu counters: the validator passes them; tools/trace gives their means and maxima per rank"
+else
+    fail "gpu counters: not passed by the validator, or tools/trace summed them up wrong"
+fi
 
 if [ $skipped -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
 else echo "$passed passed, $failed failed"; fi

@@ -24,6 +24,9 @@ The course's own rules (core/trace.h):
   - every process has a process_name and every thread with events a thread_name;
   - "X" events carry "cat", one of step, compute, comm, data, other;
   - "otherData" holds "dropped_events", an integer >= 0;
+  - a "gpu" counter (a GPU's, from NVML) holds only the keys core/trace.h names, each an
+    integer >= 0: utilisation_pct and memory_activity_pct at most 100, memory_used_bytes
+    at most memory_total_bytes;
   - with --same-job: the files are the ranks of one job: each holds one pid, its rank,
     and no two files the same one.
 Times are read as decimals, not floats, so that "ends inside" is exact.
@@ -38,6 +41,8 @@ from decimal import Decimal
 PHASES = set("BEXiICbnePsTtfFMNODpR") | {"(", ")"}
 METADATA = {"process_name", "process_labels", "process_sort_index", "thread_name", "thread_sort_index"}
 CATEGORIES = {"step", "compute", "comm", "data", "other"}
+GPU_KEYS = {"utilisation_pct", "memory_activity_pct", "memory_used_bytes", "memory_total_bytes",
+            "sm_clock_mhz", "power_mw", "temperature_c"}
 
 
 def is_int(v):
@@ -89,6 +94,8 @@ def check_event(i, e, problems):
         args = e.get("args")
         if not args or not all(is_num(v) for v in args.values()):
             problems.append(f"{where}: a counter needs args of numbers")
+        elif e["name"] == "gpu":
+            check_gpu_counter(where, args, problems)
     elif ph == "M":
         args = e.get("args", {})
         if e["name"] not in METADATA:
@@ -100,6 +107,18 @@ def check_event(i, e, problems):
         elif e["name"].startswith("thread") and "tid" not in e:
             problems.append(f"{where}: thread metadata without a tid")
     return True
+
+
+def check_gpu_counter(where, args, problems):
+    """The course's "gpu" counter: known keys, integers >= 0, shares and memory in range."""
+    for key in sorted(set(args) - GPU_KEYS):
+        problems.append(f"{where}: unknown key {key!r} (a gpu counter holds {', '.join(sorted(GPU_KEYS))})")
+    for key, v in sorted(args.items()):
+        if not is_int(v) or v < 0 or (key.endswith("_pct") and v > 100):
+            problems.append(f"{where}: {key} {v} is not an integer in [0, {100 if key.endswith('_pct') else 'inf'}]")
+    used, total = args.get("memory_used_bytes"), args.get("memory_total_bytes")
+    if is_int(used) and is_int(total) and used > total:
+        problems.append(f"{where}: memory_used_bytes {used} above memory_total_bytes {total}")
 
 
 def check_nesting(track, spans, problems):

@@ -6,11 +6,13 @@
 Reads every rank's file (run.rank0.json run.rank1.json ..., or a merged one), prints
 per rank the steps traced, the mean step and its share in compute, exposed
 communication (the host waiting for it), data loading and idle, and that the parts add
-up to the step; --merged writes all ranks as one trace (open it in
-https://ui.perfetto.dev or chrome://tracing: a process per rank); --svg draws step N
-(default: the second, the first after the warm-up, or the only one) of every rank;
---json prints the numbers as JSON instead (microseconds). `make trace TRACE="..."` runs
-it with --merged and --svg under build/plots/.
+up to the step; where a rank's trace holds its GPU's counters (NVML's "gpu" counter),
+their utilisation, memory, clock, power and temperature over the run; --merged writes
+all ranks as one trace (open it in https://ui.perfetto.dev or chrome://tracing: a
+process per rank); --svg draws step N (default: the second, the first after the
+warm-up, or the only one) of every rank; --json prints the numbers as JSON instead
+(microseconds; the GPU's as gpu_samples, gpu_KEY_mean and gpu_KEY_max). `make trace
+TRACE="..."` runs it with --merged and --svg under build/plots/.
 
 Python's standard library only."""
 
@@ -20,7 +22,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trace_read import PARTS, TraceError, load, merge, shares  # noqa: E402
+from trace_read import PARTS, TraceError, gpu_summary, load, merge, shares  # noqa: E402
 from trace_svg import render, step_count  # noqa: E402
 
 NAMES = {"compute": "compute", "comm": "exposed communication", "data": "data loading", "idle": "idle"}
@@ -37,6 +39,21 @@ def report(doc):
                           for p in PARTS)
         lines.append(f"rank {pid}: {n} steps of {step / n / 1000:.2f} ms: {parts}; the parts add up to "
                      f"{100 * row['parts_us'] / step:.2f}% of the step")
+    for pid, g in sorted(gpu_summary(doc).items()):
+        parts = [f"{g['samples']} samples"]
+        if "utilisation_pct_mean" in g:
+            parts.append(f"utilisation {g['utilisation_pct_mean']:.0f}% on average (at most "
+                         f"{g['utilisation_pct_max']:.0f}%)")
+        if "memory_used_bytes_max" in g:
+            total = f" of {g['memory_total_bytes_max'] / 2**30:.1f}" if "memory_total_bytes_max" in g else ""
+            parts.append(f"memory used up to {g['memory_used_bytes_max'] / 2**30:.2f}{total} GiB")
+        if "sm_clock_mhz_mean" in g:
+            parts.append(f"SM clock {g['sm_clock_mhz_mean']:.0f} MHz on average")
+        if "power_mw_mean" in g:
+            parts.append(f"power {g['power_mw_mean'] / 1000:.0f} W on average")
+        if "temperature_c_max" in g:
+            parts.append(f"temperature up to {g['temperature_c_max']:.0f} C")
+        lines.append(f"rank {pid} GPU (NVML): " + ", ".join(parts))
     dropped = doc.get("otherData", {}).get("dropped_events", 0)
     if dropped:
         lines.append(f"warning: {dropped} events were dropped beyond the trace's cap: the shares miss them")
@@ -55,7 +72,10 @@ def main():
         docs = [load(p) for p in args.files]
         doc = docs[0] if len(docs) == 1 else merge(docs, args.files)
         if args.json:
-            print(json.dumps({str(pid): {k: float(v) for k, v in row.items()} for pid, row in shares(doc).items()}))
+            gpu = gpu_summary(doc)
+            print(json.dumps({str(pid): {**{k: float(v) for k, v in row.items()},
+                                         **{"gpu_" + k: float(v) for k, v in gpu.get(pid, {}).items()}}
+                              for pid, row in shares(doc).items()}))
         else:
             print(report(doc))
         if args.merged:

@@ -8,7 +8,10 @@ instant inside no range but the step itself is idle (bookkeeping between the ran
 or work nobody named; category "other" counts as idle too). So a range's own time is
 its duration less its children's, and a step's parts add up to the step when the
 ranges nest. Communication in flight beside the host (the lanes, tid 9 and up) is not
-exposed and does not count; the time the host waits for it does ("wait all-reduce")."""
+exposed and does not count; the time the host waits for it does ("wait all-reduce").
+
+Counters ("ph": "C") are no part of a step's shares; a rank's "gpu" counters (NVML's,
+sampled at steps' ends on a GPU) are summed up on their own (gpu_summary)."""
 
 import json
 from decimal import Decimal
@@ -130,5 +133,29 @@ def shares(doc):
         row = {"steps": len(nodes), "step_us": sum((n[0]["dur"] for n in nodes), Decimal(0))}
         row.update({p + "_us": v for p, v in total.items()})
         row["parts_us"] = sum(total.values(), Decimal(0))
+        out[pid] = row
+    return out
+
+
+GPU_KEYS = ("utilisation_pct", "memory_activity_pct", "memory_used_bytes", "memory_total_bytes",
+            "sm_clock_mhz", "power_mw", "temperature_c")
+
+
+def gpu_summary(doc):
+    """{pid: {"samples": n, KEY + "_mean": ..., KEY + "_max": ...}} of the ranks' "gpu"
+    counters, over the samples that hold KEY (NVML leaves out what a GPU does not report);
+    ranks without them are left out."""
+    by_pid = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "C" and e.get("name") == "gpu" and isinstance(e.get("args"), dict):
+            by_pid.setdefault(e.get("pid"), []).append(e["args"])
+    out = {}
+    for pid, samples in by_pid.items():
+        row = {"samples": len(samples)}
+        for key in GPU_KEYS:
+            values = [Decimal(a[key]) for a in samples if key in a]
+            if values:
+                row[key + "_mean"] = sum(values) / len(values)
+                row[key + "_max"] = max(values)
         out[pid] = row
     return out
