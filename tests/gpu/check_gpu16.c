@@ -582,8 +582,7 @@ static int check_refused16(void) {
 
 /* ---------------------------------------------------------------- fused forwards */
 
-/* Two GPU tensors with the same bits (after a copy to the host). */
-static bool same_bits_gpu(const char *what, DType dt, const Tensor *a, const Tensor *b) {
+bool gpu_same_bits(const char *what, const Tensor *a, const Tensor *b) {
     Tensor ha = tensor_to(a, DEVICE_CPU), hb = tensor_to(b, DEVICE_CPU);
     int64_t first = -1;
     for (int64_t i = 0; first < 0 && i < ha.size; i++)
@@ -591,8 +590,8 @@ static bool same_bits_gpu(const char *what, DType dt, const Tensor *a, const Ten
                    (const char *)hb.raw + i * dtype_size(hb.dtype), dtype_size(ha.dtype)))
             first = i;
     const bool ok = expect_true(ha.size == hb.size && ha.dtype == hb.dtype && first < 0,
-                                "%s (%s): fused and separate differ (first at %lld)", what,
-                                dtype_name(dt), (long long)first);
+                                "%s (%s): not the same bits (first at entry %lld)", what,
+                                dtype_name(ha.dtype), (long long)first);
     tensor_free(&ha), tensor_free(&hb);
     return ok;
 }
@@ -619,14 +618,14 @@ static int check_fused_forwards(void) {
             cuda_add_forward(&r1, &ga, &gb);
             cuda_layernorm_forward(&y1, &m1, &s1, &r1, &gg, &gbe, LAYERNORM_EPS);
             cuda_add_layernorm_forward(&r2, &y2, &m2, &s2, &ga, &gb, &gg, &gbe, LAYERNORM_EPS);
-            bool ok = same_bits_gpu("add + layer norm: r", dt, &r2, &r1) &&
-                      same_bits_gpu("add + layer norm: y", dt, &y2, &y1) &&
-                      same_bits_gpu("add + layer norm: mean", dt, &m2, &m1) &&
-                      same_bits_gpu("add + layer norm: rstd", dt, &s2, &s1);
+            bool ok = gpu_same_bits("add + layer norm: r", &r2, &r1) &&
+                      gpu_same_bits("add + layer norm: y", &y2, &y1) &&
+                      gpu_same_bits("add + layer norm: mean", &m2, &m1) &&
+                      gpu_same_bits("add + layer norm: rstd", &s2, &s1);
             /* r written over b, as the encoder may */
             cuda_add_layernorm_forward(&gb, &y2, &m2, &s2, &ga, &gb, &gg, &gbe, LAYERNORM_EPS);
-            ok = ok && same_bits_gpu("add + layer norm, r in place of b: r", dt, &gb, &r1) &&
-                 same_bits_gpu("add + layer norm, r in place of b: y", dt, &y2, &y1);
+            ok = ok && gpu_same_bits("add + layer norm, r in place of b: r", &gb, &r1) &&
+                 gpu_same_bits("add + layer norm, r in place of b: y", &y2, &y1);
             /* relu + dropout: p 0, 0.3, 1, training or not; out apart and in place */
             static const float ps[] = {0.0f, 0.3f, 1.0f};
             for (int k = 0; ok && k < 6; k++) {
@@ -638,14 +637,14 @@ static int check_fused_forwards(void) {
                 cuda_relu_forward(&r1, &ga);
                 cuda_dropout_forward(&r1, &k1, &r1, p, training, &q1);
                 cuda_relu_dropout_forward(&r2, &k2, &ga, p, training, &q2);
-                ok = same_bits_gpu("relu + dropout: out", dt, &r2, &r1) &&
-                     same_bits_gpu("relu + dropout: mask", dt, &k2, &k1) &&
+                ok = gpu_same_bits("relu + dropout: out", &r2, &r1) &&
+                     gpu_same_bits("relu + dropout: mask", &k2, &k1) &&
                      expect_true(rng_u32(&q1) == rng_u32(&q2), "relu + dropout: the Rng's state after");
                 rng_seed(&q2, s, 0);
                 tensor_copy(&r2, &ga);
                 cuda_relu_dropout_forward(&r2, &k2, &r2, p, training, &q2);
-                ok = ok && same_bits_gpu("relu + dropout in place: out", dt, &r2, &r1) &&
-                     same_bits_gpu("relu + dropout in place: mask", dt, &k2, &k1);
+                ok = ok && gpu_same_bits("relu + dropout in place: out", &r2, &r1) &&
+                     gpu_same_bits("relu + dropout in place: mask", &k2, &k1);
                 /* the backward: dropout's into a cleared middle buffer, then relu's from it
                  * (the encoder's order), against the fused pass; din added to (+=), with
                  * the mask and without (an inactive dropout's) */
@@ -658,8 +657,8 @@ static int check_fused_forwards(void) {
                     cuda_dropout_backward(&mid, &gdout, mask);
                     cuda_relu_backward(&din1, &mid, &r1);
                     cuda_relu_dropout_backward(&din2, &gdout, mask, &r1);
-                    ok = same_bits_gpu(with_mask ? "relu + dropout backward: din" :
-                                       "relu + dropout backward without a mask: din", dt, &din2, &din1);
+                    ok = gpu_same_bits(with_mask ? "relu + dropout backward: din" :
+                                       "relu + dropout backward without a mask: din", &din2, &din1);
                     FREE_ALL(&din1, &din2);
                 }
                 FREE_ALL(&k1, &k2, &dout, &d0, &gdout, &mid);

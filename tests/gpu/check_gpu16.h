@@ -4,7 +4,10 @@
 #ifndef TESTS_GPU_CHECK_GPU16_H
 #define TESTS_GPU_CHECK_GPU16_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "core/tensor.h"
 
 void check_gpu16(void);
 
@@ -14,5 +17,8 @@ int *ints_on_gpu(const int *h, int64_t n);
 /* n tokens in 0..V-1 with repeats (the embedding's backward must add them all), the
  * first one again at the end; xfree them */
 int *random_tokens(int n, int V, uint64_t seed);
+/* check_gpu16.c's, shared: two tensors (on any device) hold the same bits; else a
+ * message naming what and the first entry that differs */
+bool gpu_same_bits(const char *what, const Tensor *a, const Tensor *b);
 
 #endif

@@ -16,21 +16,6 @@
 #include "models/transformer.h"
 #include "train/optim.h"
 
-/* Tensors with the same bits (on the host). */
-static bool same_bits(const char *what, const Tensor *a, const Tensor *b) {
-    Tensor ha = tensor_to(a, DEVICE_CPU), hb = tensor_to(b, DEVICE_CPU);
-    int64_t first = -1;
-    for (int64_t i = 0; first < 0 && i < ha.size; i++)
-        if (memcmp((const char *)ha.raw + i * dtype_size(ha.dtype),
-                   (const char *)hb.raw + i * dtype_size(hb.dtype), dtype_size(ha.dtype)))
-            first = i;
-    const bool ok = expect_true(ha.size == hb.size && ha.dtype == hb.dtype && first < 0,
-                                "%s: the graphs' and the kernels' differ (first at entry %lld)",
-                                what, (long long)first);
-    tensor_free(&ha), tensor_free(&hb);
-    return ok;
-}
-
 /* Steps of the tiny transformer with dropout, SGD and the working copy refreshed: one
  * model launching kernels, one replaying graphs, fed from one token buffer each (a new
  * batch copied in each step, as lesson 04 does). Step 4 is shorter (an epoch's last
@@ -74,8 +59,8 @@ static int compare_graphs(DType dtype, bool fused, uint64_t seed) {
                          s + 1, (double)loss[0], (double)loss[1]);
         xfree(tk), xfree(tg);
     }
-    ok = ok && same_bits("parameters after the steps", &plain.params.values, &graphed.params.values);
-    ok = ok && same_bits("the last step's gradients", &plain.params.grads, &graphed.params.grads);
+    ok = ok && gpu_same_bits("parameters after the steps, replayed against launched", &plain.params.values, &graphed.params.values);
+    ok = ok && gpu_same_bits("the last step's gradients, replayed against launched", &plain.params.grads, &graphed.params.grads);
     for (int b = 0; ok && b < plain.blocks.count; b++)
         ok = expect_true(memcmp(&plain.blocks.items[b].rng, &graphed.blocks.items[b].rng,
                                 sizeof(Rng)) == 0, "block %d's Rng: another state after the "
