@@ -18,7 +18,8 @@ issue's targets, first) and 20 x 35 (batch x tokens); the best round of each cou
 Then, once a shape and where time is left, the reference columns: the library in
 float32, the library in bf16 with --cuda-graph (each step's forward and backward
 replayed from CUDA graphs: launches dominate at 20 x 35), and the PyTorch model without
-torch.compile. "library / PyTorch" and the targets take the faster library bf16 column. --time-limit S: past 60% of S no
+torch.compile. "library / PyTorch" and the targets take the faster library bf16 column
+(the graph column is one run a shape, the other the best of the rounds). --time-limit S: past 60% of S no
 further round, reference column or shape starts.
 
 The text: a generated one of V - 2 words (V = 11,500, the vocabulary of the seed runs
@@ -58,7 +59,7 @@ DROPOUT = 0.2                # the seed preset's, as the lesson
 BF16_PER_SM_CLOCK = {(8, 0): 2048, (8, 6): 1024, (8, 9): 1024, (9, 0): 4096}
 COLUMNS = [  # key, heading
     ("library_bf16", "library bf16"),
-    ("library_bf16_graph", "library bf16 + CUDA graph (ref)"),
+    ("library_bf16_graph", "library bf16 + CUDA graph"),
     ("pytorch_compiled_bf16", "PyTorch bf16 compiled"),
     ("library_fp32", "library fp32 (ref)"),
     ("pytorch_eager_bf16", "PyTorch bf16 eager (ref)"),

@@ -46,6 +46,7 @@ void *cuda_malloc(size_t bytes) {
 void cuda_free(void *p) {
     if (p) no_cuda(__func__);
 }
+uint64_t cuda_frees(void) { return 0; }
 void cuda_copy_to_device(void *dst, const void *src, size_t bytes) {
     (void)dst, (void)src, (void)bytes;
     no_cuda(__func__);
@@ -94,6 +95,10 @@ bool cuda_unscale_find_inf(float *g, int64_t n, float inv_scale) {
 
 /* No graph ever records here: the key is drawn, the check runs now (graph.h). */
 bool cuda_graph_recording(void) { return false; }
+bool cuda_graph_stale(const CudaGraph *g) {
+    (void)g;
+    return true;
+}
 const uint64_t *cuda_graph_key(Rng *rng, uint64_t *key) {
     *key = dropout_draw_key(rng);
     return NULL;

@@ -162,9 +162,15 @@ void *cuda_malloc(size_t bytes) {
     return p;
 }
 
+static uint64_t g_frees;
+
 void cuda_free(void *p) {
-    if (p) CUDA_CHECK(cudaFree(p));
+    if (!p) return;
+    CUDA_CHECK(cudaFree(p));
+    g_frees++;
 }
+
+uint64_t cuda_frees(void) { return g_frees; }
 
 void cuda_copy_to_device(void *dst, const void *src, size_t bytes) {
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* True when this build contains the CUDA backend (nvcc was found). */
 bool cuda_built(void);
@@ -48,6 +49,10 @@ void cuda_device_info(int dev, CudaDeviceInfo *info);
 /* Device memory and explicit copies (bytes); every call is checked. */
 void *cuda_malloc(size_t bytes);
 void cuda_free(void *p);
+/* How many device buffers cuda_free has freed so far: a CUDA graph recorded before a
+ * free may name the freed memory (a layer's scratch grown for a larger batch), so
+ * graph.h calls a graph stale once this has moved. */
+uint64_t cuda_frees(void);
 void cuda_copy_to_device(void *dst, const void *src, size_t bytes);
 void cuda_copy_to_host(void *dst, const void *src, size_t bytes);
 void cuda_copy_on_device(void *dst, const void *src, size_t bytes);

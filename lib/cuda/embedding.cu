@@ -105,7 +105,7 @@ static unsigned char *g_head;
 static int g_rows;
 
 // Before a kernel on N > 0 tokens: tokens must be device memory; the flag says no bad
-// row yet (bytes 0x7f: INT_MAX, above any row; set on the stream, so a graph records it);
+// row yet (bytes 0x7f: 0x7f7f7f7f, above any row; set on the stream, so a graph records it);
 // room for the chains of N rows when `chains`.
 static void tokens_begin(const int *tokens, int N, bool chains) {
     CHECK_DEVICE_POINTER(tokens);
@@ -195,9 +195,10 @@ extern "C" void cuda_embedding_backward_rows(Tensor *dtable, const Tensor *dout,
     token_chains_kernel<<<(N + CUDA_THREADS - 1) / CUDA_THREADS, CUDA_THREADS, 0, cuda_stream()>>>(
         g_next, g_head, g_bad_row, tokens, N, vocab);
     CUDA_CHECK_LAUNCH();
-    // before any token indexes dtable; in a recorded step the forward's check, after
-    // the forward's graph, has stopped a bad token before this graph runs
-    stop_on_bad_token(tokens, N, vocab);
+    // before any token indexes dtable. A recorded backward leaves it to the forward's
+    // check, which runs after the forward's graph on the same tokens, before this one
+    // (models/block_graph.h): a second would wait for the GPU after every step
+    if (!cuda_graph_recording()) stop_on_bad_token(tokens, N, vocab);
     const int64_t n = (int64_t)N * D;
     if (n == 0) return;
     elem_dispatch(dt, [&](auto tag) {

@@ -22,6 +22,7 @@ struct CudaGraph {
     uint64_t *keys_host;             // [CUDA_GRAPH_KEYS_MAX] pinned: the copy reads it later
     uint64_t *keys_dev;              // [CUDA_GRAPH_KEYS_MAX] what the kernels read
     cudaEvent_t keys_copied;         // keys_host may be written again once this happened
+    uint64_t frees;                  // cuda_frees() when recorded
     Check checks[CUDA_GRAPH_CHECKS_MAX];
     int check_count;
     int64_t launches;
@@ -51,6 +52,7 @@ extern "C" CudaGraph *cuda_graph_end(void) {
     CUDA_CHECK(cudaStreamEndCapture(cuda_stream(), &graph));
     CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
     CUDA_CHECK(cudaGraphDestroy(graph)); // the executable graph is a copy
+    g->frees = cuda_frees();
     return g;
 }
 
@@ -79,6 +81,8 @@ extern "C" void cuda_graph_free(CudaGraph *g) {
     for (int i = 0; i < g->check_count; i++) free(g->checks[i].ctx);
     free(g);
 }
+
+extern "C" bool cuda_graph_stale(const CudaGraph *g) { return cuda_frees() != g->frees; }
 
 extern "C" int64_t cuda_graph_launches(const CudaGraph *g) { return g->launches; }
 

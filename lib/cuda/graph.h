@@ -23,10 +23,11 @@
  * shape (models/block_graph.h).
  *
  * While recording, nothing may wait for the GPU or allocate: a copy to the host, a
- * cudaMalloc, a device-wide synchronisation, work on the legacy default stream. CUDA
- * ends the recording with an error then, which the check macros name with a hint; the
- * emulator (tests/gpu/emulator) refuses the same calls, so a layer that would break a
- * recording is found without a GPU. One recording at a time, on the host thread that
+ * cudaMalloc or cudaFree, a device-wide synchronisation, work on the legacy default
+ * stream. CUDA ends the recording with an error then, which the check macros name with
+ * a hint; the emulator (tests/gpu/emulator) refuses those of the library's calls, so a
+ * layer that would break a recording is found without a GPU. A graph names the memory
+ * it was recorded on: once any is freed it is stale (cuda_graph_stale). One recording at a time, on the host thread that
  * uses the GPU. In a build without CUDA these stop with a message (cuda_none.c). */
 #ifndef CUDA_GRAPH_H
 #define CUDA_GRAPH_H
@@ -58,6 +59,9 @@ void cuda_graph_launch(CudaGraph *g);
 void cuda_graph_free(CudaGraph *g);
 /* True between cuda_graph_begin and cuda_graph_end. */
 bool cuda_graph_recording(void);
+/* True once device memory was freed after g was recorded (cuda_frees): g may name it
+ * (a layer's scratch regrown for a larger batch, another model's buffers): record anew. */
+bool cuda_graph_stale(const CudaGraph *g);
 /* Launches so far, the first included. */
 int64_t cuda_graph_launches(const CudaGraph *g);
 

@@ -29,6 +29,15 @@ float block_graphs_step(BlockList *l, BlockGraphs *g, const int *ids, const int 
                         Tensor *dloss) {
     const int first = l->first, last = l->first + l->count;
     const bool usable = !block_graphs_unusable(l);
+    /* graphs that may name freed memory, or of a list that cannot replay them now (its
+     * buffers may move meanwhile, as a sharded optimiser lays them out anew): dropped */
+    if (g->forward && (!usable || cuda_graph_stale(g->forward) || cuda_graph_stale(g->backward))) {
+        cuda_graph_free(g->forward);
+        cuda_graph_free(g->backward);
+        g->forward = g->backward = NULL;
+        g->ids = NULL; /* the next step runs without graphs, the one after records */
+        g->dropped++;
+    }
     const bool same = usable && same_step(g, l, ids, dloss);
     if (same && g->forward) { /* replay: the host's part of the forward, then the graphs */
         const Tensor *out = blocks_forward_host(l, &l->acts, ids);

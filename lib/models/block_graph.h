@@ -14,7 +14,9 @@
  * The first step of a batch shape runs without graphs (it allocates what the layers
  * keep: a recording may not); the next one of that shape records and launches; later
  * ones only launch. A step of another shape (an epoch's shorter last batch) runs
- * without graphs and keeps them. So does every step of a list on the CPU, or with
+ * without graphs and keeps them, unless it freed device memory (a layer's scratch
+ * regrown): graphs recorded before any cuda_free are dropped and recorded again, as
+ * they may name the freed buffers. So does every step of a list on the CPU, or with
  * hooks or gradient listeners (a trace timing each block, fp16's unscale, data-parallel
  * buckets: host code between the blocks, which a replay would skip). Inputs must come
  * at the same addresses each step (ids: a batch copied into one buffer). */
@@ -37,6 +39,7 @@ typedef struct {
     bool training;
     DType dtype;
     int64_t recorded, replayed, eager; /* steps of each kind */
+    int64_t dropped;    /* graphs dropped: stale (device memory freed since), or unusable */
 } BlockGraphs;
 
 /* Why a list's steps cannot use graphs at all (NULL: they can). */

@@ -34,6 +34,8 @@ struct dim3 {
     dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
 };
 
+typedef void *cudaStream_t;
+
 namespace emu {
 extern dim3 thread_idx, block_idx, block_dim, grid_dim;
 void block_barrier();                                            // __syncthreads
@@ -45,18 +47,27 @@ bool recording();
 // A call that waits for the GPU or allocates, while a graph records: stops, as CUDA ends
 // the recording with cudaErrorStreamCaptureUnsupported.
 void refuse_while_recording(const char *call);
+// Work put on stream s while a graph records: stops unless s is the library's stream
+// (cuda_stream(), which records): the legacy default stream (0) cannot take work then
+// (cudaErrorStreamCaptureImplicit).
+void check_stream(cudaStream_t s, const char *call);
 
 template <class... P> struct Launch {
     void (*kernel)(P...);
     dim3 grid, block;
+    cudaStream_t stream;
     template <class... A> void operator()(A... args) {
+        check_stream(stream, "a kernel launch");
         const dim3 g = grid, b = block;
         void (*k)(P...) = kernel;
         enqueue([=]() { run_grid(g, b, [=]() { k(args...); }); });
     }
 };
-template <class... P> Launch<P...> launch(void (*kernel)(P...), dim3 grid, dim3 block) {
-    return Launch<P...>{kernel, grid, block};
+// kernel<<<grid, block>>>: the legacy default stream; <<<grid, block, shared, stream>>>
+template <class... P> Launch<P...> launch(void (*kernel)(P...), dim3 grid, dim3 block,
+                                          size_t shared = 0, cudaStream_t stream = 0) {
+    (void)shared;
+    return Launch<P...>{kernel, grid, block, stream};
 }
 } // namespace emu
 
@@ -65,8 +76,8 @@ template <class... P> Launch<P...> launch(void (*kernel)(P...), dim3 grid, dim3 
 #define blockDim emu::block_dim
 #define gridDim emu::grid_dim
 // run.sh rewrites kernel<<<grid, block, shared, stream>>>(args) as
-// EMU_LAUNCH((kernel), grid, block, shared, stream)(args): one stream, so it is dropped
-#define EMU_LAUNCH(kernel, grid, block, ...) emu::launch(kernel, grid, block)
+// EMU_LAUNCH((kernel), grid, block, shared, stream)(args)
+#define EMU_LAUNCH(kernel, grid, block, ...) emu::launch(kernel, grid, block, ##__VA_ARGS__)
 
 inline void __syncthreads() { emu::block_barrier(); }
 template <class T> T __shfl_xor_sync(unsigned, T v, int mask) {
@@ -82,7 +93,6 @@ inline int max(int a, int b) { return a > b ? a : b; }
 
 // Events (lib/cuda/trace_gpu.cu): a launch runs at once, so an event happens when it is
 // recorded; its time is the host's clock then.
-typedef void *cudaStream_t;
 struct EmuEvent {
     int64_t ns;
 };
@@ -110,11 +120,13 @@ inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 // Copies on the stream, and pinned host memory (plain host memory here).
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
 inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind,
-                                   cudaStream_t) {
+                                   cudaStream_t s) {
+    emu::check_stream(s, "cudaMemcpyAsync");
     emu::enqueue([=]() { memmove(dst, src, bytes); });
     return cudaSuccess;
 }
-inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t) {
+inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s) {
+    emu::check_stream(s, "cudaMemsetAsync");
     emu::enqueue([=]() { memset(p, value, bytes); });
     return cudaSuccess;
 }

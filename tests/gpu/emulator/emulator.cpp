@@ -174,6 +174,13 @@ void enqueue(std::function<void()> work) {
     if (g_recording) g_recording->work.push_back(std::move(work));
     else work();
 }
+static char library_stream; // what cuda_stream() stands for: its address
+void check_stream(cudaStream_t s, const char *call) {
+    if (g_recording && s != (cudaStream_t)&library_stream)
+        die_at(__FILE__, __LINE__, "CUDA emulator: %s on the legacy default stream while a CUDA "
+               "graph records the library's stream (CUDA refuses it: "
+               "cudaErrorStreamCaptureImplicit): launch on cuda_stream()", call);
+}
 void refuse_while_recording(const char *call) {
     if (g_recording)
         die_at(__FILE__, __LINE__, "CUDA emulator: %s while a CUDA graph records (CUDA refuses it: "
@@ -182,8 +189,10 @@ void refuse_while_recording(const char *call) {
 }
 } // namespace emu
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
     CHECK(!emu::g_recording, "CUDA emulator: a second recording while one is under way");
+    CHECK(s == (cudaStream_t)&emu::library_stream, "CUDA emulator: a recording of the legacy "
+          "default stream (CUDA refuses it)");
     emu::g_recording = new EmuGraph;
     return cudaSuccess;
 }
@@ -339,12 +348,15 @@ void *cuda_malloc(size_t bytes) {
     allocations[p] = bytes ? bytes : 1;
     return p;
 }
+static uint64_t frees;
 void cuda_free(void *p) {
     if (!p) return;
     emu::refuse_while_recording("cudaFree");
     CHECK(allocations.erase((const char *)p) == 1, "CUDA emulator: cuda_free(%p): not allocated", p);
     free(p);
+    frees++;
 }
+uint64_t cuda_frees(void) { return frees; }
 void cuda_copy_to_device(void *dst, const void *src, size_t bytes) {
     emu::refuse_while_recording("a copy to the device (cudaMemcpy)");
     CHECK(on_device(dst, bytes) && !on_device(src, bytes), "CUDA emulator: a copy to the device from %p to %p", src, dst);
@@ -361,7 +373,7 @@ void cuda_copy_on_device(void *dst, const void *src, size_t bytes) {
 }
 void cuda_sync(void) { emu::refuse_while_recording("cudaDeviceSynchronize"); }
 void cuda_sync_compute(void) { emu::refuse_while_recording("cudaStreamSynchronize"); }
-cudaStream_t cuda_stream(void) { return NULL; }
+cudaStream_t cuda_stream(void) { return (cudaStream_t)&emu::library_stream; }
 bool cuda_is_device_pointer(const void *p) { return p && on_device(p, 1); }
 void cuda_check_device_pointer_at(const char *file, int line, const char *name, const void *p) {
     if (!cuda_is_device_pointer(p))
