@@ -24,7 +24,8 @@
 #   - lesson 08 (mpirun, 2 ranks; GPL-3's text, the same small model, 10 steps): bf16 at
 #     --stage 2 and --stage 3 ends with the parameter digest of bf16 at --stage 0 (ZeRO
 #     refreshes the working copy after its all-gather as stage 0 after its step; stage 3
-#     rounds its shard and gathers that); fp16 at any stage is refused before the text is
+#     rounds its shard and gathers that), and stage 3 resumed from a checkpoint = uninterrupted;
+#     fp16 at any stage is refused before the text is
 #     read (exit 1, the reason).
 # Last line: "N passed, M failed[, K skipped]".
 #   tests/programs/precision.sh BUILD_DIR
@@ -147,6 +148,20 @@ else
             fail "lesson 08 bf16: --stage 2's digest '$d2' or --stage 3's '$d3' is not --stage 0's '$d0' (or the ranks differ, or precision not printed)"
             show "$tmp/l08s2" 4
         fi
+    fi
+    # stage 3 in bf16 resumed from a sharded checkpoint = uninterrupted (the load rounds
+    # the shard again; dropout off: the masks' streams are not in the checkpoint)
+    l08r() { local out=$1; shift; run "$out" 120 mpirun --oversubscribe --mca btl self,vader,tcp -n 2 "$l08" \
+        --dataset text --data "$gpl" --d-model 16 --heads 2 --d-hid 16 --layers 1 --bptt 16 \
+        --batch-size 8 --valid-batches 2 --timeout 60 --stage 3 --precision bf16 --dropout 0 "$@"; }
+    l08r "$tmp/l08r20" --max-steps 20; r1=$rc
+    l08r "$tmp/l08r10" --max-steps 10 --checkpoint-dir "$tmp/ck08"; r2=$rc
+    l08r "$tmp/l08rr" --max-steps 20 --checkpoint-dir "$tmp/ck08" --resume; r3=$rc
+    dw=$(digest "$tmp/l08r20") dr=$(digest "$tmp/l08rr")
+    if [ "$r1$r2$r3" = 000 ] && [ -n "$dw" ] && [ "$dw" = "$dr" ] && grep -q '^resumed from step 10' "$tmp/l08rr"; then
+        pass "lesson 08 --stage 3 --precision bf16: 10 steps, a checkpoint, resumed to 20 = 20 steps at once ($dw)"
+    else
+        fail "lesson 08 stage 3 bf16 resumed: exit $r1 $r2 $r3, digest '$dr', uninterrupted '$dw'"; show "$tmp/l08rr"
     fi
     l08 "$tmp/l08f16" --stage 1 --precision fp16
     if [ $rc -eq 1 ] && grep -q "float16's loss scaling" "$tmp/l08f16" && ! grep -q '^model:' "$tmp/l08f16"; then
