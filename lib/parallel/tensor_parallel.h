@@ -101,6 +101,8 @@ struct TensorParallel {
     int split_count, split_cap;
     Tensor zeros;            /* [D] the bias of a row-parallel linear's other shards */
     Tensor host_logits, host_dlogits; /* the loss's host copies (a model on a GPU) */
+    Tensor logits32, dlogits32; /* a 16-bit model's logits read as float32 and their float32
+                                 * gradient before its one rounding, on the model's device */
     int *host_targets, host_targets_cap; /* and its targets' */
     Tensor device_scratch;   /* tp_all_reduce_host's buffer on the group's device */
 };
