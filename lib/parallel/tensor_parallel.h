@@ -60,7 +60,8 @@
  *
  * What lesson 09 writes itself goes through TensorParallelOps (TP_LIBRARY: the
  * library's own). Its row_linear_forward and vocab_cross_entropy are given float32
- * tensors in every precision: the 16-bit blocks convert around them. */
+ * tensors in every precision (the 16-bit blocks convert around them), and f and g sum
+ * float32 tensors only (where they are the identity they may be handed 16-bit ones). */
 #ifndef PARALLEL_TENSOR_PARALLEL_H
 #define PARALLEL_TENSOR_PARALLEL_H
 
