@@ -53,10 +53,11 @@
  * row-parallel bias is added on rank 0's partial (where the unsplit layer adds it:
  * inside its one rounding), and the sum is rounded once into the 16-bit tensor; the
  * loss reads the 16-bit logits exactly, keeps its max and sum all-reduces float32 and
- * rounds its gradient once (tensor_parallel_sums.c). At t = 1 the model is the unsplit
- * 16-bit model bit for bit; at t > 1 the float32 sums go in another order, and a
- * 16-bit value differs (by one step) only where that moves it across a rounding
- * boundary (tests/dist/test_tensor_parallel.c).
+ * rounds its gradient once (tensor_parallel_sums.c). At t = 1 the blocks compute the
+ * unsplit 16-bit blocks' bits (where a GEMM adds each dot product to its output whole);
+ * at t > 1 the float32 sums go in another order, and a 16-bit value differs (by one
+ * step) only where that moves it across a rounding boundary
+ * (tests/dist/test_tensor_parallel.c).
  *
  * What lesson 09 writes itself goes through TensorParallelOps (TP_LIBRARY: the
  * library's own). Its row_linear_forward and vocab_cross_entropy are given float32

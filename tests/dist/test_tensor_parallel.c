@@ -222,10 +222,14 @@ static bool odd_vocabulary(Dist *d) {
  * the only difference is inside the sums over the group (a row-parallel linear's output,
  * a column-parallel linear's input gradient, the loss's sums), which stay float32 until
  * their one rounding but are added in another order: (p_0 + p_1) + ... instead of one
- * GEMM's order. So at t = 1 the model is the unsplit one bit for bit (the same float32
- * calls on the same numbers: the CPU's 16-bit linear is the float32 one on exact
- * copies; the bias sits in rank 0's partial, where the unsplit layer adds it, before
- * the one rounding), checked here: logits, gradients, losses and weights. At t > 1 two
+ * GEMM's order. So at t = 1 the blocks are the unsplit ones bit for bit (the same
+ * float32 calls on the same numbers: the CPU's 16-bit linear is the float32 one on
+ * exact copies; the bias sits in rank 0's partial, where the unsplit layer adds it,
+ * before the one rounding), checked here: the logits, and the gradients from the same
+ * logits gradient. The loss is another implementation (the vocabulary-parallel one sums
+ * its exponentials in its own order, softmax_cross_entropy_fast in blocks and double),
+ * so the steps, which include it, get the bounds below at t = 1 too (measured: the
+ * same bits, losses and weights). At t > 1 two
  * float32 sums of K terms differ by about K 2^-24 of their terms' size, and their 16-bit
  * roundings (unit roundoff u = 2^-8 for bfloat16, 2^-11 for float16) differ only where
  * the sum falls that close to a rounding boundary: a fraction of about K 2^-24 / u
@@ -339,19 +343,18 @@ static Compared16 train_both16(Dist *d, DType dtype, float dropout) {
 static bool sixteen_bit_in(Dist *d, DType dtype, float dropout) {
     const Compared16 r = train_both16(d, dtype, dropout);
     const double u = dtype == DTYPE_BF16 ? 0x1p-8 : 0x1p-11;
-    const bool whole = d->world_size == 1; /* t = 1: bit for bit */
+    const bool whole = d->world_size == 1; /* t = 1: the blocks bit for bit */
     double loss_gap = 0;
     for (int s = 0; s < BF_STEPS; s++) loss_gap = fmax(loss_gap, r.loss_gap[s]);
-    const bool ok = whole ? r.logits_same == r.logits && r.grads_same && loss_gap == 0 && r.param_gap == 0
-                          : r.logits_same >= 0.99 * (double)r.logits && r.grad_gap <= u / 10 &&
-                                loss_gap <= u / 100 && r.param_gap <= u / 10;
+    const bool blocks = whole ? r.logits_same == r.logits && r.grads_same
+                              : r.logits_same >= 0.99 * (double)r.logits && r.grad_gap <= u / 10;
+    const bool ok = blocks && loss_gap <= u / 100 && r.param_gap <= u / 10;
     if (!ok || d->rank == 0)
         printf("    rank %d: %s, dropout %.1f: %lld of %lld logits with the unsplit bits (%s), "
                "gradients %.2g off (%s), %d steps' losses %.2g (%s), weights %.2g (%s)\n",
                d->rank, dtype_name(dtype), (double)dropout, (long long)r.logits_same,
                (long long)r.logits, whole ? "all" : "99%", r.grad_gap,
-               whole ? "bit for bit" : "u/10", BF_STEPS, loss_gap, whole ? "0" : "u/100",
-               r.param_gap, whole ? "0" : "u/10");
+               whole ? "bit for bit" : "u/10", BF_STEPS, loss_gap, "u/100", r.param_gap, "u/10");
     return ok;
 }
 
@@ -452,7 +455,7 @@ int main(void) {
         run("the model cut t ways takes the unsplit model's 100 steps (dropout on)", same_steps);
         run("2 all-reduces per layer each way, bytes and parameters as the formulas", counted);
         run("a vocabulary of 50,257 words, padded, trains as the unsplit model", odd_vocabulary);
-        run("bf16 and fp16: t = 1 the unsplit 16-bit model's bits, t > 1 within bounds of u (dropout off, on)",
+        run("bf16 and fp16: t = 1 the unsplit 16-bit blocks' bits, t > 1 within bounds of u (dropout off, on)",
             sixteen_bit);
     }
     if (n == 8 || n == 12)
