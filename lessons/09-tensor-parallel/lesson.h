@@ -4,7 +4,9 @@
  * Every rank of a tensor group holds a slice of every weight of lesson 04's transformer
  * and computes its share of each layer (lib/parallel/tensor_parallel.h). The library's
  * sharded blocks run the passes; the parts that cut and join are yours, plugged into its
- * table of operations (TensorParallelOps), as lessons 07 and 08 plugged theirs. */
+ * table of operations (TensorParallelOps), as lessons 07 and 08 plugged theirs. With
+ * --precision bf16 too, your functions are handed float32 tensors wherever they sum:
+ * the library keeps the sums over the group in float32 (README: In bfloat16). */
 #ifndef LESSON09_H
 #define LESSON09_H
 

@@ -31,7 +31,7 @@
  * with b->dtype), statistics, masks and the fused attention's lse in float32; they read
  * their weights through block_param (the parameters' 16-bit working copy,
  * params_set_working) and add their parameters' gradients in float32. A block type that
- * cannot run 16-bit (sixteen_bit false: the CNN's, the sharded ones) is refused by name.
+ * cannot run 16-bit (sixteen_bit false: the CNN's, the MLP policy's) is refused by name.
  *
  * Block indices in these calls are the whole model's: a pipeline stage's list holds
  * blocks [first, first + count) of it. A backward announces its blocks' gradients as

@@ -165,6 +165,8 @@ void tensor_parallel_free(TensorParallel *tp) {
     tensor_free(&tp->zeros);
     tensor_free(&tp->host_logits);
     tensor_free(&tp->host_dlogits);
+    tensor_free(&tp->logits32);
+    tensor_free(&tp->dlogits32);
     tensor_free(&tp->device_scratch);
     xfree(tp->host_targets);
     memset(tp, 0, sizeof *tp);

@@ -40,8 +40,29 @@
  *   ... forward, loss, backward as for any transformer (or a pipeline of such stages) ...
  *   tensor_parallel_free(&tp);
  *
+ * In 16 bits (transformer_set_precision(&m, DTYPE_BF16) or DTYPE_F16, before a pipeline
+ * takes the model) the sharded blocks run as the unsplit ones do (docs/mixed-precision.md):
+ * activations and their gradients 16-bit, each rank's slices read from its own working
+ * copy (params_set_working, refreshed after each step), the fused attention on the
+ * rank's heads with their dropout window, float32 statistics, masks and parameter
+ * gradients (so tensor_parallel_grad_squares is unchanged). What a 16-bit model must
+ * not do is round a rank's share: a row-parallel linear's output and a column-parallel
+ * linear's input gradient are sums of the ranks' partial products, which the unsplit
+ * layer rounds once, from float32. So each partial stays float32 (scratch of [N, D]
+ * floats per rank), the all-reduce adds float32 (the bytes of a float32 run), the
+ * row-parallel bias is added on rank 0's partial (where the unsplit layer adds it:
+ * inside its one rounding), and the sum is rounded once into the 16-bit tensor; the
+ * loss reads the 16-bit logits exactly, keeps its max and sum all-reduces float32 and
+ * rounds its gradient once (tensor_parallel_sums.c). At t = 1 the blocks compute the
+ * unsplit 16-bit blocks' bits (where a GEMM adds each dot product to its output whole);
+ * at t > 1 the float32 sums go in another order, and a 16-bit value differs (by one
+ * step) only where that moves it across a rounding boundary
+ * (tests/dist/test_tensor_parallel.c).
+ *
  * What lesson 09 writes itself goes through TensorParallelOps (TP_LIBRARY: the
- * library's own). */
+ * library's own). Its row_linear_forward and vocab_cross_entropy are given float32
+ * tensors in every precision (the 16-bit blocks convert around them), and f and g sum
+ * float32 tensors only (where they are the identity they may be handed 16-bit ones). */
 #ifndef PARALLEL_TENSOR_PARALLEL_H
 #define PARALLEL_TENSOR_PARALLEL_H
 
@@ -101,6 +122,8 @@ struct TensorParallel {
     int split_count, split_cap;
     Tensor zeros;            /* [D] the bias of a row-parallel linear's other shards */
     Tensor host_logits, host_dlogits; /* the loss's host copies (a model on a GPU) */
+    Tensor logits32, dlogits32; /* a 16-bit model's logits read as float32 and their float32
+                                 * gradient before its one rounding, on the model's device */
     int *host_targets, host_targets_cap; /* and its targets' */
     Tensor device_scratch;   /* tp_all_reduce_host's buffer on the group's device */
 };

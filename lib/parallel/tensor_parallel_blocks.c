@@ -1,7 +1,10 @@
 /* The transformer's blocks cut over a tensor group (tensor_parallel.h): the embedding
  * and the decoder by words, each encoder layer by heads and feed-forward columns. Each
  * mirrors its unsplit twin in lib/models (the same passes in the same order, the same
- * names, the same draws); what differs is marked f, g, or "a window". */
+ * names, the same draws); what differs is marked f, g, or "a window". In 16 bits they
+ * run as their twins do (block_param: the weights' working copy; activations and their
+ * gradients in the list's dtype), and the sums over the group stay float32 until their
+ * one rounding (tensor_parallel_sums.c). */
 #include <math.h>
 #include <stdio.h>
 
@@ -21,8 +24,11 @@ typedef struct {
     Tensor pe;    /* [max_len, D] */
 } Embed;
 
+/* saved: x [N, D] its output (the list's dtype), its dropout mask [N, D] (float32) */
 static int embed_saved(const Block *b, int B, int T, Tensor *s) {
-    s[0] = s[1] = block_shape(2, B * T, ((const Embed *)b->state)->D); /* x, its mask */
+    const int D = ((const Embed *)b->state)->D;
+    s[0] = block_shape_typed(b->dtype, 2, B * T, D);
+    s[1] = block_shape(2, B * T, D);
     return 2;
 }
 
@@ -31,18 +37,27 @@ static void embed_input(const Block *b, int B, int T, Tensor *shape) {
     *shape = (Tensor){.ndim = 0}; /* the batch's ids */
 }
 
+/* scratch: the gradient before the dropout [N, D] (the list's dtype); in 16 bits x's
+ * float32 copy [N D] for g */
 static int embed_scratch(const Block *b, int B, int T, Tensor *s) {
-    s[0] = block_shape(2, B * T, ((const Embed *)b->state)->D);
-    return 1;
+    const int D = ((const Embed *)b->state)->D;
+    s[0] = block_shape_typed(b->dtype, 2, B * T, D);
+    if (b->dtype == DTYPE_F32) return 1;
+    s[1] = block_shape(1, B * T * D);
+    return 2;
 }
 
 static void embed_forward(Block *b, const BlockCall *c) {
     const Embed *e = b->state;
     TensorParallel *tp = e->tp;
     Tensor *x = &c->saved[0];
-    c->ops->embedding_forward_rows(x, c->ids, &e->table->value, sqrtf((float)e->D),
+    c->ops->embedding_forward_rows(x, c->ids, block_param(b, e->table), sqrtf((float)e->D),
                                    tp->words.start, tp->vocab); /* others' words: 0 */
-    tp->ops.g(tp, x, BLOCK_FORWARD);
+    /* g in float32, as every sum over the group (one rank's row plus zeros: exact, and
+     * the bytes of a float32 run) */
+    Tensor x32 = tp_as_f32(x, &c->work[1]);
+    tp->ops.g(tp, &x32, BLOCK_FORWARD);
+    tp_store(x, &x32);
     c->ops->positional_forward(x, x, &e->pe, c->T);
     c->ops->dropout_forward(x, &c->saved[1], x, e->dropout, c->training, c->rng);
 }
@@ -88,7 +103,8 @@ static const BlockType TP_EMBED = {.kind = "embedding (by words)", .saved = embe
                                     .input = embed_input, .scratch = embed_scratch,
                                     .forward = embed_forward, .backward = embed_backward,
                                     .flops = embed_flops, .init = embed_init,
-                                    .to_device = embed_to_device, .free = embed_free};
+                                    .to_device = embed_to_device, .free = embed_free,
+                                    .sixteen_bit = true};
 
 static Block *make_embedding(void *ctx, BlockList *l, const TransformerConfig *c) {
     TensorParallel *tp = ctx;
@@ -109,32 +125,45 @@ typedef struct {
 } Head;
 
 static int head_saved(const Block *b, int B, int T, Tensor *s) {
-    s[0] = block_shape(2, B * T, ((const Head *)b->state)->tp->words.count); /* its logits */
+    const Head *h = b->state;
+    s[0] = block_shape_typed(b->dtype, 2, B * T, h->tp->words.count); /* its logits */
     return 1;
 }
 
 static void head_input(const Block *b, int B, int T, Tensor *shape) {
-    *shape = block_shape(2, B * T, ((const Head *)b->state)->D);
+    *shape = block_shape_typed(b->dtype, 2, B * T, ((const Head *)b->state)->D);
 }
 
+/* scratch: its share of din, then the group's sum [N, D] (float32 always); in 16 bits the
+ * float32 operands of the backward (TpF32): x [N D], g [N Vp/t], w [Vp/t D] */
+enum { H_PART, H_X32, H_G32, H_W32, H_SCRATCH16 };
+
 static int head_scratch(const Block *b, int B, int T, Tensor *s) {
-    s[0] = block_shape(2, B * T, ((const Head *)b->state)->D); /* its share of din */
-    return 1;
+    const Head *h = b->state;
+    const int N = B * T, V = h->tp->words.count;
+    s[H_PART] = block_shape(2, N, h->D);
+    if (b->dtype == DTYPE_F32) return 1;
+    s[H_X32] = block_shape(1, N * h->D);
+    s[H_G32] = block_shape(1, N * V);
+    s[H_W32] = block_shape(1, V * h->D);
+    return H_SCRATCH16;
 }
 
 static void head_forward(Block *b, const BlockCall *c) {
     const Head *h = b->state;
     h->tp->ops.f(h->tp, (Tensor *)c->in, BLOCK_FORWARD);
-    c->ops->linear_forward(&c->saved[0], c->in, &h->w->value, &h->b->value);
+    /* column-parallel: each logit is a whole sum, rounded once as the unsplit layer's */
+    c->ops->linear_forward(&c->saved[0], c->in, block_param(b, h->w), block_param(b, h->b));
 }
 
 static void head_backward(Block *b, const BlockCall *c) {
     const Head *h = b->state;
-    Tensor *part = &c->work[0];
-    tensor_fill(part, 0.0f);
-    c->ops->linear_backward(part, &h->w->grad, &h->b->grad, c->dout, c->in, &h->w->value);
-    h->tp->ops.f(h->tp, part, BLOCK_BACKWARD); /* the words of every rank */
-    if (c->din) c->ops->add_backward(c->din, NULL, part);
+    TpF32 sums = {.part = c->work[H_PART]};
+    if (b->dtype != DTYPE_F32)
+        sums.x = c->work[H_X32], sums.g = c->work[H_G32], sums.w = c->work[H_W32];
+    /* the words of every rank: din += the group's sum */
+    tp_column_backward(h->tp, c->ops, c->din, &h->w->grad, &h->b->grad, c->dout, c->in,
+                       block_param(b, h->w), &sums);
 }
 
 static double head_flops(const Block *b, int T) {
@@ -154,7 +183,7 @@ static const BlockType TP_HEAD = {.kind = "decoder (by words)", .saved = head_sa
                                    .input = head_input, .scratch = head_scratch,
                                    .forward = head_forward, .backward = head_backward,
                                    .flops = head_flops, .init = head_init,
-                                   .to_device = head_to_device};
+                                   .to_device = head_to_device, .sixteen_bit = true};
 
 static Block *make_decoder(void *ctx, BlockList *l, const TransformerConfig *c) {
     TensorParallel *tp = ctx;

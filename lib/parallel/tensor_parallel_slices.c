@@ -72,10 +72,29 @@ static Tensor *host_like(Tensor *host, const Tensor *like) {
     return host;
 }
 
+/* buf resized to a float32 tensor of like's shape on like's device */
+static Tensor *f32_like(Tensor *buf, const Tensor *like) {
+    if (buf->size != like->size || buf->device != like->device) {
+        tensor_free(buf);
+        *buf = tensor_zeros_on(like->device, 2, like->shape[0], like->shape[1]);
+    }
+    return buf;
+}
+
 float tp_loss(void *ctx, const LayerOps *ops, const Tensor *logits, const int *targets,
               Tensor *dlogits) {
-    (void)ops;
     TensorParallel *tp = ctx;
+    if (logits->dtype != DTYPE_F32) {
+        /* 16-bit logits, read exactly as float32: the cross-entropy and its all-reduces
+         * run in float32, and the gradient is rounded once into the 16-bit dlogits */
+        Tensor *z = f32_like(&tp->logits32, logits);
+        tensor_convert(z, logits);
+        Tensor *dz = dlogits ? f32_like(&tp->dlogits32, logits) : NULL;
+        const float loss = tp_loss(ctx, ops, z, targets, dz);
+        if (dlogits) tensor_convert(dlogits, dz);
+        return loss;
+    }
+    (void)ops;
     if (logits->device == DEVICE_CPU)
         return tp->ops.vocab_cross_entropy(tp, dlogits, logits, targets);
     /* On a GPU: the [N, V/t] logits to the host and back. The loss is a small part of a

@@ -2,6 +2,7 @@
  *
  *   make run-lesson 9 RANKS=2 ARGS="--tp 2"                    # 2 CPU ranks, one model cut in 2
  *   mpirun -n 8 train --dp 2 --pp 2 --tp 2 --max-steps 20      # the three axes together
+ *   mpirun -n 2 train --tp 2 --precision bf16                  # bfloat16 compute, float32 master weights
  *   srun train --device cuda --model seed --tp 4 --dp 2        # in a Slurm job, GPUs
  *   train --plan 16 --gpus-per-node 4 --model seed             # every layout of 16 ranks
  *
@@ -39,7 +40,9 @@
 #include "train/lm_options.h"
 #include "train/loop.h"
 #include "train/loss_watch.h"
+#include "train/mixed_precision.h"
 #include "train/optim.h"
+#include "train/precision_gpu.h"
 
 const TensorParallelOps LESSON_OPS = {lesson_shard, lesson_qkv_rows, lesson_f, lesson_g,
                                       lesson_row_linear_forward, lesson_vocab_cross_entropy};
@@ -49,19 +52,22 @@ const TensorParallelOps LESSON_OPS = {lesson_shard, lesson_qkv_rows, lesson_f, l
 typedef struct {
     LmOptions lm; /* --d-model, --heads, --d-hid, --layers, --dropout, --bptt, --tokenizer */
     const char *dataset, *data, *model, *impl, *device, *dist, *metrics, *schedule, *trace;
+    const char *precision; /* fp32 or bf16 (fp16 refused: parse_args) */
+    DType dtype;           /* --precision, parsed */
     int tp, dp, pp, micro, batch_size, epochs, max_steps, valid_batches, seed, threads, ranks;
     int plan, gpus_per_node;
     float lr, clip, timeout_s;
 } Config;
 
 static const char *const per_rank_options[] = {"metrics", "threads", "timeout", NULL};
-enum { OWN = 25, MAX_SPECS = OWN + LM_OPTION_SPECS };
+enum { OWN = 26, MAX_SPECS = OWN + LM_OPTION_SPECS };
 
 static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
     *c = (Config){.lm = lm_options_defaults(), .dataset = "auto", .model = "tutorial",
                   .impl = "mine", .device = "cpu", .dist = "auto", .schedule = "1f1b", .tp = 1,
                   .dp = 0, .pp = 1, .micro = 0, .batch_size = 20, .epochs = 1, .seed = 42,
-                  .threads = 1, .gpus_per_node = 4, .lr = 5.0f, .clip = 0.5f, .timeout_s = 300};
+                  .threads = 1, .gpus_per_node = 4, .lr = 5.0f, .clip = 0.5f, .timeout_s = 300,
+                  .precision = "fp32"};
     const ArgSpec own[OWN] = {
         {"tp", ARG_INT, &c->tp, "tensor-parallel ranks: each holds 1/tp of every weight (divides the heads and --d-hid)", NULL},
         {"dp", ARG_INT, &c->dp, "data-parallel replicas (0: the ranks left over, ranks / (pp x tp))", NULL},
@@ -84,7 +90,8 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
         {"dist", ARG_CHOICE, &c->dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
         {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", NULL},
         {"timeout", ARG_FLOAT, &c->timeout_s, "seconds a rank waits for another before the job ends", NULL},
-        {"metrics", ARG_STRING, &c->metrics, "JSON lines, one per step and rank: loss, tokens_per_s, bytes_sent, all_reduces, step_seconds, param_bytes, activation_bytes", NULL},
+        {"precision", ARG_CHOICE, &c->precision, "compute in float32, or in bfloat16 with float32 master weights (the sums over the tensor group stay float32); fp16 is refused", "fp32|bf16|fp16"},
+        {"metrics", ARG_STRING, &c->metrics, "JSON lines, one per step and rank: loss, tokens_per_s, bytes_sent, all_reduces, step_seconds, param_bytes, activation_bytes, precision", NULL},
         {"trace", ARG_STRING, &c->trace, "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace format; make trace)", NULL},
         {"plan", ARG_INT, &c->plan, "print every layout of this many ranks (memory and bytes per rank) and stop; no ranks needed", NULL},
         {"gpus-per-node", ARG_INT, &c->gpus_per_node, "--plan: ranks per node (a tensor group should fit in one)", NULL},
@@ -109,6 +116,15 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
     if (!(c->lr > 0) || !isfinite(c->lr)) fatal("--lr must be positive, got %g", (double)c->lr);
     if (!(c->clip >= 0) || !isfinite(c->clip)) fatal("--clip must be 0 or more, got %g", (double)c->clip);
     if (!(c->timeout_s > 0) || !isfinite(c->timeout_s)) fatal("--timeout must be positive, got %g", (double)c->timeout_s);
+    if (!dtype_parse(c->precision, &c->dtype)) fatal("--precision %s: fp32, bf16 or fp16", c->precision);
+    /* said here, where every rank parses the same options, so that every rank stops
+     * alike before any text is read */
+    if (c->dtype == DTYPE_F16)
+        fatal("--precision fp16: lesson 09 takes float32 or bfloat16: float16's loss scaling "
+              "unscales the whole gradient buffer, and here each rank's buffer holds other "
+              "slices of the model: a step must then be skipped on every rank of the grid "
+              "together when any slice overflows, which this program's step does not do; use "
+              "--precision bf16 (the range of float32, no loss scaling) or fp32");
     return n;
 }
 
@@ -127,6 +143,7 @@ typedef struct {
     Transformer stage;               /* this rank's slice: its stage's blocks, cut t ways */
     Pipeline pipe;
     Sgd opt;
+    MixedPrecision mp;               /* bf16: the working copy rounded after each step */
     int Bl, Bm, T, micro;            /* this replica's sequences a step, a micro-batch's, tokens;
                                       * micro-batches a step */
     LossWatch watch;                 /* a diverging loss stops the run (train/loss_watch.h) */
@@ -176,6 +193,8 @@ static void join(Run *run, const ArgSpec *specs, int nspecs) {
     grid_init(&run->grid, run->dist, shape);
     grid_describe(&run->grid, line, sizeof line);
     print0("%s\n", line);
+    /* fp16 is refused for its loss scaling (parse_args): fp32 is the way out */
+    if (device == DEVICE_CUDA) precision_require_gpu(run->dist, c->dtype, c->precision, "fp32");
 }
 
 static void load_text(Run *run) {
@@ -217,6 +236,11 @@ static void build(Run *run) {
                           run->first[s], run->first[s + 1], &make);
     const Device device = run->dist->device;
     if (device != DEVICE_CPU) transformer_to_device(&run->stage, device);
+    /* before the pipeline holds its buffers; float32: as it was. bf16: activations and
+     * their gradients in bfloat16, each rank's slices read from their bf16 working copy;
+     * the partial sums of the group, the parameters' gradients and the loss float32 */
+    transformer_set_precision(&run->stage, c->dtype);
+    mixed_precision_init(&run->mp, c->dtype, &run->stage.blocks, &run->stage.params);
     pipeline_init(&run->pipe, run->grid.pipe, &run->stage.blocks, run->micro,
                   strcmp(c->schedule, "gpipe") == 0 ? PIPE_GPIPE : PIPE_1F1B);
     sgd_init(&run->opt, &run->stage.params, c->lr, 0.0f, 0.0f);
@@ -304,6 +328,7 @@ static double train_step(Run *run) {
     dist_all_reduce(run->grid.data, &run->stage.params.grads, DIST_AVG);
     if (run->cfg.clip > 0) clip_global(run);
     sgd_step(&run->opt, &run->stage.params);
+    mixed_precision_step_done(&run->mp); /* bf16: this rank's working copy from its new slices */
     trace_end("step");
     return dist_sum_double(run->grid.data, loss) / run->grid.shape.dp;
 }
@@ -321,6 +346,7 @@ static void write_step(Run *run, int epoch, double loss, double seconds, double 
     metrics_num(run->metrics, "step_seconds", seconds);
     metrics_int(run->metrics, "param_bytes", 4 * run->stage.params.total);
     metrics_int(run->metrics, "activation_bytes", pipeline_activation_bytes(&run->pipe));
+    metrics_str(run->metrics, "precision", run->cfg.precision);
     metrics_end(run->metrics);
 }
 
@@ -350,9 +376,10 @@ static void rank_path(const char *path, int rank, char *out, size_t cap) {
 static void train(Run *run) {
     const Config *c = &run->cfg;
     const int64_t n = lm_full_batches(&run->train, run->T);
-    print0("training: SGD lr %g, clip %g, %lld steps an epoch of %d sequences, %d thread%s per rank\n",
-           (double)c->lr, (double)c->clip, (long long)n, c->batch_size, c->threads,
-           c->threads == 1 ? "" : "s");
+    print0("training: SGD lr %g, clip %g, %lld steps an epoch of %d sequences, %d thread%s per "
+           "rank, precision %s%s\n", (double)c->lr, (double)c->clip, (long long)n, c->batch_size,
+           c->threads, c->threads == 1 ? "" : "s", c->precision,
+           c->dtype == DTYPE_F32 ? "" : " (bfloat16 compute, float32 master weights and sums over the tensor group)");
     loss_watch_init(&run->watch, run->model_cfg.vocab);
     if (c->metrics) {
         char path[4096];
@@ -398,9 +425,13 @@ static void print_communication(Run *run) {
            "there (your formula 9.5: %.3f MB); %.3f MB on all axes together\n",
            run->all_reduces / run->steps, run->tensor_bytes / run->steps / 1e6, want / 1e6,
            run->bytes_sent / run->steps / 1e6);
-    print0("memory of rank 0: %.3f MB of parameters, %.3f MB of activations kept for the "
+    char copy[64] = ""; /* bf16: the working copy beside the float32 master values */
+    if (run->cfg.dtype != DTYPE_F32)
+        snprintf(copy, sizeof copy, " and %.3f MB of their %s working copy",
+                 (double)tensor_bytes(&run->stage.params.working) / 1e6, run->cfg.precision);
+    print0("memory of rank 0: %.3f MB of parameters%s, %.3f MB of activations kept for the "
            "backward (%d micro-batch%s in flight at most)\n", 4e-6 * (double)run->stage.params.total,
-           pipeline_activation_bytes(&run->pipe) / 1e6, run->pipe.max_slots,
+           copy, pipeline_activation_bytes(&run->pipe) / 1e6, run->pipe.max_slots,
            run->pipe.max_slots == 1 ? "" : "es");
 }
 
@@ -473,6 +504,7 @@ static void finish(Run *run) {
     }
     xfree(run->host_tokens), xfree(run->host_targets);
     sgd_free(&run->opt);
+    mixed_precision_free(&run->mp);
     pipeline_free(&run->pipe);
     transformer_free(&run->stage);
     tensor_parallel_free(&run->tp);

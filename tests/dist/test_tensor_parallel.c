@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/rng.h"
 #include "dist/dist.h"
 #include "dist/rank_checks.h"
@@ -212,6 +213,157 @@ static bool odd_vocabulary(Dist *d) {
     return ok;
 }
 
+/* ---------------------------------------------------------------- 16 bits */
+
+/* A 16-bit model cut t ways against the unsplit 16-bit model (docs/mixed-precision.md):
+ * the same weights, the same working copy, the same batches.
+ *
+ * What differs, and how much. The sharded blocks round where the unsplit ones round;
+ * the only difference is inside the sums over the group (a row-parallel linear's output,
+ * a column-parallel linear's input gradient, the loss's sums), which stay float32 until
+ * their one rounding but are added in another order: (p_0 + p_1) + ... instead of one
+ * GEMM's order. So at t = 1 the blocks are the unsplit ones bit for bit (the same
+ * float32 calls on the same numbers: the CPU's 16-bit linear is the float32 one on
+ * exact copies; the bias sits in rank 0's partial, where the unsplit layer adds it,
+ * before the one rounding), checked here: the logits, and the gradients from the same
+ * logits gradient. The loss is another implementation (the vocabulary-parallel one sums
+ * its exponentials in its own order, softmax_cross_entropy_fast in blocks and double),
+ * so the steps, which include it, get the bounds below at t = 1 too (measured: the
+ * same bits, losses and weights). At t > 1 two
+ * float32 sums of K terms differ by about K 2^-24 of their terms' size, and their 16-bit
+ * roundings (unit roundoff u = 2^-8 for bfloat16, 2^-11 for float16) differ only where
+ * the sum falls that close to a rounding boundary: a fraction of about K 2^-24 / u
+ * of the values (1e-4 here), each then one 16-bit step (at most 2u of it) off. Bounds:
+ *   - at least 99% of the first forward's logits hold the unsplit model's bits (the
+ *     rule tests/gpu/check_gpu16.c measures: a second rounding anywhere breaks it);
+ *   - the parameters' gradients, from the unsplit model's logits gradient (the loss
+ *     left out), within u sqrt(1%) = u / 10 in relative L2 norm: what 1% of the 16-bit
+ *     values behind them, each one rounding (u) off, would give;
+ *   - each of BF_STEPS SGD steps' losses (the loss included) within u / 100 relative,
+ *     and the weights after them within u / 10 in relative L2 norm.
+ * Rounding each rank's partial to 16 bits before the all-reduce (the mistake this
+ * guards against: t + 1 roundings) fails them. Tried by hand at t = 2 and 4: in the
+ * row-parallel forward, 35% to 42% of the logits held the unsplit bits, the gradients
+ * were 3.7e-3 to 7.8e-3 off in bf16 (u / 10 = 3.9e-4; fp16 5.4e-4 against 4.9e-5) and
+ * the losses up to 1.2e-4 relative (u / 100 = 3.9e-5); in the column-parallel backward
+ * (t = 2) the logits stay, the gradients were 1.7e-3 off (fp16 2.5e-4). Measured
+ * without it: every logit the same, gradients 1e-8 (bf16) and 4e-6 (fp16) off, the
+ * losses equal (fp16: 7e-8). */
+
+enum { BF_STEPS = 3 };
+
+typedef struct {
+    int64_t logits, logits_same;   /* the logits of the group, and those with the unsplit's bits */
+    double grad_gap;               /* the whole model's gradients: relative L2 difference */
+    bool grads_same;               /* ... bit for bit */
+    double loss_gap[BF_STEPS];     /* each step's |loss difference| / loss */
+    double param_gap;              /* after the steps: the weights' relative L2 difference */
+} Compared16;
+
+static double rel_l2(const Tensor *a, const Tensor *b) {
+    double d = 0, n = 0;
+    for (int64_t i = 0; i < b->size; i++) {
+        const double x = (double)a->data[i] - b->data[i];
+        d += x * x, n += (double)b->data[i] * b->data[i];
+    }
+    return sqrt(d / fmax(n, 1e-300));
+}
+
+static bool same_floats(const Tensor *a, const Tensor *b) {
+    return a->size == b->size && memcmp(a->data, b->data, tensor_bytes(b)) == 0;
+}
+
+static Compared16 train_both16(Dist *d, DType dtype, float dropout) {
+    const TransformerConfig c = small_config(37, dropout);
+    const int blocks = transformer_block_count(&c);
+    TensorParallel tp;
+    tensor_parallel_init(&tp, d, &c);
+    const TransformerBlockMakers make = tensor_parallel_makers(&tp);
+    Transformer m, ref, whole;
+    transformer_init_made(&m, &c, B, T, SEED, 0, blocks, &make);
+    transformer_init(&ref, &c, B, T, SEED);
+    transformer_init(&whole, &c, 1, 1, 0);
+    transformer_set_precision(&m, dtype);
+    transformer_set_precision(&ref, dtype);
+    Compared16 r = {0};
+    int tokens[B * T], targets[B * T];
+    /* the blocks: the forward's logits, then the backward from the unsplit model's
+     * logits gradient (this rank's words of it) */
+    make_batch(c.vocab, 0, B, tokens, targets);
+    params_zero_grad(&m.params);
+    params_zero_grad(&ref.params);
+    const Tensor *z = transformer_forward(&m, 0, blocks, tokens, NULL);
+    const Tensor *zr = transformer_forward(&ref, 0, blocks, tokens, NULL);
+    transformer_loss_grad(&ref, targets);
+    const int V = c.vocab, Vl = z->shape[1], first = tp.words.start;
+    const uint16_t *zs = z->raw, *zrs = zr->raw, *dzr = ref.dlogits.raw;
+    Tensor dz = tensor_zeros_typed(DEVICE_CPU, dtype, 2, B * T, Vl); /* padding: 0 */
+    for (int n = 0; n < B * T; n++)
+        for (int j = 0; j < Vl && first + j < V; j++) {
+            const int64_t at = (int64_t)n * Vl + j, there = (int64_t)n * V + first + j;
+            ((uint16_t *)dz.raw)[at] = dzr[there];
+            r.logits++;
+            r.logits_same += zs[at] == zrs[there];
+        }
+    transformer_backward(&m, 0, blocks, &dz, NULL, NULL);
+    transformer_backward(&ref, 0, blocks, &ref.dlogits, NULL, NULL);
+    gather_grads(&tp, &m.params, &whole);
+    r.grad_gap = rel_l2(&whole.params.values, &ref.params.grads);
+    r.grads_same = same_floats(&whole.params.values, &ref.params.grads);
+    tensor_free(&dz);
+    /* then SGD steps, the loss included, the working copy refreshed after each */
+    Sgd opt, ref_opt;
+    sgd_init(&opt, &m.params, LR, 0.0f, 0.0f);
+    sgd_init(&ref_opt, &ref.params, LR, 0.0f, 0.0f);
+    for (int s = 0; s < BF_STEPS; s++) {
+        make_batch(c.vocab, s, B, tokens, targets);
+        params_zero_grad(&m.params);
+        params_zero_grad(&ref.params);
+        const float loss = transformer_forward_backward(&m, tokens, targets);
+        const float ref_loss = transformer_forward_backward(&ref, tokens, targets);
+        r.loss_gap[s] = rel(loss, ref_loss);
+        sgd_step(&opt, &m.params);
+        sgd_step(&ref_opt, &ref.params);
+        params_refresh_working(&m.params);
+        params_refresh_working(&ref.params);
+    }
+    tensor_parallel_gather(&tp, &m.params, &whole.blocks, NULL, NULL);
+    r.param_gap = rel_l2(&whole.params.values, &ref.params.values);
+    r.logits = (int64_t)dist_sum_double(d, (double)r.logits);
+    r.logits_same = (int64_t)dist_sum_double(d, (double)r.logits_same);
+    sgd_free(&opt);
+    sgd_free(&ref_opt);
+    transformer_free(&m);
+    transformer_free(&ref);
+    transformer_free(&whole);
+    tensor_parallel_free(&tp);
+    return r;
+}
+
+static bool sixteen_bit_in(Dist *d, DType dtype, float dropout) {
+    const Compared16 r = train_both16(d, dtype, dropout);
+    const double u = dtype == DTYPE_BF16 ? 0x1p-8 : 0x1p-11;
+    const bool whole = d->world_size == 1; /* t = 1: the blocks bit for bit */
+    double loss_gap = 0;
+    for (int s = 0; s < BF_STEPS; s++) loss_gap = fmax(loss_gap, r.loss_gap[s]);
+    const bool blocks = whole ? r.logits_same == r.logits && r.grads_same
+                              : r.logits_same >= 0.99 * (double)r.logits && r.grad_gap <= u / 10;
+    const bool ok = blocks && loss_gap <= u / 100 && r.param_gap <= u / 10;
+    if (!ok || d->rank == 0)
+        printf("    rank %d: %s, dropout %.1f: %lld of %lld logits with the unsplit bits (%s), "
+               "gradients %.2g off (%s), %d steps' losses %.2g (%s), weights %.2g (%s)\n",
+               d->rank, dtype_name(dtype), (double)dropout, (long long)r.logits_same,
+               (long long)r.logits, whole ? "all" : "99%", r.grad_gap,
+               whole ? "bit for bit" : "u/10", BF_STEPS, loss_gap, "u/100", r.param_gap, "u/10");
+    return ok;
+}
+
+static bool sixteen_bit(Dist *d) {
+    bool ok = sixteen_bit_in(d, DTYPE_BF16, 0.0f);
+    ok = sixteen_bit_in(d, DTYPE_BF16, 0.1f) && ok;
+    return sixteen_bit_in(d, DTYPE_F16, 0.1f) && ok;
+}
+
 /* ---------------------------------------------------------------- data x pipeline x tensor */
 
 enum { MICRO = 2, MICRO_ROWS = 2, GRID_STEPS = 20 };
@@ -303,6 +455,8 @@ int main(void) {
         run("the model cut t ways takes the unsplit model's 100 steps (dropout on)", same_steps);
         run("2 all-reduces per layer each way, bytes and parameters as the formulas", counted);
         run("a vocabulary of 50,257 words, padded, trains as the unsplit model", odd_vocabulary);
+        run("bf16 and fp16: t = 1 the unsplit 16-bit blocks' bits, t > 1 within bounds of u (dropout off, on)",
+            sixteen_bit);
     }
     if (n == 8 || n == 12)
         run("data x pipeline 2 x tensor 2 takes one process's 20 steps", grid_steps);

@@ -1328,7 +1328,9 @@ static bool working16_close(const ParamList *gpu, const ParamList *cpu, float lr
     return ok;
 }
 
-static int compare_transformer16(DType dt, float dropout, uint64_t seed, Report16 *r) {
+/* sharded: lesson 09's blocks at t = 1 (the single backend on each device), else the
+ * unsplit model's. */
+static int compare_transformer16(DType dt, float dropout, uint64_t seed, bool sharded, Report16 *r) {
     const TransformerConfig c = {.vocab = 41, .d_model = 24, .heads = 3, .d_ff = 40, .layers = 2,
                                  .max_len = 64, .dropout = dropout};
     const int B = 3, T = 13, N = B * T;
@@ -1336,8 +1338,20 @@ static int compare_transformer16(DType dt, float dropout, uint64_t seed, Report1
     int *tokens = random_tokens(N, c.vocab, seed), *targets = random_tokens(N, c.vocab, seed + 1);
     int *gtokens = ints_on_gpu(tokens, N), *gtargets = ints_on_gpu(targets, N);
     Transformer cpu, gpu;
-    transformer_init(&cpu, &c, B, T, seed);
-    transformer_init(&gpu, &c, B, T, seed);
+    Dist *dc = NULL, *dg = NULL;
+    TensorParallel tc, tg;
+    if (sharded) {
+        dc = dist_init(&(DistOptions){.backend = "single"});
+        dg = dist_init(&(DistOptions){.backend = "single", .device = DEVICE_CUDA});
+        tensor_parallel_init(&tc, dc, &c);
+        tensor_parallel_init(&tg, dg, &c);
+        const TransformerBlockMakers mc = tensor_parallel_makers(&tc), mg = tensor_parallel_makers(&tg);
+        transformer_init_made(&cpu, &c, B, T, seed, 0, transformer_block_count(&c), &mc);
+        transformer_init_made(&gpu, &c, B, T, seed, 0, transformer_block_count(&c), &mg);
+    } else {
+        transformer_init(&cpu, &c, B, T, seed);
+        transformer_init(&gpu, &c, B, T, seed);
+    }
     transformer_set_precision(&cpu, dt);
     transformer_to_device(&gpu, DEVICE_CUDA);
     transformer_set_precision(&gpu, dt); /* its working copy made on the GPU */
@@ -1382,6 +1396,10 @@ static int compare_transformer16(DType dt, float dropout, uint64_t seed, Report1
     }
     mixed_precision_free(&mc), mixed_precision_free(&mg);
     transformer_free(&cpu), transformer_free(&gpu);
+    if (sharded) {
+        tensor_parallel_free(&tc), tensor_parallel_free(&tg);
+        dist_finalize(dc), dist_finalize(dg);
+    }
     cuda_free(gtokens), cuda_free(gtargets);
     xfree(tokens), xfree(targets);
     return ok ? CHECK_PASS : CHECK_FAIL;
@@ -1393,8 +1411,25 @@ static int check_transformer16(void) {
     for (int d = 0; d < 2; d++)
         for (int drop = 0; drop < 2; drop++)
             if (compare_transformer16(d ? DTYPE_F16 : DTYPE_BF16, drop ? 0.2f : 0.0f,
-                                      31 + 2 * (uint64_t)d + (uint64_t)drop, &r) != CHECK_PASS)
+                                      31 + 2 * (uint64_t)d + (uint64_t)drop, false, &r) != CHECK_PASS)
                 return CHECK_FAIL;
+    check_show("gradients: worst %.3f of the tolerance; logits %lld of %lld the same bits (at most "
+               "%.0f step apart); working copies after a step %lld of %lld (at most %.0f steps "
+               "apart)", r.worst_grad, (long long)r.logits_equal, (long long)r.logits_total,
+               (double)r.logits_steps, (long long)r.working_equal, (long long)r.working_total,
+               (double)r.working_steps);
+    return CHECK_PASS;
+}
+
+/* Lesson 09's sharded blocks in 16 bits at t = 1: the CPU predicts the GPU as for the
+ * unsplit model (their float32 sums, the converted operands, the fused attention on the
+ * heads' window, the loss through float32 copies of the 16-bit logits). */
+static int check_tensor_parallel16(void) {
+    REQUIRE_GPU();
+    Report16 r = {0};
+    if (compare_transformer16(DTYPE_BF16, 0.2f, 41, true, &r) != CHECK_PASS ||
+        compare_transformer16(DTYPE_F16, 0.0f, 42, true, &r) != CHECK_PASS)
+        return CHECK_FAIL;
     check_show("gradients: worst %.3f of the tolerance; logits %lld of %lld the same bits (at most "
                "%.0f step apart); working copies after a step %lld of %lld (at most %.0f steps "
                "apart)", r.worst_grad, (long long)r.logits_equal, (long long)r.logits_total,
@@ -1849,6 +1884,7 @@ int main(void) {
     check_run(NULL, "ZeRO stage 3 on one rank: 3 clipped AdamW steps = plain training on the GPU, bit for bit", GPU_CHECK(check_zero_stage3), 120);
     check_run(NULL, "tensor-parallel slices: dropout and attention windows, an embedding's rows", GPU_CHECK(check_windows), 60);
     check_run(NULL, "lesson 09's sharded transformer at t = 1 on the GPU: 3 SGD steps = the CPU's", GPU_CHECK(check_tensor_parallel_one_rank), 120);
+    check_run(NULL, "lesson 09's sharded transformer at t = 1 in bf16 (dropout on) and fp16: the CPU predicts the GPU as for the unsplit model", GPU_CHECK(check_tensor_parallel16), 120);
     check_run(NULL, "trace: a compute range's GPU time on the stream's track, on the host clock", GPU_CHECK(check_trace_gpu), 60);
     check_run(NULL, "loss scaling: unscale and the inf/NaN flag on the GPU = the CPU's (verdicts, bits, scale)", GPU_CHECK(check_loss_scale), 60);
     check_run(NULL, "master weights: the bf16/fp16 working copy on the GPU (moved, made, refreshed) = the CPU's bits", GPU_CHECK(check_working_copy), 60);

@@ -7,7 +7,7 @@
 # the grid, the table of what each rank holds against the count from the shapes, and
 # the tensor group's communication against the formula; every rank must print the same
 # digest, and every rank must write a metrics line per step with the keys instructors'
-# scripts read.
+# scripts read (in their order; precision, fp32 by default, last).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/slurm/lib.sh
@@ -45,7 +45,7 @@ else
     show_output "$JOB_OUT"
 fi
 dir="$COURSE_SCRATCH_DIR/dl-course/09-tensor-parallel"
-keys='"loss": .*"tokens_per_s": .*"bytes_sent": .*"all_reduces": .*"step_seconds": .*"param_bytes": .*"activation_bytes": '
+keys='"loss": .*"tokens_per_s": .*"bytes_sent": .*"all_reduces": .*"step_seconds": .*"param_bytes": .*"activation_bytes": .*"precision": "fp32"'
 bad=
 for r in 0 1 2 3; do
     f="$dir/metrics-$JOB.jsonl"
@@ -53,9 +53,9 @@ for r in 0 1 2 3; do
     [ "$(grep -cE "^\{\"step\": [1-3], \"epoch\": 1, \"rank\": $r, $keys" "$f" 2>/dev/null)" = 3 ] || bad="$bad $r"
 done
 if [ -z "$bad" ]; then
-    pass "lesson 09: metrics in the site's scratch directory: 3 step lines from each of the 4 ranks with loss ... activation_bytes"
+    pass "lesson 09: metrics in the site's scratch directory: 3 step lines from each of the 4 ranks with loss ... activation_bytes, precision"
 else
-    fail "lesson 09: expected 3 step lines with loss ... activation_bytes from ranks$bad in $dir"
+    fail "lesson 09: expected 3 step lines with loss ... activation_bytes, precision from ranks$bad in $dir"
     ls -la "$dir" 2>&1 | sed 's/^/        /'
     sed 's/^/        /' "$dir/metrics-$JOB.jsonl" 2>/dev/null | head -4
 fi
