@@ -50,7 +50,8 @@
  *
  * (3) The refusals: mixed dtypes among the activations and weights, a 16-bit parameter
  *     gradient, statistic or mask, and the float32-only layers (conv2d, max-pool, the
- *     unfused attention, the CNN's loss) given 16-bit tensors stop with one message. */
+ *     unfused attention, the CNN's loss) given 16-bit tensors, and a loss scale of 0,
+ *     stop with one message. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
