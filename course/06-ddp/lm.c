@@ -161,7 +161,7 @@ EpochStats lm_evaluate_share(Run *run) {
         load_sequences(run, &run->corpus.test);
         transformer_forward(&run->lm, 0, blocks, run->dev_tokens, NULL);
         Tensor logits = tensor_rows(transformer_logits(&run->lm), n * T); /* the first n sequences' rows */
-        s.loss_sum += (double)run->lm.layers.softmax_cross_entropy_fast(NULL, &logits, run->dev_targets) * n * T;
+        s.loss_sum += (double)run->lm.layers.softmax_cross_entropy_fast(NULL, &logits, run->dev_targets, 1.0f) * n * T;
         if (logits32.raw) {
             Tensor rows = tensor_rows(&logits32, n * T);
             tensor_convert(&rows, &logits);

@@ -363,7 +363,7 @@ static double evaluate(Run *run, const TextBatches *split) {
         load_batch(run, split, i * run->T);
         transformer_forward(&run->lm, 0, blocks, run->dev_tokens, NULL);
         Tensor logits = *transformer_logits(&run->lm);
-        sum += run->lm.layers.softmax_cross_entropy_fast(NULL, &logits, run->dev_targets);
+        sum += run->lm.layers.softmax_cross_entropy_fast(NULL, &logits, run->dev_targets, 1.0f);
     }
     transformer_train(&run->lm);
     const double loss = n ? sum / (double)n : NAN;

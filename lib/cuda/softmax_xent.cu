@@ -11,8 +11,9 @@
 // the CPU's softmax_exp (within 1.1e-7 relative): agreement to rounding.
 //
 // The fast version also takes bfloat16 / float16 logits and dlogits (elem.cuh): the loss
-// from the exact logits, each dlogits entry old + gradient rounded once; the other one
-// (the CNN's) and the accuracy count take float32 only.
+// from the exact logits, each dlogits entry old + S x gradient rounded once (S, the loss
+// scale, inside the float32 formula as on the CPU: the 1/N becomes s_n = S x (1/N)); the
+// other one (the CNN's) and the accuracy count take float32 only.
 #include <math.h>
 
 #include "cuda_check.h"
@@ -81,7 +82,7 @@ enum { XENT_THREADS = 256 }; // threads per row of the fast version
 template <class T>
 static __global__ void softmax_xent_fast_kernel(double *row_loss, int *bad_row, T *dlogits,
                                                 const T *logits, const int *labels, int K,
-                                                float inv_n) {
+                                                float s_n) {
     const int n = blockIdx.x;
     const T *z = logits + (int64_t)n * K;
     const int y = labels[n];
@@ -101,10 +102,10 @@ static __global__ void softmax_xent_fast_kernel(double *row_loss, int *bad_row, 
     if (threadIdx.x == 0) row_loss[n] = log(sum) + (double)zmax - (double)elem_load(z, y);
     if (!dlogits) return;
     T *dz = dlogits + (int64_t)n * K;
-    const float a = (float)(inv_n / sum);
+    const float a = (float)(s_n / sum); // s_n = S x (1/N): the loss scale before the rounding
     for (int j = threadIdx.x; j < K; j += blockDim.x) {
         float g = elem_load(dz, j) + expf(elem_load(z, j) - zmax) * a;
-        if (j == y) g -= inv_n; // after the +=, as the CPU does
+        if (j == y) g -= s_n; // after the +=, as the CPU does
         elem_store(dz, j, g);   // rounded once
     }
 }
@@ -149,8 +150,11 @@ extern "C" float cuda_softmax_cross_entropy(Tensor *dlogits, const Tensor *logit
 }
 
 extern "C" float cuda_softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *logits,
-                                                 const int *labels) {
+                                                 const int *labels, float scale) {
     const DType dt = ONE_DTYPE(logits, dlogits);
+    CHECK(isfinite(scale) && scale > 0.0f,
+          "softmax cross-entropy with a loss scale of %g: it must be finite and positive (1: "
+          "the plain gradient)", (double)scale);
     if (!loss_begin(dlogits, logits, labels)) return 0.0f; // as the CPU's fast version
     const int N = logits->shape[0], K = logits->shape[1];
     CHECK(K > 0, "softmax cross-entropy over 0 classes");
@@ -158,7 +162,7 @@ extern "C" float cuda_softmax_cross_entropy_fast(Tensor *dlogits, const Tensor *
         using T = decltype(tag);
         softmax_xent_fast_kernel<T><<<N, XENT_THREADS, 0, cuda_stream()>>>(g_row_loss, g_bad_row, elems<T>(dlogits),
                                                         elems<T>(logits), labels, K,
-                                                        1.0f / (float)N);
+                                                        scale * (1.0f / (float)N));
         CUDA_CHECK_LAUNCH();
     });
     return mean_loss(labels, N, K);

@@ -101,8 +101,10 @@ typedef struct {
                                   const Tensor *beta, float eps);
     void (*relu_dropout_forward)(Tensor *out, Tensor *mask, const Tensor *in, float p,
                                  bool training, Rng *rng);
-    /* layers/softmax_xent.h: the loss over a large vocabulary (dlogits may be NULL) */
-    float (*softmax_cross_entropy_fast)(Tensor *dlogits, const Tensor *logits, const int *labels);
+    /* layers/softmax_xent.h: the loss over a large vocabulary (dlogits may be NULL), its
+     * gradient times the loss scale (1: none) before its one rounding */
+    float (*softmax_cross_entropy_fast)(Tensor *dlogits, const Tensor *logits, const int *labels,
+                                        float scale);
 } LayerOps;
 
 /* The library's layers on `device`. DEVICE_CUDA needs a build with CUDA (it stops

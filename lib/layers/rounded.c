@@ -53,6 +53,16 @@ static DType check_dtypes(const char *file, int line, const char *func, const Ro
     return first < 0 ? DTYPE_F32 : args[first].t->dtype;
 }
 
+DType rounded_dtype_at(const char *file, int line, const char *func, const RoundedArg *args,
+                       int n) {
+    const DType dtype = check_dtypes(file, line, func, args, n);
+    if (is_16bit(dtype))
+        for (int i = 0; i < n; i++)
+            if (args[i].t && args[i].t->dtype != DTYPE_F32)
+                tensor_check_device_at(file, line, args[i].name, args[i].t, DEVICE_CPU);
+    return dtype;
+}
+
 bool rounded_begin_at(const char *file, int line, const char *func, RoundedCall *rc,
                       const RoundedArg *args, int n) {
     const DType dtype = check_dtypes(file, line, func, args, n);

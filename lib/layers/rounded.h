@@ -86,6 +86,16 @@ typedef struct {
 bool rounded_begin_at(const char *file, int line, const char *func, RoundedCall *rc,
                       const RoundedArg *args, int n);
 
+/* The dtype rules alone, for a layer that converts a piece at a time itself instead of
+ * whole views (softmax_cross_entropy_fast: a row, no float32 [N, V] copy): stops as
+ * ROUNDED_BEGIN does on a rule broken, and on a 16-bit tensor outside host memory;
+ * returns the call's dtype (DTYPE_F32: a float32 call). Allocates nothing. */
+#define ROUNDED_DTYPE(...)                                                                  \
+    rounded_dtype_at(__FILE__, __LINE__, __func__, (const RoundedArg[]){__VA_ARGS__},        \
+                     (int)(sizeof((const RoundedArg[]){__VA_ARGS__}) / sizeof(RoundedArg)))
+DType rounded_dtype_at(const char *file, int line, const char *func, const RoundedArg *args,
+                       int n);
+
 /* The float32 tensor the float32 layer gets for t: its view when t is a 16-bit argument
  * of the call, t itself when it is NULL or float32. */
 Tensor *rounded(RoundedCall *rc, const Tensor *t);

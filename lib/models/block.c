@@ -384,9 +384,9 @@ void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tens
     }
 }
 
-/* l->dloss32, made on first use (16-bit runs with a loss scale, a 16-bit pipeline's last
- * stage): [2n] float32, n the loss gradient's elements at B_max x T_max; the first half
- * holds the logits read as float32, the second the float32 gradient. */
+/* l->dloss32, made on first use (a 16-bit pipeline's last stage, blocks_loss_f32): [2n]
+ * float32, n the loss gradient's elements at B_max x T_max; the first half holds the
+ * logits read as float32, the second the float32 gradient. */
 static void need_dloss32(BlockList *l, int64_t n) {
     if (l->dloss32.raw) return;
     if (l->dloss.raw) n = l->dloss.size;
@@ -410,8 +410,25 @@ Tensor blocks_dloss_f32(BlockList *l) {
     return grad32_like(l, &l->dloss);
 }
 
+/* l->loss of out, and dout (NULL: the loss alone) times the list's loss scale: inside the
+ * loss when it can (loss_scaled), before a 16-bit dout's one rounding. */
+static float scaled_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout) {
+    if (!dout || l->loss_scale == 0.0f || l->loss_scale == 1.0f)
+        return l->loss(l->loss_ctx, l->layers, out, targets, dout);
+    if (l->loss_scaled)
+        return l->loss_scaled(l->loss_ctx, l->layers, out, targets, dout, l->loss_scale);
+    CHECK(dout->dtype == DTYPE_F32,
+          "a loss scale of %g for a %s loss gradient, but this model's loss cannot scale its "
+          "gradient before rounding it (BlockList.loss_scaled)",
+          (double)l->loss_scale, dtype_name(dout->dtype));
+    const float loss = l->loss(l->loss_ctx, l->layers, out, targets, dout);
+    tensor_scale(dout, l->loss_scale);
+    return loss;
+}
+
 /* The loss of out (any dtype, read exactly as float32) and its float32 gradient times the
- * loss scale into g; g must not be dloss32's first half. */
+ * loss scale into g (the float32 values blocks_loss would round); g must not be dloss32's
+ * first half. */
 static float loss_f32(BlockList *l, const Tensor *out, const int *targets, Tensor *g) {
     CHECK_FLOAT32(g);
     CHECK(out->size == g->size, "a loss gradient of %lld elements for an output of %lld",
@@ -429,9 +446,7 @@ static float loss_f32(BlockList *l, const Tensor *out, const int *targets, Tenso
         memcpy(x.shape, out->shape, sizeof x.shape);
         tensor_convert(&x, out);
     }
-    const float loss = l->loss(l->loss_ctx, l->layers, &x, targets, g);
-    if (l->loss_scale != 0.0f && l->loss_scale != 1.0f) tensor_scale(g, l->loss_scale);
-    return loss;
+    return scaled_loss(l, &x, targets, g);
 }
 
 float blocks_loss_f32(BlockList *l, const Tensor *out, const int *targets, Tensor *dout32) {
@@ -445,21 +460,9 @@ float blocks_loss_f32(BlockList *l, const Tensor *out, const int *targets, Tenso
 float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout) {
     CHECK(l->loss, "this model has no loss of its own");
     trace_begin("loss", TRACE_COMPUTE);
-    float loss;
-    const bool scaled = dout && l->loss_scale != 0.0f && l->loss_scale != 1.0f;
-    if (!scaled) {
-        loss = l->loss(l->loss_ctx, l->layers, out, targets, dout);
-    } else if (dout->dtype == DTYPE_F32) {
-        loss = loss_f32(l, out, targets, dout);
-    } else { /* the loss of the logits read exactly as float32, S x its float32 gradient
-              * rounded once to the 16-bit dout: a gradient that float16 would flush to
-              * zero unscaled keeps its digits */
-        CHECK(out->size == dout->size, "a loss gradient of %lld elements for an output of %lld",
-              (long long)dout->size, (long long)out->size);
-        Tensor g = grad32_like(l, dout);
-        loss = loss_f32(l, out, targets, &g);
-        tensor_convert(dout, &g);
-    }
+    /* with a 16-bit dout, S x the float32 gradient rounded once inside the loss: a
+     * gradient that float16 would flush to zero unscaled keeps its digits */
+    const float loss = scaled_loss(l, out, targets, dout);
     trace_end("loss");
     return loss;
 }

@@ -130,6 +130,10 @@ typedef void (*BlockHookFn)(void *ctx, BlockList *l, Block *b, BlockPass pass, b
  * tensor-parallel loss needs its ranks). */
 typedef float (*BlockLossFn)(void *ctx, const LayerOps *ops, const Tensor *out, const int *targets,
                              Tensor *dout);
+/* The same loss with its gradient times scale (the loss scale, > 0) inside its float32
+ * formula, before the one rounding of a 16-bit dout; the loss returned is not scaled. */
+typedef float (*BlockScaledLossFn)(void *ctx, const LayerOps *ops, const Tensor *out,
+                                   const int *targets, Tensor *dout, float scale);
 
 struct BlockList {
     Block *items;              /* count blocks of the model: [first, first + count) */
@@ -142,13 +146,15 @@ struct BlockList {
     float loss_scale;          /* the loss's gradient is multiplied by it (fp16's dynamic
                                 * loss scaling, lib/train/mixed_precision.h); 0 or 1: none */
     Tensor dloss32;            /* [2 x the loss gradient's elements] float32, made on first
-                                * use: the logits read as float32, then the scaled loss
-                                * gradient before its one rounding (a 16-bit list with a loss
-                                * scale, a 16-bit pipeline's last stage) */
+                                * use by a 16-bit pipeline's last stage (blocks_loss_f32):
+                                * the logits read as float32, then the float32 gradient */
     bool training;             /* dropout on (the default) */
     int B_max, T_max;          /* what buffers are allocated for */
     int B, T;                  /* the batch of the next forward (blocks_set_batch) */
     BlockLossFn loss;          /* NULL: the model has no loss of its own */
+    BlockScaledLossFn loss_scaled; /* the same loss scaling its own gradient (NULL: none; a
+                                * loss scale then multiplies a float32 gradient after it, and
+                                * a 16-bit one is refused) */
     void *loss_ctx;            /* what the loss is given */
     Tensor dloss;              /* with a loss: its gradient, the last output's shape at
                                 * B_max x T_max (allocated by blocks_allocate) */
@@ -219,13 +225,15 @@ const Tensor *blocks_forward_host(BlockList *l, BlockActs *a, const int *ids);
 void blocks_backward(BlockList *l, BlockActs *a, int first, int last, const Tensor *dout,
                      const Tensor *in, Tensor *din);
 /* The model's loss of out (the last block's output of a forward); dout: as BlockLossFn.
- * A 16-bit dout is the float32 gradient times loss_scale, rounded once. */
+ * With a loss scale, dout is the gradient times loss_scale: for a 16-bit dout the loss
+ * scales it before its one rounding (loss_scaled: no float32 copy of out or dout). */
 float blocks_loss(BlockList *l, const Tensor *out, const int *targets, Tensor *dout);
 /* The same loss with its gradient left in float32 (times loss_scale, not rounded): dout32
  * [out's shape] float32, for a caller that scales it further before the one rounding to
  * the list's dtype (a pipeline's 1/m per micro-batch: tensor_convert into l->dloss). The
- * logits of a 16-bit out are read as float32 into dloss32. blocks_dloss_f32 gives a
- * float32 buffer of l->dloss's shape for it (dloss32's other half, made on first use). */
+ * logits of a 16-bit out are read as float32 into dloss32's first half (the loss takes
+ * one dtype). blocks_dloss_f32 gives a float32 buffer of l->dloss's shape for it
+ * (dloss32's other half, made on first use). */
 float blocks_loss_f32(BlockList *l, const Tensor *out, const int *targets, Tensor *dout32);
 Tensor blocks_dloss_f32(BlockList *l);
 

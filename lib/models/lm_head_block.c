@@ -57,13 +57,18 @@ Block *lm_head_block_add(BlockList *l, const char *prefix, int d_model, int voca
 
 float lm_head_loss(void *ctx, const LayerOps *ops, const Tensor *logits, const int *targets,
                    Tensor *dlogits) {
+    return lm_head_loss_scaled(ctx, ops, logits, targets, dlogits, 1.0f);
+}
+
+float lm_head_loss_scaled(void *ctx, const LayerOps *ops, const Tensor *logits,
+                          const int *targets, Tensor *dlogits, float scale) {
     (void)ctx;
-    if (!dlogits) return ops->softmax_cross_entropy_fast(NULL, logits, targets);
+    if (!dlogits) return ops->softmax_cross_entropy_fast(NULL, logits, targets, 1.0f);
     CHECK_SAME_SHAPE(dlogits, logits);
     /* the library's CPU loss can store its gradient (the same bits as adding it to
      * zeros): no zeroing pass over the [N, V] logits' gradient first */
-    if (ops->softmax_cross_entropy_fast == softmax_cross_entropy_fast && dlogits->dtype == DTYPE_F32)
-        return softmax_cross_entropy_fast_store(dlogits, logits, targets);
+    if (ops->softmax_cross_entropy_fast == softmax_cross_entropy_fast)
+        return softmax_cross_entropy_fast_store(dlogits, logits, targets, scale);
     tensor_fill(dlogits, 0.0f);
-    return ops->softmax_cross_entropy_fast(dlogits, logits, targets);
+    return ops->softmax_cross_entropy_fast(dlogits, logits, targets, scale);
 }

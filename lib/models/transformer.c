@@ -62,6 +62,7 @@ static Block *make_encoder(void *ctx, BlockList *l, const TransformerConfig *c, 
 static Block *make_decoder(void *ctx, BlockList *l, const TransformerConfig *c) {
     (void)ctx;
     l->loss = lm_head_loss;
+    l->loss_scaled = lm_head_loss_scaled;
     return lm_head_block_add(l, "linear", c->d_model, c->vocab);
 }
 

@@ -493,7 +493,7 @@ static void bad_label_body(void *arg) {
     Tensor z = tensor_zeros_on(DEVICE_CUDA, 2, 4, 3);
     int labels[4] = {0, 1, 3, 2}; /* 3 is not a class of 3 */
     int *g = ints_on_gpu(labels, 4);
-    if (fast) cuda_softmax_cross_entropy_fast(NULL, &z, g);
+    if (fast) cuda_softmax_cross_entropy_fast(NULL, &z, g, 1.0f);
     else cuda_softmax_cross_entropy(NULL, &z, g);
 }
 
@@ -1055,9 +1055,9 @@ static int check_softmax_xent_fast(void) {
         for (int64_t i = 0; i < dz.size; i++) dz.data[i] /= (float)N;       /* the gradient's size */
         int *labels = random_tokens(N, K, 132 + (uint64_t)t), *glabels = ints_on_gpu(labels, N);
         Tensor gz = on_gpu(&z), gdz = on_gpu(&dz);
-        const float want = softmax_cross_entropy_fast(&dz, &z, labels);
-        const float got = cuda_softmax_cross_entropy_fast(&gdz, &gz, glabels);
-        const float again = cuda_softmax_cross_entropy_fast(NULL, &gz, glabels);
+        const float want = softmax_cross_entropy_fast(&dz, &z, labels, 1.0f);
+        const float got = cuda_softmax_cross_entropy_fast(&gdz, &gz, glabels, 1.0f);
+        const float again = cuda_softmax_cross_entropy_fast(NULL, &gz, glabels, 1.0f);
         bool ok = expect_close("loss", &got, &want, 1, 1e-6f, 1e-5f) &&
                   expect_close("loss with dlogits NULL", &again, &want, 1, 1e-6f, 1e-5f) &&
                   same("dlogits (added to)", &gdz, &dz, 2e-6f / (float)N, 1e-5f);

@@ -286,33 +286,39 @@ static int check_layernorm16(void) {
 
 /* ---------------------------------------------------------------- loss */
 
+/* With a loss scale S (1, 2^10, 2^16): the float32 loss (never scaled) and dlogits = old +
+ * S x gradient, S inside the float32 formula (s_n = S x (1/N) in place of 1/N, both
+ * devices), rounded once; the old values are S times a gradient's size too. */
 static int check_softmax_xent_fast16(void) {
     REQUIRE_GPU();
     static const int cases[][2] = {{1, 1}, {37, 10}, {20, 28782}, {3, 257}};
+    static const float scales[] = {1.0f, 0x1p10f, 0x1p16f};
     for (int d = 0; d < 2; d++)
-        for (int t = 0; t < 4; t++) {
-            const DType dt = DTYPES[d];
-            const int N = cases[t][0], K = cases[t][1];
-            const uint64_t s = 600 + 20 * (uint64_t)t + 100 * (uint64_t)d;
-            Tensor z32 = tensor_zeros(2, N, K), dz32 = tensor_zeros(2, N, K);
-            fill_uniform(z32.data, z32.size, s, -1, 1), fill_uniform(dz32.data, dz32.size, s + 1, -1, 1);
-            for (int64_t i = 0; i < z32.size; i++) z32.data[i] *= i % 97 ? 4.0f : 60.0f;
-            for (int64_t i = 0; i < dz32.size; i++) dz32.data[i] /= (float)N;
-            Tensor z = as_dtype(&z32, dt), dz = as_dtype(&dz32, dt), fz = wide(&z), fdz = wide(&dz);
-            int *labels = random_tokens(N, K, s + 2), *glabels = ints_on_gpu(labels, N);
-            const float want = softmax_cross_entropy_fast(&fdz, &fz, labels);
-            Tensor gz = on_gpu(&z), gdz = on_gpu(&dz);
-            const float got = cuda_softmax_cross_entropy_fast(&gdz, &gz, glabels);
-            const float again = cuda_softmax_cross_entropy_fast(NULL, &gz, glabels);
-            bool ok = expect_close("loss (float32, from the exact logits)", &got, &want, 1, 1e-6f, 1e-5f) &&
-                      expect_close("loss with dlogits NULL", &again, &want, 1, 1e-6f, 1e-5f) &&
-                      same16("dlogits (added to)", &gdz, &fdz, 2e-6f / (float)N, false);
-            if (!ok) printf("%s: %d rows of %d classes\n", dtype_name(dt), N, K);
-            FREE_ALL(&z32, &dz32, &z, &dz, &fz, &fdz, &gz, &gdz);
-            cuda_free(glabels);
-            xfree(labels);
-            if (!ok) return CHECK_FAIL;
-        }
+        for (int t = 0; t < 4; t++)
+            for (int k = 0; k < 3; k++) {
+                const DType dt = DTYPES[d];
+                const int N = cases[t][0], K = cases[t][1];
+                const float S = scales[k];
+                const uint64_t s = 600 + 20 * (uint64_t)t + 100 * (uint64_t)d;
+                Tensor z32 = tensor_zeros(2, N, K), dz32 = tensor_zeros(2, N, K);
+                fill_uniform(z32.data, z32.size, s, -1, 1), fill_uniform(dz32.data, dz32.size, s + 1, -1, 1);
+                for (int64_t i = 0; i < z32.size; i++) z32.data[i] *= i % 97 ? 4.0f : 60.0f;
+                for (int64_t i = 0; i < dz32.size; i++) dz32.data[i] = dz32.data[i] / (float)N * S;
+                Tensor z = as_dtype(&z32, dt), dz = as_dtype(&dz32, dt), fz = wide(&z), fdz = wide(&dz);
+                int *labels = random_tokens(N, K, s + 2), *glabels = ints_on_gpu(labels, N);
+                const float want = softmax_cross_entropy_fast(&fdz, &fz, labels, S);
+                Tensor gz = on_gpu(&z), gdz = on_gpu(&dz);
+                const float got = cuda_softmax_cross_entropy_fast(&gdz, &gz, glabels, S);
+                const float again = cuda_softmax_cross_entropy_fast(NULL, &gz, glabels, S);
+                bool ok = expect_close("loss (float32, from the exact logits)", &got, &want, 1, 1e-6f, 1e-5f) &&
+                          expect_close("loss with dlogits NULL", &again, &want, 1, 1e-6f, 1e-5f) &&
+                          same16("dlogits (added to)", &gdz, &fdz, 2e-6f * S / (float)N, false);
+                if (!ok) printf("%s: %d rows of %d classes, loss scale %g\n", dtype_name(dt), N, K, (double)S);
+                FREE_ALL(&z32, &dz32, &z, &dz, &fz, &fdz, &gz, &gdz);
+                cuda_free(glabels);
+                xfree(labels);
+                if (!ok) return CHECK_FAIL;
+            }
     return show_equal();
 }
 
@@ -677,7 +683,7 @@ void check_gpu16(void) {
     check_run(NULL, "16-bit GEMM (cublasGemmEx): bf16/fp16 operands, C 16-bit or float32, 4 transposes, padding, alpha, beta", GPU_CHECK(check_gemm_ex), 60);
     check_run(NULL, "16-bit linear forward and backward (bf16, fp16): out and din rounded once, dweight and dbias float32", GPU_CHECK(check_linear16), 60);
     check_run(NULL, "16-bit layer norm forward and backward (bf16, fp16): mean, rstd, dgamma, dbeta float32", GPU_CHECK(check_layernorm16), 60);
-    check_run(NULL, "16-bit softmax cross-entropy (fast version; bf16, fp16): the float32 loss, dlogits rounded once", GPU_CHECK(check_softmax_xent_fast16), 60);
+    check_run(NULL, "16-bit softmax cross-entropy (fast version; bf16, fp16; loss scale 1, 2^10, 2^16): the float32 loss, dlogits = old + S x gradient rounded once", GPU_CHECK(check_softmax_xent_fast16), 60);
     check_run(NULL, "16-bit embedding (bf16, fp16; a slice of the rows too): out exact, dtable float32", GPU_CHECK(check_embedding16), 60);
     check_run(NULL, "16-bit positions added (bf16, fp16; in place too), exact", GPU_CHECK(check_positional16), 60);
     check_run(NULL, "16-bit dropout (bf16, fp16; a window too): the CPU's float32 mask, out exact, din", GPU_CHECK(check_dropout16), 60);

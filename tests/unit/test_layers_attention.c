@@ -345,18 +345,18 @@ static int check_xent_fast_vs_exact(void) {
     int labels[N];
     for (int n = 0; n < N; n++) labels[n] = (n * 7919) % V;
     const float exact = softmax_cross_entropy(&d_exact, &z, labels);
-    const float fast = softmax_cross_entropy_fast(&d_fast, &z, labels);
+    const float fast = softmax_cross_entropy_fast(&d_fast, &z, labels, 1.0f);
     bool ok = expect_true(fabs(fast - exact) <= 2e-6 * fabs(exact),
                           "loss %.9g, exact %.9g (bound 2e-6 relative)", fast, exact);
     ok = expect_close("d logits, fast vs exact (bound 1e-6 / N)", d_fast.data, d_exact.data, z.size,
                       1e-6f / N, 0) && ok;
     /* the loss alone is the same number */
-    ok = expect_true(softmax_cross_entropy_fast(NULL, &z, labels) == fast,
+    ok = expect_true(softmax_cross_entropy_fast(NULL, &z, labels, 1.0f) == fast,
                      "loss without the gradient differs") && ok;
     /* += : a second call doubles the gradient */
     Tensor twice = tensor_zeros(2, N, V);
     tensor_copy(&twice, &d_fast);
-    softmax_cross_entropy_fast(&twice, &z, labels);
+    softmax_cross_entropy_fast(&twice, &z, labels, 1.0f);
     for (int64_t i = 0; i < z.size; i++) d_fast.data[i] *= 2.0f;
     ok = expect_close("d logits added twice", twice.data, d_fast.data, z.size, 1e-9f, 1e-6f) && ok;
     tensor_free(&z);
@@ -373,7 +373,7 @@ typedef struct {
 
 static double xent_objective(void *ctx) {
     XentSetup *s = ctx;
-    return softmax_cross_entropy_fast(NULL, &s->z, s->labels);
+    return softmax_cross_entropy_fast(NULL, &s->z, s->labels, 1.0f);
 }
 
 /* Small shapes: finite differences; logits of +-1000 and a NaN. */
@@ -389,7 +389,7 @@ static int check_xent_fast_small(void) {
         for (int n = 0; n < N; n++) labels[n] = (n * 3 + (int)k) % K;
         s.labels = labels;
         Tensor dz = tensor_zeros_like(&s.z);
-        softmax_cross_entropy_fast(&dz, &s.z, labels);
+        softmax_cross_entropy_fast(&dz, &s.z, labels, 1.0f);
         /* smooth: truncation below 2e-6; the float loss's rounding 6e-6 on the quotient */
         ok = fd_check("fast cross-entropy d logits", s.z.data, dz.data, s.z.size, xent_objective, &s,
                       1e-2f, 1e-4, 2e-3);
@@ -401,13 +401,13 @@ static int check_xent_fast_small(void) {
     const int labels[3] = {0, 1, 2};
     Tensor t = tensor_zeros(2, 3, 3), dz = tensor_zeros(2, 3, 3);
     memcpy(t.data, z, sizeof z);
-    const float loss = softmax_cross_entropy_fast(&dz, &t, labels);
+    const float loss = softmax_cross_entropy_fast(&dz, &t, labels, 1.0f);
     const double want = (0.0 + log(2.0) + log(3.0)) / 3.0;
     ok = ok && expect_true(fabs(loss - want) < 1e-6, "logits of +-1000: loss %.9g, expected %.9g", loss, want);
     const float dwant[9] = {0, 0, 0, 0, -0.5f / 3, 0.5f / 3, 1.0f / 9, 1.0f / 9, -2.0f / 9};
     ok = ok && expect_close("d logits for +-1000", dz.data, dwant, 9, 1e-7f, 1e-6f);
     t.data[4] = NAN;
-    ok = ok && expect_true(isnan(softmax_cross_entropy_fast(NULL, &t, labels)),
+    ok = ok && expect_true(isnan(softmax_cross_entropy_fast(NULL, &t, labels, 1.0f)),
                            "a NaN logit does not give a NaN loss");
     tensor_free(&t);
     tensor_free(&dz);
@@ -423,7 +423,7 @@ static int check_xent_fast_threads(void) {
     for (int t = 0; t < 2; t++) {
         omp_set_num_threads(t + 1);
         d[t] = tensor_zeros(2, N, V);
-        loss[t] = softmax_cross_entropy_fast(&d[t], &z, labels);
+        loss[t] = softmax_cross_entropy_fast(&d[t], &z, labels, 1.0f);
     }
     bool ok = expect_true(loss[0] == loss[1], "loss on 1 thread %.9g, on 2 %.9g", loss[0], loss[1]);
     ok = bits_equal("fast cross-entropy d logits", &d[0], &d[1]) && ok;
@@ -437,7 +437,7 @@ static void xent_bad_label(void *arg) {
     (void)arg;
     Tensor z = tensor_zeros(2, 2, 4);
     const int labels[2] = {3, 4};
-    softmax_cross_entropy_fast(NULL, &z, labels);
+    softmax_cross_entropy_fast(NULL, &z, labels, 1.0f);
 }
 
 static int check_xent_fast_bad_label(void) {

@@ -50,7 +50,8 @@
  *
  * (3) The refusals: mixed dtypes among the activations and weights, a 16-bit parameter
  *     gradient, statistic or mask, and the float32-only layers (conv2d, max-pool, the
- *     unfused attention, the CNN's loss) given 16-bit tensors stop with one message. */
+ *     unfused attention, the CNN's loss) given 16-bit tensors, and a loss scale of 0,
+ *     stop with one message. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@
 #include "layers/maxpool2d.h"
 #include "layers/positional.h"
 #include "layers/relu.h"
+#include "layers/softmax_exp.h"
 #include "layers/softmax_xent.h"
 
 /* ------------------------------------------------------------ the format under test */
@@ -334,19 +336,19 @@ static int check_xent(void) {
     int labels[6];
     for (int n = 0; n < N; n++) labels[n] = (n * 17 + 5) % K;
     Pair Z = pair(&z), D = pair(&d0);
-    const float loss16 = softmax_cross_entropy_fast(&D.h, &Z.h, labels);
+    const float loss16 = softmax_cross_entropy_fast(&D.h, &Z.h, labels, 1.0f);
     Tensor st16 = zeros16_like(&z);
-    const float loss_st16 = softmax_cross_entropy_fast_store(&st16, &Z.h, labels);
-    const float lossR = softmax_cross_entropy_fast(&D.r, &Z.r, labels);
+    const float loss_st16 = softmax_cross_entropy_fast_store(&st16, &Z.h, labels, 1.0f);
+    const float lossR = softmax_cross_entropy_fast(&D.r, &Z.r, labels, 1.0f);
     Tensor stR = tensor_zeros(2, N, K);
-    softmax_cross_entropy_fast_store(&stR, &Z.r, labels);
+    softmax_cross_entropy_fast_store(&stR, &Z.r, labels, 1.0f);
     bool ok = expect_true(dtype_bits_of_f32(loss16) == dtype_bits_of_f32(lossR) &&
                           dtype_bits_of_f32(loss_st16) == dtype_bits_of_f32(lossR),
                           "loss %.9g (stored: %.9g), but the float32 loss gives %.9g",
                           (double)loss16, (double)loss_st16, (double)lossR) &&
               exact16("dlogits (+=)", &D.h, &D.r) && exact16("dlogits (stored)", &st16, &stR);
     Tensor dF = to32(&d0);
-    const float lossF = softmax_cross_entropy_fast(&dF, &z, labels);
+    const float lossF = softmax_cross_entropy_fast(&dF, &z, labels, 1.0f);
     double *E = dzeros(N * K), *S = dzeros(N * K), El = 0, Sl = 0;
     for (int n = 0; n < N; n++) {
         const float *zr = z.data + n * K;
@@ -369,6 +371,146 @@ static int check_xent(void) {
     free(E), free(S);
     free_pair(&Z), free_pair(&D);
     FREE_ALL(&z, &d0, &st16, &stR, &dF, &l16, &lF);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* ------------------------------------------------------------ the loss scale */
+
+/* The definition of softmax_xent.h's scaled gradient for one row of K < 8 logits (the
+ * layer's block of 2048 is then the whole row and its sum one float sum in column
+ * order), written here from the formula, not through the layer: zmax the row's maximum,
+ * e_j = softmax_exp(z_j - zmax) (float), sum = e_0 + ... + e_{K-1} (float), s_n = S *
+ * (1/N) (float), a = (float)(s_n * exp(0) / sum) (in double), g_j = e_j a (float),
+ * g_label -= s_n. volatile: each product rounded to float, as the layer stores it. */
+static void xent_definition(float *g, const float *z, int K, int label, float S, int N) {
+    float zmax = z[0], sum = 0.0f;
+    for (int j = 1; j < K; j++) zmax = z[j] > zmax ? z[j] : zmax;
+    volatile float e[8];
+    for (int j = 0; j < K; j++) e[j] = softmax_exp(z[j] - zmax), sum += e[j];
+    const float s_n = S * (1.0f / (float)N);
+    const float a = (float)((double)s_n / (double)sum);
+    for (int j = 0; j < K; j++) {
+        volatile float p = e[j] * a;
+        g[j] = p;
+    }
+    g[label] -= s_n;
+}
+
+/* The loss scale S of softmax_cross_entropy_fast (fp16's dynamic loss scaling, issue 28):
+ *  - rows of 7 logits, S = 1, 2^10, 2^16: the 16-bit dlogits (stored, and added to
+ *    zeros) equal the definition above on the converted logits, rounded once, bit for
+ *    bit; row 0's gradient (logits 12, its label, against -6 to -9: p/N below 4e-9)
+ *    rounds to 0 in float16 unscaled, and scaled keeps digits: each entry nonzero and
+ *    within one rounding of S times the float32 gradient (but the label's, p - 1 =
+ *    -1.5e-8, which float32's sum near 1 already loses: 0 at every S);
+ *  - 53 and 2,500 classes (two of the layer's blocks), added to old values: the 16-bit
+ *    result equals the float32 layer with S on the converted tensors, rounded; the float32
+ *    layer with S = 2^k is S times its S = 1 gradient bit for bit, with S = 1000 within
+ *    four float32 roundings of it; the loss is the unscaled one, bit for bit, at every S. */
+static int check_xent_scaled(void) {
+    enum { N = 4, K = 7 };
+    static const float scales[] = {1.0f, 0x1p10f, 0x1p16f};
+    Tensor z = rnd(31, -4, 4, N, K);
+    const float flush[K] = {12, -6, -7, -8, -6.5f, -9, -7.5f};
+    memcpy(z.data, flush, sizeof flush);
+    int labels[N] = {0, 3, 6, 1};
+    Pair Z = pair(&z);
+    bool ok = true;
+    float loss1 = 0;
+    Tensor want = tensor_zeros(2, N, K), unscaled = tensor_zeros(2, N, K);
+    for (int k = 0; k < 3 && ok; k++) {
+        const float S = scales[k];
+        for (int n = 0; n < N; n++)
+            xent_definition(want.data + n * K, Z.r.data + n * K, K, labels[n], S, N);
+        if (k == 0) tensor_copy(&unscaled, &want);
+        Tensor st = zeros16_like(&z), add = zeros16_like(&z);
+        const float ls = softmax_cross_entropy_fast_store(&st, &Z.h, labels, S);
+        const float la = softmax_cross_entropy_fast(&add, &Z.h, labels, S);
+        if (k == 0) loss1 = ls;
+        char what[80];
+        snprintf(what, sizeof what, "S = 2^%d: dlogits (stored)", (int)log2f(S));
+        ok = exact16(what, &st, &want) && ok;
+        snprintf(what, sizeof what, "S = 2^%d: dlogits (added to zeros)", (int)log2f(S));
+        ok = exact16(what, &add, &want) && ok;
+        ok = expect_true(dtype_bits_of_f32(ls) == dtype_bits_of_f32(loss1) &&
+                         dtype_bits_of_f32(la) == dtype_bits_of_f32(loss1),
+                         "S = %g: loss %.9g (added: %.9g), unscaled %.9g", (double)S, (double)ls,
+                         (double)la, (double)loss1) && ok;
+        if (FMT->dt == DTYPE_F16) { /* row 0 but its label: 0 unscaled, kept when scaled */
+            int zero = 0;
+            double worst = 0;
+            for (int j = 0; j < K; j++) {
+                if (j == labels[0]) continue;
+                const double g = at(&st, j), exact = (double)S * unscaled.data[j];
+                zero += g == 0.0;
+                const double err = fabs(g - exact) / (FMT->u * fabs(exact) + FMT->eta);
+                worst = err > worst ? err : worst;
+            }
+            if (k == 0)
+                ok = expect_true(zero == K - 1, "unscaled, %d of row 0's %d float16 entries "
+                                 "besides the label's are 0 (its float32 gradient: %.3g, %.3g)",
+                                 zero, K - 1, (double)unscaled.data[0],
+                                 (double)unscaled.data[2]) && ok;
+            else
+                ok = expect_true(zero == 0 && worst <= 1.0, "S = %g: %d of row 0's entries are "
+                                 "0, the worst %.2f of one rounding", (double)S, zero, worst) && ok;
+            if (k > 0)
+                check_show("float16, S = 2^%d: row 0's %d entries 0 unscaled are all nonzero, "
+                           "within %.2f of one rounding of S x float32", (int)log2f(S), K - 1 - zero,
+                           worst);
+            ok = expect_true(at(&st, labels[0]) == 0.0 && want.data[labels[0]] == 0.0f,
+                             "row 0's label entry %g, its float32 value %g: not the 0 of a "
+                             "float32 sum near 1", at(&st, labels[0]),
+                             (double)want.data[labels[0]]) && ok;
+        }
+        FREE_ALL(&st, &add);
+    }
+    FREE_ALL(&want, &unscaled);
+    free_pair(&Z);
+    tensor_free(&z);
+    /* larger rows, several blocks, added to old values */
+    static const int shapes[][2] = {{6, 53}, {3, 2500}};
+    static const float more[] = {0x1p10f, 0x1p16f, 1000.0f};
+    for (int c = 0; c < 2 && ok; c++) {
+        const int n_ = shapes[c][0], k_ = shapes[c][1];
+        Tensor x = rnd(41 + c, -4, 4, n_, k_), d0 = rnd(43 + c, -0.01f, 0.01f, n_, k_);
+        int *lab = malloc(sizeof(int) * (size_t)n_);
+        for (int n = 0; n < n_; n++) lab[n] = (n * 17 + 5) % k_;
+        Pair X = pair(&x);
+        Tensor g1 = tensor_zeros(2, n_, k_);
+        const float l1 = softmax_cross_entropy_fast_store(&g1, &X.r, lab, 1.0f);
+        for (int k = 0; k < 3 && ok; k++) {
+            const float S = more[k], s_n = S * (1.0f / (float)n_);
+            Tensor dS = tensor_zeros(2, n_, k_); /* old values of a scaled gradient's size */
+            for (int64_t i = 0; i < d0.size; i++) dS.data[i] = d0.data[i] * S;
+            Pair D = pair(&dS);
+            const float l16 = softmax_cross_entropy_fast(&D.h, &X.h, lab, S);
+            const float lR = softmax_cross_entropy_fast(&D.r, &X.r, lab, S);
+            Tensor gS = tensor_zeros(2, n_, k_);
+            softmax_cross_entropy_fast_store(&gS, &X.r, lab, S);
+            ok = exact16("dlogits (+=), scaled", &D.h, &D.r) &&
+                 expect_true(l16 == l1 && lR == l1, "%d x %d, S = %g: loss %.9g (float32: %.9g), "
+                             "unscaled %.9g", n_, k_, (double)S, (double)l16, (double)lR, (double)l1);
+            const bool pow2 = S == ldexpf(1.0f, (int)log2f(S));
+            for (int64_t i = 0; ok && i < gS.size; i++) {
+                const double want_i = (double)S * g1.data[i], got_i = gS.data[i];
+                if (pow2 && fabsf(g1.data[i]) >= 0x1p-126f)
+                    ok = expect_true(got_i == want_i, "%d x %d, S = %g: float32 gradient [%lld] "
+                                     "%.9g, not S x %.9g", n_, k_, (double)S, (long long)i, got_i,
+                                     (double)g1.data[i]);
+                else if (!pow2)
+                    ok = expect_true(fabs(got_i - want_i) <= 0x1p-22 * (fabs(want_i) + s_n),
+                                     "%d x %d, S = %g: float32 gradient [%lld] %.9g, S x the "
+                                     "unscaled one %.9g", n_, k_, (double)S, (long long)i,
+                                     got_i, want_i);
+            }
+            free_pair(&D);
+            FREE_ALL(&gS, &dS);
+        }
+        free_pair(&X);
+        FREE_ALL(&x, &d0, &g1);
+        free(lab);
+    }
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -614,8 +756,8 @@ static int check_in_place(void) {
     ok = same16("add", &io, &o) && ok;
     tensor_convert(&io, &x);
     int labels[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    const float l1 = softmax_cross_entropy_fast_store(&o, &a, labels);
-    const float l2 = softmax_cross_entropy_fast_store(&io, &io, labels);
+    const float l1 = softmax_cross_entropy_fast_store(&o, &a, labels, 1.0f);
+    const float l2 = softmax_cross_entropy_fast_store(&io, &io, labels, 1.0f);
     ok = same16("softmax_cross_entropy_fast_store", &io, &o) &&
          expect_true(l1 == l2, "stored in place: loss %g, else %g", (double)l2, (double)l1) && ok;
     FREE_ALL(&x, &y, &pe, &m, &a, &b, &o, &io);
@@ -722,6 +864,13 @@ static void xent16(void *arg) {
     softmax_cross_entropy(&dlogits, &logits, labels);
 }
 
+static void xent_scale0(void *arg) {
+    (void)arg;
+    Tensor logits = t16(DTYPE_F16, 2, 3), dlogits = t16(DTYPE_F16, 2, 3);
+    int labels[2] = {0, 1};
+    softmax_cross_entropy_fast(&dlogits, &logits, labels, 0.0f);
+}
+
 static int check_refusals(void) {
     ChildResult r;
     run_child(mixed_linear, NULL, &r);
@@ -752,6 +901,9 @@ static int check_refusals(void) {
     run_child(attention16_backward, NULL, &r);
     ok = expect_exit("attention_backward of bfloat16", &r, 2, "attention.c", "attention_backward: "
                      "dqkv is a bfloat16 tensor", "layers/flash_attention.h", (const char *)NULL) && ok;
+    run_child(xent_scale0, NULL, &r);
+    ok = expect_exit("softmax_cross_entropy_fast, a loss scale of 0", &r, 2, "softmax_xent.c",
+                     "loss scale of 0", "finite and positive", (const char *)NULL) && ok;
     run_child(xent16, NULL, &r);
     ok = expect_exit("softmax_cross_entropy of bfloat16", &r, 2, "softmax_xent.c",
                      "dlogits is a bfloat16 tensor", "softmax_cross_entropy_fast",
@@ -768,6 +920,8 @@ int main(void) {
         {"linear forward and backward", check_linear},
         {"layer norm forward and backward", check_layernorm},
         {"softmax_cross_entropy_fast (+= and stored)", check_xent},
+        {"softmax_cross_entropy_fast with a loss scale (1, 2^10, 2^16; the definition; fp16's "
+         "underflow kept)", check_xent_scaled},
         {"embedding forward and backward, and the _rows slice", check_embedding},
         {"positional_forward", check_positional},
         {"dropout forward (whole and window), backward, evaluation", check_dropout},
@@ -790,7 +944,7 @@ int main(void) {
             check_run(NULL, name, LAYERS[i].fn, 20);
         }
     }
-    check_run(NULL, "refused: mixed dtypes, a 16-bit gradient, statistic or mask, 16-bit conv2d, "
+    check_run(NULL, "refused: mixed dtypes, a 16-bit gradient, statistic or mask, a loss scale of 0, 16-bit conv2d, "
               "max-pool, unfused attention (naming flash attention) and the CNN's loss",
               check_refusals, 20);
     return check_end();

@@ -21,6 +21,8 @@
  *  - fp16 loss scaling: a scale of 2^40 overflows float16's 65504 in the loss gradient,
  *    so steps are skipped (counted), the scale halved each time, the weights untouched,
  *    until it fits; then steps are taken;
+ *  - fp16's scaled loss gradient: S inside the cross-entropy, the 16-bit dlogits the
+ *    float32 path's bits (round(S x gradient)), and no float32 [N, V] buffer for it;
  *  - refusals (a CNN in bf16, a 16-bit list without a working copy) end with a message;
  *  - the activation bytes of a bf16 model as allocated equal the count from its shapes;
  *  - the tensor-core peak table against the vendors' published peaks. */
@@ -33,6 +35,8 @@
 #include "core/gpu_peak.h"
 #include "core/tensor.h"
 #include "framework/check.h"
+#include "framework/tensors.h"
+#include "layers/softmax_xent.h"
 #include "models/cnn.h"
 #include "models/encoder_block.h"
 #include "models/transformer.h"
@@ -295,6 +299,70 @@ static int check_fp16_scaling(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* fp16's scaled loss gradient (GradScaler's 65536) through the model's loss: the 16-bit
+ * dlogits is round(S x the float32 gradient of the logits read exactly), written by the
+ * cross-entropy from the 16-bit logits, with no float32 [N, V] buffer (the list's dloss32
+ * stays empty). The definition, computed here: the logits converted, the float32 layer
+ * with S = 1, times S (a power of two: exact for every entry above float32's subnormals,
+ * asserted), rounded once: the bits of the float32 path this replaced, and of the layer
+ * given S. The pipeline's blocks_loss_f32 still gives those float32 values (in dloss32). */
+static int check_fp16_loss_in_place(void) {
+    const TransformerConfig c = small(0.0f, false);
+    int tokens[N], targets[N];
+    random_tokens(tokens, targets, N, c.vocab, 23);
+    Transformer m;
+    transformer_init(&m, &c, B, T, 42);
+    transformer_set_precision(&m, DTYPE_F16);
+    MixedPrecision mp;
+    mixed_precision_init(&mp, DTYPE_F16, &m.blocks, &m.params);
+    const float S = m.blocks.loss_scale;
+    params_zero_grad(&m.params);
+    const float loss = transformer_forward_backward(&m, tokens, targets);
+    const Tensor *logits = transformer_logits(&m);
+    bool ok = expect_true(S == 65536.0f, "loss scale %g, expected GradScaler's 65536", (double)S) &&
+              expect_true(m.blocks.dloss32.raw == NULL && m.blocks.dloss32.size == 0,
+                          "a float32 loss buffer of %lld floats after an fp16 step",
+                          (long long)m.blocks.dloss32.size) &&
+              expect_true(m.dlogits.dtype == DTYPE_F16 && logits->dtype == DTYPE_F16 &&
+                          m.dlogits.size == (int64_t)N * c.vocab, "dlogits: %s, %lld entries",
+                          dtype_name(m.dlogits.dtype), (long long)m.dlogits.size);
+    Tensor x = tensor_zeros(2, N, c.vocab), g = tensor_zeros(2, N, c.vocab);
+    Tensor gs = tensor_zeros(2, N, c.vocab), want = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 2, N, c.vocab);
+    tensor_convert(&x, logits);
+    const float want_loss = softmax_cross_entropy_fast_store(&g, &x, targets, 1.0f);
+    int64_t tiny = 0, kept = 0;
+    for (int64_t i = 0; i < g.size; i++) {
+        tiny += g.data[i] != 0.0f && fabsf(g.data[i]) < 0x1p-126f;
+        gs.data[i] = S * g.data[i];
+        kept += fabsf(g.data[i]) < 0x1p-25f && gs.data[i] != 0.0f; /* 0 in fp16 unscaled */
+    }
+    tensor_convert(&want, &gs);
+    ok = ok && expect_true(tiny == 0, "%lld float32 gradients below 2^-126", (long long)tiny) &&
+         expect_true(dtype_bits_of_f32(loss) == dtype_bits_of_f32(want_loss),
+                     "loss %.9g, the float32 layer on the converted logits %.9g", (double)loss,
+                     (double)want_loss) &&
+         expect_true(memcmp(m.dlogits.bits16, want.bits16, sizeof(uint16_t) * (size_t)want.size) == 0,
+                     "dlogits is not round(S x the float32 gradient) bit for bit");
+    Tensor direct = tensor_zeros_typed(DEVICE_CPU, DTYPE_F16, 2, N, c.vocab);
+    softmax_cross_entropy_fast_store(&direct, logits, targets, S);
+    ok = ok && expect_true(memcmp(direct.bits16, want.bits16, sizeof(uint16_t) * (size_t)want.size) == 0,
+                           "the layer given S on the fp16 logits differs from the definition");
+    /* the pipeline's float32 loss gradient: the same values before their rounding */
+    Tensor g32 = blocks_dloss_f32(&m.blocks);
+    const float loss32 = blocks_loss_f32(&m.blocks, logits, targets, &g32);
+    ok = ok && expect_true(loss32 == loss && memcmp(g32.data, gs.data, sizeof(float) * (size_t)gs.size) == 0,
+                           "blocks_loss_f32: loss %.9g (%.9g), or its float32 gradient is not S x "
+                           "the layer's", (double)loss32, (double)loss) &&
+         expect_true(m.blocks.dloss32.size == 2 * m.blocks.dloss.size,
+                     "the pipeline's float32 buffers: %lld floats", (long long)m.blocks.dloss32.size);
+    check_show("%lld of %lld dlogits entries would be 0 in float16 unscaled and are kept; no "
+               "float32 [N, V] buffer until blocks_loss_f32", (long long)kept, (long long)want.size);
+    FREE_ALL(&x, &g, &gs, &want, &direct);
+    mixed_precision_free(&mp);
+    transformer_free(&m);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 static void cnn_in_bf16(void *arg) {
     (void)arg;
     Cnn m;
@@ -367,6 +435,7 @@ int main(void) {
     check_run(NULL, "master weights: an lr a bf16-only step loses moves the float32 master by SGD's rule; the bf16 copy follows", check_master_weights, 60);
     check_run(NULL, "bf16, float32 steps, bf16 again: the working copy is the trained values rounded", check_toggle, 60);
     check_run(NULL, "fp16 loss scaling: 2^40 overflows, steps skipped and counted, scale halved, weights kept; then training", check_fp16_scaling, 60);
+    check_run(NULL, "fp16 loss scaled inside the cross-entropy: dlogits = round(S x float32 gradient) bit for bit, no float32 [N, V] buffer", check_fp16_loss_in_place, 60);
     check_run(NULL, "a CNN in bf16 and a bf16 model without a working copy stop with a message", check_refusals, 30);
     check_run(NULL, "bf16 activation bytes as allocated equal the count from the shapes, fewer than float32's", check_bytes, 30);
     check_run(NULL, "the dense tensor-core peak against V100, A100, A40, L40S and H100's published numbers", check_peak, 10);

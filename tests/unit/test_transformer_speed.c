@@ -181,14 +181,14 @@ static int check_xent_store(void) {
     int labels[N];
     for (int n = 0; n < N; n++) labels[n] = (n * 977 + 2100) % V;
     fill_uniform(stored.data, stored.size, 6, -1.0f, 1.0f); /* overwritten, not added to */
-    const float l_add = softmax_cross_entropy_fast(&added, &z, labels);
-    const float l_store = softmax_cross_entropy_fast_store(&stored, &z, labels);
+    const float l_add = softmax_cross_entropy_fast(&added, &z, labels, 1.0f);
+    const float l_store = softmax_cross_entropy_fast_store(&stored, &z, labels, 1.0f);
     bool ok = expect_true(l_add == l_store, "loss %.9g stored, %.9g added", l_store, l_add);
     ok = expect_true(memcmp(added.data, stored.data, sizeof(float) * (size_t)z.size) == 0,
                      "the stored gradient differs from the one added to zeros") && ok;
     ok = expect_true(isfinite(l_add), "a block of -inf logits gives the loss %g", l_add) && ok;
     /* in place: the gradient over the logits */
-    const float l_inplace = softmax_cross_entropy_fast_store(&z, &z, labels);
+    const float l_inplace = softmax_cross_entropy_fast_store(&z, &z, labels, 1.0f);
     ok = expect_true(l_inplace == l_add, "loss in place %.9g, %.9g", l_inplace, l_add) && ok;
     ok = expect_true(memcmp(z.data, stored.data, sizeof(float) * (size_t)z.size) == 0,
                      "the gradient stored over the logits differs") && ok;
