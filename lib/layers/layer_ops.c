@@ -71,6 +71,16 @@ bool layer_ops_fuse_add_layernorm(const LayerOps *ops) {
            ops->add_forward == lib->add_forward && ops->layernorm_forward == lib->layernorm_forward;
 }
 
+void layer_ops_add_norm(const LayerOps *o, Tensor *r, Tensor *y, Tensor *mean, Tensor *rstd,
+                        const Tensor *a, const Tensor *b, const Tensor *gamma, const Tensor *beta) {
+    if (layer_ops_fuse_add_layernorm(o)) {
+        o->add_layernorm_forward(r, y, mean, rstd, a, b, gamma, beta, LAYERNORM_EPS);
+        return;
+    }
+    o->add_forward(r, a, b);
+    o->layernorm_forward(y, mean, rstd, r, gamma, beta, LAYERNORM_EPS);
+}
+
 bool layer_ops_fuse_relu_dropout_backward(const LayerOps *ops) {
     const LayerOps *lib = library_of(ops);
     return lib && ops->relu_dropout_backward &&

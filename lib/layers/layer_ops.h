@@ -118,6 +118,12 @@ bool layer_ops_fuse_add_layernorm(const LayerOps *ops);
 bool layer_ops_fuse_relu_dropout(const LayerOps *ops);
 bool layer_ops_fuse_relu_dropout_backward(const LayerOps *ops);
 
+/* r = a + b, y = layernorm(r) (mean, rstd its statistics; eps LAYERNORM_EPS): the fused
+ * entry (one kernel on the GPU, the same bits) while the table's add and layer norm are
+ * the library's; a lesson's own are called one by one. The encoder blocks' residual. */
+void layer_ops_add_norm(const LayerOps *o, Tensor *r, Tensor *y, Tensor *mean, Tensor *rstd,
+                        const Tensor *a, const Tensor *b, const Tensor *gamma, const Tensor *beta);
+
 /* The CUDA table (lib/cuda/layer_ops.cu; lib/cuda/cuda_none.c in a build without). */
 const LayerOps *layer_ops_cuda(void);
 

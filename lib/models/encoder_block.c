@@ -63,18 +63,6 @@ static int scratch(const Block *b, int B, int T, Tensor *s) {
 /* The weights this pass reads (float32 values, or the 16-bit working copy) */
 #define W(field) block_param(b, p->field)
 
-/* r = a + b, y = norm(r): fused (one kernel on the GPU, the same bits) while the table's
- * add and layer norm are the library's; a lesson's own are called one by one. */
-static void add_norm(const LayerOps *o, Tensor *r, Tensor *y, Tensor *mean, Tensor *rstd,
-                     const Tensor *a, const Tensor *b, const Tensor *gamma, const Tensor *beta) {
-    if (layer_ops_fuse_add_layernorm(o)) {
-        o->add_layernorm_forward(r, y, mean, rstd, a, b, gamma, beta, LAYERNORM_EPS);
-        return;
-    }
-    o->add_forward(r, a, b);
-    o->layernorm_forward(y, mean, rstd, r, gamma, beta, LAYERNORM_EPS);
-}
-
 static void forward(Block *b, const BlockCall *c) {
     const Encoder *p = b->state;
     const LayerOps *o = c->ops;
@@ -91,8 +79,8 @@ static void forward(Block *b, const BlockCall *c) {
                              &s[ENCODER_QKV], drop, training, c->rng);
     o->linear_forward(&w[W_A], &s[ENCODER_CTX], W(out_w), W(out_b));
     o->dropout_forward(&w[W_A], &s[ENCODER_A_MASK], &w[W_A], drop, training, c->rng);
-    add_norm(o, &s[ENCODER_R1], &s[ENCODER_Y1], &s[ENCODER_MEAN1], &s[ENCODER_RSTD1], x, &w[W_A],
-             W(n1_w), W(n1_b));
+    layer_ops_add_norm(o, &s[ENCODER_R1], &s[ENCODER_Y1], &s[ENCODER_MEAN1], &s[ENCODER_RSTD1], x,
+                       &w[W_A], W(n1_w), W(n1_b));
     o->linear_forward(&s[ENCODER_H], &s[ENCODER_Y1], W(l1_w), W(l1_b));
     /* in place: where dropout keeps an entry it is the ReLU's output scaled, so h > 0
      * still marks the ReLU's positive side for the backward */
@@ -106,8 +94,8 @@ static void forward(Block *b, const BlockCall *c) {
     }
     o->linear_forward(&w[W_F], &s[ENCODER_H], W(l2_w), W(l2_b));
     o->dropout_forward(&w[W_F], &s[ENCODER_F_MASK], &w[W_F], drop, training, c->rng);
-    add_norm(o, &s[ENCODER_R2], &s[ENCODER_OUT], &s[ENCODER_MEAN2], &s[ENCODER_RSTD2],
-             &s[ENCODER_Y1], &w[W_F], W(n2_w), W(n2_b));
+    layer_ops_add_norm(o, &s[ENCODER_R2], &s[ENCODER_OUT], &s[ENCODER_MEAN2], &s[ENCODER_RSTD2],
+                       &s[ENCODER_Y1], &w[W_F], W(n2_w), W(n2_b));
 }
 
 /* A gradient set to zero before a layer adds (+=) into it (tensor_fill: on all threads

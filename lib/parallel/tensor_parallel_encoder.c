@@ -121,17 +121,6 @@ static DropoutWindow units_window(const Encoder *e) {
 /* The weights this pass reads (float32 values, or the 16-bit working copy) */
 #define W(field) block_param(b, p->field)
 
-/* r = a + b, y = norm(r): fused (the same bits) while the table's are the library's */
-static void add_norm(const LayerOps *o, Tensor *r, Tensor *y, Tensor *mean, Tensor *rstd,
-                     const Tensor *a, const Tensor *b, const Tensor *gamma, const Tensor *beta) {
-    if (layer_ops_fuse_add_layernorm(o)) {
-        o->add_layernorm_forward(r, y, mean, rstd, a, b, gamma, beta, LAYERNORM_EPS);
-        return;
-    }
-    o->add_forward(r, a, b);
-    o->layernorm_forward(y, mean, rstd, r, gamma, beta, LAYERNORM_EPS);
-}
-
 static void forward(Block *b, const BlockCall *c) {
     const Encoder *p = b->state;
     TensorParallel *tp = p->tp;
@@ -150,7 +139,7 @@ static void forward(Block *b, const BlockCall *c) {
                                     drop, training, c->rng, heads_window(p, c->T));
     tp_row_linear(tp, o, &w[W_A], &s[CTX], W(out_w), W(out_b), &sums);
     o->dropout_forward(&w[W_A], &s[A_MASK], &w[W_A], drop, training, c->rng);
-    add_norm(o, &s[R1], &s[Y1], &s[MEAN1], &s[RSTD1], x, &w[W_A], W(n1_w), W(n1_b));
+    layer_ops_add_norm(o, &s[R1], &s[Y1], &s[MEAN1], &s[RSTD1], x, &w[W_A], W(n1_w), W(n1_b));
     tp->ops.f(tp, &s[Y1], BLOCK_FORWARD);
     o->linear_forward(&s[H_ACT], &s[Y1], W(l1_w), W(l1_b));
     o->relu_forward(&s[H_ACT], &s[H_ACT]);
@@ -158,7 +147,7 @@ static void forward(Block *b, const BlockCall *c) {
                               units_window(p));
     tp_row_linear(tp, o, &w[W_F], &s[H_ACT], W(l2_w), W(l2_b), &sums);
     o->dropout_forward(&w[W_F], &s[F_MASK], &w[W_F], drop, training, c->rng);
-    add_norm(o, &s[R2], &s[OUT], &s[MEAN2], &s[RSTD2], &s[Y1], &w[W_F], W(n2_w), W(n2_b));
+    layer_ops_add_norm(o, &s[R2], &s[OUT], &s[MEAN2], &s[RSTD2], &s[Y1], &w[W_F], W(n2_w), W(n2_b));
 }
 
 static void zero(Tensor *t) { tensor_fill(t, 0.0f); }

@@ -1405,6 +1405,16 @@ static int compare_transformer16(DType dt, float dropout, uint64_t seed, bool sh
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* What compare_transformer16 saw over its runs, one line. */
+static int show_report16(const Report16 *r) {
+    check_show("gradients: worst %.3f of the tolerance; logits %lld of %lld the same bits (at most "
+               "%.0f step apart); working copies after a step %lld of %lld (at most %.0f steps "
+               "apart)", r->worst_grad, (long long)r->logits_equal, (long long)r->logits_total,
+               (double)r->logits_steps, (long long)r->working_equal, (long long)r->working_total,
+               (double)r->working_steps);
+    return CHECK_PASS;
+}
+
 static int check_transformer16(void) {
     REQUIRE_GPU();
     Report16 r = {0};
@@ -1413,12 +1423,7 @@ static int check_transformer16(void) {
             if (compare_transformer16(d ? DTYPE_F16 : DTYPE_BF16, drop ? 0.2f : 0.0f,
                                       31 + 2 * (uint64_t)d + (uint64_t)drop, false, &r) != CHECK_PASS)
                 return CHECK_FAIL;
-    check_show("gradients: worst %.3f of the tolerance; logits %lld of %lld the same bits (at most "
-               "%.0f step apart); working copies after a step %lld of %lld (at most %.0f steps "
-               "apart)", r.worst_grad, (long long)r.logits_equal, (long long)r.logits_total,
-               (double)r.logits_steps, (long long)r.working_equal, (long long)r.working_total,
-               (double)r.working_steps);
-    return CHECK_PASS;
+    return show_report16(&r);
 }
 
 /* Lesson 09's sharded blocks in 16 bits at t = 1: the CPU predicts the GPU as for the
@@ -1430,12 +1435,7 @@ static int check_tensor_parallel16(void) {
     if (compare_transformer16(DTYPE_BF16, 0.2f, 41, true, &r) != CHECK_PASS ||
         compare_transformer16(DTYPE_F16, 0.0f, 42, true, &r) != CHECK_PASS)
         return CHECK_FAIL;
-    check_show("gradients: worst %.3f of the tolerance; logits %lld of %lld the same bits (at most "
-               "%.0f step apart); working copies after a step %lld of %lld (at most %.0f steps "
-               "apart)", r.worst_grad, (long long)r.logits_equal, (long long)r.logits_total,
-               (double)r.logits_steps, (long long)r.working_equal, (long long)r.working_total,
-               (double)r.working_steps);
-    return CHECK_PASS;
+    return show_report16(&r);
 }
 
 /* The single-process backend with GPU tensors (--dist single --device cuda, or one GPU
