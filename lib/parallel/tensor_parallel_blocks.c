@@ -193,6 +193,7 @@ static Block *make_decoder(void *ctx, BlockList *l, const TransformerConfig *c) 
     h->w = tp_declare(tp, l->params, "linear.weight", TP_WORDS, 2, (int[]){tp->words.count, c->d_model});
     h->b = tp_declare(tp, l->params, "linear.bias", TP_WORDS, 1, (int[]){tp->words.count});
     l->loss = tp_loss;
+    l->loss_scaled = tp_loss_scaled; /* fp16: S before the one rounding */
     l->loss_ctx = tp;
     return blocks_add(l, &TP_HEAD, h, "decoder", first);
 }

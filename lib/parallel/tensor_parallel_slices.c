@@ -83,15 +83,26 @@ static Tensor *f32_like(Tensor *buf, const Tensor *like) {
 
 float tp_loss(void *ctx, const LayerOps *ops, const Tensor *logits, const int *targets,
               Tensor *dlogits) {
+    return tp_loss_scaled(ctx, ops, logits, targets, dlogits, 1.0f);
+}
+
+float tp_loss_scaled(void *ctx, const LayerOps *ops, const Tensor *logits, const int *targets,
+                     Tensor *dlogits, float scale) {
     TensorParallel *tp = ctx;
     if (logits->dtype != DTYPE_F32) {
         /* 16-bit logits, read exactly as float32: the cross-entropy and its all-reduces
-         * run in float32, and the gradient is rounded once into the 16-bit dlogits */
+         * run in float32, and the gradient (times fp16's loss scale) is rounded once
+         * into the 16-bit dlogits */
         Tensor *z = f32_like(&tp->logits32, logits);
         tensor_convert(z, logits);
         Tensor *dz = dlogits ? f32_like(&tp->dlogits32, logits) : NULL;
-        const float loss = tp_loss(ctx, ops, z, targets, dz);
+        const float loss = tp_loss_scaled(ctx, ops, z, targets, dz, scale);
         if (dlogits) tensor_convert(dlogits, dz);
+        return loss;
+    }
+    if (dlogits && scale != 1.0f) {
+        const float loss = tp_loss_scaled(ctx, ops, logits, targets, dlogits, 1.0f);
+        tensor_scale(dlogits, scale); /* the float32 gradient times S */
         return loss;
     }
     (void)ops;

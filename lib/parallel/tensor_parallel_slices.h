@@ -27,6 +27,10 @@ void tp_zeros_to(TensorParallel *tp, Device device);
  * where the logits live on a GPU. */
 float tp_loss(void *ctx, const LayerOps *ops, const Tensor *logits, const int *targets,
               Tensor *dlogits);
+/* The same with the gradient times fp16's loss scale, in float32, before a 16-bit
+ * dlogits' one rounding (BlockList.loss_scaled). */
+float tp_loss_scaled(void *ctx, const LayerOps *ops, const Tensor *logits, const int *targets,
+                     Tensor *dlogits, float scale);
 
 /* The float32 scratch of a sharded block's sums over the group (tensor_parallel_sums.c),
  * views of the block's scratch: part [N, D] the partial products and their sum (a
