@@ -114,10 +114,6 @@ void cuda_graph_launch(CudaGraph *g) {
     no_cuda(__func__);
 }
 void cuda_graph_free(CudaGraph *g) { (void)g; } /* there is none to free */
-int64_t cuda_graph_launches(const CudaGraph *g) {
-    (void)g;
-    return 0;
-}
 
 bool cuda_device_pci_bus_id(int dev, char *out, size_t cap) {
     (void)dev;

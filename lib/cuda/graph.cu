@@ -25,7 +25,7 @@ struct CudaGraph {
     uint64_t frees;                  // cuda_frees() when recorded
     Check checks[CUDA_GRAPH_CHECKS_MAX];
     int check_count;
-    int64_t launches;
+    bool launched;                   // once launched, a launch draws new keys
 };
 
 static CudaGraph *g_recording;
@@ -59,7 +59,7 @@ extern "C" CudaGraph *cuda_graph_end(void) {
 extern "C" void cuda_graph_launch(CudaGraph *g) {
     CHECK(!g_recording, "cuda_graph_launch while a graph records");
     if (g->keys > 0) {
-        if (g->launches > 0) { // the recording drew the first launch's keys
+        if (g->launched) { // (the recording drew the first launch's keys)
             CUDA_CHECK(cudaEventSynchronize(g->keys_copied)); // the last copy has read them
             for (int i = 0; i < g->keys; i++) g->keys_host[i] = dropout_draw_key(g->key_rng[i]);
         }
@@ -68,7 +68,7 @@ extern "C" void cuda_graph_launch(CudaGraph *g) {
         CUDA_CHECK(cudaEventRecord(g->keys_copied, cuda_stream()));
     }
     CUDA_CHECK(cudaGraphLaunch(g->exec, cuda_stream()));
-    g->launches++;
+    g->launched = true;
     for (int i = 0; i < g->check_count; i++) g->checks[i].fn(g->checks[i].ctx);
 }
 
@@ -84,7 +84,6 @@ extern "C" void cuda_graph_free(CudaGraph *g) {
 
 extern "C" bool cuda_graph_stale(const CudaGraph *g) { return cuda_frees() != g->frees; }
 
-extern "C" int64_t cuda_graph_launches(const CudaGraph *g) { return g->launches; }
 
 extern "C" const uint64_t *cuda_graph_key(Rng *rng, uint64_t *key) {
     *key = dropout_draw_key(rng);

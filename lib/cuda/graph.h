@@ -62,8 +62,6 @@ bool cuda_graph_recording(void);
 /* True once device memory was freed after g was recorded (cuda_frees): g may name it
  * (a layer's scratch regrown for a larger batch, another model's buffers): record anew. */
 bool cuda_graph_stale(const CudaGraph *g);
-/* Launches so far, the first included. */
-int64_t cuda_graph_launches(const CudaGraph *g);
 
 /* A dropout key for a kernel: *key = dropout_draw_key(rng) in every case. While a graph
  * records, also the device address the kernel must read the key from (refilled before

@@ -4,9 +4,9 @@
 
 #include "parallel/zero.h"
 
-/* Points unit u's parameter values (or gradients) at `base` + their place in its range;
- * NULL: at nothing (between passes). */
-void zero_point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads);
+/* Points unit u's parameters' gradients at `base` + their place in its range; NULL: at
+ * nothing (between passes). */
+void zero_point_grads(Zero *z, const ZeroUnit *u, float *base);
 /* Stage 3: points unit u's parameters at the window `w` holds them in: their float32
  * values, or a 16-bit model's working copy (its values then at nothing: its blocks
  * read only the copy); w NULL: both at nothing. */

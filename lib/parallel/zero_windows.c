@@ -4,12 +4,10 @@
 #include "core/timer.h"
 #include "parallel/zero_internal.h"
 
-void zero_point_unit(Zero *z, const ZeroUnit *u, float *base, bool grads) {
+void zero_point_grads(Zero *z, const ZeroUnit *u, float *base) {
     for (int i = u->first_param; i < u->first_param + u->params; i++) {
         Param *p = z->params->items[i];
-        float *at = base ? base + (p->offset - u->start) : NULL;
-        if (grads) p->grad.data = at;
-        else p->value.data = at;
+        p->grad.data = base ? base + (p->offset - u->start) : NULL;
     }
 }
 
@@ -124,14 +122,14 @@ void zero_gradient_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool 
         w->unit = (int)(u - z->units);
         Tensor range = tensor_range(&w->data, 0, u->piece * z->dist->world_size); /* not the rest */
         tensor_fill(&range, 0.0f);
-        zero_point_unit(z, u, w->data.data, true);
+        zero_point_grads(z, u, w->data.data);
     } else {
         ZeroWindow *w = grad_window_of(z, u);
         CHECK(w, "block %d's backward ended without its gradient window", u->block);
         Tensor full = tensor_range(&w->data, 0, u->piece * z->dist->world_size);
         Tensor piece = zero_grad_piece(z, u);
         w->pending = zero_start_reduce(z, &piece, &full);
-        zero_point_unit(z, u, NULL, true);
+        zero_point_grads(z, u, NULL);
     }
     progress_all(z);
 }

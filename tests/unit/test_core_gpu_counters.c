@@ -340,6 +340,20 @@ static void trace_with_failing_nvml(void *arg) {
     trace_close();
 }
 
+/* A trace that ran without GPU counters: the program said one line, and the file holds
+ * its one step and no gpu sample. */
+static bool note_only(const ChildResult *r, const char *path) {
+    const char *nl = strchr(r->out, '\n');
+    bool ok = expect_true(nl && nl[1] == '\0', "more than the one line of the note: %s", r->out);
+    Span steps[MAX_STEPS];
+    long long gpu_ns[MAX_SAMPLES];
+    const char *line[MAX_SAMPLES];
+    int nsteps, ngpu;
+    const bool read = read_trace(path, steps, &nsteps, gpu_ns, line, &ngpu);
+    return expect_true(read && nsteps == 1 && ngpu == 0, "%d steps and %d gpu samples, not 1 "
+                       "and 0", nsteps, ngpu) && ok;
+}
+
 static int body_failing(const char *dir) {
     if (!find_fake()) return CHECK_FAIL;
     char path[512];
@@ -350,16 +364,7 @@ static int body_failing(const char *dir) {
     bool ok = expect_exit("a trace whose NVML fails to start", &r, 0, "note: the trace ", "nogpu.json has "
                           "no GPU counters: NVML did not start: nvmlInit_v2 failed (Driver Not "
                           "Loaded, code 9)\n", (const char *)NULL);
-    const char *nl = strchr(r.out, '\n');
-    ok = ok && expect_true(nl && nl[1] == '\0', "more than the one line of the note: %s", r.out);
-    Span steps[MAX_STEPS];
-    long long gpu_ns[MAX_SAMPLES];
-    const char *line[MAX_SAMPLES];
-    int nsteps, ngpu;
-    const bool read = read_trace(path, steps, &nsteps, gpu_ns, line, &ngpu);
-    ok = ok && expect_true(read && nsteps == 1 && ngpu == 0, "%d steps and %d gpu samples, not 1 "
-                           "and 0", nsteps, ngpu);
-    return ok ? CHECK_PASS : CHECK_FAIL;
+    return ok && note_only(&r, path) ? CHECK_PASS : CHECK_FAIL;
 }
 
 static int check_failing(void) { return with_tmpdir("test_gpu_counters", body_failing); }
@@ -385,16 +390,7 @@ static int body_absent(const char *dir) {
     run_child(trace_without_nvml, NULL, &r);
     bool ok = expect_exit("a trace without NVML", &r, 0, "nonvml.json has no GPU counters: NVML "
                           "(libnvidia-ml.so.1, from the NVIDIA driver) cannot be loaded: ", (const char *)NULL);
-    const char *nl = strchr(r.out, '\n');
-    ok = ok && expect_true(nl && nl[1] == '\0', "more than the one line of the note: %s", r.out);
-    Span steps[MAX_STEPS];
-    long long gpu_ns[MAX_SAMPLES];
-    const char *line[MAX_SAMPLES];
-    int nsteps, ngpu;
-    const bool read = read_trace(path, steps, &nsteps, gpu_ns, line, &ngpu);
-    ok = ok && expect_true(read && nsteps == 1 && ngpu == 0, "%d steps and %d gpu samples, not 1 "
-                           "and 0", nsteps, ngpu);
-    return ok ? CHECK_PASS : CHECK_FAIL;
+    return ok && note_only(&r, path) ? CHECK_PASS : CHECK_FAIL;
 }
 
 static int check_trace_absent(void) { return with_tmpdir("test_gpu_counters", body_absent); }

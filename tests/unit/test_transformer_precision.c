@@ -145,13 +145,20 @@ static double bf16_step(float w) {
     return ldexp(1.0, e - 8);
 }
 
-static int check_master_weights(void) {
+/* The model of these checks without dropout at dtype, and a batch for it from seed. */
+static TransformerConfig tiny_model(Transformer *m, DType dtype, int *tokens, int *targets,
+                                   uint64_t seed) {
     const TransformerConfig c = small(0.0f, false);
+    random_tokens(tokens, targets, N, c.vocab, seed);
+    transformer_init(m, &c, B, T, 42);
+    transformer_set_precision(m, dtype);
+    return c;
+}
+
+static int check_master_weights(void) {
     int tokens[N], targets[N];
-    random_tokens(tokens, targets, N, c.vocab, 13);
     Transformer m;
-    transformer_init(&m, &c, B, T, 42);
-    transformer_set_precision(&m, DTYPE_BF16);
+    tiny_model(&m, DTYPE_BF16, tokens, targets, 13);
     MixedPrecision mp;
     mixed_precision_init(&mp, DTYPE_BF16, &m.blocks, &m.params);
     params_zero_grad(&m.params);
@@ -221,12 +228,9 @@ static int check_master_weights(void) {
 /* bf16, then float32 for a few steps, then bf16 again: the working copy kept from the
  * first bf16 run must be the trained values rounded, not what they were back then. */
 static int check_toggle(void) {
-    const TransformerConfig c = small(0.0f, false);
     int tokens[N], targets[N];
-    random_tokens(tokens, targets, N, c.vocab, 17);
     Transformer m;
-    transformer_init(&m, &c, B, T, 42);
-    transformer_set_precision(&m, DTYPE_BF16);
+    tiny_model(&m, DTYPE_BF16, tokens, targets, 17);
     transformer_set_precision(&m, DTYPE_F32);
     Sgd sgd;
     sgd_init(&sgd, &m.params, 0.5f, 0.0f, 0.0f);
@@ -248,12 +252,9 @@ static int check_toggle(void) {
 }
 
 static int check_fp16_scaling(void) {
-    const TransformerConfig c = small(0.0f, false);
     int tokens[N], targets[N];
-    random_tokens(tokens, targets, N, c.vocab, 17);
     Transformer m;
-    transformer_init(&m, &c, B, T, 42);
-    transformer_set_precision(&m, DTYPE_F16);
+    tiny_model(&m, DTYPE_F16, tokens, targets, 17);
     MixedPrecision mp; /* 2^40: the loss gradient (about 1/N) times it overflows 65504 */
     mixed_precision_init_scaled(&mp, DTYPE_F16, &m.blocks, &m.params, ldexpf(1.0f, 40), 2000);
     mixed_precision_unscale_after_backward(&mp); /* as lesson 04 runs it */
@@ -307,12 +308,9 @@ static int check_fp16_scaling(void) {
  * asserted), rounded once: the bits of the float32 path this replaced, and of the layer
  * given S. The pipeline's blocks_loss_f32 still gives those float32 values (in dloss32). */
 static int check_fp16_loss_in_place(void) {
-    const TransformerConfig c = small(0.0f, false);
     int tokens[N], targets[N];
-    random_tokens(tokens, targets, N, c.vocab, 23);
     Transformer m;
-    transformer_init(&m, &c, B, T, 42);
-    transformer_set_precision(&m, DTYPE_F16);
+    const TransformerConfig c = tiny_model(&m, DTYPE_F16, tokens, targets, 23);
     MixedPrecision mp;
     mixed_precision_init(&mp, DTYPE_F16, &m.blocks, &m.params);
     const float S = m.blocks.loss_scale;
