@@ -1,5 +1,5 @@
-// GELU on the GPU, as lib/layers/gelu.c (exact form, erf): one thread per element.
-// CUDA's erff and expf are within 2 ulp, glibc's within 1: not bit for bit. bfloat16 /
+// GELU on the GPU, as lib/layers/gelu.c (exact form, erfc): one thread per element.
+// CUDA's erfcf and expf are within a few ulp, glibc's within 1 or 2: not bit for bit. bfloat16 /
 // float16 too (elem.cuh): the output rounded once, din old value + gradient rounded once.
 #include "cuda_check.h"
 #include "elem.cuh"
@@ -16,7 +16,7 @@ extern "C" {
 template <class T> static __global__ void gelu_forward_kernel(T *out, const T *in, int64_t n) {
     GRID_STRIDE_LOOP(i, n) {
         const float x = elem_load(in, i);
-        elem_store(out, i, 0.5f * x * (1.0f + erff(x * GELU_SQRT1_2)));
+        elem_store(out, i, 0.5f * x * erfcf(-x * GELU_SQRT1_2));
     }
 }
 
@@ -24,7 +24,7 @@ template <class T>
 static __global__ void gelu_backward_kernel(T *din, const T *dout, const T *in, int64_t n) {
     GRID_STRIDE_LOOP(i, n) {
         const float x = elem_load(in, i);
-        const float cdf = 0.5f * (1.0f + erff(x * GELU_SQRT1_2));
+        const float cdf = 0.5f * erfcf(-x * GELU_SQRT1_2);
         const float pdf = GELU_INV_SQRT_2PI * expf(-0.5f * x * x);
         elem_add(din, i, elem_load(dout, i) * (cdf + x * pdf));
     }

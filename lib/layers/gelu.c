@@ -32,7 +32,7 @@ void gelu_forward(Tensor *out, const Tensor *in) {
     const float *x = in->data;
     float *y = out->data;
 #pragma omp parallel for schedule(static) if (n > 16384)
-    for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+    for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * erfcf(-x[i] * (float)M_SQRT1_2);
 }
 
 void gelu_backward(Tensor *din, const Tensor *dout, const Tensor *in) {
@@ -52,7 +52,7 @@ void gelu_backward(Tensor *din, const Tensor *dout, const Tensor *in) {
     const float inv_sqrt_2pi = (float)(0.5 * M_2_SQRTPI * M_SQRT1_2); /* 1 / sqrt(2 pi) */
 #pragma omp parallel for schedule(static) if (n > 16384)
     for (int64_t i = 0; i < n; i++) {
-        const float cdf = 0.5f * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+        const float cdf = 0.5f * erfcf(-x[i] * (float)M_SQRT1_2);
         const float pdf = inv_sqrt_2pi * expf(-0.5f * x[i] * x[i]);
         dx[i] += dy[i] * (cdf + x[i] * pdf);
     }

@@ -1,6 +1,8 @@
 /* GELU, exact (PyTorch's default F.gelu, approximate='none'):
  *   y = x Phi(x) = x/2 (1 + erf(x / sqrt 2)),   dy/dx = Phi(x) + x phi(x)
- * with phi the standard normal density. The backward needs the input, so in and
+ * with phi the standard normal density. Phi is computed as erfc(-x / sqrt 2) / 2: at
+ * negative x, 1 + erf cancels and erff's last-bit error becomes a large share of a small
+ * result (CUDA's and glibc's then disagree in the 16-bit bits); erfc keeps it relative. The backward needs the input, so in and
  * out must be different buffers. (ReLU, the tutorial's choice, is layers/relu.h.)
  * Float32, or 16-bit tensors of one dtype (layers/rounded.h: rounded once where stored). */
 #ifndef LAYERS_GELU_H

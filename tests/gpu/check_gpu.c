@@ -29,9 +29,9 @@
  * Where one product is added to a value (dropout backward: din + dout * mask; the
  * embedding backward, which adds a token's rows in the CPU's order), nvcc and gcc may
  * fuse a*b+c into one FMA or not: one rounding per addition, so 1e-6 per term (terms up
- * to the scale: sqrt(D) for the embedding). GELU: CUDA's erff and expf are within 2 ulp,
- * glibc's within 1; for x < 0, 1 + erf cancels, so the error is absolute: about
- * 2.4e-7 * |x| / 2 for |x| <= 5, hence 1e-6 absolute + 1e-5 relative. Everything that
+ * to the scale: sqrt(D) for the embedding). GELU: CUDA's erfcf and expf are within a
+ * few ulp, glibc's within 1 or 2 (relative: gelu.h computes Phi with erfc, which does
+ * not cancel at x < 0 as 1 + erf does), hence 1e-6 absolute + 1e-5 relative. Everything that
  * sums (layer norm's statistics and gradients, the attention's products and softmax,
  * the cross-entropy's exponentials) follows the rule above, 1e-6 per term of size up to
  * 1, whatever order either device adds in, because the CPU twins are being optimised
@@ -1228,28 +1228,35 @@ static int check_transformer_full_size(void) {
  *   How far the logits really are apart is shown (steps, and the share with the
  *   CPU's bits).
  * - Each parameter gradient (float32): a sum over the rows of products of two 16-bit
- *   values the devices computed (an activation and an activation's gradient). Where
- *   both hold the same bits a product is the same and only the float32 order differs
- *   (check_transformer's 1e-4 of the largest entry + 1e-3 of each, here in L2 norm:
- *   1e-4 max |g| sqrt(n) + 1e-3 |g|); where one factor is a step apart, the product
- *   moves by at most 2u of itself. So the gradient moves by at most 2u of the sum of
- *   its terms' magnitudes, and by far less when (as here) a small share of the factors
- *   differ: the relative L2 distance |g_gpu - g_cpu| / |g_cpu| must stay within one
- *   16-bit step, 2u (bfloat16 0.0078, float16 0.00098), plus the float32 part. A wrong
- *   layer, mask or rounding point (a rounding to bfloat16 in a float16 run: 8 times the
- *   step) moves a gradient by far more. The worst ratio is shown.
+ *   values the devices computed (an activation and an activation's gradient). A value
+ *   one step apart moves the next layer's sums, so the share of 16-bit values that
+ *   differ grows layer by layer (on an H100, 2026-11-26: 39% of the logits with the
+ *   CPU's bits after 2 layers; 61% one or more steps apart), and a gradient deep in the
+ *   backward (the embedding's) carries every rounding point between it and the loss.
+ *   So the two devices are not held to each other but to the truth: the same model in
+ *   float32 on the CPU. The GPU's 16-bit gradient may be at most 1.5 times as far from
+ *   it (relative L2) as the CPU's 16-bit gradient is, or 2u of it (bfloat16 0.0078,
+ *   float16 0.00098), whichever is more, plus the float32 part (check_transformer's
+ *   1e-4 of the largest entry + 1e-3 of each, in L2 norm: 1e-4 max |g| sqrt(n) + 1e-3
+ *   |g|). Both devices' 16-bit runs are rounding noise of about the same size around it
+ *   (here about 1.5% of |g| in bfloat16 on the CPU, so two such runs are ~2% apart:
+ *   the H100's embedding gradient was 2% from the CPU's); a wrong layer, mask or
+ *   rounding point is more: a rounding to bfloat16 in a float16 run 8 times. A rounding
+ *   mode is not this check's to catch (truncating the GPU's elementwise 16-bit stores,
+ *   planted on the emulator, put linear2's gradient 1.66 times as far: caught, but at
+ *   the margin): check_gpu16's exact checks of every layer are. Until that H100 run the check held the GPU within 2u of
+ *   the CPU, which only the emulator meets (the same bits: the same float operations in
+ *   the same order). The worst ratio is shown; CHECK_GPU16_DETAIL=1 shows every
+ *   parameter's distances.
  * - After the step: SGD moves each master by lr g on both devices (g clipped), so the
  *   masters end lr |g_gpu - g_cpu| apart, plus a float32 rounding or two of each; the
  *   working copies are the masters rounded once, so they are within one 16-bit step of
- *   each other plus that (checked per entry), and all but 1% (and 2) hold the same bits.
- *   Mostly the masters are far less than a step apart and the copies equal or
- *   neighbours; not where a weight is near 0 after the step (a bias starts at 0, so it
- *   is -lr g; a step may cancel a weight) and its 16-bit step is smaller than lr |dg|,
- *   least of all where the gradient is itself rounding noise (the key bias: its true
- *   gradient is 0, as softmax ignores a constant added to every score): on the emulator
- *   44 of 43,876 entries, up to 15 float16 steps apart, each within lr |dg| + a step. */
+ *   each other plus that, checked per entry, with the gradients checked above. The
+ *   share with the same bits is shown (it was held to 99%, which the emulator's equal
+ *   gradients give and an H100's did not: 95%). */
 typedef struct {
     double worst_grad;                 /* largest relative L2 distance / its tolerance */
+    double worst_ratio;                /* largest GPU / CPU distance from the float32 run */
     int64_t logits_equal, logits_total, working_equal, working_total;
     float logits_steps;                /* the largest logit difference in steps */
     float working_steps;               /* the same for the working copies after the step */
@@ -1275,24 +1282,40 @@ static float largest_abs16(const Tensor *t) {
     return most;
 }
 
-/* Every parameter gradient within a relative L2 distance of 2u + the float32 part. */
-static bool grads16_close(const Transformer *gpu, const Transformer *cpu, double u, Report16 *r) {
-    for (int i = 0; i < cpu->params.count; i++) {
-        const Tensor *want = &cpu->params.items[i]->grad;
-        Tensor got = back(&gpu->params.items[i]->grad);
-        double diff = 0, norm = 0, most = 0;
-        for (int64_t k = 0; k < want->size; k++) {
-            const double d = (double)got.data[k] - want->data[k];
-            diff += d * d, norm += (double)want->data[k] * want->data[k];
-            most = fmax(most, fabs(want->data[k]));
+/* Every parameter gradient of the GPU's 16-bit run (gpu) at most 1.5 times as far from
+ * the float32 model's (ref) as the CPU's 16-bit run's (cpu), or 2u of it, + the float32
+ * part. */
+static double l2_apart(const Tensor *a, const Tensor *b) {
+    double d = 0;
+    for (int64_t k = 0; k < a->size; k++) d += ((double)a->data[k] - b->data[k]) * ((double)a->data[k] - b->data[k]);
+    return sqrt(d);
+}
+
+static bool grads16_close(const Transformer *gpu, const Transformer *cpu, const Transformer *ref,
+                          double u, Report16 *r) {
+    for (int i = 0; i < ref->params.count; i++) {
+        const Tensor *truth = &ref->params.items[i]->grad, *c = &cpu->params.items[i]->grad;
+        Tensor g = back(&gpu->params.items[i]->grad);
+        double norm = 0, most = 0;
+        for (int64_t k = 0; k < truth->size; k++) {
+            norm += (double)truth->data[k] * truth->data[k];
+            most = fmax(most, fabs(truth->data[k]));
         }
-        diff = sqrt(diff), norm = sqrt(norm);
-        const double tol = (2 * u + 1e-3) * norm + 1e-4 * most * sqrt((double)want->size) + 1e-12;
-        r->worst_grad = fmax(r->worst_grad, diff / tol);
-        tensor_free(&got);
-        if (!expect_true(diff <= tol, "gradient of %s: |GPU - CPU| = %.3g, %.3g of |CPU| = %.3g "
-                         "(tolerance %.3g: 2u = %.3g of |CPU|, + the float32 part)",
-                         cpu->params.items[i]->name, diff, diff / norm, norm, tol, 2 * u))
+        norm = sqrt(norm);
+        const double off_gpu = l2_apart(&g, truth), off_cpu = l2_apart(c, truth);
+        const double tol = fmax(1.5 * off_cpu, 2 * u * norm) + 1e-3 * norm +
+                           1e-4 * most * sqrt((double)truth->size) + 1e-12;
+        r->worst_grad = fmax(r->worst_grad, off_gpu / tol);
+        if (off_cpu > 0) r->worst_ratio = fmax(r->worst_ratio, off_gpu / off_cpu);
+        if (getenv("CHECK_GPU16_DETAIL"))
+            check_show("%-28s |g| %.3g: 16-bit from float32: GPU %.3g, CPU %.3g of |g| (ratio %.2f); "
+                   "GPU from CPU %.3g", ref->params.items[i]->name, norm, off_gpu / norm,
+                   off_cpu / norm, off_gpu / fmax(off_cpu, 1e-30), l2_apart(&g, c) / norm);
+        tensor_free(&g);
+        if (!expect_true(off_gpu <= tol, "gradient of %s: the GPU's 16-bit run %.3g of |g| from "
+                         "the float32 model's, the CPU's %.3g (tolerance %.3g of |g|: 1.5 times the "
+                         "CPU's or 2u = %.3g, + the float32 part)", ref->params.items[i]->name,
+                         off_gpu / norm, off_cpu / norm, tol / norm, 2 * u))
             return false;
     }
     return true;
@@ -1300,7 +1323,7 @@ static bool grads16_close(const Transformer *gpu, const Transformer *cpu, double
 
 /* After the step: the working copies within one 16-bit step of each other plus the
  * masters' difference, which SGD makes lr times the (clipped) gradients' difference plus
- * a float32 rounding or two of each master; all but 1% (and 2) the same bits. */
+ * a float32 rounding or two of each master; the share with the same bits counted. */
 static bool working16_close(const ParamList *gpu, const ParamList *cpu, float lr, Report16 *r) {
     const DType dt = cpu->working.dtype;
     Tensor w = back(&gpu->working), v = back(&gpu->values), g = back(&gpu->grads);
@@ -1321,9 +1344,6 @@ static bool working16_close(const ParamList *gpu, const ParamList *cpu, float lr
                          (double)cpu->values.data[k], (double)g.data[k], (double)cpu->grads.data[k]);
     }
     r->working_equal += equal, r->working_total += n;
-    ok = ok && expect_true(equal >= n - n / 100 - 2, "%s working copy after a step: only %lld of "
-                           "%lld entries with the CPU's bits", dtype_name(dt), (long long)equal,
-                           (long long)n);
     tensor_free(&w), tensor_free(&v), tensor_free(&g);
     return ok;
 }
@@ -1337,19 +1357,26 @@ static int compare_transformer16(DType dt, float dropout, uint64_t seed, bool sh
     const double u = dt == DTYPE_BF16 ? 0x1p-8 : 0x1p-11;
     int *tokens = random_tokens(N, c.vocab, seed), *targets = random_tokens(N, c.vocab, seed + 1);
     int *gtokens = ints_on_gpu(tokens, N), *gtargets = ints_on_gpu(targets, N);
-    Transformer cpu, gpu;
-    Dist *dc = NULL, *dg = NULL;
-    TensorParallel tc, tg;
+    /* cpu and gpu in 16 bits, ref the same model in float32 on the CPU (the truth both
+     * 16-bit runs are held to) */
+    Transformer cpu, gpu, ref;
+    Dist *dc = NULL, *dg = NULL, *dr = NULL;
+    TensorParallel tc, tg, tr;
     if (sharded) {
         dc = dist_init(&(DistOptions){.backend = "single"});
+        dr = dist_init(&(DistOptions){.backend = "single"});
         dg = dist_init(&(DistOptions){.backend = "single", .device = DEVICE_CUDA});
         tensor_parallel_init(&tc, dc, &c);
+        tensor_parallel_init(&tr, dr, &c);
         tensor_parallel_init(&tg, dg, &c);
-        const TransformerBlockMakers mc = tensor_parallel_makers(&tc), mg = tensor_parallel_makers(&tg);
+        const TransformerBlockMakers mc = tensor_parallel_makers(&tc), mg = tensor_parallel_makers(&tg),
+                                     mr = tensor_parallel_makers(&tr);
         transformer_init_made(&cpu, &c, B, T, seed, 0, transformer_block_count(&c), &mc);
+        transformer_init_made(&ref, &c, B, T, seed, 0, transformer_block_count(&c), &mr);
         transformer_init_made(&gpu, &c, B, T, seed, 0, transformer_block_count(&c), &mg);
     } else {
         transformer_init(&cpu, &c, B, T, seed);
+        transformer_init(&ref, &c, B, T, seed);
         transformer_init(&gpu, &c, B, T, seed);
     }
     transformer_set_precision(&cpu, dt);
@@ -1360,7 +1387,8 @@ static int compare_transformer16(DType dt, float dropout, uint64_t seed, bool sh
     MixedPrecision mc, mg;
     mixed_precision_init_scaled(&mc, dt, &cpu.blocks, &cpu.params, 1024.0f, 2000);
     mixed_precision_init_scaled(&mg, dt, &gpu.blocks, &gpu.params, 1024.0f, 2000);
-    params_zero_grad(&cpu.params), params_zero_grad(&gpu.params);
+    params_zero_grad(&cpu.params), params_zero_grad(&gpu.params), params_zero_grad(&ref.params);
+    transformer_forward_backward(&ref, tokens, targets);
     const float lc = transformer_forward_backward(&cpu, tokens, targets);
     const float lg = transformer_forward_backward(&gpu, gtokens, gtargets);
     const bool skip_c = mixed_precision_unscale(&mc), skip_g = mixed_precision_unscale(&mg);
@@ -1380,7 +1408,7 @@ static int compare_transformer16(DType dt, float dropout, uint64_t seed, bool sh
               expect_true(fabsf(lg - lc) <= tol, "loss %.7f on the GPU, %.7f on the CPU: %.3g "
                           "apart, more than 2 steps of the largest logit (%.3g) + 1e-5 of the loss",
                           (double)lg, (double)lc, (double)fabsf(lg - lc), (double)tol) &&
-              grads16_close(&gpu, &cpu, u, r);
+              grads16_close(&gpu, &cpu, &ref, u, r);
     /* one step: clipping, SGD, the working copy refreshed from the masters */
     if (ok) {
         const float lr = 0.5f;
@@ -1395,10 +1423,10 @@ static int compare_transformer16(DType dt, float dropout, uint64_t seed, bool sh
         sgd_free(&oc), sgd_free(&og);
     }
     mixed_precision_free(&mc), mixed_precision_free(&mg);
-    transformer_free(&cpu), transformer_free(&gpu);
+    transformer_free(&cpu), transformer_free(&gpu), transformer_free(&ref);
     if (sharded) {
-        tensor_parallel_free(&tc), tensor_parallel_free(&tg);
-        dist_finalize(dc), dist_finalize(dg);
+        tensor_parallel_free(&tc), tensor_parallel_free(&tg), tensor_parallel_free(&tr);
+        dist_finalize(dc), dist_finalize(dg), dist_finalize(dr);
     }
     cuda_free(gtokens), cuda_free(gtargets);
     xfree(tokens), xfree(targets);
@@ -1407,9 +1435,10 @@ static int compare_transformer16(DType dt, float dropout, uint64_t seed, bool sh
 
 /* What compare_transformer16 saw over its runs, one line. */
 static int show_report16(const Report16 *r) {
-    check_show("gradients: worst %.3f of the tolerance; logits %lld of %lld the same bits (at most "
-               "%.0f step apart); working copies after a step %lld of %lld (at most %.0f steps "
-               "apart)", r->worst_grad, (long long)r->logits_equal, (long long)r->logits_total,
+    check_show("gradients: worst %.3f of the tolerance, the GPU at most %.2f times as far from "
+               "float32 as the CPU; logits %lld of %lld the same bits (at most %.0f step apart); "
+               "working copies after a step %lld of %lld (at most %.0f steps apart)", r->worst_grad,
+               r->worst_ratio, (long long)r->logits_equal, (long long)r->logits_total,
                (double)r->logits_steps, (long long)r->working_equal, (long long)r->working_total,
                (double)r->working_steps);
     return CHECK_PASS;
@@ -1878,7 +1907,7 @@ int main(void) {
     check_run(NULL, "gradient clipping by global norm: the norm, clipped and untouched gradients", GPU_CHECK(check_clip), 60);
     check_run(NULL, "transformer: loss and every gradient (dropout off and on, a shorter batch), 4 SGD steps, evaluation", GPU_CHECK(check_transformer), 180);
     check_run(NULL, "transformer at lesson 04's size (55,327 words, 20 x 35 tokens, lr 5): the same checks", GPU_CHECK(check_transformer_full_size), 300);
-    check_run(NULL, "transformer in bf16 and fp16 (dropout off and on): the CPU predicts the GPU's loss (2 steps of the largest logit), every gradient (one 16-bit step, relative L2), the working copy after an SGD step (one step + lr |dg|)", GPU_CHECK(check_transformer16), 120);
+    check_run(NULL, "transformer in bf16 and fp16 (dropout off and on): the CPU predicts the GPU's loss (2 steps of the largest logit), every gradient (as near float32 as the CPU's 16-bit run, relative L2), the working copy after an SGD step (one step + lr |dg|)", GPU_CHECK(check_transformer16), 120);
     check_run(NULL, "single-process backend with GPU tensors: every collective, host scalars", GPU_CHECK(check_single_backend_gpu), 60);
     check_run(NULL, "a one-stage pipeline: 4 micro-batches in activation slots, loss shares scaled on the GPU", GPU_CHECK(check_pipeline_stage), 120);
     check_run(NULL, "ZeRO stage 3 on one rank: 3 clipped AdamW steps = plain training on the GPU, bit for bit", GPU_CHECK(check_zero_stage3), 120);

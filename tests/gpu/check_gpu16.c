@@ -8,10 +8,11 @@
  * Tolerances, and why.
  * - Exact (the same bits) where both devices do the same float operations and round
  *   once: ReLU, add, positions, dropout's output, the embedding's forward; on a GPU too.
- * - GELU's forward: bit for bit on the emulator (glibc's erff and expf on both sides);
- *   on a GPU CUDA's erff/expf differ from glibc's by an ulp or two of float32 before the
- *   rounding: there one 16-bit step (plus check_gpu.c's 1e-6 absolute for the
- *   cancellation of 1 + erf(x) at negative x).
+ * - GELU's forward: bit for bit on the emulator (glibc's erfcf and expf on both sides);
+ *   on a GPU CUDA's erfcf/expf differ from glibc's by an ulp or two of float32 before the
+ *   rounding: there one 16-bit step (plus check_gpu.c's 1e-6 absolute). It was
+ *   1 + erff(x) until an H100 (2026-11-26) showed 2.5% of the bfloat16 outputs off by a
+ *   step: the cancellation at negative x made those ulps a large share of the result.
  * - Everything else: the two float32 values may differ (sums in another order: the
  *   GEMMs, layer norm's statistics, the loss's exponentials; a*b + c fused into one FMA
  *   on one side only: din + dout * mask in dropout's backward and GELU's, where gcc

@@ -3,6 +3,7 @@
 // memory that is tracked, so a host pointer where device memory belongs is still caught.
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <map>
 #include <vector>
@@ -299,6 +300,16 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperatio
 
 static std::map<const char *, size_t> allocations; // device memory: start -> bytes
 static bool started;
+static pid_t started_in; // the process that started CUDA
+
+/* CUDA does not survive fork: a child of a process that started it gets
+ * cudaErrorInitializationError from its first call. The emulator says so, or a test that
+ * starts CUDA before forking its child would pass here and fail on every GPU. */
+static void refuse_after_fork(const char *call) {
+    CHECK(!started || getpid() == started_in, "CUDA emulator: %s in process %d, a child forked "
+          "after process %d started CUDA: on a GPU this is cudaErrorInitializationError (CUDA does "
+          "not survive fork; start it in the child only)", call, (int)getpid(), (int)started_in);
+}
 
 static bool on_device(const void *p, size_t bytes) {
     auto it = allocations.upper_bound((const char *)p);
@@ -341,6 +352,7 @@ void cuda_device_info(int dev, CudaDeviceInfo *info) {
     snprintf(info->name, sizeof info->name, "CUDA emulator (CPU)");
 }
 void *cuda_malloc(size_t bytes) {
+    refuse_after_fork("cudaMalloc");
     emu::refuse_while_recording("cudaMalloc");
     CHECK(started, "cuda_malloc before cuda_init(): start the CUDA backend first");
     char *p = (char *)malloc(bytes ? bytes : 1);
@@ -381,12 +393,15 @@ void cuda_check_device_pointer_at(const char *file, int line, const char *name, 
                "device_alloc(DEVICE_CUDA, ...)", name, p);
 }
 cublasHandle_t cuda_cublas(void) {
+    refuse_after_fork("a cuBLAS call");
     CHECK(started, "a cuBLAS call before cuda_init(): start the CUDA backend first");
     return (cublasHandle_t)&allocations;
 }
 bool cuda_init(char *why, size_t why_cap) {
     (void)why, (void)why_cap;
+    refuse_after_fork("cuda_init");
     if (!started) tensor_register_device(DEVICE_CUDA, &EMULATED), cuda_trace_register();
+    if (!started) started_in = getpid();
     started = true;
     return true;
 }
