@@ -51,14 +51,14 @@ def items(ctx):
              command=f"tests/gpu/emulator/run.sh {b}/emulator", min_passed=1),
         dict(id="check-gpu", needs={"gpu"}, timeout_s=180, files=[f"{b}/tests/check_gpu"],
              title="make check-gpu: every CUDA operation against its CPU twin, training on both devices",
-             estimate="estimate 60 s (the emulator runs all but the largest check in 56 s)",
+             estimate="H100 2026-11-26: 31 s (51 checks)",
              command=f"{b}/tests/check_gpu", min_passed=1, no_skips=True),
         # issue 28 asks for this number first when a GPU is lent: right after check-gpu
         # (whose checks say the kernels it times are right), before the lessons' runs
         dict(id="bench-gpu-lm", needs={"gpu"}, timeout_s=300, files=[f"{sol}/04-transformer/train"],
              title="make bench-gpu-lm: lesson 04's seed-size transformer, the library in bf16 against "
                    "compiled PyTorch bf16 at 20x35, 64x128, 128x256 (issue 28)",
-             estimate="never ran; estimate 150-250 s on an H100: torch.compile compiles each of the 3 shapes "
+             estimate="H100 2026-11-26: 173 s for the 2 larger shapes (the 20 x 35 row cut by --time-limit); estimate 150-250 s: torch.compile compiles each of the 3 shapes "
                       "(20-40 s each, cold cache), 3 rounds of 2-5 s, the reference columns 20 s; "
                       "with no --precision bf16 in the program it stops at once (exit status 3)",
              command=f"bench/run-bench-gpu-lm.sh {b} --require-bf16 --time-limit 270 "
@@ -104,7 +104,7 @@ def items(ctx):
         dict(id="lesson04-bf16", needs={"gpu"}, timeout_s=150, files=[f"{sol}/04-transformer/train"],
              title="lesson 04 in float32 and in bf16 on the GPU: bf16's valid loss within 2 % of float32's; "
                    "the bf16 run traced (issue 28)",
-             estimate="never ran; estimate 2 x 25 s: one epoch of the tutorial's model (the issue's "
+             estimate="H100 2026-11-26: 2 s on the Markdown, 2 x 5 s on the fortunes text; one epoch of the tutorial's model (the issue's "
                       "comparison is after one epoch: a few hundred steps at lr 5 are too chaotic to compare)",
              command=q(["tools/gpu-report/precision-pair.sh", f"{sol}/04-transformer/train", f"{m}/lesson04",
                         "--device", "cuda", "--epochs", 1, *txt["dataset"]]),
@@ -127,7 +127,7 @@ def items(ctx):
              metrics={"lesson07.jsonl": f"{m}/lesson07.jsonl"}, stand_in=ctx["text_stand_in"]),
         dict(id="lesson08-zero", needs={"gpu"}, timeout_s=120, files=[f"{sol}/08-zero/train"],
              title="lesson 08 on one GPU over NCCL: ZeRO stage 3 and plain data parallel end with the same digests",
-             estimate="never ran on a GPU; estimate 2 x 15 s",
+             estimate="H100 2026-11-26: 3.5 s",
              command=q(["tools/gpu-report/zero-digests.sh", f"{sol}/08-zero/train", f"{m}/lesson08",
                         "--device", "cuda", "--dist", "nccl", "--max-steps", 20, *txt["dataset"]]),
              metrics={"lesson08-stage0.jsonl": f"{m}/lesson08-stage0.jsonl",
@@ -135,7 +135,7 @@ def items(ctx):
              stand_in=ctx["text_stand_in"]),
         dict(id="lesson09-run", needs={"gpu"}, timeout_s=90, files=[f"{sol}/09-tensor-parallel/train"],
              title="lesson 09: tensor parallel at --tp 1 on one GPU over NCCL",
-             estimate="never ran on a GPU; estimate 20 s with loading",
+             estimate="H100 2026-11-26: 7 s",
              command=q([f"{sol}/09-tensor-parallel/train", "--device", "cuda", "--dist", "nccl",
                         "--tp", 1, "--max-steps", 20, *txt["dataset"],
                         "--metrics", f"{m}/lesson09.jsonl"]),
@@ -163,13 +163,13 @@ def items(ctx):
              min_passed=1, no_skips=True, needs_sanitizer_summary=True),
         dict(id="racecheck", needs={"gpu", "sanitizer"}, timeout_s=150, files=[f"{b}/tests/check_gpu"],
              title="compute-sanitizer racecheck on the attention's and the reductions' checks",
-             estimate="over all of check_gpu it did not finish in 120 s on an H100; these checks alone: estimate 60 s",
+             estimate="H100 2026-11-26: 25 s (6 checks, 0 hazards)",
              command=f"CHECK_ONLY='{RACECHECK_CHECKS}' {san} --tool racecheck --target-processes all "
                      f"--error-exitcode 1 {b}/tests/check_gpu",
              min_passed=1, no_skips=True, needs_sanitizer_summary=True),
         dict(id="racecheck-flash", needs={"gpu", "sanitizer"}, timeout_s=150, files=[f"{b}/tests/check_gpu"],
              title="compute-sanitizer racecheck on the fused (flash) attention's check",
-             estimate="never run; its kernels stream tiles through shared memory: estimate 2 minutes",
+             estimate="H100 2026-11-26: cut short by the budget after 122 s; its kernels stream tiles through shared memory: estimate 3 minutes or more",
              command=f"CHECK_ONLY='{RACECHECK_FLASH}' {san} --tool racecheck --target-processes all "
                      f"--error-exitcode 1 {b}/tests/check_gpu",
              min_passed=1, no_skips=True, needs_sanitizer_summary=True),
