@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Each lesson README lists its grader's checks as `TODO N.k  name`; this compares that
-# list with the check_run(...) calls of tests/graders/gradeNN.c, both ways, so the
-# sheet never promises a check the grader lacks or names one under the wrong TODO.
+# list with the check_run(...) calls of tests/graders/gradeNN.c and its parts
+# (gradeNN_*.h), both ways, so the sheet never promises a check the grader lacks or
+# names one under the wrong TODO.
 # Also: lesson 06's table of measured numbers against the run its figure is drawn from.
 # Last line: "N passed, M failed".
 set -u
@@ -12,7 +13,8 @@ for readme in course/*/README.md; do
     grader=tests/graders/grade${lesson%%-*}.c
     [ -f "$grader" ] || continue
     # check_run("TODO 1.1", "name", ...) -> "TODO 1.1|name" (calls may span two lines)
-    have=$(tr '\n' ' ' <"$grader" | grep -oE 'check_run\("TODO [^"]+", *"([^"\\]|\\.)*"' |
+    # (a grader's parts in gradeNN_*.h register checks too)
+    have=$(cat "$grader" tests/graders/grade${lesson%%-*}_*.h 2>/dev/null | tr '\n' ' ' | grep -oE 'check_run\("TODO [^"]+", *"([^"\\]|\\.)*"' |
         sed -E 's/check_run\("(TODO [^"]+)", *"(.*)"$/\1|\2/; s/\\"/"/g' | sort -u)
     listed=$(grep -oE '`TODO [0-9][0-9.-]*[0-9] +[^`]+`' "$readme" |
         sed -E 's/^`(TODO [0-9.-]+) +(.*)`$/\1|\2/' | sort -u)
