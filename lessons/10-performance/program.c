@@ -174,6 +174,22 @@ void step_sync_gradients(Step *s) { ddp_finish_gradients(s->ddp); }
 
 static double pct(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * (double)part / (double)whole : 0; }
 
+/* The events of t from the end of its first step on: the first step warms up (the
+ * first batch cannot have been read ahead, the caches are cold), so the shares leave
+ * it out. */
+static void skip_first_step(TraceFile *t) {
+    int64_t end = -1;
+    for (int64_t i = 0; i < t->count; i++) {
+        const TraceRecord *e = &t->events[i];
+        if (e->tid == TRACE_TID_HOST && e->cat == TRACE_STEP && (end < 0 || e->ts_ns + e->dur_ns < end))
+            end = e->ts_ns + e->dur_ns;
+    }
+    int64_t kept = 0;
+    for (int64_t i = 0; i < t->count; i++)
+        if (t->events[i].ts_ns >= end) t->events[kept++] = t->events[i];
+    t->count = kept;
+}
+
 /* Rank 0: every rank's file read back, the shares yours beside the library's. */
 static void report(const Config *c, int world) {
     for (int r = 0; r < world; r++) {
@@ -181,10 +197,11 @@ static void report(const Config *c, int world) {
         if (trace_rank_path(path, sizeof path, c->trace, r) != 0) fatal("--trace %s: too long", c->trace);
         TraceFile t;
         if (!trace_load(path, &t, why, sizeof why)) fatal("%s", why);
+        skip_first_step(&t);
         const StepShares y = lesson_step_shares(&t, r), l = trace_step_shares(&t, r);   /* TODO 10.2 */
         const CommSplit yc = lesson_comm_split(&t, r), lc = trace_comm_split(&t, r);   /* TODO 10.3 */
-        printf("rank %d, %lld steps of %.2f ms (yours / library's): compute %.1f/%.1f%% exposed comm "
-               "%.1f/%.1f%% data %.1f/%.1f%% idle %.1f/%.1f%%\n", r, (long long)l.steps,
+        printf("rank %d, steps 2-%lld, %.2f ms each (yours / library's): compute %.1f/%.1f%% exposed comm "
+               "%.1f/%.1f%% data %.1f/%.1f%% idle %.1f/%.1f%%\n", r, (long long)l.steps + 1,
                l.steps ? (double)l.step_ns / (double)l.steps / 1e6 : 0.0, pct(y.compute_ns, y.step_ns),
                pct(l.compute_ns, l.step_ns), pct(y.comm_ns, y.step_ns), pct(l.comm_ns, l.step_ns),
                pct(y.data_ns, y.step_ns), pct(l.data_ns, l.step_ns), pct(y.idle_ns, y.step_ns),

@@ -390,9 +390,9 @@ static const char *TEXT = "/usr/share/common-licenses/GPL-3"; /* Debian's base-f
 static bool run_program(const char *loader, int latency_us, const char *trace, CommandResult *r) {
     char lat[16];
     snprintf(lat, sizeof lat, "%d", latency_us);
-    const char *args[] = {"main", "--dataset", "text", "--data", TEXT, "--d-model", "24", "--heads", "2",
-                          "--d-hid", "32", "--layers", "2", "--bptt", "16", "--batch-size", "8",
-                          "--max-steps", "8", "--dropout", "0", "--loader", loader, "--read-latency-us", lat,
+    const char *args[] = {"main", "--dataset", "text", "--data", TEXT, "--d-model", "64", "--heads", "2",
+                          "--d-hid", "128", "--layers", "2", "--bptt", "32", "--batch-size", "8",
+                          "--max-steps", "16", "--dropout", "0", "--loader", loader, "--read-latency-us", lat,
                           trace ? "--trace" : NULL, trace, NULL};
     run_ranks(2, args, 120, r);
     char end[96];
@@ -414,7 +414,7 @@ static double step_ms(const CommandResult *r) {
 /* rank R's shares line: yours and the library's data share; false if missing. */
 static bool shares_of(const CommandResult *r, int rank, double *yours, double *library, char *line, size_t cap) {
     char key[32];
-    snprintf(key, sizeof key, "rank %d, ", rank);
+    snprintf(key, sizeof key, "rank %d, steps", rank);
     const char *at = strstr(r->out, key);
     if (!at) return false;
     const char *data = strstr(at, " data ");
@@ -428,23 +428,34 @@ static int check_program_in(const char *dir) {
         printf("needs a text: %s is not there\n", TEXT);
         return CHECK_SKIP;
     }
+    /* the step's compute, from a slowed run's trace (a plain run's ranks compete for the
+     * cores more: none of them ever sleeps) */
     CommandResult r;
-    if (!run_program("plain", 0, NULL, &r)) return CHECK_FAIL;
-    const double compute = step_ms(&r);
-    if (compute <= 0) {
-        printf("no line \"... a step took X ms ...\" from the plain run\n");
+    char probe[400];
+    snprintf(probe, sizeof probe, "%s/probe.json", dir);
+    if (!run_program("slow", 100, probe, &r)) return CHECK_FAIL;
+    const char *at = strstr(r.out, "rank 0, steps");
+    double each = -1, share = -1;
+    if (at && (at = strstr(at, ", ")) && (at = strstr(at + 2, ", "))) sscanf(at + 2, "%lf", &each);
+    if (at && (at = strstr(at, "compute "))) sscanf(at, "compute %lf", &share);
+    const double compute = each * share / 100;
+    if (!(compute > 0)) {
+        printf("no line \"rank 0, steps 2-N, X ms each (yours / library's): compute a/b%% ...\" from the "
+               "traced run:\n");
+        print_ranks_output(r.out);
         return CHECK_FAIL;
     }
-    /* reads of some 0.6 of the step's compute: 4 sequences a rank */
-    int latency = (int)(0.6 * compute * 1000 / 4);
-    if (latency < 200) latency = 200;
+    /* reads of half the step's compute (4 sequences a rank): the slowed step some 1.5 x,
+     * the fixed one hides them */
+    int latency = (int)(0.5 * compute * 1000 / 4);
+    if (latency < 20) latency = 20;
     char slow_trace[400], mine_trace[400], line[512];
     snprintf(slow_trace, sizeof slow_trace, "%s/slow.json", dir);
     snprintf(mine_trace, sizeof mine_trace, "%s/mine.json", dir);
     if (!run_program("slow", latency, slow_trace, &r)) return CHECK_FAIL;
     const double slow = step_ms(&r);
     double ys, ls, ym, lm;
-    if (!shares_of(&r, 0, &ys, &ls, line, sizeof line) || !shares_of(&r, 1, &ys, &ls, line, sizeof line)) {
+    if (!shares_of(&r, 1, &ys, &ls, line, sizeof line) || !shares_of(&r, 0, &ys, &ls, line, sizeof line)) {
         printf("no line \"rank 0, ... data a/b%% ...\" and rank 1's from the traced run:\n");
         print_ranks_output(r.out);
         return CHECK_FAIL;
