@@ -197,6 +197,12 @@ $(CHECK_GPU_BIN): $(BUILD)/obj/tests/gpu/check_gpu.o $(BUILD)/obj/tests/gpu/chec
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 
+# tools/trace's C side: the shares of a step from the library (tests/trace/run.sh: = Python's)
+TRACE_SHARES_BIN := $(BUILD)/tools/trace-shares
+$(TRACE_SHARES_BIN): $(BUILD)/obj/tools/trace/trace_shares.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
 # ---------------------------------------------------------------- lessons
 # course/NN-name/ is the single source; lessons/ (TODO stubs) and solutions/
 # (complete) are generated from it by unifdef and committed.
@@ -261,6 +267,13 @@ GRADE_LDFLAGS_08 := -rdynamic $(foreach f,$(GRADE_WRAPPED_08),-Wl,--wrap=$(f))
 GRADE_WRAPPED_09 := tp_shard tp_qkv_rows tp_f tp_g tp_row_linear_forward tp_vocab_cross_entropy \
                     tensor_parallel_param_count tensor_parallel_bytes
 GRADE_LDFLAGS_09 := -rdynamic $(foreach f,$(GRADE_WRAPPED_09),-Wl,--wrap=$(f))
+
+# Lesson 10's grader (tests/graders/grade10.c and its parts): each helper's line its own.
+GRADE_WRAPPED_10_PROFILE := trace_step_shares trace_comm_split
+GRADE_WRAPPED_10_ROOFLINE :=
+GRADE_WRAPPED_10_PRECISION :=
+GRADE_WRAPPED_10 := $(GRADE_WRAPPED_10_PROFILE) $(GRADE_WRAPPED_10_ROOFLINE) $(GRADE_WRAPPED_10_PRECISION)
+GRADE_LDFLAGS_10 := -rdynamic $(foreach f,$(GRADE_WRAPPED_10),-Wl,--wrap=$(f))
 
 define LESSON_RULES
 $(BUILD)/$(1)/$(2)/%.o: $(1)/$(2)/%.c $(wildcard $(1)/$(2)/*.h) $$(FLAGS_STAMP)
@@ -340,7 +353,7 @@ $(BENCH_TRACE_BIN): $(BUILD)/obj/bench/bench_trace.o $(LIB)
         lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-zero bench-ppo bench-trace check-gpu check-gpu-emulated bench-gpu bench-gpu-lm \
         gpu-report gpu-report-build clean slides
 
-all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) $(BENCH_TRACE_BIN) ## build the library, tests, lessons, solutions and benchmark
+all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(TRACE_SHARES_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) $(BENCH_TRACE_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile mk/*.mk | sed -E 's/:.*## /\t/' | \

@@ -186,9 +186,10 @@ void trace_async_end(int handle) {
 void trace_complete(int tid, const char *name, TraceCat cat, int64_t start_ns, int64_t end_ns) {
     Trace *t = active();
     if (!t) return;
-    const int k = tid - TRACE_TID_STREAM(0);
-    CHECK(k >= 0 && k < TRACE_STREAMS_MAX, "trace_complete on track %d: streams are tracks %d "
-          "to %d", tid, TRACE_TID_STREAM(0), TRACE_TID_STREAM(TRACE_STREAMS_MAX - 1));
+    const int k = tid == TRACE_TID_LOADER ? TRACE_STREAMS_MAX : tid - TRACE_TID_STREAM(0);
+    CHECK(k >= 0 && k <= TRACE_STREAMS_MAX, "trace_complete on track %d: streams are tracks %d "
+          "to %d, the data loader %d", tid, TRACE_TID_STREAM(0), TRACE_TID_STREAM(TRACE_STREAMS_MAX - 1),
+          TRACE_TID_LOADER);
     CHECK(end_ns >= start_ns, "trace: '%s' ends before it starts", name);
     /* the ranges still open on this track at start_ns: those ending after it */
     TraceOpen *open = t->streams[k];

@@ -15,8 +15,9 @@
  * What the file holds:
  *   - pid: the rank, named by "process_name" metadata ("rank 0"); tid 0 is the host
  *     thread, tids TRACE_TID_STREAM(k) the CUDA streams, TRACE_TID_COMM(k) the lanes of
- *     communication in flight (non-blocking collectives, start to finish), each named
- *     by "thread_name" metadata;
+ *     communication in flight (non-blocking collectives, start to finish), and
+ *     TRACE_TID_LOADER a data loader's thread (its reads), each named by "thread_name"
+ *     metadata;
  *   - complete events ("ph": "X", "ts" and "dur" in microseconds since the time origin,
  *     to the nanosecond) with "cat" one of step, compute, comm, data, other;
  *   - counters ("ph": "C", "name": "memory"): the bytes of tensors allocated on each
@@ -71,6 +72,9 @@ enum {
 };
 #define TRACE_TID_STREAM(k) (1 + (k))
 #define TRACE_TID_COMM(k) (1 + TRACE_STREAMS_MAX + (k))
+/* The "data loader" track: a loader thread's reads (data/prefetch.h), placed by the host
+ * thread with trace_complete when it waits for them (only that thread traces). */
+#define TRACE_TID_LOADER TRACE_TID_COMM(TRACE_COMM_LANES)
 #define TRACE_DEFAULT_CAP 500000 /* events: at most about 50 MB in memory */
 #define TRACE_GPU_EVERY_NS 100000000 /* "gpu" counter samples: at most one every 100 ms */
 
@@ -103,8 +107,9 @@ void trace_end(const char *name);
 int trace_async_begin(const char *name, TraceCat cat, int64_t bytes);
 void trace_async_end(int handle);
 
-/* An event measured elsewhere (a GPU's, placed on the host clock) on track tid, times
- * from trace_now_ns's clock; the events of one track come in the order they began and
+/* An event measured elsewhere (a GPU's, placed on the host clock; a loader thread's read)
+ * on track tid (a stream's, TRACE_TID_STREAM(k), or TRACE_TID_LOADER), times from
+ * trace_now_ns's clock; the events of one track come in the order they began and
  * nest (an overlap is an error naming both). */
 void trace_complete(int tid, const char *name, TraceCat cat, int64_t start_ns, int64_t end_ns);
 

@@ -52,9 +52,10 @@ typedef struct {
     int depth;
     TraceOpen lanes[TRACE_COMM_LANES];
     bool lane_busy[TRACE_COMM_LANES], lane_used[TRACE_COMM_LANES];
-    TraceOpen streams[TRACE_STREAMS_MAX][TRACE_DEPTH_MAX]; /* their ends in start_ns */
-    int stream_depth[TRACE_STREAMS_MAX];
-    bool stream_used[TRACE_STREAMS_MAX];
+    /* the other tracks: the streams', then the loader's (index TRACE_STREAMS_MAX) */
+    TraceOpen streams[TRACE_STREAMS_MAX + 1][TRACE_DEPTH_MAX]; /* their ends in start_ns */
+    int stream_depth[TRACE_STREAMS_MAX + 1];
+    bool stream_used[TRACE_STREAMS_MAX + 1];
 } Trace;
 
 /* JSON object form of t into t->f; false when it could not be written. */

@@ -84,6 +84,8 @@ bool trace_write(const Trace *t) {
             snprintf(name, sizeof name, k == 0 ? "GPU: CUDA stream %d (compute)" : "GPU: CUDA stream %d", k);
             metadata(f, &first, pid, TRACE_TID_STREAM(k), "thread", name, TRACE_TID_STREAM(k));
         }
+    if (t->stream_used[TRACE_STREAMS_MAX])
+        metadata(f, &first, pid, TRACE_TID_LOADER, "thread", "data loader", TRACE_TID_LOADER);
     for (int k = 0; k < TRACE_COMM_LANES; k++)
         if (t->lane_used[k]) {
             snprintf(name, sizeof name, "communication in flight %d", k);

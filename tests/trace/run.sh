@@ -14,6 +14,11 @@
 #     its own: what no range covers) add up to the step time within 2%, and lesson 07's
 #     steps in the trace are the steps its --metrics times (within 2% and 50 us);
 #   - the SVG of a step is well-formed XML with a band per rank;
+#   - lesson 10 (the solution) on 2 CPU ranks, its loader slowed (--loader slow) and
+#     fixed (--loader mine: the reads on a "data loader" track), passes the same checks;
+#   - on every trace recorded here, the library's shares in C (build/tools/trace-shares,
+#     lib/core/trace_shares.h) equal tools/trace's, to the nanosecond, in flight and
+#     hidden communication too;
 #   - a --trace that cannot be written stops the ranks before any step, naming it;
 #   - the validator fails traces that break the rules (it can fail: an overlap, a
 #     missing field, an unknown phase, a thread without a name, a B never closed, a GPU
@@ -31,12 +36,39 @@ pass() { echo "PASS  $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
 skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
 validate=tests/trace/validate.py tool=tools/trace/trace.py
-l06=$build/solutions/06-ddp/train l07=$build/solutions/07-pipeline/train
+l06=$build/solutions/06-ddp/train l07=$build/solutions/07-pipeline/train l10=$build/solutions/10-performance/train
+cshares=$build/tools/trace-shares
 text=/usr/share/common-licenses/GPL-3 # Debian's base-files: on every Debian system
 
 tmp=$(mktemp -d /tmp/trace_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1
+
+# The C shares (trace-shares) against Python's (trace_read.py), to the ns, of FILE...
+c_equals_python() {
+    local label=$1 c py
+    shift
+    if [ ! -x "$cshares" ]; then
+        skip "$label: the C shares = Python's: $cshares is not built"
+        return
+    fi
+    if c=$("$cshares" "$@" 2>&1) && py=$(python3 - "$@" <<'PY'
+import sys
+sys.path.insert(0, "tools/trace")
+from trace_read import load, shares
+for path in sys.argv[1:]:
+    for pid, r in shares(load(path)).items():
+        ns = {k: int(r[k + "_us"] * 1000) for k in ("step", "compute", "comm", "data", "idle", "in_flight", "hidden")}
+        print(f"pid {pid} steps {r['steps']} step_ns {ns['step']} compute_ns {ns['compute']} comm_ns {ns['comm']} "
+              f"data_ns {ns['data']} idle_ns {ns['idle']} in_flight_ns {ns['in_flight']} hidden_ns {ns['hidden']}")
+PY
+    ) && [ "$c" = "$py" ]; then
+        pass "$label: the library's shares in C = tools/trace's, to the ns ($(wc -l <<<"$c") file(s))"
+    else
+        fail "$label: the C shares differ from tools/trace's"
+        printf 'C:\n%s\nPython:\n%s\n' "$c" "$py" | sed 's/^/        /'
+    fi
+}
 
 # ---------------------------------------------------------------- one process: lessons 01-05
 # The same rules for the programs of one process (train/run_trace.h), and the ranges each
@@ -82,6 +114,7 @@ for run in 01 02 03 04 05; do
         fail "lesson $run with --trace: ${missing:+no range named$missing; }$out"
         continue
     fi
+    c_equals_python "lesson $run" "$tmp/$run.json"
     [ "$run" = 01 ] || [ "$run" = 04 ] && continue
     if python3 "$tool" "$tmp/$run.json" --json >"$tmp/$run.shares" && python3 - "$tmp/$run.shares" <<'PY'; then
 import json, sys
@@ -99,8 +132,8 @@ PY
 done
 
 # ---------------------------------------------------------------- ranks: lessons 06 and 07
-if ! command -v mpirun >/dev/null || [ ! -x "$l06" ] || [ ! -x "$l07" ]; then
-    skip "traces of lessons 06 and 07: need Open MPI's mpirun (sudo make deps) and $l06, $l07"
+if ! command -v mpirun >/dev/null || [ ! -x "$l06" ] || [ ! -x "$l07" ] || [ ! -x "$l10" ]; then
+    skip "traces of lessons 06, 07 and 10: need Open MPI's mpirun (sudo make deps) and $l06, $l07, $l10"
     echo "$passed passed, $failed failed, $skipped skipped"
     exit $((failed > 0))
 fi
@@ -111,15 +144,19 @@ lm=(--text text --data "$text" --d-model 32 --heads 2 --d-hid 32 --bptt 8)
 declare -A runs=(
     [06-cnn]="$l06 --dataset synthetic --train-limit 800 --test-limit 100 --epochs 1 --grad-sync buckets --bucket-mb 0.2"
     [06-transformer]="$l06 --model transformer ${lm[*]} --layers 2 --batch-size 8 --max-steps 6 --epochs 1"
+    [10-slow]="$l10 --dataset text --data $text --d-model 32 --heads 2 --d-hid 32 --bptt 16 --batch-size 8 --max-steps 8 --loader slow --read-latency-us 300"
+    [10-mine]="$l10 --dataset text --data $text --d-model 32 --heads 2 --d-hid 32 --bptt 16 --batch-size 8 --max-steps 8 --loader mine --read-latency-us 300"
     [07-1f1b]="$l07 --dataset text --data $text --d-model 32 --heads 2 --d-hid 32 --bptt 8 --layers 4 --batch-size 16 --micro-batches 4 --max-steps 6 --epochs 1 --schedule 1f1b --metrics $tmp/07-1f1b.jsonl"
 )
 # the names each run's trace must hold (on some rank)
 declare -A want=(
     [06-cnn]="step|load batch|loss|conv1 forward|conv2 backward|fc2 backward|adam step|all-reduce|wait all-reduce|memory"
     [06-transformer]="step|load batch|loss|embedding forward|layer 1 backward|decoder backward|adam step|clip gradients|all-reduce"
+    [10-slow]="step|load batch|forward|backward|optimizer|layer 1 backward|adam step|wait all-reduce"
+    [10-mine]="step|load batch|wait batch|read batch|data loader|forward|backward|optimizer|wait all-reduce"
     [07-1f1b]="step|load batch|loss|embedding forward|decoder backward|sgd step|send|receive|all-gather (scalars)|barrier"
 )
-for run in 06-cnn 06-transformer 07-1f1b; do
+for run in 06-cnn 06-transformer 07-1f1b 10-slow 10-mine; do
     # shellcheck disable=SC2086  # the run's command line
     if ! timeout 300 "${mpi[@]}" ${runs[$run]} --trace "$tmp/$run.json" >"$tmp/$run.out" 2>&1; then
         fail "$run with --trace: the run failed"
@@ -141,6 +178,7 @@ for run in 06-cnn 06-transformer 07-1f1b; do
     done
     if [ -z "$missing" ]; then pass "$run: blocks, optimiser, collectives, data loading and steps are ranges"
     else fail "$run: no range named$missing"; fi
+    c_equals_python "$run" "${files[@]}"
     if python3 "$tool" "${files[@]}" --merged "$tmp/$run.merged.json" --svg "$tmp/$run.svg" >"$tmp/$run.report" 2>&1 &&
         python3 "$validate" "$tmp/$run.merged.json" >/dev/null; then
         pass "$run: tools/trace merges the ranks into one trace that follows the rules"

@@ -39,6 +39,11 @@ def report(doc):
                           for p in PARTS)
         lines.append(f"rank {pid}: {n} steps of {step / n / 1000:.2f} ms: {parts}; the parts add up to "
                      f"{100 * row['parts_us'] / step:.2f}% of the step")
+        if row["in_flight_us"] > 0:
+            flight, hidden = row["in_flight_us"], row["hidden_us"]
+            lines.append(f"rank {pid} communication: {flight / n / 1000:.2f} ms in flight a step, "
+                         f"{hidden / n / 1000:.2f} hidden ({100 * hidden / flight:.0f}%), "
+                         f"{row['comm_us'] / n / 1000:.2f} exposed")
     for pid, g in sorted(gpu_summary(doc).items()):
         parts = [f"{g['samples']} samples"]
         if "utilisation_pct_mean" in g:

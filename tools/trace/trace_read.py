@@ -7,8 +7,11 @@ rank was doing (compute; comm: waiting for communication, so exposed; data), and
 instant inside no range but the step itself is idle (bookkeeping between the ranges,
 or work nobody named; category "other" counts as idle too). So a range's own time is
 its duration less its children's, and a step's parts add up to the step when the
-ranges nest. Communication in flight beside the host (the lanes, tid 9 and up) is not
+ranges nest. Communication in flight beside the host (the lanes, tid 9 to 24) is not
 exposed and does not count; the time the host waits for it does ("wait all-reduce").
+How much of it the host hid (comm_split): in flight, the time some lane was busy inside
+the steps (their union); hidden, that time less where the host was in a comm range of
+its own (waiting). lib/core/trace_shares.c computes the same numbers in C, to the ns.
 
 Counters ("ph": "C") are no part of a step's shares; a rank's "gpu" counters (NVML's,
 sampled at steps' ends on a GPU) are summed up on their own (gpu_summary)."""
@@ -17,6 +20,7 @@ import json
 from decimal import Decimal
 
 HOST = 0
+LANES = range(9, 25)  # TRACE_TID_COMM(0 .. 15)
 PARTS = ("compute", "comm", "data", "idle")
 PART_OF = {"compute": "compute", "comm": "comm", "data": "data", "step": "idle", "other": "idle"}
 
@@ -121,8 +125,65 @@ def steps(doc, pid):
     return found
 
 
+def _union(spans):
+    """Disjoint sorted spans covering the same time as spans [(start, end)]."""
+    out = []
+    for a, b in sorted(spans):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def _intersect(xs, ys):
+    """The spans of two disjoint sorted lists that both cover."""
+    out, i, j = [], 0, 0
+    while i < len(xs) and j < len(ys):
+        a, b = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
+        if b > a:
+            out.append([a, b])
+        if xs[i][1] < ys[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _exposed_spans(node, spans):
+    """The host's own time in comm ranges under node: each one's span less its children's."""
+    e, children = node
+    if e.get("cat") == "comm":
+        at, end = e["ts"], e["ts"] + e["dur"]
+        for c, _ in children:
+            spans.append((at, c["ts"]))
+            at = max(at, min(c["ts"] + c["dur"], end))
+        spans.append((at, end))
+    for c in children:
+        _exposed_spans(c, spans)
+
+
+def comm_split(doc, pid, nodes=None):
+    """(in flight, hidden) in microseconds: the lanes' union inside the steps, and that
+    less where the host was in a comm range of its own."""
+    nodes = steps(doc, pid) if nodes is None else nodes
+    exposed = []
+    for _, children in nodes:
+        for c in children:
+            _exposed_spans(c, exposed)
+    lanes = _union((e["ts"], e["ts"] + e["dur"]) for e in doc["traceEvents"]
+                   if e.get("ph") == "X" and e.get("pid") == pid and e.get("tid") in LANES)
+    inside = _intersect(lanes, _union((n[0]["ts"], n[0]["ts"] + n[0]["dur"]) for n in nodes))
+    in_flight = sum((b - a for a, b in inside), Decimal(0))
+    waited = sum((b - a for a, b in _intersect(inside, _union(exposed))), Decimal(0))
+    return in_flight, in_flight - waited
+
+
 def shares(doc):
-    """{pid: {"steps": n, "step_us": total, part + "_us": total, "parts_us": their sum}}."""
+    """{pid: {"steps": n, "step_us": total, part + "_us": total, "parts_us": their sum,
+    "in_flight_us", "hidden_us": comm_split's}}."""
     out = {}
     for pid in pids(doc):
         nodes = steps(doc, pid)
@@ -133,6 +194,7 @@ def shares(doc):
         row = {"steps": len(nodes), "step_us": sum((n[0]["dur"] for n in nodes), Decimal(0))}
         row.update({p + "_us": v for p, v in total.items()})
         row["parts_us"] = sum(total.values(), Decimal(0))
+        row["in_flight_us"], row["hidden_us"] = comm_split(doc, pid, nodes)
         out[pid] = row
     return out
 

@@ -1,0 +1,103 @@
+/* The token file (data/token_file.h): written once, read a sequence at a time. */
+#include "data/token_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/check.h"
+#include "core/fs.h"
+
+static const char MAGIC[8] = "CTOKENS";
+enum { HEADER = 32, VERSION = 1 };
+
+bool token_file_write(const char *path, const TextBatches *b, char *why, size_t cap) {
+    char tmp[FS_PATH_MAX], msg[FS_MSG_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        snprintf(why, cap, "%s: path too long", path);
+        return false;
+    }
+    const int fd = fs_create_fresh(tmp, 0644, msg, sizeof msg);
+    if (fd < 0) {
+        snprintf(why, cap, "%s", msg);
+        return false;
+    }
+    int64_t head[4];
+    memcpy(head, MAGIC, 8);
+    head[1] = VERSION, head[2] = b->rows, head[3] = b->cols;
+    bool ok = write(fd, head, HEADER) == HEADER;
+    int32_t *col = xmalloc((size_t)b->rows * sizeof *col);
+    for (int c = 0; ok && c < b->cols; c++) {
+        for (int64_t r = 0; r < b->rows; r++) col[r] = b->data[r * b->cols + c];
+        const size_t bytes = (size_t)b->rows * sizeof *col;
+        ok = write(fd, col, bytes) == (ssize_t)bytes;
+    }
+    xfree(col);
+    ok = ok && fsync(fd) == 0;
+    const int err = errno;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(why, cap, "cannot write the token file %s: %s", path, strerror(ok ? errno : err));
+        unlink(tmp);
+        return false;
+    }
+    return true;
+}
+
+bool token_file_open(TokenFile *f, const char *path, int64_t read_latency_us, char *why, size_t cap) {
+    char msg[FS_MSG_MAX];
+    *f = (TokenFile){.fd = -1, .read_latency_us = read_latency_us};
+    snprintf(f->path, sizeof f->path, "%s", path);
+    const int fd = fs_open_regular(path, msg, sizeof msg);
+    if (fd < 0) {
+        snprintf(why, cap, "%s", msg);
+        return false;
+    }
+    int64_t head[4];
+    const off_t size = lseek(fd, 0, SEEK_END);
+    if (pread(fd, head, HEADER, 0) != HEADER || memcmp(head, MAGIC, 8) != 0 || head[1] != VERSION ||
+        head[2] < 2 || head[3] < 1 || head[3] > 1 << 20 ||
+        (int64_t)size != HEADER + head[2] * head[3] * (int64_t)sizeof(int32_t)) {
+        snprintf(why, cap, "%s is not a token file of version %d as token_file_write writes it "
+                 "(magic, version, sizes, %lld bytes): write it again", path, VERSION, (long long)size);
+        close(fd);
+        return false;
+    }
+    f->fd = fd, f->rows = head[2], f->cols = (int)head[3];
+    return true;
+}
+
+void token_file_close(TokenFile *f) {
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+}
+
+bool token_file_read_batch(const TokenFile *f, int64_t i, int bptt, int col0, int n, int *tokens,
+                           int *targets, char *why, size_t cap) {
+    CHECK(bptt > 0 && n > 0 && col0 >= 0 && col0 + n <= f->cols, "token_file_read_batch: columns "
+          "%d..%d of %d, bptt %d", col0, col0 + n, f->cols, bptt);
+    CHECK(i >= 0 && i + bptt < f->rows, "token_file_read_batch at row %lld: the file has %lld rows, "
+          "a full batch of %d needs row %lld", (long long)i, (long long)f->rows, bptt, (long long)(i + bptt));
+    int32_t *run = xmalloc((size_t)(bptt + 1) * sizeof *run); /* one sequence and its last target */
+    for (int s = 0; s < n; s++) {
+        if (f->read_latency_us > 0) { /* the stand-in for a parallel file system's latency */
+            const struct timespec wait = {f->read_latency_us / 1000000, f->read_latency_us % 1000000 * 1000};
+            nanosleep(&wait, NULL);
+        }
+        const size_t bytes = (size_t)(bptt + 1) * sizeof *run;
+        const off_t at = HEADER + ((off_t)(col0 + s) * f->rows + i) * (off_t)sizeof *run;
+        const ssize_t got = pread(f->fd, run, bytes, at);
+        if (got != (ssize_t)bytes) {
+            snprintf(why, cap, "reading %zu bytes at %lld of %s: %s", bytes, (long long)at, f->path,
+                     got < 0 ? strerror(errno) : "the file is shorter (changed while the run reads it?)");
+            xfree(run);
+            return false;
+        }
+        for (int t = 0; t < bptt; t++) tokens[s * bptt + t] = run[t], targets[s * bptt + t] = run[t + 1];
+    }
+    xfree(run);
+    return true;
+}

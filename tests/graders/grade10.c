@@ -1,0 +1,508 @@
+/* Grader of lesson 10. TODOs 10.1-10.3 and 10.6 are checked in one process each (a child
+ * per check): 10.1 runs your step under a trace and reads the file back; 10.2 and 10.3
+ * compare your shares with the library's (core/trace_shares.h), to the nanosecond, on
+ * made-up traces (each built to catch one mistake) and on traces recorded from real
+ * runs (tests/graders/data10/); 10.6 runs your loader against the plain one and watches
+ * when each read starts. The roofline's (10.4-10.5) and mixed precision's (10.7-10.10)
+ * checks are in grade10_roofline.h and grade10_precision.h. The program's check trains
+ * on 2 ranks, slowed and fixed.
+ * Run with `make check-lesson 10` (your code) or `make check-lesson 10 SOLUTION=1`. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/rng.h"
+#include "framework/check.h"
+#include "graders/ranks.h"
+#include "lesson.h"
+
+#ifndef LESSON_PATH /* the lesson's directory, from the Makefile: lessons/... or solutions/... */
+#define LESSON_PATH "lessons/10-performance"
+#endif
+#ifndef COURSE_ROOT
+#define COURSE_ROOT "."
+#endif
+#define DATA10 COURSE_ROOT "/tests/graders/data10/"
+
+/* TODOs 10.2 and 10.3 may not call their library twins. */
+static bool lesson_function(const char *name) {
+    return strcmp(name, "lesson_step_shares") == 0 || strcmp(name, "lesson_comm_split") == 0;
+}
+#include "graders/refuse_library.h"
+WRAP_VALUE(StepShares, trace_step_shares, (const TraceFile *t, int pid), (t, pid))
+WRAP_VALUE(CommSplit, trace_comm_split, (const TraceFile *t, int pid), (t, pid))
+
+#include "graders/grade10_precision.h"
+#include "graders/grade10_roofline.h"
+
+/* ================================================================ a tiny run for 10.1 and 10.6 */
+
+enum { V = 40, B = 3, T = 6, ROWS = 120 };
+
+/* A made-up split: ROWS rows of B columns of tokens < V. */
+static TextBatches made_up_split(void) {
+    TextBatches s = {.rows = ROWS, .cols = B, .data = xmalloc((size_t)ROWS * B * sizeof(int))};
+    Rng rng;
+    rng_seed(&rng, 7, 1);
+    for (int64_t i = 0; i < (int64_t)ROWS * B; i++) s.data[i] = (int)(rng_below(&rng, V));
+    return s;
+}
+
+static int64_t g_rows[16];
+
+static Loader plain_loader(const TextBatches *split, int64_t count) {
+    for (int64_t k = 0; k < count; k++) g_rows[k] = k * T;
+    Loader l = {.kind = "plain", .rows = g_rows, .count = count, .split = split, .bptt = T, .n = B,
+                .file = {.fd = -1}};
+    l.own.tokens = xmalloc(B * T * sizeof(int)), l.own.targets = xmalloc(B * T * sizeof(int));
+    return l;
+}
+
+/* ================================================================ TODO 10.1 */
+
+static char g_dir[256];
+
+/* Two steps of a tiny transformer under a trace (the child's body). */
+static void body_steps(void *arg) {
+    (void)arg;
+    Dist *d = dist_init(&(DistOptions){.backend = "single", .timeout_s = 30});
+    TextBatches split = made_up_split();
+    Loader loader = plain_loader(&split, 2);
+    const TransformerConfig mc = {.vocab = V, .d_model = 16, .heads = 2, .d_ff = 16, .layers = 1,
+                                  .max_len = 64, .dropout = 0};
+    Transformer lm;
+    transformer_init(&lm, &mc, B, T, 1);
+    Ddp ddp;
+    ddp_init(&ddp, d, &lm.params, 0.001, true);
+    Adam adam;
+    adamw_init(&adam, &lm.params, 1e-3f, 0.01f);
+    int tokens[B * T], targets[B * T];
+    Step s = {.lm = &lm, .params = &lm.params, .ddp = &ddp, .adam = &adam, .clip = 0.5f,
+              .loader = &loader, .tokens = tokens, .targets = targets};
+    char path[400];
+    snprintf(path, sizeof path, "%s/step.json", g_dir);
+    trace_open(path, &(TraceOptions){.rank = 0, .world_size = 1});
+    for (int k = 0; k < 2; k++) lesson_step(&s);
+    trace_close();
+}
+
+static const char *cat_word(TraceCat c) {
+    static const char *const words[TRACE_CATS] = {"step", "compute", "comm", "data", "other"};
+    return c >= 0 && c < TRACE_CATS ? words[c] : "?";
+}
+
+/* e's parent chain holds a range of category cat (the first one's index, or -1). */
+static int64_t above(const HostTrack *h, int64_t i, TraceCat cat) {
+    for (int64_t p = h->parent[i]; p >= 0; p = h->parent[p])
+        if (h->ev[p].cat == cat) return p;
+    return -1;
+}
+
+static int check_ranges_in(const char *dir) {
+    snprintf(g_dir, sizeof g_dir, "%s", dir);
+    ChildResult r;
+    run_child(body_steps, NULL, &r);
+    if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+        char name[64] = "";
+        const char *at = strstr(r.out, "closed while '");
+        if (at) sscanf(at + strlen("closed while '"), "%63[^']", name);
+        else if ((at = strstr(r.out, "with the range '"))) sscanf(at + strlen("with the range '"), "%63[^']", name);
+        printf("two steps under a trace did not end well:\n%s\n", r.out);
+        if (*name)
+            printf("hint: '%s' was opened and never closed (an early return? every trace_begin needs "
+                   "its trace_end, innermost first)\n", name);
+        else if (strstr(r.out, "no range is open"))
+            printf("hint: a trace_end without its trace_begin\n");
+        return CHECK_FAIL;
+    }
+    char path[400], why[512];
+    snprintf(path, sizeof path, "%s/step.json", dir);
+    TraceFile t;
+    if (!trace_load(path, &t, why, sizeof why)) {
+        printf("the trace cannot be read back: %s\n", why);
+        return CHECK_FAIL;
+    }
+    HostTrack h = trace_host_track(&t, 0);
+    static const struct { const char *name; TraceCat cat; } want[] = {
+        {"load batch", TRACE_DATA}, {"forward", TRACE_COMPUTE}, {"backward", TRACE_COMPUTE},
+        {"optimizer", TRACE_COMPUTE}};
+    enum { NW = sizeof want / sizeof want[0] };
+    int steps = 0, found[NW] = {0};
+    int64_t last_start[NW];
+    bool ok = true;
+    for (int64_t i = 0; i < h.n && ok; i++) {
+        const TraceRecord *e = &h.ev[i];
+        const bool in_step = above(&h, i, TRACE_STEP) >= 0;
+        if (e->cat == TRACE_STEP && !in_step) steps++;
+        for (int k = 0; k < NW; k++)
+            if (strcmp(e->name, want[k].name) == 0) {
+                if (e->cat != want[k].cat) {
+                    printf("'%s' has the category %s: it is %s\n", e->name, cat_word(e->cat),
+                           want[k].cat == TRACE_DATA ? "data (TRACE_DATA)" : "compute (TRACE_COMPUTE)");
+                    ok = false;
+                } else if (!in_step) {
+                    printf("'%s' is not inside a \"step\" range: every phase of a step lies inside it\n", e->name);
+                    ok = false;
+                }
+                found[k]++, last_start[k] = e->ts_ns;
+            }
+        if (e->cat == TRACE_COMM && above(&h, i, TRACE_COMPUTE) >= 0) {
+            printf("the gradients' communication ('%s') lies inside the compute range '%s': a trace "
+                   "then shows waiting as computing. Leave step_sync_gradients outside your compute "
+                   "ranges (between \"backward\" and \"optimizer\")\n", e->name,
+                   h.ev[above(&h, i, TRACE_COMPUTE)].name);
+            ok = false;
+        }
+    }
+    if (ok && steps == 0) {
+        printf("nothing of category step in the trace: open \"step\" (TRACE_STEP) around the whole step\n");
+        ok = false;
+    } else if (ok && steps != 2) {
+        printf("%d steps in the trace of 2 steps: one \"step\" range per call, not nested\n", steps);
+        ok = false;
+    }
+    for (int k = 0; k < NW && ok; k++)
+        if (found[k] != 2) {
+            printf("%d ranges named '%s' in 2 steps: one per step, named exactly so\n", found[k], want[k].name);
+            ok = false;
+        }
+    for (int k = 1; k < NW && ok; k++)
+        if (last_start[k] < last_start[k - 1]) {
+            printf("'%s' starts before '%s': the phases in the step's order\n", want[k].name, want[k - 1].name);
+            ok = false;
+        }
+    if (ok) {
+        const StepShares s = trace_step_shares(&t, 0);
+        check_show("2 steps: compute %.0f%%, exposed communication %.0f%%, data %.0f%%, idle %.0f%%",
+                   100.0 * s.compute_ns / s.step_ns, 100.0 * s.comm_ns / s.step_ns,
+                   100.0 * s.data_ns / s.step_ns, 100.0 * s.idle_ns / s.step_ns);
+    }
+    trace_host_track_free(&h);
+    trace_file_free(&t);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_ranges(void) { return with_tmpdir("grade10_ranges", check_ranges_in); }
+
+/* ================================================================ TODOs 10.2, 10.3 */
+
+/* Made-up traces: events in microseconds (ints) on rank 0. */
+typedef struct {
+    const char *name;
+    TraceCat cat;
+    int tid, ts, dur;
+} Ev;
+
+static TraceFile made_up(const Ev *ev, int n) {
+    TraceFile t = {.events = xmalloc((size_t)n * sizeof(TraceRecord)), .count = n, .pid = 0, .world_size = 1};
+    for (int i = 0; i < n; i++) {
+        TraceRecord *e = &t.events[i];
+        *e = (TraceRecord){.ts_ns = ev[i].ts * 1000LL, .dur_ns = ev[i].dur * 1000LL, .bytes = -1,
+                           .pid = 0, .tid = ev[i].tid, .cat = ev[i].cat};
+        snprintf(e->name, sizeof e->name, "%s", ev[i].name);
+    }
+    return t;
+}
+
+#define LANE TRACE_TID_COMM(0)
+#define LANE2 TRACE_TID_COMM(1)
+/* nested: layers inside forward and backward, a wait for an all-reduce, idle at the end */
+static const Ev NESTED[] = {
+    {"step", TRACE_STEP, 0, 0, 100}, {"load batch", TRACE_DATA, 0, 0, 10},
+    {"forward", TRACE_COMPUTE, 0, 10, 30}, {"layer 0 forward", TRACE_COMPUTE, 0, 12, 18},
+    {"backward", TRACE_COMPUTE, 0, 40, 40}, {"layer 0 backward", TRACE_COMPUTE, 0, 45, 20},
+    {"wait all-reduce", TRACE_COMM, 0, 80, 10}, {"other things", TRACE_OTHER, 0, 92, 3},
+    {"step", TRACE_STEP, 0, 100, 50}, {"forward", TRACE_COMPUTE, 0, 100, 40},
+    {"evaluate", TRACE_COMPUTE, 0, 200, 100}, {"layer 0 forward", TRACE_COMPUTE, 0, 210, 50},
+    {"all-reduce", TRACE_COMM, LANE, 50, 38}, {"kernel", TRACE_COMPUTE, TRACE_TID_STREAM(0), 10, 60},
+    {"read batch", TRACE_DATA, TRACE_TID_LOADER, 20, 60}};
+/* a lane wholly under the backward: all hidden, nothing exposed */
+static const Ev HIDDEN[] = {
+    {"step", TRACE_STEP, 0, 0, 100}, {"backward", TRACE_COMPUTE, 0, 10, 80},
+    {"all-reduce", TRACE_COMM, LANE, 20, 40}};
+/* two lanes at once: in flight is their union, 50, not 70; a wait with a child in it */
+static const Ev TWO_LANES[] = {
+    {"step", TRACE_STEP, 0, 0, 100}, {"backward", TRACE_COMPUTE, 0, 0, 50},
+    {"wait all-reduce", TRACE_COMM, 0, 50, 30}, {"copy", TRACE_COMPUTE, 0, 55, 5},
+    {"all-reduce", TRACE_COMM, LANE, 20, 40}, {"all-reduce", TRACE_COMM, LANE2, 40, 30},
+    {"all-reduce", TRACE_COMM, LANE, 120, 30}};
+
+typedef struct {
+    const char *what;
+    const Ev *ev;
+    int n;
+} Case;
+static const Case CASES[] = {
+    {"a made-up trace: nested ranges, other tracks, a range outside the steps", NESTED, sizeof NESTED / sizeof NESTED[0]},
+    {"a made-up trace: an all-reduce in flight under the backward", HIDDEN, sizeof HIDDEN / sizeof HIDDEN[0]},
+    {"a made-up trace: two lanes in flight at once, a wait with a range inside", TWO_LANES, sizeof TWO_LANES / sizeof TWO_LANES[0]}};
+static const char *const RECORDED[] = {"06-buckets.rank0.json", "06-buckets.rank1.json", "10-slow.rank0.json",
+                                       "10-mine.rank1.json"};
+
+static bool same_shares(const char *what, const TraceFile *t) {
+    const StepShares y = lesson_step_shares(t, t->pid), l = trace_step_shares(t, t->pid);
+    if (memcmp(&y, &l, sizeof y) == 0) return true;
+    printf("%s: yours: %lld steps of %lld ns: compute %lld, comm %lld, data %lld, idle %lld;\n"
+           "  the library's: %lld steps of %lld ns: compute %lld, comm %lld, data %lld, idle %lld\n", what,
+           (long long)y.steps, (long long)y.step_ns, (long long)y.compute_ns, (long long)y.comm_ns,
+           (long long)y.data_ns, (long long)y.idle_ns, (long long)l.steps, (long long)l.step_ns,
+           (long long)l.compute_ns, (long long)l.comm_ns, (long long)l.data_ns, (long long)l.idle_ns);
+    const int64_t yparts = y.compute_ns + y.comm_ns + y.data_ns + y.idle_ns;
+    if (y.steps != l.steps)
+        printf("hint: a step is a range of category step on the host track (tid 0), not inside another step\n");
+    else if (yparts > y.step_ns)
+        printf("hint: the parts add up to more than the steps: children's time counted twice? A range's own "
+               "time is its duration less its children's\n");
+    else if (y.compute_ns > l.compute_ns && y.idle_ns < l.idle_ns)
+        printf("hint: \"other\" counted as compute? Category other is idle: nobody said what it was\n");
+    else if (y.compute_ns > l.compute_ns || y.data_ns > l.data_ns || y.comm_ns > l.comm_ns)
+        printf("hint: ranges outside the steps, or other tracks (streams, lanes, the loader), counted? "
+               "Only the host track (tid 0), inside a step\n");
+    return false;
+}
+
+static bool same_split(const char *what, const TraceFile *t) {
+    const CommSplit y = lesson_comm_split(t, t->pid), l = trace_comm_split(t, t->pid);
+    if (memcmp(&y, &l, sizeof y) == 0) return true;
+    printf("%s: yours: in flight %lld ns, hidden %lld, exposed %lld; the library's: in flight %lld, "
+           "hidden %lld, exposed %lld\n", what, (long long)y.in_flight_ns, (long long)y.hidden_ns,
+           (long long)y.exposed_ns, (long long)l.in_flight_ns, (long long)l.hidden_ns, (long long)l.exposed_ns);
+    if (y.exposed_ns > l.exposed_ns)
+        printf("hint: exposed communication counted where it overlaps compute: communication in flight "
+               "beside compute is hidden; exposed = the host's own time in comm ranges (waiting)\n");
+    else if (y.in_flight_ns > l.in_flight_ns)
+        printf("hint: the lanes summed, not unioned? Two all-reduces in flight at once are in flight once "
+               "for that time; and only inside the steps\n");
+    else if (y.hidden_ns != l.hidden_ns)
+        printf("hint: hidden = in-flight time while the host is not in a comm range of its own (the "
+               "range's span less its children's)\n");
+    return false;
+}
+
+static int check_recorded(bool (*same)(const char *, const TraceFile *)) {
+    bool ok = true;
+    for (size_t k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
+        TraceFile t = made_up(CASES[k].ev, CASES[k].n);
+        ok = same(CASES[k].what, &t) && ok;
+        trace_file_free(&t);
+    }
+    for (size_t k = 0; k < sizeof RECORDED / sizeof RECORDED[0] && ok; k++) {
+        char path[512], why[512], what[600];
+        snprintf(path, sizeof path, DATA10 "%s", RECORDED[k]);
+        TraceFile t;
+        if (!trace_load(path, &t, why, sizeof why)) {
+            printf("cannot read a recorded trace: %s\n", why);
+            return CHECK_FAIL;
+        }
+        snprintf(what, sizeof what, "the recorded trace %s", RECORDED[k]);
+        ok = same(what, &t) && ok;
+        trace_file_free(&t);
+    }
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+static int check_shares(void) { return check_recorded(same_shares); }
+static int check_comm(void) { return check_recorded(same_split); }
+
+/* ================================================================ TODO 10.6 */
+
+static uint64_t digest(const TokenBatch *b) {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < B * T; i++) h = (h ^ (uint32_t)b->tokens[i]) * 1099511628211ull;
+    for (int i = 0; i < B * T; i++) h = (h ^ (uint32_t)b->targets[i]) * 1099511628211ull;
+    return h;
+}
+
+enum { STEPS = 6, LATENCY_US = 1000, COMPUTE_US = 6000 };
+
+static int check_prefetch_in(const char *dir) {
+    TextBatches split = made_up_split();
+    uint64_t want[STEPS];
+    Loader plain = plain_loader(&split, STEPS);
+    for (int k = 0; k < STEPS; k++) want[k] = digest(loader_next(&plain));
+    char path[400], why[512];
+    snprintf(path, sizeof path, "%s/tokens.bin", dir);
+    Loader l = plain_loader(&split, STEPS);
+    l.kind = "mine";
+    if (!token_file_write(path, &split, why, sizeof why) || !token_file_open(&l.file, path, LATENCY_US, why, sizeof why)) {
+        printf("the token file: %s\n", why);
+        return CHECK_FAIL;
+    }
+    l.prefetch = prefetch_init(&l.file, T, 0, B);
+    int64_t compute_end = 0;
+    for (int k = 0; k < STEPS; k++) {
+        const TokenBatch *b = loader_next(&l);
+        if (!b) {
+            printf("step %d: lesson_next_batch returned NULL\n", k + 1);
+            return CHECK_FAIL;
+        }
+        const uint64_t got = digest(b);
+        if (got != want[k]) {
+            int same = -1;
+            for (int j = 0; j < STEPS; j++)
+                if (want[j] == got) same = j;
+            printf("step %d got the wrong batch", k + 1);
+            if (same == k - 1)
+                printf(": batch %d again. hint: the read you start must be of the NEXT batch, "
+                       "l->rows[l->next] after l->next++ (prefetched the current batch again)\n", k);
+            else if (same > k)
+                printf(": batch %d's. hint: the sampler advanced twice (l->next incremented twice in a call?)\n", same + 1);
+            else
+                printf(" (not one the plain loader hands out in these %d steps)\n", STEPS);
+            return CHECK_FAIL;
+        }
+        if (l.next != k + 1) {
+            printf("after step %d's batch l->next is %lld, not %d: advance it by one a call\n", k + 1,
+                   (long long)l.next, k + 1);
+            return CHECK_FAIL;
+        }
+        if (k > 0 && b->read_start_ns >= compute_end) {
+            printf("batch %d was read after step %d had computed (its read began %.2f ms after): nothing "
+                   "overlapped. hint: start the next batch's read before you return this one, wait for "
+                   "it at the next call (waited right after starting?)\n", k + 1, k,
+                   (double)(b->read_start_ns - compute_end) / 1e6);
+            return CHECK_FAIL;
+        }
+        const struct timespec compute = {0, COMPUTE_US * 1000L}; /* the step's compute, standing in */
+        nanosleep(&compute, NULL);
+        compute_end = trace_now_ns();
+    }
+    if (prefetch_in_flight(l.prefetch)) {
+        printf("after the last batch a read is still in flight: start one only while l->next < l->count\n");
+        return CHECK_FAIL;
+    }
+    prefetch_free(l.prefetch);
+    token_file_close(&l.file);
+    check_show("%d batches, the plain loader's in its order; each read began during the step before", STEPS);
+    return CHECK_PASS;
+}
+
+static int check_prefetch(void) { return with_tmpdir("grade10_prefetch", check_prefetch_in); }
+
+/* ================================================================ the program */
+
+static const char *TEXT = "/usr/share/common-licenses/GPL-3"; /* Debian's base-files */
+
+/* One run on 2 ranks; its output in r; false (said) when it failed. */
+static bool run_program(const char *loader, int latency_us, const char *trace, CommandResult *r) {
+    char lat[16];
+    snprintf(lat, sizeof lat, "%d", latency_us);
+    const char *args[] = {"main", "--dataset", "text", "--data", TEXT, "--d-model", "64", "--heads", "2",
+                          "--d-hid", "128", "--layers", "2", "--bptt", "32", "--batch-size", "8",
+                          "--max-steps", "16", "--dropout", "0", "--loader", loader, "--read-latency-us", lat,
+                          trace ? "--trace" : NULL, trace, NULL};
+    run_ranks(2, args, 120, r);
+    char end[96];
+    if (r->timed_out || !WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0) {
+        printf("the program, --loader %s on 2 ranks, ended: %s. It said:\n", loader, describe_end(r, end, sizeof end));
+        print_ranks_output(r->out);
+        return false;
+    }
+    return true;
+}
+
+static double step_ms(const CommandResult *r) {
+    const char *at = strstr(r->out, "a step took ");
+    double ms = -1;
+    if (at) sscanf(at + strlen("a step took "), "%lf", &ms);
+    return ms;
+}
+
+/* rank R's shares line: yours and the library's data share; false if missing. */
+static bool shares_of(const CommandResult *r, int rank, double *yours, double *library, char *line, size_t cap) {
+    char key[32];
+    snprintf(key, sizeof key, "rank %d, steps", rank);
+    const char *at = strstr(r->out, key);
+    if (!at) return false;
+    const char *data = strstr(at, " data ");
+    const char *eol = strchr(at, '\n');
+    snprintf(line, cap, "%.*s", (int)(eol ? eol - at : (long)strlen(at)), at);
+    return data && sscanf(data, " data %lf/%lf%%", yours, library) == 2;
+}
+
+static int check_program_in(const char *dir) {
+    if (access(TEXT, R_OK) != 0) {
+        printf("needs a text: %s is not there\n", TEXT);
+        return CHECK_SKIP;
+    }
+    /* the step's compute, from a slowed run's trace (a plain run's ranks compete for the
+     * cores more: none of them ever sleeps) */
+    CommandResult r;
+    char probe[400];
+    snprintf(probe, sizeof probe, "%s/probe.json", dir);
+    if (!run_program("slow", 100, probe, &r)) return CHECK_FAIL;
+    const char *at = strstr(r.out, "rank 0, steps");
+    double each = -1, share = -1;
+    if (at && (at = strstr(at, ", ")) && (at = strstr(at + 2, ", "))) sscanf(at + 2, "%lf", &each);
+    if (at && (at = strstr(at, "compute "))) sscanf(at, "compute %lf", &share);
+    const double compute = each * share / 100;
+    if (!(compute > 0)) {
+        printf("no line \"rank 0, steps 2-N, X ms each (yours / library's): compute a/b%% ...\" from the "
+               "traced run:\n");
+        print_ranks_output(r.out);
+        return CHECK_FAIL;
+    }
+    /* reads of half the step's compute (4 sequences a rank): the slowed step some 1.5 x,
+     * the fixed one hides them */
+    int latency = (int)(0.5 * compute * 1000 / 4);
+    if (latency < 20) latency = 20;
+    char slow_trace[400], mine_trace[400], line[512];
+    snprintf(slow_trace, sizeof slow_trace, "%s/slow.json", dir);
+    snprintf(mine_trace, sizeof mine_trace, "%s/mine.json", dir);
+    if (!run_program("slow", latency, slow_trace, &r)) return CHECK_FAIL;
+    const double slow = step_ms(&r);
+    double ys, ls, ym, lm;
+    if (!shares_of(&r, 1, &ys, &ls, line, sizeof line) || !shares_of(&r, 0, &ys, &ls, line, sizeof line)) {
+        printf("no line \"rank 0, ... data a/b%% ...\" and rank 1's from the traced run:\n");
+        print_ranks_output(r.out);
+        return CHECK_FAIL;
+    }
+    check_show("slowed (%d us a read): a step %.2f ms; %s", latency, slow, line);
+    if (!run_program("mine", latency, mine_trace, &r)) return CHECK_FAIL;
+    const double mine = step_ms(&r);
+    bool ok = shares_of(&r, 0, &ym, &lm, line, sizeof line);
+    check_show("fixed (your prefetch): a step %.2f ms (%.2f x the slowed); %s", mine, mine / slow, line);
+    if (!ok || !(lm < 5)) {
+        printf("with --loader mine the data share is %.1f%% (the library's count): above 5%%: the reads "
+               "do not overlap the steps\n", lm);
+        return CHECK_FAIL;
+    }
+    if (!(ym == lm && ys == ls)) {
+        printf("your shares (%.1f%%, %.1f%%) differ from the library's (%.1f%%, %.1f%%)\n", ys, ym, ls, lm);
+        return CHECK_FAIL;
+    }
+    if (!(mine <= 0.8 * slow)) {
+        printf("a step with --loader mine takes %.2f ms, %.2f x the slowed one's %.2f: at most 0.8 x\n", mine,
+               mine / slow, slow);
+        return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+
+static int check_program(void) {
+    REQUIRE_RANKS();
+    return with_tmpdir("grade10_program", check_program_in);
+}
+
+static bool worker(int argc, char **argv) {
+    (void)argc, (void)argv;
+    return false;
+}
+
+static void checks(void) {
+    check_needs("TODO 10.3", "10.2");
+    check_run("TODO 10.1", "ranges: step, load batch, forward, backward, optimizer; closed, in order, comm outside compute", check_ranges, 60);
+    check_run("TODO 10.2", "shares of a step: = the library's to the ns (made-up and recorded traces)", check_shares, 30);
+    check_run("TODO 10.3", "communication in flight, hidden, exposed: = the library's to the ns", check_comm, 30);
+    grade10_roofline_checks();
+    check_run("TODO 10.6", "prefetch: the plain loader's batches in order, each read during the step before", check_prefetch, 60);
+    grade10_precision_checks();
+    check_run("TODO 10.1-10.6", "the program on 2 ranks: slowed, then fixed: data < 5%, a step <= 0.8 x the slowed", check_program, 300);
+}
+
+int main(int argc, char **argv) {
+    return ranks_main(argc, argv, "lesson 10: performance", checks, worker, lesson_main);
+}
