@@ -7,6 +7,7 @@
 
 #include "core/args.h"
 #include "core/check.h"
+#include "core/machine.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "layers/conv2d.h"
@@ -14,7 +15,6 @@
 #include "models/cnn.h"
 #include "ops/gemm.h"
 #include "layer_times.h"
-#include "peak_flops.h"
 #include "train/optim.h"
 
 /* Mean times of one step's parts, in seconds. */
@@ -85,12 +85,12 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < images.size; i++) images.data[i] = rng_uniform(&rng);
     for (int i = 0; i < batch; i++) labels[i] = (int)rng_below(&rng, 10);
 
-    const double peak_before = measure_peak_gflops(threads); /* and after: settle_peak_gflops */
+    const double peak_before = machine_fma_peak_gflops(threads); /* and after: machine_settle_peak_gflops */
     const StepTimes t = run_steps(&model, &adam, &images, labels, warmup, steps);
     double images_per_s = batch / t.step;
     double gflops = images_per_s * cnn_train_flops(&model) / 1e9;
     double core_peak;
-    const double peak = settle_peak_gflops(threads, peak_before, &core_peak);
+    const double peak = machine_settle_peak_gflops(threads, peak_before, &core_peak);
 
     if (json) {
         printf("{\"impl\": \"c\", \"threads\": %d, \"batch\": %d, \"shape\": [%d, %d, %d], "

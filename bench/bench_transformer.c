@@ -20,11 +20,11 @@
 
 #include "core/args.h"
 #include "core/check.h"
+#include "core/machine.h"
 #include "core/timer.h"
 #include "data/text.h"
 #include "models/transformer.h"
 #include "ops/gemm.h"
-#include "peak_flops.h"
 #include "train/clip.h"
 #include "train/optim.h"
 
@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
         batch_at(&data, s, bptt, vocab, tokens, targets);
         train_step(&m, &opt, tokens, targets, &ignored);
     }
-    const double peak_before = measure_peak_gflops(threads); /* and after: settle_peak_gflops */
+    const double peak_before = machine_fma_peak_gflops(threads); /* and after: machine_settle_peak_gflops */
     double best_step = 1e30;
     const double start = now_seconds();
     for (int s = 0; s < steps; s++) {
@@ -256,7 +256,7 @@ int main(int argc, char **argv) {
      * layers, measured in the profile below (0 without --profile) */
     double gemm_gflops = 0.0;
     double core_peak;
-    const double peak = settle_peak_gflops(threads, peak_before, &core_peak);
+    const double peak = machine_settle_peak_gflops(threads, peak_before, &core_peak);
 
     if (profile) {
         wrap_layers(&m);
