@@ -5,7 +5,9 @@
 #   - a per-epoch file: loss and accuracy against the epoch, as before;
 #   - several files (a job array's seeds): one figure, a line per file;
 #   - PLOT="kind=xy x=step y=entropy" still picks its own keys;
-#   - step without mean_return: exit 1, naming the keys there are.
+#   - step without mean_return: exit 1, naming the keys there are;
+#   - lesson 10's --roofline rows: a roofline (log-log, the roof, a marker per layer) by
+#     default; kind=roofline on rows without the roofs: exit 1, naming the keys.
 # Needs gnuplot (skipped, and counted as skipped, without it).
 # Last line: "N passed, M failed[, K skipped]".
 #   tests/slides/check_plot.sh [BUILD_DIR]
@@ -95,6 +97,30 @@ if [ $rc -ne 0 ] && grep -q "no 'epoch' key, and no 'mean_return'.*keys: loss, s
 else
     fail "make plot on steps without mean_return: exit $rc (expected non-zero and the keys named)"
     show "$tmp/odd.log"
+fi
+
+python3 - "$tmp/roofline.jsonl" <<'EOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for name, ai, gflops in (("embedding", 0.12, 2.0), ("linear: decoder", 77.0, 60.0), ("layer norm", 1.0, 12.0)):
+        f.write(json.dumps({"layer": name, "intensity": ai, "gflops": gflops, "peak_gflops": 140.0,
+                            "bandwidth_gbs": 20.0, "device": "cpu", "threads": 2}) + "\n")
+EOF
+plot roofline METRICS="$tmp/roofline.jsonl"
+if [ $rc -eq 0 ] && drawn roofline 'arithmetic intensity' 'ridge 7 FLOP/B' '>linear: decoder<' '>140 GFLOP/s, 20.0 GB/s<'; then
+    pass "make plot on lesson 10's --roofline rows: a roofline by default (ridge at 140 / 20 = 7 FLOP/B, a marker per layer)"
+else
+    fail "make plot on --roofline rows: exit $rc, or no roofline with its ridge and layers"
+    show "$tmp/roofline.log"
+fi
+
+printf '{"layer": "x", "intensity": 1.0, "gflops": 2.0}\n' >"$tmp/noroof.jsonl"
+plot noroof METRICS="$tmp/noroof.jsonl" PLOT="kind=roofline"
+if [ $rc -ne 0 ] && grep -q "no row has a number for 'peak_gflops' or 'bandwidth_gbs'" "$tmp/noroof.log"; then
+    pass "make plot PLOT=kind=roofline without the roofs: fails, naming the keys"
+else
+    fail "make plot PLOT=kind=roofline without peak_gflops and bandwidth_gbs: exit $rc (expected non-zero and the keys named)"
+    show "$tmp/noroof.log"
 fi
 
 echo "$passed passed, $failed failed"

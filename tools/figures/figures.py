@@ -8,8 +8,9 @@
       item's metrics into DATA first (tools/figures/gpu_data.py)
   figures.py plot FILE.jsonl [FILE.jsonl ...] [--out DIR] [key=value ...]
       runs of your own: loss and accuracy or perplexity per epoch (kind=epochs, the
-      default), or kind=xy x=KEY y=KEY, kind=bars label=KEY value=KEY; metrics with a
-      'step' and no 'epoch' (lesson 05's) default to kind=xy x=step y=mean_return.
+      default), or kind=xy x=KEY y=KEY, kind=bars label=KEY value=KEY, kind=roofline;
+      metrics with a 'step' and no 'epoch' (lesson 05's) default to kind=xy x=step
+      y=mean_return, lesson 10's --roofline rows to kind=roofline.
       Several files make one figure with a line per file (the seeds of a job array).
 
 docs/figures/README.md describes the list, the kinds and their options."""
@@ -70,8 +71,10 @@ def render_list(list_path, out_dir, only, gpu_report=None):
 
 def default_kind(rows):
     """kind=epochs for per-epoch metrics; lesson 05's per-update metrics (a step, no
-    epoch) are return against steps."""
+    epoch) are return against steps; lesson 10's --roofline rows a roofline."""
     keys = {k for r in rows for k in r}
+    if {"intensity", "gflops", "peak_gflops", "bandwidth_gbs"} <= keys:
+        return "roofline", {}
     if "epoch" in keys or "step" not in keys:
         return "epochs", {}
     if "mean_return" not in keys:

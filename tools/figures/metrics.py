@@ -9,7 +9,7 @@ import shlex
 import sys
 import time
 
-KINDS = ("epochs", "bars", "xy")
+KINDS = ("epochs", "bars", "xy", "roofline")
 SOURCE_FIELDS = ("machine", "date", "command")
 
 

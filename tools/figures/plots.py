@@ -1,10 +1,12 @@
-"""Gnuplot scripts for the three kinds of figure, drawn from metrics rows.
+"""Gnuplot scripts for the kinds of figure, drawn from metrics rows.
 
   epochs  loss, accuracy and/or perplexity against the epoch, one panel each
           (the keys that are present: *loss, *acc*, *perplexity* / *ppl)
   bars    one bar per value of a label key (device, impl): CPU vs GPU, C vs PyTorch
   xy      any key against any other: bandwidth vs message size, scaling
           efficiency vs ranks, bubble vs micro-batches, return vs steps
+  roofline  a point per layer (attained GFLOP/s against FLOP per byte), log-log,
+          under the machine's two roofs (lesson 10's --roofline --metrics rows)
 
 Every figure ends with a footer naming the machine, the date and the command of
 the run (the data file's .source)."""
@@ -258,7 +260,71 @@ def xy_script(rows, opts, source, title):
     return blocks, lines
 
 
-SCRIPTS = {"epochs": epochs_script, "bars": bars_script, "xy": xy_script}
+def roofline_script(rows, opts, source, title):
+    """Log-log: min(peak, bandwidth x intensity) as a line per machine (group), a point
+    per layer, a marker shape per layer name (listed beside the plot), a colour per
+    machine. The roofs are the rows' own (peak=KEY, bw=KEY)."""
+    x_key, y_key = opts.get("x", "intensity"), opts.get("y", "gflops")
+    label_key = opts.get("label", "layer")
+    peak_key, bw_key = opts.get("peak", "peak_gflops"), opts.get("bw", "bandwidth_gbs")
+    points = [r for r in rows if numeric(r.get(x_key)) and numeric(r.get(y_key))
+              and r[x_key] > 0 and r[y_key] > 0]
+    if not points:
+        raise FigureError(f"no row has positive numbers for '{x_key}' and '{y_key}' "
+                          "(lesson 10's train --roofline --metrics FILE writes them)")
+    missing = [k for k in (peak_key, bw_key) if not any(numeric(r.get(k)) for r in points)]
+    if missing:
+        raise FigureError(f"no row has a number for {' or '.join(repr(k) for k in missing)}: "
+                          "the roofs come from the rows (peak=KEY bw=KEY name other keys)")
+    group = opts.get("group") or ("device" if len({r.get("device") for r in points}) > 1 else None)
+    if group and not any(group in r for r in points):
+        raise FigureError(f"group={group}: no row has that key")
+    machines = {}  # group value -> (peak, bandwidth): the highest its rows report
+    for r in points:
+        if numeric(r.get(peak_key)) and numeric(r.get(bw_key)):
+            g = r.get(group) if group else None
+            peak, bw = machines.get(g, (0.0, 0.0))
+            machines[g] = (max(peak, r[peak_key]), max(bw, r[bw_key]))
+    xs = [r[x_key] for r in points] + [p / b for p, b in machines.values()]
+    x_lo, x_hi = min(xs) / 4, max(xs) * 4
+    ys = [r[y_key] for r in points] + [b * x_lo for _, b in machines.values()]
+    y_lo, y_hi = min(ys) / 3, max(p for p, _ in machines.values()) * 3
+    lines, bottom = preamble(source, title)
+    lines += [f"set bmargin at screen {bottom:.3f}", "set tmargin at screen 0.88",
+              "set lmargin at screen 0.11", "set rmargin at screen 0.66",
+              "set logscale xy 10", f"set xrange [{x_lo}:{x_hi}]", f"set yrange [{y_lo}:{y_hi}]",
+              "set grid xtics ytics lc rgb '#dddddd'",
+              f"set xlabel {gp_string(opts.get('xlabel', 'arithmetic intensity (FLOP per byte)'))}",
+              f"set ylabel {gp_string(opts.get('ylabel', 'attained GFLOP/s'))}",
+              "key_font = sprintf(',%g', 10 * fs)",  # (set key takes a variable, not an expression)
+              "set key at screen 0.675, screen 0.88 left top Left reverse box opaque samplen 1 font key_font"]
+    names = []  # layer names in order of appearance: a marker shape each
+    for r in points:
+        if str(r.get(label_key, "")) not in names:
+            names.append(str(r.get(label_key, "")))
+    shapes = (7, 5, 9, 11, 13, 15, 1, 2, 3, 4, 6, 8, 10, 12, 14)
+    blocks, plots = [], []
+    for n, (g, (peak, bw)) in enumerate(sorted(machines.items(), key=lambda i: str(i[0])), 1):
+        ridge = peak / bw
+        blocks.append(datablock(f"roof{n}", [(x_lo, bw * x_lo), (ridge, peak), (x_hi, peak)]))
+        name = (f"{g}: " if g is not None else "") + f"{peak:,.0f} GFLOP/s, {bw:,.1f} GB/s"
+        plots.append(f"$roof{n} using 1:2 with lines lt {n} lw 2 title {gp_string(name)}")
+        lines.append(f"set label {200 + n} {gp_string(f'ridge {ridge:.3g} FLOP/B')} at first {ridge}, "
+                     f"first {peak} center offset 0,0.9 {font(10)} tc lt {n}")
+        for k, layer in enumerate(names):
+            mine = [(r[x_key], r[y_key]) for r in points
+                    if str(r.get(label_key, "")) == layer and (not group or r.get(group) == g)]
+            if not mine:
+                continue
+            blocks.append(datablock(f"p{n}_{k}", mine))
+            shown = gp_string(layer or "(no name)") if n == 1 else "notitle"
+            plots.append(f"$p{n}_{k} using 1:2 with points lt {n} pt {shapes[k % len(shapes)]} ps 2 "
+                         + (f"title {shown}" if n == 1 else shown))
+    lines.append("plot " + ", \\\n     ".join(plots))
+    return blocks, lines
+
+
+SCRIPTS = {"epochs": epochs_script, "bars": bars_script, "xy": xy_script, "roofline": roofline_script}
 
 
 def render(kind, rows, opts, source, title, out_base, formats=("svg", "png")):
