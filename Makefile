@@ -272,7 +272,8 @@ GRADE_LDFLAGS_09 := -rdynamic $(foreach f,$(GRADE_WRAPPED_09),-Wl,--wrap=$(f))
 # call the library's twin; one line per part.
 GRADE_WRAPPED_10_PROFILE := trace_step_shares trace_comm_split
 GRADE_WRAPPED_10_ROOFLINE := roofline_layer_cost roofline_point roofline_mfu
-GRADE_WRAPPED_10_PRECISION :=
+GRADE_WRAPPED_10_PRECISION := loss_scale_unscale loss_scale_update mixed_precision_unscale \
+                              mixed_precision_step_done dtype_convert_cpu
 GRADE_WRAPPED_10 := $(GRADE_WRAPPED_10_PROFILE) $(GRADE_WRAPPED_10_ROOFLINE) $(GRADE_WRAPPED_10_PRECISION)
 GRADE_LDFLAGS_10 := -rdynamic $(foreach f,$(GRADE_WRAPPED_10),-Wl,--wrap=$(f))
 
