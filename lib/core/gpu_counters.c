@@ -31,6 +31,8 @@ enum {
 typedef nvml_return (*nvml_init_fn)(void);
 typedef nvml_return (*nvml_shutdown_fn)(void);
 typedef const char *(*nvml_error_string_fn)(nvml_return result);
+/* nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount); */
+typedef nvml_return (*nvml_count_fn)(unsigned int *count);
 /* nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device);
  * nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device); */
 typedef nvml_return (*nvml_by_bus_id_fn)(const char *pci_bus_id, nvml_device *device);
@@ -99,9 +101,8 @@ static bool find_device(GpuCounters *g, const char *name, const char *pci_bus_id
     return false;
 }
 
-GpuCounters *gpu_counters_open(const char *library, const char *pci_bus_id, int index,
-                               char *msg, size_t cap) {
-    const char *name = library ? library : DEFAULT_LIBRARY;
+/* NVML loaded and started: its library, with *shutdown set; NULL with the reason in msg. */
+static void *start_nvml(const char *name, nvml_shutdown_fn *shutdown, char *msg, size_t cap) {
     msg[0] = '\0';
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -111,8 +112,8 @@ GpuCounters *gpu_counters_open(const char *library, const char *pci_bus_id, int 
         return NULL;
     }
     nvml_init_fn init = (nvml_init_fn)dlsym(lib, "nvmlInit_v2");
-    nvml_shutdown_fn shutdown = (nvml_shutdown_fn)dlsym(lib, "nvmlShutdown");
-    if (!init || !shutdown) {
+    *shutdown = (nvml_shutdown_fn)dlsym(lib, "nvmlShutdown");
+    if (!init || !*shutdown) {
         snprintf(msg, cap, "%s has no %s: not NVML, or older than NVML 5", name,
                  init ? "nvmlShutdown" : "nvmlInit_v2");
         dlclose(lib);
@@ -124,6 +125,33 @@ GpuCounters *gpu_counters_open(const char *library, const char *pci_bus_id, int 
         snprintf(msg, cap, "NVML did not start: nvmlInit_v2 failed (%s)", error_text(lib, r, err, sizeof err));
         return NULL;
     }
+    return lib;
+}
+
+int gpu_counters_count(const char *library, char *msg, size_t cap) {
+    const char *name = library ? library : DEFAULT_LIBRARY;
+    nvml_shutdown_fn shutdown;
+    void *lib = start_nvml(name, &shutdown, msg, cap);
+    if (!lib) return -1;
+    nvml_count_fn count = (nvml_count_fn)dlsym(lib, "nvmlDeviceGetCount_v2");
+    unsigned int n = 0;
+    const nvml_return r = count ? count(&n) : -1;
+    if (r != NVML_SUCCESS) {
+        char err[160];
+        if (count) snprintf(msg, cap, "NVML cannot count the GPUs: nvmlDeviceGetCount_v2 failed (%s)",
+                            error_text(lib, r, err, sizeof err));
+        else snprintf(msg, cap, "%s has no nvmlDeviceGetCount_v2", name);
+    }
+    shutdown();
+    return r == NVML_SUCCESS ? (int)n : -1;
+}
+
+GpuCounters *gpu_counters_open(const char *library, const char *pci_bus_id, int index,
+                               char *msg, size_t cap) {
+    const char *name = library ? library : DEFAULT_LIBRARY;
+    nvml_shutdown_fn shutdown;
+    void *lib = start_nvml(name, &shutdown, msg, cap);
+    if (!lib) return NULL;
     GpuCounters *g = xcalloc(1, sizeof *g);
     g->lib = lib, g->shutdown = shutdown;
     if (!find_device(g, name, pci_bus_id, index, msg, cap)) {

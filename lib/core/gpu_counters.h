@@ -45,6 +45,11 @@ typedef struct GpuCounters GpuCounters;
  * nvmlInit_v2 in it, NVML failing to start, no such GPU); else msg is "" or that note. */
 GpuCounters *gpu_counters_open(const char *library, const char *pci_bus_id, int index,
                                char *msg, size_t cap);
+/* How many GPUs NVML sees on this node (every one, whatever CUDA_VISIBLE_DEVICES says;
+ * under Slurm, those the job's cgroup lets it open): NVML loaded (library as for open),
+ * started, asked (nvmlDeviceGetCount_v2) and shut down again. -1 with the reason in msg
+ * where NVML cannot be used; else msg is "". A monitor then opens each by its index. */
+int gpu_counters_count(const char *library, char *msg, size_t cap);
 /* Reads every counter into s; false (s all -1) when NVML said nothing at all. */
 bool gpu_counters_read(GpuCounters *g, GpuSample *s);
 /* Shuts NVML down (its library stays loaded: unloading it under what NVML started is

@@ -7,7 +7,10 @@
  * nvmlDevice_t as a pointer to the GPU):
  *   0: PCI bus id 0000:3B:00.0, 80 GiB; every query answers;
  *   1: PCI bus id 0000:86:00.0, 40 GiB; utilisation and power "Not Supported" (as under MIG).
- * The n-th answer (from 1, counted per query since nvmlInit_v2) of
+ * nvmlDeviceGetCount_v2 answers 2. NVML counts its starts as the real one does: each
+ * nvmlInit_v2 adds one, each nvmlShutdown takes one away, and it stops at 0 (a monitor
+ * opens each GPU on its own). The n-th answer (from 1, counted per query over both GPUs
+ * since NVML last started from stopped) of
  *   nvmlDeviceGetUtilizationRates: gpu 10 n %, memory n %
  *   nvmlDeviceGetMemoryInfo:       used n GiB, total as above, free the rest
  *   nvmlDeviceGetClockInfo(SM):    1000 + 10 n MHz
@@ -38,7 +41,7 @@ enum { SUCCESS = 0, UNINITIALIZED = 1, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, 
 #define GIB (1ULL << 30)
 
 static const Gpu GPUS[2] = {{"0000:3B:00.0", 80 * GIB, 1}, {"0000:86:00.0", 40 * GIB, 0}};
-static int g_started, g_inits, g_shutdowns;
+static int g_started, g_inits, g_shutdowns; /* g_started: nvmlInit_v2s not yet shut down */
 static unsigned int g_util, g_mem, g_clock, g_power, g_temp; /* answers given */
 
 /* Exported for the tests (not NVML's). */
@@ -51,6 +54,7 @@ int fake_nvml_calls(const char *name) {
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);
 const char *nvmlErrorString(nvmlReturn_t result);
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount);
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization);
@@ -63,15 +67,14 @@ nvmlReturn_t nvmlInit_v2(void) {
     const char *mode = getenv("FAKE_NVML_INIT");
     g_inits++;
     if (mode && strcmp(mode, "fail") == 0) return DRIVER_NOT_LOADED;
-    g_started = 1;
-    g_util = g_mem = g_clock = g_power = g_temp = 0;
+    if (g_started++ == 0) g_util = g_mem = g_clock = g_power = g_temp = 0;
     return SUCCESS;
 }
 
 nvmlReturn_t nvmlShutdown(void) {
     g_shutdowns++;
     if (!g_started) return UNINITIALIZED;
-    g_started = 0;
+    g_started--;
     return SUCCESS;
 }
 
@@ -85,6 +88,13 @@ const char *nvmlErrorString(nvmlReturn_t result) {
     case DRIVER_NOT_LOADED: return "Driver Not Loaded";
     default: return "Unknown Error";
     }
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount) {
+    if (!g_started) return UNINITIALIZED;
+    if (!deviceCount) return INVALID_ARGUMENT;
+    *deviceCount = 2;
+    return SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device) {

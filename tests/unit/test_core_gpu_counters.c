@@ -171,6 +171,43 @@ static int check_init_fails(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* gpu_counters_count: the stand-in's 2 GPUs, NVML shut down again; absent or failing
+ * NVML: -1 and the reason. Then both GPUs open at once (a node monitor's way): NVML
+ * counts its starts, so closing one leaves the other readable. */
+static int check_count(void) {
+    if (!find_fake()) return CHECK_FAIL;
+    char msg[GPU_COUNTERS_MSG_MAX] = "x";
+    const int n = gpu_counters_count(g_fake, msg, sizeof msg);
+    bool ok = expect_true(n == 2 && msg[0] == '\0', "%d GPUs counted (the stand-in has 2), msg '%s'", n, msg);
+    ok = ok && expect_true(fake_calls("nvmlInit_v2") == 1 && fake_calls("nvmlShutdown") == 1,
+                           "counting: nvmlInit_v2 called %d times, nvmlShutdown %d: not once each",
+                           fake_calls("nvmlInit_v2"), fake_calls("nvmlShutdown"));
+    ok = ok && expect_true(gpu_counters_count("/nonexistent/libnvidia-ml.so.1", msg, sizeof msg) == -1,
+                           "a count from a library that is not there");
+    ok = ok && has(msg, "cannot be loaded");
+    GpuCounters *g0 = gpu_counters_open(g_fake, NULL, 0, msg, sizeof msg);
+    GpuCounters *g1 = gpu_counters_open(g_fake, NULL, 1, msg, sizeof msg);
+    ok = ok && expect_true(g0 && g1, "GPUs 0 and 1 by index: %s", msg);
+    if (!ok) return CHECK_FAIL;
+    GpuSample s0, s1;
+    ok = expect_true(gpu_counters_read(g0, &s0) && gpu_counters_read(g1, &s1), "nothing read");
+    /* the memory query's answers are counted over both GPUs: 1 GiB, then 2 GiB */
+    ok = ok && expect_true(s0.utilisation_pct == 10 && s0.memory_used_bytes == GIB &&
+                               s1.utilisation_pct == -1 && s1.memory_used_bytes == 2 * GIB,
+                           "GPU 0: %lld %%, %lld bytes; GPU 1: %lld %%, %lld bytes",
+                           (long long)s0.utilisation_pct, (long long)s0.memory_used_bytes,
+                           (long long)s1.utilisation_pct, (long long)s1.memory_used_bytes);
+    gpu_counters_close(g0);
+    ok = ok && expect_true(gpu_counters_read(g1, &s1) && s1.memory_used_bytes == 3 * GIB,
+                           "GPU 1 after GPU 0 was closed: %lld bytes, not the third answer (3 GiB)",
+                           (long long)s1.memory_used_bytes);
+    gpu_counters_close(g1);
+    setenv("FAKE_NVML_INIT", "fail", 1);
+    ok = ok && expect_true(gpu_counters_count(g_fake, msg, sizeof msg) == -1, "counted though nvmlInit_v2 failed");
+    ok = ok && has(msg, "NVML did not start");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 /* ---------------------------------------------------------------- in a trace */
 
 /* "123.456" (microseconds, three decimals, as the trace writes them) in nanoseconds. */
@@ -402,6 +439,7 @@ int main(void) {
     check_run(NULL, "the bus id picks the GPU, not the index; queries it does not support read -1", check_other_gpu, 30);
     check_run(NULL, "a bus id NVML does not know: the index instead, with a note; no index or a bad one: refused, naming both", check_unknown_bus_id, 30);
     check_run(NULL, "nvmlInit_v2 failing: refused with NVML's words, no shutdown", check_init_fails, 30);
+    check_run(NULL, "gpu_counters_count: NVML's GPUs, NVML shut down again; two GPUs open at once, one closed", check_count, 30);
     check_run(NULL, "a trace's gpu counters: the stand-in's values at steps' ends, at most one per 100 ms", check_trace, 60);
     check_run(NULL, "trace_sample_counters: the memory at every call, the GPU's at most every 100 ms", check_explicit, 30);
     check_run(NULL, "a trace whose NVML fails: one line says why, the trace has no gpu counter", check_failing, 30);
