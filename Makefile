@@ -348,6 +348,13 @@ $(BENCH_TRACE_BIN): $(BUILD)/obj/bench/bench_trace.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $^ $(LDLIBS) -o $@
 
+# The per-node sampler a job script starts beside its program (slurm/lib/job.sh's
+# job_monitor_start; lesson 10)
+MONITOR_BIN := $(BUILD)/tools/node-monitor
+$(MONITOR_BIN): $(BUILD)/obj/tools/monitor/node_monitor.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $^ $(LDLIBS) -o $@
+
 # ---------------------------------------------------------------- targets
 .SECONDARY:  # keep intermediate objects: no relinking on the next make
 .DELETE_ON_ERROR:  # a failed link or compile leaves no half-written file behind
@@ -355,7 +362,7 @@ $(BENCH_TRACE_BIN): $(BUILD)/obj/bench/bench_trace.o $(LIB)
         lessons check-lessons-sync bench bench-transformer bench-comm bench-ddp bench-pipeline bench-zero bench-ppo bench-trace check-gpu check-gpu-emulated bench-gpu bench-gpu-lm \
         gpu-report gpu-report-build clean slides
 
-all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(TRACE_SHARES_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) $(BENCH_TRACE_BIN) ## build the library, tests, lessons, solutions and benchmark
+all: config $(LIB) $(UNIT_BIN) $(DIST_TEST_BIN) $(CHECK_GPU_BIN) $(TRACE_SHARES_BIN) $(LESSON_BINS) $(BENCH_BIN) $(BENCH_TF_BIN) $(BENCH_GPU_BIN) $(BENCH_COMM_BIN) $(BENCH_PPO_BIN) $(BENCH_TRACE_BIN) $(MONITOR_BIN) ## build the library, tests, lessons, solutions and benchmark
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' Makefile mk/*.mk | sed -E 's/:.*## /\t/' | \

@@ -12,7 +12,8 @@
 #   4. lessons/ and solutions/ in sync with course/; the solutions' programs against
 #      faults, bad options, a terminal and a pipe (tests/programs/run.sh, issue30.sh);
 #      lesson 04 in bf16 against float32 over an epoch, lesson 07 in bf16 and fp16 on 2
-#      stages against 1, lessons 08 and 09 in bf16 on 2 ranks (tests/programs/precision.sh)
+#      stages against 1, lessons 08 and 09 in bf16 on 2 ranks (tests/programs/precision.sh);
+#      the node monitor with a stand-in NVML (tests/programs/monitor.sh)
 #   5. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   6. datasets/fetch.sh against a local mirror (no internet needed), and the sbatch
 #      command line make submit builds for every site profile
@@ -65,6 +66,7 @@ tally "lessons/ and solutions/ in sync with course/" sync_check
 tally "lesson READMEs list their graders' checks" tests/check-readme-checks.sh
 tally "lesson programs: divergence, failed saves, other data, bad options, progress" tests/programs/run.sh "$build"
 tally "--precision: lesson 04 bf16 within 2% of float32 after an epoch of fortunes, fp16's skips, refusals; lesson 07 bf16/fp16 on 2 stages = 1 stage; lessons 08 and 09 in bf16" tests/programs/precision.sh "$build"
+tally "node monitor: a line per source a second, a stand-in NVML's GPUs, clean stop on SIGTERM, make plot of it" tests/programs/monitor.sh "$build"
 tally "lesson programs: issue 30's faults (huge vocabulary, planted links, sparse checkpoint, limits, modes)" tests/programs/issue30.sh "$build"
 tally "unit tests under ASan + UBSan" make --no-print-directory -s asan-tests
 tally "data set fetching" tests/datasets/test-fetch.sh
