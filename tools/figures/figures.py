@@ -10,7 +10,9 @@
       runs of your own: loss and accuracy or perplexity per epoch (kind=epochs, the
       default), or kind=xy x=KEY y=KEY, kind=bars label=KEY value=KEY, kind=roofline;
       metrics with a 'step' and no 'epoch' (lesson 05's) default to kind=xy x=step
-      y=mean_return, lesson 10's --roofline rows to kind=roofline.
+      y=mean_return, lesson 10's --roofline rows to kind=roofline, node-monitor's
+      files (tools/monitor: t, source, util_pct) to two figures, NAME (util_pct against
+      t) and NAME-memory (mem_used_bytes), a line per source.
       Several files make one figure with a line per file (the seeds of a job array).
 
 docs/figures/README.md describes the list, the kinds and their options."""
@@ -83,6 +85,18 @@ def default_kind(rows):
     return "xy", {"x": "step", "y": "mean_return"}
 
 
+def monitor_figures(rows):
+    """node-monitor's rows (t, source, no epoch or step): [(name suffix, options)], the
+    utilisation and the memory of every source (a node's CPUs, each GPU) against time;
+    None for other metrics."""
+    keys = {k for r in rows for k in r}
+    if not {"t", "source", "util_pct"} <= keys or keys & {"epoch", "step"}:
+        return None
+    common = {"kind": "xy", "x": "t", "group": "source", "xlabel": "t (s since the monitor started)"}
+    return [("", dict(common, y="util_pct", ylabel="utilisation (%)", ymin="0", ymax="105")),
+            ("-memory", dict(common, y="mem_used_bytes", ylabel="memory in use", ybytes="yes"))]
+
+
 def plot_file(paths, out_dir, words):
     """One figure of one metrics file or, for several (the seeds of a job array), one
     figure with a line per file: out_dir/NAME.svg and .png, NAME the first file's."""
@@ -103,10 +117,14 @@ def plot_file(paths, out_dir, words):
             if len(paths) > 1:
                 row = dict(row, run=name)
             rows.append(row)
-    if len(paths) > 1:
+    monitor = monitor_figures(rows) if kind is None else None
+    if len(paths) > 1 and not monitor:  # a monitor's lines are its sources, whatever the file
         opts.setdefault("group", "run")
     rows = select(rows, opts)
     where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+    if monitor:
+        plot_monitor(monitor, rows, opts, paths, names, out_dir, where)
+        return
     if kind is None:
         try:
             kind, defaults = default_kind(rows)
@@ -128,6 +146,25 @@ def plot_file(paths, out_dir, words):
         raise FigureError(f"{where}: {e}") from None
     for w in written:
         print(f"wrote {w}")
+
+
+def plot_monitor(figures, rows, opts, paths, names, out_dir, where):
+    """The monitor's figures (monitor_figures) of its files; options given win."""
+    source = read_source(paths[0], required=False)
+    if len(paths) > 1:
+        source = {"text": f"{len(paths)} files ({', '.join(names)}). The first: {source.get('text', '')}"}
+    base = names[0] if len(paths) == 1 else f"{names[0]}-and-{len(paths) - 1}-more"
+    os.makedirs(out_dir, exist_ok=True)
+    for suffix, defaults in figures:
+        merged = {**defaults, **opts}
+        kind = merged.pop("kind")
+        title = merged.pop("title", base) + (" (memory)" if suffix else " (utilisation)")
+        try:
+            written = render(kind, rows, merged, source, title, os.path.join(out_dir, base + suffix))
+        except FigureError as e:
+            raise FigureError(f"{where}: {e}") from None
+        for w in written:
+            print(f"wrote {w}")
 
 
 def main():

@@ -240,10 +240,13 @@ def xy_script(rows, opts, source, title):
         lines += ["set logscale x 2", 'set format x "%.0b%B"']
     if "logy" in opts:
         lines.append("set logscale y")
+    if "ybytes" in opts:  # bytes with binary prefixes: 7.5 GiB rather than 8.05306e+09
+        lines += ['set format y "%.1b %BB"', "set lmargin at screen 0.15"]  # wider tic labels
     if opts.get("key"):  # where the legend goes, in gnuplot's words ("top left")
         lines.append(f"set key {opts['key']} box opaque")
-    if opts.get("ymax"):  # room above the data for the legend (the bottom as gnuplot picks it)
-        lines.append(f"set yrange [*:{float(opts['ymax'])}]")
+    if opts.get("ymax") or opts.get("ymin"):  # ymax: room above the data for the legend
+        lo, hi = (float(opts[k]) if opts.get(k) else "*" for k in ("ymin", "ymax"))
+        lines.append(f"set yrange [{lo}:{hi}]")
     names = dict(item.split("=", 1) for item in opts.get("names", "").split(";") if "=" in item)
     blocks, plots, n = [], [], 0
     for k_index, key in enumerate(y_keys):
