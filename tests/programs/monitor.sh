@@ -8,7 +8,7 @@
 #   - GPU 0's utilisation and memory are the stand-in's scripted answers, in order; GPU 1
 #     does not support utilisation or power: those keys are absent, not 0;
 #   - no NVML (--nvml of a missing file): one line says why, CPU lines only; --duration
-#     ends it by itself; SIGINT stops it as SIGTERM does; bad options: exit 1, a message;
+#     ends it by itself; SIGINT and SIGUSR1 stop it as SIGTERM does; bad options: exit 1;
 #   - make plot of its file: utilisation and memory figures, a line per source (gnuplot;
 #     skipped without it).
 # Last line: "N passed, M failed[, K skipped]".
@@ -121,19 +121,21 @@ else
     fail "no NVML, --duration 1.5: exit $rc, ${n:-no} lines (expected 0, 3 CPU lines, the reason and 'done after 3 samples')"
     show "$tmp/nonvml.out"
 fi
-"$bin" --out-dir "$tmp/int" --tag int --interval 0.2 --nvml /nonexistent/x.so 2>"$tmp/int.err" &
-pid=$!
-sleep 0.7
-kill -INT $pid
-wait $pid
-rc=$?
-if [ $rc -eq 0 ] && grep -q "stopped by SIGINT" "$tmp/int.err" &&
-    python3 -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/int/monitor-int-$host.jsonl" 2>/dev/null; then
-    pass "SIGINT (Ctrl-C) stops it as SIGTERM does: exit 0, whole lines"
-else
-    fail "SIGINT: exit $rc, or not 'stopped by SIGINT', or a broken line"
-    show "$tmp/int.err"
-fi
+for sig in INT USR1; do  # Ctrl-C; what srun passes on (job_monitor_stop under Slurm)
+    "$bin" --out-dir "$tmp/$sig" --tag $sig --interval 0.2 --nvml /nonexistent/x.so 2>"$tmp/$sig.err" &
+    pid=$!
+    sleep 0.7
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "stopped by SIG$sig" "$tmp/$sig.err" &&
+        python3 -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/$sig/monitor-$sig-$host.jsonl" 2>/dev/null; then
+        pass "SIG$sig stops it as SIGTERM does: exit 0, whole lines"
+    else
+        fail "SIG$sig: exit $rc, or not 'stopped by SIG$sig', or a broken line"
+        show "$tmp/$sig.err"
+    fi
+done
 "$bin" --out-dir "$tmp/bad" --interval 0 >"$tmp/bad1" 2>&1; r1=$?
 "$bin" --interval 1 >"$tmp/bad2" 2>&1; r2=$?
 if [ $r1 -eq 1 ] && grep -q -- "--interval 0: give 0.1 to 3600 seconds" "$tmp/bad1" &&

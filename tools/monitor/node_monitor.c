@@ -18,7 +18,8 @@
  * against t, a line per source. A counter NVML does not give (utilisation under MIG,
  * power on some boards) is left out of the line, never written as 0. The CPU figures are
  * the whole node's (every job's and the system's), as top and llview show them.
- * SIGTERM or SIGINT (slurm/lib/job.sh's job_monitor_stop, scancel, Ctrl-C) ends it
+ * SIGTERM, SIGINT or SIGUSR1 (scancel, Ctrl-C, slurm/lib/job.sh's job_monitor_stop: srun
+ * passes SIGUSR1 on to its tasks, while it answers SIGTERM by killing them) ends it
  * between two lines; --duration S ends it after S seconds. */
 #include <errno.h>
 #include <signal.h>
@@ -74,12 +75,12 @@ int main(int argc, char **argv) {
         {"out-dir", ARG_STRING, &out_dir, "directory for monitor-TAG-HOST.jsonl (made if missing)", NULL},
         {"interval", ARG_FLOAT, &interval, "seconds between samples (0.1 to 3600)", NULL},
         {"tag", ARG_STRING, &tag, "name in the file's name (default: $SLURM_JOB_ID, else local)", NULL},
-        {"duration", ARG_FLOAT, &duration, "stop after this many seconds (0: until SIGTERM or SIGINT)", NULL},
+        {"duration", ARG_FLOAT, &duration, "stop after this many seconds (0: until a signal)", NULL},
         {"nvml", ARG_STRING, &nvml, "NVML's library (default: libnvidia-ml.so.1, as the loader finds it)", NULL},
     };
     args_parse(argc, argv, specs, ARRAY_LEN(specs),
                "samples this node's CPU, memory and GPUs every --interval seconds into "
-               "DIR/monitor-TAG-HOST.jsonl (one JSON line per source) until SIGTERM or SIGINT");
+               "DIR/monitor-TAG-HOST.jsonl (one JSON line per source) until SIGTERM, SIGINT or SIGUSR1");
     if (!out_dir || !*out_dir) fatal("give --out-dir DIR: where the monitor file goes (see --help)");
     if (!(interval >= 0.1f && interval <= 3600.0f)) fatal("--interval %g: give 0.1 to 3600 seconds", (double)interval);
     if (!(duration >= 0.0f)) fatal("--duration %g: give seconds, 0 or more", (double)duration);
@@ -113,7 +114,8 @@ int main(int argc, char **argv) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends at once */
     sigemptyset(&sa.sa_mask);
-    CHECK(sigaction(SIGTERM, &sa, NULL) == 0 && sigaction(SIGINT, &sa, NULL) == 0, "sigaction failed");
+    CHECK(sigaction(SIGTERM, &sa, NULL) == 0 && sigaction(SIGINT, &sa, NULL) == 0 &&
+              sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction failed");
 
     MetricsFile *m = metrics_open(path);
     fprintf(stderr, "node-monitor: %s, %d CPUs, %d GPU%s, every %g s into %s\n", host, before.cpu.cpus,
@@ -174,8 +176,8 @@ int main(int argc, char **argv) {
     }
     metrics_close(m);
     for (int i = 0; i < ngpus; i++) gpu_counters_close(gpus[i]);
-    fprintf(stderr, "node-monitor: %s after %ld sample%s (%s)\n",
-            g_stop == SIGTERM ? "stopped by SIGTERM" : g_stop == SIGINT ? "stopped by SIGINT" : "done",
-            samples, samples == 1 ? "" : "s", path);
+    const char *why = g_stop == SIGTERM ? "stopped by SIGTERM" : g_stop == SIGINT ? "stopped by SIGINT"
+                      : g_stop == SIGUSR1 ? "stopped by SIGUSR1" : "done";
+    fprintf(stderr, "node-monitor: %s after %ld sample%s (%s)\n", why, samples, samples == 1 ? "" : "s", path);
     return 0;
 }
