@@ -11,6 +11,11 @@
 #   job_launcher [nompi] set JOB_LAUNCH to what job_run puts before CMD (for a
 #                       script that runs the program itself); nompi: without
 #                       --mpi=pmix (GPU ranks that meet through NCCL, lesson 06)
+#   job_monitor_start DIR  start build/tools/node-monitor beside the job, one on each
+#                       node (srun --overlap; outside Slurm: here), each writing
+#                       DIR/monitor-JOB-HOST.jsonl every second (lesson 10)
+#   job_monitor_stop    stop it (it ends after a whole line) and wait;
+#                       `trap job_monitor_stop EXIT` stops it however the script ends
 #
 # After job_setup:
 #   JOB_BIN        the lesson's program: build/lessons/NN-name/train or build/solutions/...
@@ -118,4 +123,50 @@ job_launcher() {
 job_run() {
     job_launcher
     "${JOB_LAUNCH[@]}" "$@"
+}
+
+# job_monitor_start DIR: the node monitor (tools/monitor/node_monitor.c: CPU, memory and
+# each GPU, a JSON line per source every second) beside the job, in the background: one
+# task on each of the job's nodes, a step of its own that shares the job's CPUs, memory
+# and GPUs with the program's (--overlap; a step gets all of the job's GPUs unless it
+# asks otherwise, so NVML sees them; --mem=0: the job's memory, shared, where the
+# default, memory per CPU, is not free beside a step that holds it all). Outside Slurm
+# it runs here.
+# A monitor that is not built is a note, not a failure: the job runs without it.
+job_monitor_start() {
+    local dir=${1:?job_monitor_start needs the output directory}
+    local bin=${COURSE_BUILD:-build}/tools/node-monitor
+    JOB_MONITOR_PID=
+    if [ ! -x "$bin" ]; then
+        echo "note: $bin is not built (make $bin on the login node): no monitor for this job"
+        return 0
+    fi
+    local launch=()
+    if [ -n "${SLURM_JOB_ID:-}" ]; then
+        local nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
+        launch=(srun --overlap --nodes="$nodes" --ntasks="$nodes" --ntasks-per-node=1
+                --cpus-per-task=1 --mem=0 --mpi=none --kill-on-bad-exit=0 --job-name=node-monitor)
+        if [ -n "${SITE_CONTAINER:-}" ]; then  # as job_launcher: the same paths inside
+            local mounts="$PWD:$PWD"
+            [ -n "${SITE_SCRATCH:-}" ] && mounts+=",$SITE_SCRATCH:$SITE_SCRATCH"
+            launch+=(--container-image="$SITE_CONTAINER" --container-mounts="$mounts"
+                     --container-workdir="$PWD")
+        fi
+    fi
+    "${launch[@]}" "$bin" --out-dir "$dir" --tag "${JOB_ID:-${SLURM_JOB_ID:-local}}" &
+    JOB_MONITOR_PID=$!
+    echo "monitor: $bin on ${SLURM_JOB_NUM_NODES:-1} node(s), pid $JOB_MONITOR_PID, into $dir/monitor-${JOB_ID:-${SLURM_JOB_ID:-local}}-HOST.jsonl"
+}
+
+# job_monitor_stop: stops the monitor, then waits for it; nothing when none was
+# started. Safe to call twice. Under Slurm SIGUSR1, which srun passes on to every node's
+# monitor (SIGTERM to srun kills its tasks with no chance to finish a line); outside
+# it SIGTERM.
+job_monitor_stop() {
+    [ -n "${JOB_MONITOR_PID:-}" ] || return 0
+    local sig=TERM
+    [ -n "${SLURM_JOB_ID:-}" ] && sig=USR1
+    kill -"$sig" "$JOB_MONITOR_PID" 2>/dev/null || true
+    wait "$JOB_MONITOR_PID" 2>/dev/null || true
+    JOB_MONITOR_PID=
 }
