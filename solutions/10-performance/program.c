@@ -14,7 +14,8 @@
  * is TODO 10.1's. With --trace every rank writes its file, then rank 0 reads them back
  * and prints, per rank, the shares of the steps by your TODOs 10.2-10.3 beside the
  * library's (core/trace_shares.h), the communication in flight, hidden and exposed, and
- * the model's FLOP/s (MFU with --peak-gflops). --metrics FILE: a JSON line per step. */
+ * the model's FLOP/s and MFU (a CPU rank's peak measured; a GPU's from --peak-gflops).
+ * --metrics FILE: a JSON line per step. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include "core/args.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "core/machine.h"
 #include "core/metrics.h"
 #include "core/timer.h"
 #include "cuda/device.h"
@@ -72,7 +74,7 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
         {"timeout", ARG_FLOAT, &c->timeout_s, "seconds a rank waits for another before the job ends", NULL},
         {"metrics", ARG_STRING, &c->metrics, "JSON lines, one per step: loss, step_seconds, tokens_per_s", NULL},
         {"trace", ARG_STRING, &c->trace, "each rank writes FILE.rank<r>.json; then the shares of a step are printed (make trace draws it)", NULL},
-        {"peak-gflops", ARG_FLOAT, &c->peak_gflops, "a rank's peak GFLOP/s, for the MFU (0: not printed; --roofline measures it)", NULL},
+        {"peak-gflops", ARG_FLOAT, &c->peak_gflops, "a rank's peak GFLOP/s, for the MFU (0: a CPU rank's FMA peak measured after the steps; a GPU's not printed)", NULL},
     };
     memcpy(specs, own, sizeof own);
     const int n = OWN + lm_options_specs(&c->lm, specs + OWN);
@@ -304,11 +306,15 @@ int lesson_main(int argc, char **argv) {
            step_s > 0 ? c.batch_size * T / step_s : 0.0);
     if (step_s > 0) {
         const double gflops = fpt * lm.B * T / step_s / 1e9;
-        if (c.peak_gflops > 0)
-            print0("MFU %.1f%% of %.3g GFLOP/s: %.3g GFLOP/s a rank\n", 100 * gflops / c.peak_gflops,
-                   (double)c.peak_gflops, gflops);
+        /* A CPU rank's peak is measured here, after the steps, by every rank at once: each
+         * gets its share of the node's cores, as its training did (core/machine.h). */
+        const bool measured = c.peak_gflops == 0 && strcmp(c.device, "cpu") == 0;
+        const double peak = measured ? machine_fma_peak_gflops(c.threads) : c.peak_gflops;
+        if (peak > 0)
+            print0("MFU %.1f%% of %.3g GFLOP/s (a rank's FMA peak, %s): %.3g GFLOP/s a rank\n",
+                   100 * gflops / peak, peak, measured ? "measured" : "--peak-gflops", gflops);
         else
-            print0("model FLOP/s: %.3g GFLOP/s a rank (MFU: give a rank's peak, --peak-gflops)\n", gflops);
+            print0("model FLOP/s: %.3g GFLOP/s a rank (MFU: give a GPU's peak, --peak-gflops)\n", gflops);
     }
     metrics_close(metrics);
     if (c.trace && *c.trace) {
