@@ -554,16 +554,11 @@ static int p10_check_fp16_step(void) {
 static void grade10_precision_checks(void) {
     check_needs("TODO 10.8", "10.7");
     check_needs("TODO 10.10", "10.9");
-    check_run("TODO 10.7", "bf16 rounding both ways: every upper half x 6 lower patterns, 2M random "
-              "values and all 65,536 back, bit for bit = dtype.h's", p10_check_bf16, 20);
-    check_run("TODO 10.8", "master weights: 100 SGD steps = sgd_step + params_refresh_working bit for "
-              "bit (lr 1e-3 on [1, 2) kept)", p10_check_master, 20);
-    check_run("TODO 10.9", "unscale: g x (1/S) bit for bit = loss_scale_unscale (S 65536, 1000, 1/8, "
-              "3); inf, -inf, NaN found", p10_check_unscale, 20);
-    check_run("TODO 10.9", "scale update: 3 scripted runs (overflows, growth, a growth to inf) = "
-              "loss_scale_update", p10_check_update, 20);
-    check_run("TODO 10.10", "the fp16 step in the library's order: S, skips, clipped gradients and "
-              "weights bit for bit over 12 steps", p10_check_fp16_step, 20);
+    check_run("TODO 10.7", "bf16 rounding both ways: every upper half x 6 lower patterns, 2M random values and all 65,536 back, bit for bit = dtype.h's", p10_check_bf16, 20);
+    check_run("TODO 10.8", "master weights: 100 SGD steps = sgd_step + params_refresh_working bit for bit (lr 1e-3 on [1, 2) kept)", p10_check_master, 20);
+    check_run("TODO 10.9", "unscale: g x (1/S) bit for bit = loss_scale_unscale (S 65536, 1000, 1/8, 3); inf, -inf, NaN found", p10_check_unscale, 20);
+    check_run("TODO 10.9", "scale update: 3 scripted runs (overflows, growth, a growth to inf) = loss_scale_update", p10_check_update, 20);
+    check_run("TODO 10.10", "the fp16 step in the library's order: S, skips, clipped gradients and weights bit for bit over 12 steps", p10_check_fp16_step, 20);
 }
 
 #endif
