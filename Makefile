@@ -334,7 +334,8 @@ $(BENCH_PPO_BIN): $(BUILD)/obj/bench/bench_ppo.o $(LIB)
 #   make -j2 BUILD=build-gpu ARCH=x86-64-v3 CUDA_ARCH=90 ... gpu-report-build   (here)
 #   make gpu-report BUILD=build-gpu PREBUILT=1                                 (there)
 GPU_REPORT_DIR ?= $(BUILD)/gpu-report
-GPU_REPORT_LESSONS := 00-hello-gpu 02-gpu-cnn 04-transformer 06-ddp 07-pipeline 08-zero 09-tensor-parallel
+GPU_REPORT_LESSONS := 00-hello-gpu 02-gpu-cnn 04-transformer 06-ddp 07-pipeline 08-zero 09-tensor-parallel \
+                      10-performance
 GPU_REPORT_BINS := $(CHECK_GPU_BIN) $(BUILD)/tests/test_dist $(BENCH_GPU_BIN) \
                    $(foreach d,$(GPU_REPORT_LESSONS),$(BUILD)/solutions/$(d)/train) \
                    $(foreach d,00-hello-gpu 02-gpu-cnn,$(BUILD)/solutions/$(d)/grade $(BUILD)/lessons/$(d)/grade)

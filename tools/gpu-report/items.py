@@ -140,6 +140,14 @@ def items(ctx):
                         "--tp", 1, "--max-steps", 20, *txt["dataset"],
                         "--metrics", f"{m}/lesson09.jsonl"]),
              metrics={"lesson09.jsonl": f"{m}/lesson09.jsonl"}, stand_in=ctx["text_stand_in"]),
+        dict(id="lesson10-gpu", needs={"gpu"}, timeout_s=120, files=[f"{sol}/10-performance/train"],
+             title="lesson 10 on the GPU: the roofline (the GPU's peak and bandwidth, lesson 04's layers "
+                   "placed) and float32 against bf16 (issue 29)",
+             estimate="never ran on a GPU; estimate 30 s",
+             command=(q([f"{sol}/10-performance/train", "--roofline", "--device", "cuda",
+                         "--metrics", f"{m}/lesson10-roofline.jsonl"]) + " && " +
+                      q([f"{sol}/10-performance/train", "--compare-precision", "--device", "cuda"])),
+             metrics={"lesson10-roofline.jsonl": f"{m}/lesson10-roofline.jsonl"}),
         dict(id="lesson11-nv", needs={"gpu", "container"}, timeout_s=120,
              title="lesson 11: check_gpu and lesson 02 inside the CUDA image (apptainer exec --nv)",
              estimate="never ran; estimate 60 s",
