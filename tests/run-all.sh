@@ -54,7 +54,7 @@ tally "unit tests" tests/run-suites.sh "$build"/tests/test_*
 tally "lib/dist with several ranks (mpirun)" tests/dist/run.sh "$build"
 tally "lesson 06 on two hosts (network namespaces) and a killed rank" tests/dist/lesson06.sh "$build"
 tally "lesson 08: resumed on other rank counts and stages, a killed rank, disagreeing ranks" tests/dist/lesson08.sh "$build"
-tally "traces of lessons 06 and 07 (--trace): the format's rules, the shares of a step" tests/trace/run.sh "$build"
+tally "traces of lessons 01-07 and 10 (--trace): the format's rules, the shares of a step, C = Python" tests/trace/run.sh "$build"
 tally "lesson 09: bad layouts refused, data x pipeline x tensor on 8 and 12 ranks = 1 rank" tests/dist/lesson09.sh "$build"
 tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "CUDA kernels on a CPU emulator, not a GPU (make check-gpu-emulated)" tests/gpu/emulator/run.sh "$build"/emulator
@@ -62,6 +62,7 @@ tally "make gpu-report: parsing, verdicts, no GPU, a stand-in GPU, figures from 
 tally "make bench-gpu-lm: PyTorch's model against the tutorial's, --smoke on the CPU, stand-in programs" "$(command -v "${PYTHON:-/usr/bin/python3}" || command -v python3)" tests/bench/test_bench_gpu_lm.py "$build"
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
 tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
+tally "lesson 10's mixed-precision TODOs: planted mistakes each fail with the hint that names them" tests/graders/planted10_precision.sh "$build"
 tally "lessons/ and solutions/ in sync with course/" sync_check
 tally "lesson READMEs list their graders' checks" tests/check-readme-checks.sh
 tally "lesson programs: divergence, failed saves, other data, bad options, progress" tests/programs/run.sh "$build"
