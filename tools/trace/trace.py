@@ -91,6 +91,11 @@ def main():
         if args.svg:
             count = step_count(doc)
             index = (args.step - 1) if args.step else (1 if count > 1 else 0)
+            if count == 0 and not args.step:
+                # lessons 01 and 04: the training loop is the participant's, so no step ranges
+                print(f"not drawn: {args.svg}: no step ranges in this trace (a loop of your own has "
+                      "none until you add them: lesson 10, TODO 10.1); the merged file opens in Perfetto")
+                return
             if count == 0 or not 0 <= index < count:
                 raise TraceError(f"no step {index + 1} on every rank (each has at least {count})")
             ranks = len({e["pid"] for e in doc["traceEvents"] if e.get("ph") == "X"})
