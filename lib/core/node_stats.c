@@ -73,14 +73,20 @@ CpuUse node_stats_cpu_use(const CpuTimes *before, const CpuTimes *after) {
     };
 }
 
-/* The kB value of "Key:   123 kB" in meminfo's text; -1 when the key is absent. */
+/* Values of meminfo at most 2^50 kB (1 EiB): three of them added and made bytes fit an
+ * int64_t, whatever a file says. */
+#define KIB_MAX ((int64_t)1 << 50)
+
+/* The kB value of "Key:   123 kB" in meminfo's text; -1 when the key is absent, -2 when
+ * its value is over KIB_MAX. */
 static int64_t meminfo_kib(const char *text, const char *key) {
     const size_t n = strlen(key);
     for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
         if (strncmp(line, key, n) != 0 || line[n] != ':') continue;
         const char *p = line + n + 1;
         uint64_t v;
-        return next_u64(&p, &v) ? (int64_t)v : -1;
+        if (!next_u64(&p, &v)) return -1;
+        return v > (uint64_t)KIB_MAX ? -2 : (int64_t)v;
     }
     return -1;
 }
@@ -88,11 +94,14 @@ static int64_t meminfo_kib(const char *text, const char *key) {
 bool node_stats_parse_meminfo(const char *text, MemInfo *out, char *msg, size_t cap) {
     *out = (MemInfo){0};
     const int64_t total = meminfo_kib(text, "MemTotal");
+    if (total == -2) return fail(msg, cap, "a MemTotal over 2^50 kB in it");
     if (total <= 0) return fail(msg, cap, "no MemTotal in it");
     int64_t avail = meminfo_kib(text, "MemAvailable");
+    if (avail == -2) avail = total; /* at most total, below */
     if (avail < 0) { /* before Linux 3.14 */
         const int64_t free_ = meminfo_kib(text, "MemFree"), buffers = meminfo_kib(text, "Buffers"),
                       cached = meminfo_kib(text, "Cached");
+        if (free_ == -2 || buffers == -2 || cached == -2) return fail(msg, cap, "a value over 2^50 kB in it");
         if (free_ < 0 || buffers < 0 || cached < 0)
             return fail(msg, cap, "neither MemAvailable nor MemFree, Buffers and Cached in it");
         avail = free_ + buffers + cached;
@@ -108,7 +117,8 @@ bool node_stats_parse_loadavg(const char *text, double load[3], char *msg, size_
     for (int k = 0; k < 3; k++) {
         char *end;
         load[k] = strtod(p, &end);
-        if (end == p || load[k] < 0) return fail(msg, cap, "not three load averages at its start");
+        if (end == p || !(load[k] >= 0 && load[k] < 1e12)) /* NaN and inf too */
+            return fail(msg, cap, "not three load averages at its start");
         p = end;
     }
     return true;

@@ -13,6 +13,10 @@
 #include "trace_internal.h"
 
 enum { DEPTH_MAX = 32, MAX_FILE = 1 << 30 };
+/* ns: the most a start may be from the origin, and the most the kept events' durations
+ * may add up to (36 years), so that every end (ts + dur) and every sum of durations in
+ * trace_shares.c fits in an int64_t, whatever a file says */
+#define TIME_MAX ((int64_t)1 << 60)
 
 typedef struct {
     const char *s, *end, *start;
@@ -185,6 +189,7 @@ static int member(Reader *r, char *key, size_t cap, bool *first) {
 typedef struct {
     TraceFile *t;
     int64_t alloc;
+    int64_t dur_sum;             /* the kept events' durations, at most TIME_MAX */
     char format[32];
     bool has_format;
 } Loaded;
@@ -246,6 +251,10 @@ static bool event(Reader *r, Loaded *l) {
     if (c == TRACE_CATS) return fail(r, "'%s' has the category '%s': the library's are step, compute, comm, data, other", e.name, cat);
     e.cat = (TraceCat)c;
     if (e.dur_ns < 0) return fail(r, "'%s' lasts less than nothing", e.name);
+    if (e.ts_ns < -TIME_MAX || e.ts_ns > TIME_MAX || e.dur_ns > TIME_MAX - l->dur_sum)
+        return fail(r, "'%s': times beyond 2^60 ns (36 years) from the origin, or durations adding "
+                    "up to more: not a run's trace", e.name);
+    l->dur_sum += e.dur_ns;
     TraceFile *t = l->t;
     if (t->count > 0 && e.pid != t->pid)
         return fail(r, "events of ranks %d and %d: a merged file? trace_load reads one rank's file "

@@ -14,6 +14,19 @@
 static const char MAGIC[8] = "CTOKENS";
 enum { HEADER = 32, VERSION = 1 };
 
+/* write(2) until all len bytes are out (a full disk writes short, then fails): 0, or the
+ * errno of the failure */
+static int write_all(int fd, const void *buf, size_t len) {
+    const char *p = buf;
+    while (len > 0) {
+        const ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n < 0 ? errno : EIO;
+        p += n, len -= (size_t)n;
+    }
+    return 0;
+}
+
 bool token_file_write(const char *path, const TextBatches *b, char *why, size_t cap) {
     char tmp[FS_PATH_MAX], msg[FS_MSG_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
@@ -28,19 +41,18 @@ bool token_file_write(const char *path, const TextBatches *b, char *why, size_t 
     int64_t head[4];
     memcpy(head, MAGIC, 8);
     head[1] = VERSION, head[2] = b->rows, head[3] = b->cols;
-    bool ok = write(fd, head, HEADER) == HEADER;
+    int err = write_all(fd, head, HEADER); /* the first error's errno, 0: none */
     int32_t *col = xmalloc((size_t)b->rows * sizeof *col);
-    for (int c = 0; ok && c < b->cols; c++) {
+    for (int c = 0; !err && c < b->cols; c++) {
         for (int64_t r = 0; r < b->rows; r++) col[r] = b->data[r * b->cols + c];
-        const size_t bytes = (size_t)b->rows * sizeof *col;
-        ok = write(fd, col, bytes) == (ssize_t)bytes;
+        err = write_all(fd, col, (size_t)b->rows * sizeof *col);
     }
     xfree(col);
-    ok = ok && fsync(fd) == 0;
-    const int err = errno;
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        snprintf(why, cap, "cannot write the token file %s: %s", path, strerror(ok ? errno : err));
+    if (!err && fsync(fd) != 0) err = errno;
+    if (close(fd) != 0 && !err) err = errno; /* network file systems report write errors here */
+    if (!err && rename(tmp, path) != 0) err = errno;
+    if (err) {
+        snprintf(why, cap, "cannot write the token file %s: %s", path, strerror(err));
         unlink(tmp);
         return false;
     }
@@ -60,6 +72,7 @@ bool token_file_open(TokenFile *f, const char *path, int64_t read_latency_us, ch
     const off_t size = lseek(fd, 0, SEEK_END);
     if (pread(fd, head, HEADER, 0) != HEADER || memcmp(head, MAGIC, 8) != 0 || head[1] != VERSION ||
         head[2] < 2 || head[3] < 1 || head[3] > 1 << 20 ||
+        head[2] > (INT64_MAX - HEADER) / (int64_t)sizeof(int32_t) / head[3] || /* no overflow below */
         (int64_t)size != HEADER + head[2] * head[3] * (int64_t)sizeof(int32_t)) {
         snprintf(why, cap, "%s is not a token file of version %d as token_file_write writes it "
                  "(magic, version, sizes, %lld bytes): write it again", path, VERSION, (long long)size);

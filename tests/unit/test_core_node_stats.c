@@ -142,6 +142,14 @@ static int check_malformed(void) {
     ok = refused("no available", node_stats_parse_meminfo("MemTotal: 100 kB\nMemFree: 1 kB\n", &m, msg,
                                                           sizeof msg), msg, "neither MemAvailable") && ok;
     ok = refused("loadavg", node_stats_parse_loadavg("1.0 x", l, msg, sizeof msg), msg, "three load") && ok;
+    ok = refused("loadavg nan", node_stats_parse_loadavg("nan 1.0 inf 1/2 3", l, msg, sizeof msg), msg,
+                 "three load") && ok;
+    /* kB values whose bytes (x 1024) or whose sum would overflow an int64_t */
+    ok = refused("huge MemTotal", node_stats_parse_meminfo("MemTotal: 9223372036854775807 kB\n", &m, msg,
+                                                           sizeof msg), msg, "over 2^50 kB") && ok;
+    ok = refused("huge MemFree", node_stats_parse_meminfo("MemTotal: 100 kB\nMemFree: 9223372036854775807 kB\n"
+                                                          "Buffers: 9223372036854775807 kB\nCached: 1 kB\n",
+                                                          &m, msg, sizeof msg), msg, "over 2^50 kB") && ok;
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 

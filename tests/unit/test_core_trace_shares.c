@@ -58,6 +58,10 @@ static int check_refused(void) {
         {"{\"traceEvents\": [" X("a", "compute", 0, "1e3", "1") TAIL, "exponent"},
         {"{\"traceEvents\": [{\"name\": \"a\", \"cat\": \"compute\", \"ph\": \"X\", \"pid\": 1, \"tid\": 0, \"ts\": 1}" TAIL, "without \"dur\""},
         {"{\"traceEvents\": [" X("a", "compute", 0, "1", "-1") TAIL, "less than nothing"},
+        /* ends past INT64_MAX ns, or durations whose sum is: the shares would overflow */
+        {"{\"traceEvents\": [" X("a", "step", 0, "9000000000000000", "9000000000000000") TAIL, "beyond 2^60 ns"},
+        {"{\"traceEvents\": [" X("a", "step", 0, "0", "1000000000000000") "," X("b", "compute", 0, "0", "1000000000000000") ","
+         X("c", "compute", 0, "0", "1000000000000000") TAIL, "beyond 2^60 ns"},
         {"{\"traceEvents\": [" X("a", "compute", 0, "1", "1") ",", "expected"},
         {"{\"traceEvents\": [" X("a", "compute", 0, "1", "1") TAIL "x", "more after"},
         {"{\"otherData\": {\"format\": \"course trace 1\"}}", "no traceEvents"},

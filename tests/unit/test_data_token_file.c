@@ -60,6 +60,15 @@ static int body_read(const char *dir) {
     fclose(o);
     ok = expect_true(!token_file_open(&f, other, 0, why, sizeof why) && strstr(why, "is not a token file"),
                      "a text file opened as tokens: '%s'", why) && ok;
+    /* a header whose rows x cols x 4 overflows to the file's size: 2^60 + 1 rows of 4
+     * columns are 2^64 + 16 bytes, 16 once wrapped, and the file is 32 + 16 bytes */
+    const int64_t head[5] = {1, ((int64_t)1 << 60) + 1, 4, 0, 0}; /* version rows cols, 16 bytes */
+    o = fopen(other, "wb");
+    fwrite("CTOKENS", 1, 8, o);
+    fwrite(head, sizeof head[0], 5, o);
+    fclose(o);
+    ok = expect_true(!token_file_open(&f, other, 0, why, sizeof why) && strstr(why, "is not a token file"),
+                     "a header of 2^60 + 1 rows (its size overflowing) opened: '%s'", why) && ok;
     text_batches_free(&s);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }

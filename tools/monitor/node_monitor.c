@@ -38,11 +38,26 @@
 
 enum { MAX_GPUS = 64 };
 
-static volatile sig_atomic_t g_stop; /* the signal that asked to stop, 0 until then */
-
-static void on_signal(int sig) { g_stop = sig; }
-
 static double seconds(const struct timespec *t) { return (double)t->tv_sec + 1e-9 * (double)t->tv_nsec; }
+
+/* Sleeps until next (CLOCK_MONOTONIC) unless one of the blocked signals in stop comes
+ * first, or is already pending: that signal, else 0. The signals stay blocked and are
+ * taken here, never by a handler, so one that comes just before the sleep still ends
+ * it at once (a flag set by a handler and tested before clock_nanosleep would be missed
+ * for a whole interval), and no thread NVML starts can take one. */
+static int sleep_until(const struct timespec *next, const sigset_t *stop) {
+    for (;;) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left = seconds(next) - seconds(&now);
+        if (left < 0) left = 0;
+        const struct timespec wait = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        const int sig = sigtimedwait(stop, NULL, &wait);
+        if (sig > 0) return sig;
+        if (errno != EAGAIN && errno != EINTR) fatal("node-monitor: sigtimedwait: %s", strerror(errno));
+        if (left == 0) return 0;
+    }
+}
 
 /* Now, as ISO 8601 in UTC with milliseconds: 2026-03-01T12:00:01.250Z */
 static void utc_now(char *out, size_t cap) {
@@ -87,6 +102,13 @@ int main(int argc, char **argv) {
     if (!tag || !*tag) tag = getenv("SLURM_JOB_ID") && *getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "local";
     if (strchr(tag, '/')) fatal("--tag %s: a name for the file, without '/'", tag);
 
+    /* the stop signals blocked before NVML starts any thread (threads inherit the mask);
+     * one that comes while starting waits, pending, for the first sleep */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM), sigaddset(&stop, SIGINT), sigaddset(&stop, SIGUSR1);
+    CHECK(sigprocmask(SIG_BLOCK, &stop, NULL) == 0, "sigprocmask failed");
+
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) != 0 || !host[0]) snprintf(host, sizeof host, "unknown");
     host[strcspn(host, ".")] = '\0'; /* the short name, as Slurm's node names */
@@ -110,13 +132,6 @@ int main(int argc, char **argv) {
         else fprintf(stderr, "node-monitor: GPU %d left out: %s\n", i, msg);
     }
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends at once */
-    sigemptyset(&sa.sa_mask);
-    CHECK(sigaction(SIGTERM, &sa, NULL) == 0 && sigaction(SIGINT, &sa, NULL) == 0 &&
-              sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction failed");
-
     MetricsFile *m = metrics_open(path);
     fprintf(stderr, "node-monitor: %s, %d CPUs, %d GPU%s, every %g s into %s\n", host, before.cpu.cpus,
             ngpus, ngpus == 1 ? "" : "s", (double)interval, path);
@@ -125,12 +140,12 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &start);
     next = start;
     long samples = 0;
-    while (!g_stop) {
+    int stopped_by = 0; /* the signal that asked to stop, 0: none */
+    for (;;) {
         /* the next tick on a fixed grid, so that the lines stay `interval` apart */
         const double at = seconds(&next) + interval;
         next.tv_sec = (time_t)at, next.tv_nsec = (long)((at - (double)(time_t)at) * 1e9);
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR && !g_stop) {}
-        if (g_stop) break;
+        if ((stopped_by = sleep_until(&next, &stop)) != 0) break;
         struct timespec tick;
         clock_gettime(CLOCK_MONOTONIC, &tick);
         if (seconds(&tick) > seconds(&next) + interval) next = tick; /* suspended: no catching up */
@@ -176,8 +191,8 @@ int main(int argc, char **argv) {
     }
     metrics_close(m);
     for (int i = 0; i < ngpus; i++) gpu_counters_close(gpus[i]);
-    const char *why = g_stop == SIGTERM ? "stopped by SIGTERM" : g_stop == SIGINT ? "stopped by SIGINT"
-                      : g_stop == SIGUSR1 ? "stopped by SIGUSR1" : "done";
+    const char *why = stopped_by == SIGTERM ? "stopped by SIGTERM" : stopped_by == SIGINT ? "stopped by SIGINT"
+                      : stopped_by == SIGUSR1 ? "stopped by SIGUSR1" : "done";
     fprintf(stderr, "node-monitor: %s after %ld sample%s (%s)\n", why, samples, samples == 1 ? "" : "s", path);
     return 0;
 }
