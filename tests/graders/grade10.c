@@ -452,34 +452,45 @@ static int check_program_in(const char *dir) {
     char slow_trace[400], mine_trace[400], line[512];
     snprintf(slow_trace, sizeof slow_trace, "%s/slow.json", dir);
     snprintf(mine_trace, sizeof mine_trace, "%s/mine.json", dir);
-    if (!run_program("slow", latency, slow_trace, &r)) return CHECK_FAIL;
-    const double slow = step_ms(&r);
-    double ys, ls, ym, lm;
-    if (!shares_of(&r, 1, &ys, &ls, line, sizeof line) || !shares_of(&r, 0, &ys, &ls, line, sizeof line)) {
-        printf("no line \"rank 0, ... data a/b%% ...\" and rank 1's from the traced run:\n");
-        print_ranks_output(r.out);
-        return CHECK_FAIL;
+    /* Timed on a shared machine: a pair (slowed, then fixed) that misses the bounds is run
+     * again, up to 3 pairs; one that meets them passes. The overlap itself is TODO 10.6's
+     * check, from timestamps; your shares must equal the library's in every run. */
+    enum { PAIRS = 3 };
+    char seen[PAIRS][200];
+    for (int pair = 0; pair < PAIRS; pair++) {
+        if (!run_program("slow", latency, slow_trace, &r)) return CHECK_FAIL;
+        const double slow = step_ms(&r);
+        double ys, ls, ym, lm;
+        if (!shares_of(&r, 1, &ys, &ls, line, sizeof line) || !shares_of(&r, 0, &ys, &ls, line, sizeof line)) {
+            printf("no line \"rank 0, ... data a/b%% ...\" and rank 1's from the traced run:\n");
+            print_ranks_output(r.out);
+            return CHECK_FAIL;
+        }
+        check_show("slowed (%d us a read): a step %.2f ms; %s", latency, slow, line);
+        if (!run_program("mine", latency, mine_trace, &r)) return CHECK_FAIL;
+        const double mine = step_ms(&r);
+        const bool found = shares_of(&r, 0, &ym, &lm, line, sizeof line);
+        check_show("fixed (your prefetch): a step %.2f ms (%.2f x the slowed); %s", mine, mine / slow, line);
+        if (!found || !(ym == lm && ys == ls)) {
+            printf("your shares (%.1f%%, %.1f%%) differ from the library's (%.1f%%, %.1f%%)\n", ys, ym, ls, lm);
+            return CHECK_FAIL;
+        }
+        if (lm < 5 && mine <= 0.8 * slow) return CHECK_PASS;
+        snprintf(seen[pair], sizeof seen[pair], "data %.1f%% (at most 5%%), a step %.2f x the slowed's "
+                 "(at most 0.8 x)", lm, mine / slow);
     }
-    check_show("slowed (%d us a read): a step %.2f ms; %s", latency, slow, line);
-    if (!run_program("mine", latency, mine_trace, &r)) return CHECK_FAIL;
-    const double mine = step_ms(&r);
-    bool ok = shares_of(&r, 0, &ym, &lm, line, sizeof line);
-    check_show("fixed (your prefetch): a step %.2f ms (%.2f x the slowed); %s", mine, mine / slow, line);
-    if (!ok || !(lm < 5)) {
-        printf("with --loader mine the data share is %.1f%% (the library's count): above 5%%: the reads "
-               "do not overlap the steps\n", lm);
-        return CHECK_FAIL;
+    double load = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &load) != 1) load = -1;
+        fclose(f);
     }
-    if (!(ym == lm && ys == ls)) {
-        printf("your shares (%.1f%%, %.1f%%) differ from the library's (%.1f%%, %.1f%%)\n", ys, ym, ls, lm);
-        return CHECK_FAIL;
-    }
-    if (!(mine <= 0.8 * slow)) {
-        printf("a step with --loader mine takes %.2f ms, %.2f x the slowed one's %.2f: at most 0.8 x\n", mine,
-               mine / slow, slow);
-        return CHECK_FAIL;
-    }
-    return CHECK_PASS;
+    printf("with --loader mine, in %d pairs of runs:\n", PAIRS);
+    for (int pair = 0; pair < PAIRS; pair++) printf("  %s\n", seen[pair]);
+    printf("the reads do not overlap the steps: does lesson_next_batch start the next read before it "
+           "returns, and wait for it only at the next call? (If TODO 10.6's check passed, the machine "
+           "may be too busy to time this: load average %.1f; run it again when it is quieter.)\n", load);
+    return CHECK_FAIL;
 }
 
 static int check_program(void) {

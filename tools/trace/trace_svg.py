@@ -6,7 +6,7 @@ each band, a legend."""
 
 from xml.sax.saxutils import escape
 
-from trace_read import HOST, PARTS, nest, pids, step_parts, steps
+from trace_read import HOST, LANES, PARTS, nest, pids, step_parts, steps
 
 COLOURS = {"compute": "#4a7ab5", "comm": "#d9534f", "data": "#2e9e5b", "step": "#e6e6e6",
            "other": "#9b59b6", "flight": "#f0ad4e"}
@@ -32,9 +32,16 @@ def _rows(doc, pid, t0, t1):
     rows = [("host" if d == 0 else "", [(e, e.get("cat", "other")) for e, dd in placed if dd == d])
             for d in range(LEVELS)]
     rows = [r for k, r in enumerate(rows) if k == 0 or r[1]]  # the levels in use
+    names = {e["tid"]: e.get("args", {}).get("name", "") for e in doc["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "thread_name" and e.get("pid") == pid}
     for tid in sorted({e["tid"] for e in inside if e.get("tid") != HOST}):
-        lane = tid > 8
-        label = f"in flight {tid - 9}" if lane else f"GPU stream {tid - 1}"
+        lane = tid in LANES
+        if lane:
+            label = f"in flight {tid - 9}"
+        elif tid < LANES[0]:
+            label = f"GPU stream {tid - 1}"
+        else:  # a track of its own, named by the trace (lesson 10's "data loader")
+            label = names.get(tid) or f"track {tid}"
         rows.append((label, [(e, "flight" if lane else e.get("cat", "other")) for e in inside if e["tid"] == tid]))
     return rows
 
