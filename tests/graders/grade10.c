@@ -85,7 +85,12 @@ static void body_steps(void *arg) {
     char path[400];
     snprintf(path, sizeof path, "%s/step.json", g_dir);
     trace_open(path, &(TraceOptions){.rank = 0, .world_size = 1});
-    for (int k = 0; k < 2; k++) lesson_step(&s);
+    /* the second step without clipping (--clip 0): a range left open on that path only
+     * shows there */
+    for (int k = 0; k < 2; k++) {
+        s.clip = k == 0 ? 0.5f : 0.0f;
+        lesson_step(&s);
+    }
     trace_close();
 }
 
@@ -230,6 +235,11 @@ static const Ev TWO_LANES[] = {
     {"all-reduce", TRACE_COMM, LANE, 20, 40}, {"all-reduce", TRACE_COMM, LANE2, 40, 30},
     {"all-reduce", TRACE_COMM, LANE, 120, 30}};
 
+/* a step inside a step (a loop that opened "step" twice): not a step of its own */
+static const Ev STEP_IN_STEP[] = {
+    {"step", TRACE_STEP, 0, 0, 100}, {"forward", TRACE_COMPUTE, 0, 0, 40},
+    {"step", TRACE_STEP, 0, 50, 30}, {"backward", TRACE_COMPUTE, 0, 55, 20}};
+
 typedef struct {
     const char *what;
     const Ev *ev;
@@ -238,7 +248,8 @@ typedef struct {
 static const Case CASES[] = {
     {"a made-up trace: nested ranges, other tracks, a range outside the steps", NESTED, sizeof NESTED / sizeof NESTED[0]},
     {"a made-up trace: an all-reduce in flight under the backward", HIDDEN, sizeof HIDDEN / sizeof HIDDEN[0]},
-    {"a made-up trace: two lanes in flight at once, a wait with a range inside", TWO_LANES, sizeof TWO_LANES / sizeof TWO_LANES[0]}};
+    {"a made-up trace: two lanes in flight at once, a wait with a range inside", TWO_LANES, sizeof TWO_LANES / sizeof TWO_LANES[0]},
+    {"a made-up trace: a step inside a step", STEP_IN_STEP, sizeof STEP_IN_STEP / sizeof STEP_IN_STEP[0]}};
 static const char *const RECORDED[] = {"06-buckets.rank0.json", "06-buckets.rank1.json", "10-slow.rank0.json",
                                        "10-mine.rank1.json"};
 
@@ -254,8 +265,11 @@ static bool same_shares(const char *what, const TraceFile *t) {
     if (y.steps != l.steps)
         printf("hint: a step is a range of category step on the host track (tid 0), not inside another step\n");
     else if (yparts > y.step_ns)
-        printf("hint: the parts add up to more than the steps: children's time counted twice? A range's own "
-               "time is its duration less its children's\n");
+        printf("hint: the parts add up to more than the steps: children's time counted twice (a range's own "
+               "time is its duration less its children's), or ranges outside the steps counted?\n");
+    else if (yparts < y.step_ns)
+        printf("hint: the parts add up to less than the steps: idle is the rest, the step's time in no "
+               "range of its own\n");
     else if (y.compute_ns > l.compute_ns && y.idle_ns < l.idle_ns)
         printf("hint: \"other\" counted as compute? Category other is idle: nobody said what it was\n");
     else if (y.compute_ns > l.compute_ns || y.data_ns > l.data_ns || y.comm_ns > l.comm_ns)

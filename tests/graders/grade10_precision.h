@@ -538,7 +538,8 @@ static int p10_check_fp16_step(void) {
             printf("hint: return whether the step was taken (false on an inf or NaN)\n");
         else
             printf("hint: the library's order: unscale, zero on inf/NaN, clip, step + refresh (or "
-                   "skip), update the scale\n");
+                   "skip), update the scale (clip before the step: Adam reads the clipped gradients; "
+                   "lesson_scale_update counts the skip, do not count it again)\n");
     }
     if (ok)
         check_show("%lld steps taken, %lld skipped, S %g after %d steps", (long long)ls_mine.steps_taken,
