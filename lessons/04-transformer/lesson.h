@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/check.h"
+#include "core/gpu_peak.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "core/todo.h"
@@ -145,9 +146,6 @@ void show_progress(int epoch, int64_t batch, int64_t batches, float lr, double l
  * 3 times the forward's (the backward costs two forwards), 2 per multiply-add, the
  * matrix products only. */
 double transformer_train_flops_per_token(const TransformerConfig *c, int T);
-/* A GPU's FP32 peak in FLOP/s (multiprocessors x FP32 lanes x 2 x clock), 0 when the
- * clock or the architecture is unknown. */
-double gpu_fp32_peak_flops(int major, int minor, int multiprocessors, int clock_khz);
 
 /* Given (program.c): the whole program. */
 int lesson_main(int argc, char **argv);

@@ -16,6 +16,7 @@
 
 #include "core/args.h"
 #include "core/check.h"
+#include "core/gpu_peak.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/rng.h"
@@ -159,17 +160,6 @@ static double time_layer(const Layer *l, Call *c, int repeats) {
     return best;
 }
 
-/* The GPU's float32 peak: FP32 lanes per multiprocessor x 2 (an FMA) x SMs x clock, the
- * same table as lesson 04's gpu_fp32_peak_flops (NVIDIA's CUDA programming guide); 0
- * when the architecture is not in it. */
-static double gpu_fp32_peak_gflops(const CudaDeviceInfo *g) {
-    int lanes = 0;
-    if (g->major == 6 || g->major == 8) lanes = g->minor == 0 ? 64 : 128;
-    else if (g->major == 7) lanes = 64;
-    else if (g->major >= 9) lanes = 128;
-    return (double)g->multiprocessors * lanes * 2.0 * g->clock_khz * 1e3 / 1e9;
-}
-
 /* Device-to-device copies of 256 MiB, best of 5: each byte read once and written once. */
 static double gpu_copy_gbs(void) {
     const size_t bytes = (size_t)256 << 20;
@@ -200,11 +190,13 @@ static MachineRoof measure(Device device, int threads) {
     }
     CudaDeviceInfo g;
     cuda_device_info(cuda_current_device(), &g);
-    MachineRoof m = {.threads = threads, .peak_gflops = gpu_fp32_peak_gflops(&g), .bandwidth_gbs = gpu_copy_gbs()};
+    const double peak = gpu_fp32_peak_flops(g.major, g.minor, g.multiprocessors, g.clock_khz) / 1e9;
+    MachineRoof m = {.threads = threads, .peak_gflops = peak, .bandwidth_gbs = gpu_copy_gbs()};
     snprintf(m.device, sizeof m.device, "cuda");
     if (m.peak_gflops <= 0)
         fatal("the float32 peak of %s (compute capability %d.%d) is not known to this program: "
-              "run the roofline on the CPU, or add the architecture to gpu_fp32_peak_gflops",
+              "run the roofline on the CPU, or add the architecture to gpu_fp32_peak_flops "
+              "(core/gpu_peak.c)",
               g.name, g.major, g.minor);
     print0("machine: %s (%d.%d, %d SMs at %d MHz): float32 peak %.0f GFLOP/s (FMA lanes x 2 x SMs x "
            "clock), device-to-device copy %.0f GB/s (read + write, 256 MiB), ridge %.1f FLOP/B\n",

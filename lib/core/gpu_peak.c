@@ -21,3 +21,12 @@ double gpu_tensor_peak_flops(int major, int minor, int multiprocessors, int cloc
     if (per == 0 || multiprocessors <= 0 || clock_khz <= 0) return 0.0;
     return (double)per * multiprocessors * clock_khz * 1e3;
 }
+
+double gpu_fp32_peak_flops(int major, int minor, int multiprocessors, int clock_khz) {
+    int lanes = 0;
+    if (major == 6 || major == 8) lanes = minor == 0 ? 64 : 128;
+    else if (major == 7) lanes = 64;
+    else if (major >= 9) lanes = 128;
+    if (lanes == 0 || clock_khz <= 0 || multiprocessors <= 0) return 0.0;
+    return (double)multiprocessors * lanes * 2.0 * clock_khz * 1e3;
+}

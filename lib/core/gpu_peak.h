@@ -1,7 +1,7 @@
 /* A GPU's dense tensor-core peak for 16-bit training (bfloat16 or float16 inputs, float32
  * accumulation), from the numbers the CUDA runtime gives (compute capability, SM count,
- * clock): the denominator of the MFU of a bf16 or fp16 run (issue 28). The float32 peak
- * is lesson 04's (gpu_fp32_peak_flops in its flops.c).
+ * clock): the denominator of the MFU of a bf16 or fp16 run (issue 28); and the float32
+ * peak, on the FP32 lanes (gpu_fp32_peak_flops, below).
  *
  *   peak = dense FLOP per clock per SM  x  SMs  x  clock
  *
@@ -31,6 +31,11 @@
 int gpu_tensor_flop_per_clock_sm(int major, int minor, DType dtype);
 /* FLOP/s: that x multiprocessors x clock (kHz); 0 when any of them is unknown. */
 double gpu_tensor_peak_flops(int major, int minor, int multiprocessors, int clock_khz, DType dtype);
+/* A GPU's FP32 peak in FLOP/s: multiprocessors x FP32 lanes x 2 (an FMA) x clock (kHz);
+ * 0 when the clock or the architecture is unknown. Lanes per multiprocessor (NVIDIA's
+ * CUDA programming guide, "arithmetic instructions"): 64 on 6.0, 7.x and 8.0 (P100,
+ * V100, T4, A100), 128 on 6.1, 8.6, 8.9, 9.0 and later. Lessons 04 and 10 divide by it. */
+double gpu_fp32_peak_flops(int major, int minor, int multiprocessors, int clock_khz);
 /* Whether the tensor cores take `dtype`: bfloat16 from 8.0 (Ampere), float16 from 7.0
  * (Volta); float32 always. */
 bool gpu_supports_precision(int major, int minor, DType dtype);

@@ -1025,13 +1025,9 @@ static int check_flops(void) {
      *   per layer 4 * 1024^2 + 2 * 1024^2 + 1024 * 36 = 6,328,320; decoder 29,472,768 */
     const TransformerConfig seed = transformer_config_seed(28782);
     const double want_seed = 6.0 * (3 * 6328320.0 + 29472768.0);
-    const double peak = gpu_fp32_peak_flops(9, 0, 132, 1980000), a100 = gpu_fp32_peak_flops(8, 0, 108, 1410000);
     bool ok = expect_true(got == 1776.0, "tiny model: %g FLOPs per token, counted by hand 1776", got) &&
               expect_true(fabs(transformer_train_flops_per_token(&seed, 35) - want_seed) < 1.0,
-                          "the seed's model: %g, expected %g", transformer_train_flops_per_token(&seed, 35), want_seed) &&
-              expect_true(fabs(peak / 1e12 - 66.9) < 0.1, "H100 SXM FP32 peak %.1f TFLOP/s, NVIDIA says 67", peak / 1e12) &&
-              expect_true(fabs(a100 / 1e12 - 19.5) < 0.1, "A100 FP32 peak %.1f TFLOP/s, NVIDIA says 19.5", a100 / 1e12) &&
-              expect_true(gpu_fp32_peak_flops(9, 0, 132, 0) == 0, "no clock: the peak must be unknown (0)");
+                          "the seed's model: %g, expected %g", transformer_train_flops_per_token(&seed, 35), want_seed);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -1059,6 +1055,6 @@ int main(void) {
     check_run("TODO 4.7", "a NaN loss stops the training with a message", check_diverge, 30);
     check_run("TODO 4.8", "evaluate: loss and perplexity of a split, the short last batch weighted", check_evaluate, 30);
     check_run("TODO 4.1-4.8", "3 epochs on a learnable text: loss and valid perplexity fall", check_learns, 40);
-    check_run(NULL, "given: model FLOPs per token from the shapes, GPU peaks", check_flops, 30);
+    check_run(NULL, "given: model FLOPs per token from the shapes", check_flops, 30);
     return check_end();
 }

@@ -423,6 +423,12 @@ static int check_peak(void) {
                          !gpu_supports_precision(6, 1, DTYPE_F16) && gpu_supports_precision(8, 0, DTYPE_BF16) &&
                          gpu_tensor_peak_flops(7, 5, 40, 1590000, DTYPE_BF16) == 0,
                      "bf16 from 8.0, fp16 from 7.0") && ok;
+    /* float32 on the FP32 lanes: NVIDIA's published 67 (H100 SXM) and 19.5 (A100) */
+    const double h100 = gpu_fp32_peak_flops(9, 0, 132, 1980000) / 1e12, a100 = gpu_fp32_peak_flops(8, 0, 108, 1410000) / 1e12;
+    ok = expect_true(fabs(h100 - 66.9) < 0.1 && fabs(a100 - 19.5) < 0.1 && gpu_fp32_peak_flops(9, 0, 132, 0) == 0 &&
+                         gpu_fp32_peak_flops(5, 2, 24, 1000000) == 0,
+                     "float32 peaks: H100 %.1f TFLOP/s (67 published), A100 %.1f (19.5); unknown clock or "
+                     "architecture 0", h100, a100) && ok;
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -436,6 +442,6 @@ int main(void) {
     check_run(NULL, "fp16 loss scaled inside the cross-entropy: dlogits = round(S x float32 gradient) bit for bit, no float32 [N, V] buffer", check_fp16_loss_in_place, 60);
     check_run(NULL, "a CNN in bf16 and a bf16 model without a working copy stop with a message", check_refusals, 30);
     check_run(NULL, "bf16 activation bytes as allocated equal the count from the shapes, fewer than float32's", check_bytes, 30);
-    check_run(NULL, "the dense tensor-core peak against V100, A100, A40, L40S and H100's published numbers", check_peak, 10);
+    check_run(NULL, "the dense tensor-core peak against V100, A100, A40, L40S and H100's published numbers; the FP32 peak against H100 and A100", check_peak, 10);
     return check_end();
 }
