@@ -7,13 +7,12 @@
 # `make all` first. Last line: "N passed, M failed".
 #   tests/graders/planted10_precision.sh [BUILD_DIR]
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=tests/graders/planted_lib.sh
 . tests/graders/planted_lib.sh
 planted_setup "${1:-build}" 10-performance tests/graders/grade10.c
 # Only part 2's checks run: the profile's program check (2 ranks, timed) tests none of this.
 PLANTED_CHECKS="bf16 rounding,master weights,unscale,scale update,fp16 step"
-B='const uint32_t lsb = (u >> 16) & 1u;'
 plant "rounding by truncation" bf16.c 10.7 "that is cutting the low 16 bits" \
     "return (uint16_t)((u + 0x7fffu + lsb) >> 16);|||return (uint16_t)(u >> 16);"
 plant "ties away from zero" bf16.c 10.7 "ties go to the even pattern" "(u + 0x7fffu + lsb)|||(u + 0x8000u)"

@@ -5,7 +5,7 @@
 # and its verdict counted. The script sets PLANTED_CHECKS and calls, in this order:
 #   planted_setup BUILD_DIR LESSON GRADER      e.g. build 10-performance tests/graders/grade10.c
 #   plant NAME FILE TODO HINT "old|||new"...   the TODO's check fails with HINT
-#   stub TODO FILE BLOCKS DEPENDENT-TODO       the TODO alone back to its stub
+#   stub TODO FILE BLOCKS DEPENDENT-TODO [SAYS] the TODO alone back to its stub
 #   planted_end                                "N passed, M failed"; the exit status
 # Needs `make all` first (the solution's objects, the library, the grader's framework).
 # shellcheck shell=bash
@@ -70,19 +70,20 @@ PY
     block=$(awk -v t="TODO $todo " 'index($0, "FAIL  " t) == 1 { on = 1; print; next } /^[A-Z]/ { on = 0 } on' <<<"$out")
     if [ -n "$block" ] && grep -qF -- "$hint" <<<"$block"; then
         verdict "$name: TODO $todo fails with \"$hint\"" 1
-        grep -m1 'hint:' <<<"$block" | cut -c1-150
+        grep -m1 -F -- "$hint" <<<"$block" | cut -c1-150
     else
         verdict "$name: TODO $todo should fail with \"$hint\"" 0
         sed 's/^/    /' <<<"$out" | head -30
     fi
 }
 
-# stub TODO FILE BLOCKS DEPENDENT-TODO(or -): the TODO alone back to its stub: the
-# BLOCKS-th "#ifdef SOLUTION"s in course/ (one, or several "3,4") made "#if 0". Its
-# checks must fail ("not implemented yet"), the others pass, but DEPENDENT-TODO's
-# (a check that runs it too, or waits for it: "fix TODO X first").
+# stub TODO FILE BLOCKS DEPENDENT-TODO(or -) [SAYS]: the TODO alone back to its stub:
+# the BLOCKS-th "#ifdef SOLUTION"s in course/ (one, or several "3,4") made "#if 0". Its
+# checks must fail, saying SAYS ("TODO N.k is not implemented yet" unless given: a stub
+# that runs says something of its own), the others pass, but DEPENDENT-TODO's (a check
+# that runs it too, or waits for it: "fix TODO X first").
 stub() {
-    local todo=$1 f=$2 n=$3 dep=$4 out
+    local todo=$1 f=$2 n=$3 dep=$4 says=${5:-"TODO $1 is not implemented yet"} out
     python3 - "$course/$f" "$tmp/$f.pre" "$n" <<'PY'
 import sys
 parts = open(sys.argv[1]).read().split("#ifdef SOLUTION")
@@ -95,7 +96,7 @@ PY
     local fails others
     fails=$(grep -c "^FAIL  TODO $todo " <<<"$out")
     others=$(grep "^FAIL  TODO" <<<"$out" | grep -v "^FAIL  TODO $todo " | grep -vc "^FAIL  TODO $dep ")
-    if [ "$fails" -ge 1 ] && grep -q "TODO $todo is not implemented yet" <<<"$out" && [ "$others" -eq 0 ]; then
+    if [ "$fails" -ge 1 ] && grep -qF -- "$says" <<<"$out" && [ "$others" -eq 0 ]; then
         verdict "stub of TODO $todo alone ($f block $n): its checks fail, the rest pass$([ "$dep" != - ] && echo " (TODO $dep waits for it)")" 1
     else
         verdict "stub of TODO $todo alone ($f block $n)" 0
