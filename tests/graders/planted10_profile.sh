@@ -11,11 +11,12 @@ cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=tests/graders/planted_lib.sh
 . tests/graders/planted_lib.sh
 planted_setup "${1:-build}" 10-performance tests/graders/grade10.c
-# Part 1's checks, each well under a second; not the program on 2 ranks (timed, slow),
-# which none of these mistakes needs to show.
-PLANTED_CHECKS="ranges:,shares of a step,communication in flight,layer cost,roofline point,MFU of a training step,train --roofline,prefetch:"
+# A plant runs its TODO's checks alone, a stub all of part 1's; never the program on 2
+# ranks (timed, slow), which none of these mistakes needs to show.
+PART1="ranges:,shares of a step,communication in flight,layer cost,roofline point,MFU of a training step,train --roofline,prefetch:"
 
 # TODO 10.1 (ranges.c): the trace of two steps, the second with --clip 0
+PLANTED_CHECKS="ranges:"
 plant "a range left open by an early return (--clip 0)" ranges.c 10.1 "'optimizer' was opened and never closed" \
     "if (s->clip > 0) clip_grad_norm(s->params, s->clip);|||if (s->clip <= 0) {
         adam_step(s->adam, s->params);
@@ -37,6 +38,7 @@ plant "\"load batch\" as compute" ranges.c 10.1 "'load batch' has the category c
     'trace_begin("load batch", TRACE_DATA);|||trace_begin("load batch", TRACE_COMPUTE);'
 
 # TODO 10.2 (shares.c): a step's shares
+PLANTED_CHECKS="shares of a step"
 plant "children's time counted twice" shares.c 10.2 "children's time counted twice" \
     "const int64_t own = e->dur_ns - children[i];|||const int64_t own = e->dur_ns;"
 plant "\"other\" counted as compute" shares.c 10.2 '"other" counted as compute' \
@@ -45,6 +47,7 @@ plant "a step inside a step counted as a step" shares.c 10.2 "not inside another
     "step[i] = p >= 0 && step[p] >= 0 ? step[p] : h->ev[i].cat == TRACE_STEP ? i : -1;|||step[i] = h->ev[i].cat == TRACE_STEP ? i : p >= 0 ? step[p] : -1;"
 
 # TODO 10.3 (shares.c): communication in flight, hidden, exposed
+PLANTED_CHECKS="communication in flight"
 plant "lane time added to exposed" shares.c 10.3 "exposed communication counted where it overlaps compute" \
     "    xfree(inside), xfree(lanes)|||    c.exposed_ns += c.in_flight_ns; /* the lanes' time too */
     xfree(inside), xfree(lanes)"
@@ -53,11 +56,13 @@ plant "lanes summed, not unioned" shares.c 10.3 "the lanes summed, not unioned" 
     nsteps"
 
 # TODO 10.4 (roofline.c): a layer's FLOP and bytes
+PLANTED_CHECKS="layer cost"
 plant "an FMA counted as 1 FLOP" roofline.c 10.4 "an FMA counted as 1 FLOP" ".flop = 2 * N * K * M|||.flop = N * K * M"
 plant "4 bytes hard-coded for bf16" roofline.c 10.4 "4 bytes an element is float32's" \
     "size = (double)dtype_size(s->dtype);|||size = 4.0;"
 
 # TODO 10.5 (roofline.c): the roofline point, MFU
+PLANTED_CHECKS="roofline point,MFU of a training step"
 plant "max for min" roofline.c 10.5 "max for min" \
     "p.roof_gflops = memory_roof < m->peak_gflops|||p.roof_gflops = memory_roof > m->peak_gflops"
 plant "the ridge inverted" roofline.c 10.5 "the ridge inverted" \
@@ -66,6 +71,7 @@ plant "forward-only FLOP in the MFU" roofline.c 10.5 "forward-only FLOP for a tr
     "3.0 * forward_flop_per_token * tokens|||forward_flop_per_token * tokens"
 
 # TODO 10.6 (prefetch.c): the next batch read during the step
+PLANTED_CHECKS="prefetch:"
 plant "waiting right after starting the read" prefetch.c 10.6 "waited right after starting" \
     "if (!prefetch_in_flight(l->prefetch)) prefetch_start|||prefetch_start" \
     "    if (l->next < l->count) prefetch_start(l->prefetch, l->rows[l->next]); /* during this step */
@@ -75,6 +81,7 @@ plant "the current batch prefetched again" prefetch.c 10.6 "prefetched the curre
     if (l->next < l->count) prefetch_start(l->prefetch, l->rows[l->next]);|||    if (l->next + 1 < l->count) prefetch_start(l->prefetch, l->rows[l->next]);
     l->next++;"
 
+PLANTED_CHECKS=$PART1
 # each TODO alone back to its stub (the TODO 10.4-10.5 check of train --roofline runs both)
 # TODO 10.1's stub is the step without ranges: it runs, its trace has no step
 stub 10.1 ranges.c 1 - "nothing of category step in the trace"
