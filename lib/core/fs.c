@@ -240,3 +240,18 @@ int fs_mkdir_p(const char *path, mode_t mode, char *msg, size_t cap) {
     free(p);
     return rc;
 }
+
+int fs_write_all(int fd, const void *buf, size_t len) {
+    const char *p = buf;
+    while (len > 0) {
+        const ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (n == 0) { /* no progress and no error: a full disk */
+            errno = ENOSPC;
+            return -1;
+        }
+        p += n, len -= (size_t)n;
+    }
+    return 0;
+}

@@ -65,6 +65,10 @@ int fs_read_file(const char *path, size_t max_bytes, uint8_t **bytes, size_t *le
  * bytes written land in a new file in this directory. The descriptor, or -1 and msg.
  *
  * fs_fopen_write: fs_create as a stdio stream ("w" or, with FS_APPEND, "a"). */
+/* write(2) until all len bytes are out (a full disk writes short before it fails; EINTR
+ * is retried): 0, or -1 with errno (ENOSPC where a write made no progress). */
+int fs_write_all(int fd, const void *buf, size_t len);
+
 enum { FS_APPEND = 1 };
 int fs_create(const char *path, int flags, mode_t mode, char *msg, size_t cap);
 int fs_create_fresh(const char *path, mode_t mode, char *msg, size_t cap);

@@ -2,11 +2,12 @@
 #include "node_stats.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "fs.h"
 
 static bool fail(char *msg, size_t cap, const char *what) {
     snprintf(msg, cap, "%s", what);
@@ -131,11 +132,8 @@ static bool read_text(const char *dir, const char *name, char *buf, size_t cap_b
                       size_t cap) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
-        return false;
-    }
+    const int fd = fs_open_regular(path, msg, cap); /* a FIFO planted there would block */
+    if (fd < 0) return false;
     size_t got = 0;
     while (got + 1 < cap_buf) {
         const ssize_t n = read(fd, buf + got, cap_buf - 1 - got);

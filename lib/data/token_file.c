@@ -14,19 +14,6 @@
 static const char MAGIC[8] = "CTOKENS";
 enum { HEADER = 32, VERSION = 1 };
 
-/* write(2) until all len bytes are out (a full disk writes short, then fails): 0, or the
- * errno of the failure */
-static int write_all(int fd, const void *buf, size_t len) {
-    const char *p = buf;
-    while (len > 0) {
-        const ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return n < 0 ? errno : EIO;
-        p += n, len -= (size_t)n;
-    }
-    return 0;
-}
-
 bool token_file_write(const char *path, const TextBatches *b, char *why, size_t cap) {
     char tmp[FS_PATH_MAX], msg[FS_MSG_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
@@ -41,11 +28,11 @@ bool token_file_write(const char *path, const TextBatches *b, char *why, size_t 
     int64_t head[4];
     memcpy(head, MAGIC, 8);
     head[1] = VERSION, head[2] = b->rows, head[3] = b->cols;
-    int err = write_all(fd, head, HEADER); /* the first error's errno, 0: none */
+    int err = fs_write_all(fd, head, HEADER) != 0 ? errno : 0; /* the first error's errno */
     int32_t *col = xmalloc((size_t)b->rows * sizeof *col);
     for (int c = 0; !err && c < b->cols; c++) {
         for (int64_t r = 0; r < b->rows; r++) col[r] = b->data[r * b->cols + c];
-        err = write_all(fd, col, (size_t)b->rows * sizeof *col);
+        if (fs_write_all(fd, col, (size_t)b->rows * sizeof *col) != 0) err = errno;
     }
     xfree(col);
     if (!err && fsync(fd) != 0) err = errno;

@@ -17,31 +17,16 @@
 
 static int g_write_calls; /* for the COURSE_CKPT_STALL test hook */
 
-static int write_loop(int fd, const uint8_t *p, size_t len) {
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return -1;
-        if (n == 0) { /* no progress and no error: treat as a full disk */
-            errno = ENOSPC;
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int ckpt_write_all(int fd, const void *buf, size_t len) {
     const char *hook = getenv("COURSE_CKPT_STALL");
     if (hook && *hook && ++g_write_calls == atoi(hook) && len >= 2) {
-        write_loop(fd, buf, len / 2);
+        fs_write_all(fd, buf, len / 2);
         fprintf(stderr, "COURSE_CKPT_STALL: write %d stopped after %zu of %zu bytes (test hook); "
                         "waiting to be killed\n", g_write_calls, len / 2, len);
         fflush(stderr);
         for (;;) pause();
     }
-    return write_loop(fd, buf, len);
+    return fs_write_all(fd, buf, len);
 }
 
 /* fsync of the directory makes the rename itself durable. File systems that cannot
