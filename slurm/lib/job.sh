@@ -105,15 +105,21 @@ job_launcher() {
     fi
     # shellcheck disable=SC2206 # options, split on purpose
     [ -n "${SITE_SRUN_OPTIONS:-}" ] && JOB_LAUNCH+=($SITE_SRUN_OPTIONS)
-    if [ -n "${SITE_CONTAINER:-}" ]; then
-        # pyxis/enroot (srun --container-*): the course and scratch directories
-        # appear at the same paths inside, so every path printed stays valid
-        local mounts="$PWD:$PWD"
-        [ -n "${SITE_SCRATCH:-}" ] && mounts+=",$SITE_SCRATCH:$SITE_SCRATCH"
-        JOB_LAUNCH+=(--container-image="$SITE_CONTAINER" --container-mounts="$mounts"
-                     --container-workdir="$PWD")
-    fi
+    job_container_options
+    JOB_LAUNCH+=("${JOB_CONTAINER[@]}")
     return 0
+}
+
+# job_container_options: JOB_CONTAINER, srun's options for the site's container
+# (pyxis/enroot, srun --container-*), empty without one. The course and scratch
+# directories appear at the same paths inside, so every path printed stays valid.
+job_container_options() {
+    JOB_CONTAINER=()
+    [ -n "${SITE_CONTAINER:-}" ] || return 0
+    local mounts="$PWD:$PWD"
+    [ -n "${SITE_SCRATCH:-}" ] && mounts+=",$SITE_SCRATCH:$SITE_SCRATCH"
+    JOB_CONTAINER=(--container-image="$SITE_CONTAINER" --container-mounts="$mounts"
+                   --container-workdir="$PWD")
 }
 
 # job_run CMD...: CMD through the launcher, in the foreground. A script that must
@@ -146,12 +152,8 @@ job_monitor_start() {
         local nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
         launch=(srun --overlap --nodes="$nodes" --ntasks="$nodes" --ntasks-per-node=1
                 --cpus-per-task=1 --mem=0 --mpi=none --kill-on-bad-exit=0 --job-name=node-monitor)
-        if [ -n "${SITE_CONTAINER:-}" ]; then  # as job_launcher: the same paths inside
-            local mounts="$PWD:$PWD"
-            [ -n "${SITE_SCRATCH:-}" ] && mounts+=",$SITE_SCRATCH:$SITE_SCRATCH"
-            launch+=(--container-image="$SITE_CONTAINER" --container-mounts="$mounts"
-                     --container-workdir="$PWD")
-        fi
+        job_container_options
+        launch+=("${JOB_CONTAINER[@]}")
     fi
     "${launch[@]}" "$bin" --out-dir "$dir" --tag "${JOB_ID:-${SLURM_JOB_ID:-local}}" &
     JOB_MONITOR_PID=$!
