@@ -18,15 +18,25 @@
 #define LESSON_PATH "lessons/11-containers"
 #endif
 
+/* Runs a bash script; whether it ended with status 0. */
+static bool bash_ok(const char *script, CommandResult *r) {
+    const char *argv[] = {"bash", "-c", script, NULL};
+    run_command(argv, 30, r);
+    return !r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0;
+}
+
+/* What a script that failed said, and how it ended. */
+static void say_end(const CommandResult *r, const char *what) {
+    char end[96];
+    printf("%s ended: %s. It said:\n%s", what, describe_end(r, end, sizeof end), r->out);
+    if (strstr(r->out, "is not done yet")) printf("hint: a TODO it needs is not done yet (above)\n");
+}
+
 /* Runs a bash script (set -u; your file sourced first where it says so); false when it
  * did not end with status 0, after printing what it said. */
 static bool bash(const char *script, CommandResult *r, const char *what) {
-    const char *argv[] = {"bash", "-c", script, NULL};
-    run_command(argv, 30, r);
-    char end[96];
-    if (!r->timed_out && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
-    printf("%s ended: %s. It said:\n%s", what, describe_end(r, end, sizeof end), r->out);
-    if (strstr(r->out, "is not done yet")) printf("hint: a TODO it needs is not done yet (above)\n");
+    if (bash_ok(script, r)) return true;
+    say_end(r, what);
     return false;
 }
 
@@ -82,11 +92,26 @@ static int check_build_step(void) {
     CommandResult r;
     char cwd[1024];
     if (!getcwd(cwd, sizeof cwd)) return CHECK_FAIL;
-    /* a stand-in make that prints where it ran and its words, one per line; image_build
-     * runs in the course's directory (here: this one) */
-    if (!bash(SOURCE_RECIPE "make() { printf 'MAKE\\n'; printf 'PWD=%s\\n' \"$PWD\"; printf '%s\\n' \"$@\"; };"
-              " IMAGE_ARCH=zen7 IMAGE_JOBS=5 image_build", &r, "image_build (IMAGE_ARCH=zen7 IMAGE_JOBS=5)"))
+    /* a stand-in make that prints where it ran (the physical path, as getcwd gives it:
+     * the course may be reached through a symbolic link, and then $PWD is another name
+     * for the same directory) and its words, one per line; image_build runs in the
+     * course's directory (here: this one). cd and pushd are recorded, then done. */
+    const bool ran = bash_ok(SOURCE_RECIPE "make() { printf 'MAKE\\n'; printf 'PWD=%s\\n' \"$(pwd -P)\"; "
+                             "printf '%s\\n' \"$@\"; }; cd() { printf 'CD %s\\n' \"$*\"; builtin cd \"$@\"; }; "
+                             "pushd() { printf 'CD %s\\n' \"$*\"; builtin pushd \"$@\"; }; "
+                             "IMAGE_ARCH=zen7 IMAGE_JOBS=5 image_build", &r);
+    const char *cd = strncmp(r.out, "CD ", 3) == 0 ? r.out : strstr(r.out, "\nCD ");
+    if (cd) {
+        cd += *cd == '\n';
+        expect_true(false, "image_build ran cd %.*s: it runs in the course's copy in the image "
+                    "(/opt/course) already, make image starts it there: make without cd (and without "
+                    "make -C). It said:\n%s", (int)strcspn(cd + 3, "\n"), cd + 3, r.out);
         return CHECK_FAIL;
+    }
+    if (!ran) {
+        say_end(&r, "image_build (IMAGE_ARCH=zen7 IMAGE_JOBS=5)");
+        return CHECK_FAIL;
+    }
     static const char *targets[] = {"build/libcourse.a", "build/solutions/01-cpu-cnn/train",
                                     "build/solutions/01-cpu-cnn/grade", "build/lessons/01-cpu-cnn/train",
                                     "build/lessons/01-cpu-cnn/grade", "build/solutions/06-ddp/train",
@@ -152,6 +177,19 @@ static bool binds_of(const char *runtime, CommandResult *r) {
     char what[96];
     snprintf(what, sizeof what, "container_binds %s", runtime);
     return bash(script, r, what);
+}
+
+/* The data path, /srv/my data, has a space in it: an unquoted $data splits it into two
+ * words, one ending in "/srv/my". */
+static bool quoted(const char *runtime, const char *words) {
+    bool split = false;
+    for (const char *p = words; *p; p += strcspn(p, "\n"), p += *p == '\n') {
+        const size_t n = strcspn(p, "\n");
+        split = split || (n >= 7 && strncmp(p + n - 7, "/srv/my", 7) == 0);
+    }
+    return expect_true(!split, "%s: the data path (/srv/my data here, with a space in it) was split into two "
+                       "words at the space: quote the expansions, \"$data:/data\" (the words were:\n%s)",
+                       runtime, words);
 }
 
 /* One runtime's list of mounts, SRC:DST[:FLAGS] separated by commas (Pyxis's
@@ -244,7 +282,7 @@ static bool gpus_right(void) {
 static int check_binds(void) {
     CommandResult r;
     /* charliecloud: -b (or --bind=) for each, a private /tmp, no home, no writable image */
-    if (!binds_of("charliecloud", &r)) return CHECK_FAIL;
+    if (!binds_of("charliecloud", &r) || !quoted("charliecloud", r.out)) return CHECK_FAIL;
     bool ok = expect_true((strstr(r.out, "-b\n/srv/my data:/data\n") || strstr(r.out, "--bind=/srv/my data:/data\n")),
                           "charliecloud: no bind of the data directory at /data (-b \"$data:/data\"); "
                           "the words were:\n%s", r.out) &&
@@ -257,7 +295,7 @@ static int check_binds(void) {
                           "neither; the words were:\n%s", r.out);
     if (!ok) return CHECK_FAIL;
     /* pyxis: one --container-mounts, data ro, scratch not; no home */
-    if (!binds_of("pyxis", &r)) return CHECK_FAIL;
+    if (!binds_of("pyxis", &r) || !quoted("pyxis", r.out)) return CHECK_FAIL;
     const char *m = strstr(r.out, "--container-mounts=");
     char mounts[512] = "";
     const char *v = m ? m + strlen("--container-mounts=") : "";
@@ -271,7 +309,7 @@ static int check_binds(void) {
     if (!ok) return CHECK_FAIL;
     /* apptainer: --contain (not --containall: the ranks need Slurm's environment); the
      * binds of every --bind / -B / --bind=, joined by commas */
-    if (!binds_of("apptainer", &r)) return CHECK_FAIL;
+    if (!binds_of("apptainer", &r) || !quoted("apptainer", r.out)) return CHECK_FAIL;
     char binds[1024] = "";
     for (const char *p = r.out; *p; p += strcspn(p, "\n"), p += *p == '\n') {
         const char *spec = NULL;
@@ -361,6 +399,20 @@ static bool run_job(const char *dir, const char *runtime, char *calls, size_t ca
                        r.out, strstr(r.out, "TODO 11.4") ? "hint: it needs TODO 11.4 (binds.sh) first\n" : "");
 }
 
+/* The word after " OPTION " on the first line of `line` into buf ("" when not there). */
+static void option_value(const char *line, const char *option, char *buf, size_t cap) {
+    char key[64];
+    snprintf(key, sizeof key, " %s ", option);
+    const size_t end = strcspn(line, "\n");
+    const char *p = strstr(line, key);
+    if (!p || p >= line + end) {
+        snprintf(buf, cap, "%s", "");
+        return;
+    }
+    p += strlen(key);
+    snprintf(buf, cap, "%.*s", (int)strcspn(p, " \n"), p);
+}
+
 static int body_job(const char *dir) {
     static char calls[1 << 16];
     if (!run_job(dir, "charliecloud", calls, sizeof calls)) return CHECK_FAIL;
@@ -383,6 +435,17 @@ static int body_job(const char *dir) {
                           "\"${SLURM_NTASKS:-1}\" and --threads \"$threads\"; srun saw:\n%s", second) &&
               expect_true(strstr(second, "--checkpoint-dir /scratch/checkpoints-4242") != NULL, "lesson 06 "
                           "must write its checkpoints under /scratch (the bound scratch); srun saw:\n%s", second);
+    /* in the container only /scratch is writable: the image is read-only, and the host's
+     * paths (its run directory) are not there */
+    char metrics[512];
+    option_value(second, "--metrics", metrics, sizeof metrics);
+    ok = ok && expect_true(*metrics != '\0', "lesson 06's line has no --metrics: it writes its metrics to "
+                           "/scratch/metrics-06-$JOB_ID.jsonl; srun saw:\n%s", second) &&
+         expect_true(strncmp(metrics, "/scratch/", 9) == 0, "lesson 06's --metrics %s "
+                     "is not under /scratch: in the container only /scratch (the bound scratch) is writable; the "
+                     "image (/opt/course) is read-only and the host's paths ($COURSE_RUN_DIR) are not there, so the "
+                     "real job would fail there: --metrics \"/scratch/metrics-06-$JOB_ID.jsonl\"; srun saw:\n%s",
+                     metrics, second);
     if (!ok) return CHECK_FAIL;
     if (!run_job(dir, "pyxis", calls, sizeof calls)) return CHECK_FAIL;
     second = strchr(calls, '\n');
@@ -395,6 +458,23 @@ static int body_job(const char *dir) {
 static int check_job(void) { return with_tmpdir("grade11", body_job); }
 
 /* ---------------------------------------------------------------- TODO 11.6 */
+
+/* What a lesson_find_digest that found the wrong number did, from the number: read in
+ * decimal, 32 bits only, or the first digest line. The text's digest lines' digits. */
+static const char *wrong_number(const char *text, uint64_t got) {
+    const char *first = strstr(text, "parameter digest: "), *last = first;
+    for (const char *p = first; p && (p = strstr(p + 1, "parameter digest: "));) last = p;
+    if (!first) return "";
+    const char *digits = last + strlen("parameter digest: ");
+    if (got == strtoull(digits, NULL, 10))
+        return ": the digits were read as a decimal number; they are hex (\"%16llx\" in sscanf, or strtoull with "
+               "base 16)";
+    if (got == (strtoull(digits, NULL, 16) & 0xffffffffu))
+        return ": only the low 32 bits were kept (%x reads an unsigned int): \"%16llx\" into an unsigned long long";
+    if (first != last && got == strtoull(first + strlen("parameter digest: "), NULL, 16))
+        return ": that is the first digest line's number; the last one wins (a later run's, or the end of training)";
+    return "";
+}
 
 static int check_find_digest(void) {
     static const struct { const char *text; bool found; uint64_t digest; } cases[] = {
@@ -411,10 +491,13 @@ static int check_find_digest(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t d = 42;
         const bool found = lesson_find_digest(cases[i].text, &d);
+        char want[64];
+        if (cases[i].found) snprintf(want, sizeof want, "true, %016llx", (unsigned long long)cases[i].digest);
+        else snprintf(want, sizeof want, "false (and the digest untouched)");
         if (!expect_true(found == cases[i].found && d == (found ? cases[i].digest : 42),
                          "lesson_find_digest(\"%s\") gave %s, %016llx; expected %s%s%s", cases[i].text,
-                         found ? "true" : "false", (unsigned long long)d, cases[i].found ? "true, " : "false",
-                         cases[i].found ? "the last digest line's number" : " (and the digest untouched)",
+                         found ? "true" : "false", (unsigned long long)d, want,
+                         found && cases[i].found ? wrong_number(cases[i].text, d) : "",
                          strpbrk(cases[i].text, "ABCDEF") ? ": lesson 01 prints the digest in lowercase "
                          "hex (%016llx), so only 0-9 and a-f are digits here" : ""))
             return CHECK_FAIL;
@@ -422,18 +505,54 @@ static int check_find_digest(void) {
     return CHECK_PASS;
 }
 
+static const char *verdict_name(DigestVerdict v) {
+    return v == DIGESTS_SAME ? "DIGESTS_SAME" : v == DIGESTS_DIFFERENT ? "DIGESTS_DIFFERENT"
+           : v == DIGESTS_MISSING ? "DIGESTS_MISSING" : "no verdict";
+}
+
 static int check_compare(void) {
     const char *a = "parameter digest: 0123456789abcdef\n", *b = "parameter digest: 0123456789abcdee\n";
+    const uint64_t A = 0x0123456789abcdefull, B = 0x0123456789abcdeeull;
     uint64_t x = 0, y = 0;
-    bool ok = expect_true(lesson_compare_digests(a, a, &x, &y) == DIGESTS_SAME && x == y && x == 0x0123456789abcdefull,
-                          "two outputs with the same digest: not DIGESTS_SAME, or the digests not returned") &&
-              expect_true(lesson_compare_digests(a, b, &x, &y) == DIGESTS_DIFFERENT && y == 0x0123456789abcdeeull,
-                          "two different digests: not DIGESTS_DIFFERENT, or the second not returned");
+    DigestVerdict v = lesson_compare_digests(a, a, &x, &y);
+    if (!expect_true(v == DIGESTS_SAME && x == A && y == A, "two outputs with the digest %016llx gave %s, digests "
+                     "%016llx and %016llx; expected DIGESTS_SAME and both digests%s", (unsigned long long)A,
+                     verdict_name(v), (unsigned long long)x, (unsigned long long)y,
+                     v == DIGESTS_DIFFERENT && x == A && y == A ? ": equal numbers found different: were the "
+                     "pointers compared (outside_digest == inside_digest), not what they point to?" : ""))
+        return CHECK_FAIL;
+    x = y = 0;
+    v = lesson_compare_digests(a, b, &x, &y);
+    const char *why = v != DIGESTS_SAME ? ""
+                      : y == A ? ": the outside digest was compared with itself: the inside digest was read from "
+                                 "the outside's output (lesson_find_digest(inside, inside_digest) for the inside's)"
+                      : y == B ? ": the inside digest was found, but not compared with the outside's" : "";
+    if (!expect_true(v == DIGESTS_DIFFERENT && x == A && y == B, "outside %016llx, inside %016llx gave %s, digests "
+                     "%016llx and %016llx; expected DIGESTS_DIFFERENT and both digests%s", (unsigned long long)A,
+                     (unsigned long long)B, verdict_name(v), (unsigned long long)x, (unsigned long long)y, why))
+        return CHECK_FAIL;
     y = 7;
-    ok = ok && expect_true(lesson_compare_digests("killed\n", a, &x, &y) == DIGESTS_MISSING && y == 0x0123456789abcdefull,
-                           "no digest outside: not DIGESTS_MISSING, or the inside digest not looked for") &&
-         expect_true(lesson_compare_digests(a, "", &x, &y) == DIGESTS_MISSING, "no digest inside: not DIGESTS_MISSING");
-    return ok ? CHECK_PASS : CHECK_FAIL;
+    v = lesson_compare_digests("killed\n", a, &x, &y);
+    if (!expect_true(v == DIGESTS_MISSING && y == A, "no digest outside, %016llx inside gave %s, inside digest "
+                     "%016llx; expected DIGESTS_MISSING, and the inside digest looked for all the same",
+                     (unsigned long long)A, verdict_name(v), (unsigned long long)y))
+        return CHECK_FAIL;
+    v = lesson_compare_digests(a, "", &x, &y);
+    if (!expect_true(v == DIGESTS_MISSING, "%016llx outside, no digest inside gave %s; expected DIGESTS_MISSING",
+                     (unsigned long long)A, verdict_name(v)))
+        return CHECK_FAIL;
+    /* two failed runs: neither has a digest, and the untouched numbers must not be
+     * compared (equal here, then different) */
+    for (int k = 0; k < 2; k++) {
+        x = 5, y = k ? 6 : 5;
+        v = lesson_compare_digests("Segmentation fault\n", "ch-run: error\n", &x, &y);
+        if (!expect_true(v == DIGESTS_MISSING, "two outputs without a digest (two failed runs) gave %s; expected "
+                         "DIGESTS_MISSING%s", verdict_name(v), v == DIGESTS_SAME ? ": two missing digests are not "
+                         "equal ones (the untouched numbers were compared): MISSING when either is missing, or both"
+                         : ""))
+            return CHECK_FAIL;
+    }
+    return CHECK_PASS;
 }
 
 int main(void) {
