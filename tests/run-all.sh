@@ -65,6 +65,7 @@ tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
 tally "lesson 10's profile TODOs: planted mistakes each fail with the hint that names them" tests/graders/planted10_profile.sh "$build"
 tally "lesson 10's mixed-precision TODOs: planted mistakes each fail with the hint that names them" tests/graders/planted10_precision.sh "$build"
 tally "lesson 11's TODOs: planted mistakes each fail with the hint that names them; the solution through a symbolic link" tests/graders/planted11.sh "$build"
+tally "lesson 11 without an image: binds.sh's refusals, the job script's half-built image and GPUs, the program's messages" tests/container/messages.sh "$build"
 tally "lessons/ and solutions/ in sync with course/" sync_check
 tally "lesson READMEs list their graders' checks" tests/check-readme-checks.sh
 tally "lesson programs: divergence, failed saves, other data, bad options, progress" tests/programs/run.sh "$build"

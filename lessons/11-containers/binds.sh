@@ -9,12 +9,29 @@
 # (Enroot through srun --container-*, the image a SquashFS file), apptainer (apptainer
 # exec, the image a SIF file).
 
+# container_path_ok RUNTIME NAME PATH: whether PATH can be a mount's source for
+# RUNTIME, else a message naming it and status 1. Every runtime reads SRC:DST, so a
+# ':' in SRC would move the split; Pyxis's and Apptainer's lists end a mount at a ','.
+# Either would cut the mount somewhere else, silently.
+container_path_ok() {
+    local runtime=$1 name=$2 path=$3 c=
+    case $path in *:*) c=: ;; esac
+    case $runtime:$path in pyxis:*,* | apptainer:*,*) c=, ;; esac
+    [ -z "$c" ] && return 0
+    echo "container_binds: the $name directory '$path' has a '$c' in it, and $runtime's mounts" \
+        "(SRC:DST$([ "$runtime" = charliecloud ] || echo ",SRC:DST")) would be split there: give a path" \
+        "without ',' or ':' (a symbolic link to it, say)" >&2
+    return 1
+}
+
 # container_binds RUNTIME DATA SCRATCH: sets the array CONTAINER_BINDS to the options
 # that show the host's DATA directory read-only at /data, its SCRATCH directory
 # writable at /scratch, and nothing else of the host: no home directory, and a /tmp
 # of the container's own.
 container_binds() {
     local runtime=$1 data=$2 scratch=$3
+    # given: a path the mount lists would split is refused first
+    container_path_ok "$runtime" data "$data" && container_path_ok "$runtime" scratch "$scratch" || return 1
     # TODO 11.4: for each runtime, the options (see README.md, TODO 11.4, for each
     # runtime's syntax):
     #   charliecloud: -b "$data:/data" -b "$scratch:/scratch", and -t (a private /tmp)

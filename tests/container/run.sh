@@ -39,8 +39,9 @@ suite() { # $1: title; the rest: a command whose PASS/FAIL lines and result line
     grep -E '^(FAIL|SKIP)  ' <<<"$o" | indent
     if [ "$f" -eq 0 ] && [ "$p" -gt 0 ]; then pass "$title ($p checks)"; else fail "$title ($f of $((p + f)) checks failed)"; fi
 }
-if [ ! -r "$root/etc/dl-course-image" ]; then
-    fail "no image in $out: run make image first"
+if [ ! -r "$root/etc/dl-course-image" ] || [ ! -f "$out/stamp" ]; then  # the stamp: written last
+    if [ -d "$root" ]; then fail "the image in $out is half-built (no $([ -f "$out/stamp" ] && echo "$root/etc/dl-course-image" || echo "$out/stamp")): run make image"
+    else fail "no image in $out: run make image first"; fi
     echo "$passed passed, $failed failed"
     exit 1
 fi
