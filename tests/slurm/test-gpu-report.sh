@@ -63,9 +63,9 @@ else
     elif ! bad=$(verdicts "$report/report.json" lesson09-3d="not run"); then
         fail "gpu-check, 4 stand-in GPUs: not every multi-GPU item passed under srun:"
         sed 's/^/        /' <<<"$bad"
-    elif ! grep -q 'task 3' "$report/metrics/multi/kill-rank-killed.out"; then
+    elif ! grep -q 'task 3' "$report/metrics/multi/kill-rank/killed.out"; then
         fail "gpu-check, 4 stand-in GPUs: srun did not name the killed task 3"
-        tail -8 "$report/metrics/multi/kill-rank-killed.out" | sed 's/^/        /'
+        tail -8 "$report/metrics/multi/kill-rank/killed.out" | sed 's/^/        /'
     else
         pass "make submit gpu-check SITE=local, 4 stand-in GPUs: job $JOB completed, every multi-GPU item passed under srun (3D: not run, 4 GPUs), srun named the killed task"
     fi

@@ -230,11 +230,16 @@ def run_item(it, env, log):
 
 
 def read_metrics(it):
+    """The item's --metrics files' lines; a path with "*" stands for the files it matches
+    (the multi-GPU items' runs), each under its own name."""
     rows = {}
     for name, path in it.pop("metric_paths").items():
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                rows[name] = [json.loads(line) for line in f if line.strip().startswith("{")]
+        paths = sorted(glob.glob(path)) if "*" in path else [path]
+        for p in paths:
+            if os.path.exists(p):
+                key = name if p == path else os.path.join(os.path.dirname(name), os.path.basename(p))
+                with open(p, encoding="utf-8") as f:
+                    rows[key] = [json.loads(line) for line in f if line.strip().startswith("{")]
     it["metrics"] = rows
 
 
@@ -363,9 +368,10 @@ def main():
     build = os.path.relpath(os.path.abspath(args.build), ROOT)
     out = args.out or os.path.join(build, "gpu-report")
     os.makedirs(os.path.join(out, "metrics", "multi"), exist_ok=True)
-    for old in glob.glob(os.path.join(out, "metrics", "*.jsonl")) + glob.glob(os.path.join(out, "metrics", "multi", "*")):
-        if os.path.isfile(old):
-            os.remove(old)
+    for old in glob.glob(os.path.join(out, "metrics", "*.jsonl")):
+        os.remove(old)
+    shutil.rmtree(os.path.join(out, "metrics", "multi"), ignore_errors=True)
+    os.makedirs(os.path.join(out, "metrics", "multi"))
 
     device, no_gpu, env, notes, ctx = setup(build, out, args.emulated, args.cpu_ranks)
     mc = ctx["multi"]

@@ -12,12 +12,15 @@ a node); the ranks start under srun in a Slurm allocation, else under mpirun
 --cpu-ranks mode, so that the same runs and comparisons are proven without a GPU.
 --text: the options that give the lessons their text, as the report found it.
 
-Each run's output goes to DIR/ITEM-RUN.out and, NCCL's own INFO lines left out, to
-stdout ("  | "); then one line per check, PASS, FAIL or SKIP with what matched and by
-how much, and last "N passed, M failed[, K skipped]" (exit 1 when one failed).
-DIR/ITEM-checks.jsonl: the checks, one JSON line each."""
+Each run's output goes to DIR/ITEM/RUN.out (its --metrics to RUN.jsonl) and, NCCL's own
+INFO lines left out, to stdout ("  | "); then one line per check, PASS, FAIL or SKIP
+with what matched and by how much, and last "N passed, M failed[, K skipped]" (exit 1
+when one failed). DIR/ITEM-checks.jsonl: the checks, one JSON line each; DIR/nccl.json
+what NCCL said of itself."""
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import re
@@ -55,7 +58,7 @@ class Item:
         self.text = shlex.split(a.text)
         self.launcher = launch.Launcher(a.device)
         self.checks = []
-        os.makedirs(a.out, exist_ok=True)
+        os.makedirs(os.path.join(a.out, a.item), exist_ok=True)
 
     def on(self, n):
         """"2 GPUs", "1 GPU", or on CPU ranks "2 CPU ranks"."""
@@ -63,7 +66,8 @@ class Item:
         return f"{n} {unit}{'' if n == 1 else 's'}"
 
     def path(self, run, ext):
-        return os.path.join(self.a.out, f"{self.name}-{run}.{ext}")
+        """DIR/ITEM/RUN.ext: a run's output, metrics (and the killed rank's pid files)."""
+        return os.path.join(self.a.out, self.name, f"{run}.{ext}")
 
     def run(self, run, n, argv, nodes=1, timeout=150, sample=False, env=None, on_start=None):
         """Runs argv on n ranks; returns {"rc", "text", "seconds", "metrics", "memory"}."""
@@ -72,11 +76,8 @@ class Item:
         e = self.launcher.env()
         e.update(env or {})
         sampler = smi.MemorySampler() if sample and self.a.device == "cuda" else None
-        if sampler:
-            sampler.__enter__()
-        rc, text, secs = launch.run(words, timeout, e, self.path(run, "out"), on_start)
-        if sampler:
-            sampler.__exit__(None, None, None)
+        with sampler or contextlib.nullcontext():
+            rc, text, secs = launch.run(words, timeout, e, self.path(run, "out"), on_start)
         shown = [line for line in text.splitlines() if " NCCL INFO " not in line]
         for line in shown[-40:]:
             print(f"  | {line}")
@@ -475,7 +476,7 @@ def _line_of(text, m):
 ITEMS = {"nccl": nccl, "kill-rank": kill_rank, "lesson06": lesson06, "lesson07": lesson07,
          "lesson08": lesson08, "lesson09": lesson09, "lesson09-3d": lesson09_3d}
 for _name in ("lesson06", "lesson07", "lesson08", "lesson09"):
-    ITEMS[_name + "-bf16"] = (lambda f: lambda it: f(it, "bf16"))(ITEMS[_name])
+    ITEMS[_name + "-bf16"] = functools.partial(ITEMS[_name], precision="bf16")
 
 
 def main():

@@ -75,6 +75,8 @@ def items(ctx):
             words += ["--text", q(text)]
         out.append(dict(id=ident, needs={"gpus"}, min_gpus=least, timeout_s=limit, title=title,
                         estimate=estimate, files=[f"{b}/{f}" for f in files], command=q(words),
-                        metrics={f"{ident}-checks.jsonl": f"{m}/multi/{ident}-checks.jsonl"},
+                        # the checks' lines, and every run's --metrics (a pattern)
+                        metrics={f"{ident}-checks.jsonl": f"{m}/multi/{ident}-checks.jsonl",
+                                 f"{ident}/*.jsonl": f"{m}/multi/{ident}/*.jsonl"},
                         min_passed=1, stand_in=ctx["text_stand_in"] if text and mc["device"] == "cuda" else None))
     return out

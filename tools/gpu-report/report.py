@@ -166,7 +166,7 @@ def markdown(report):
         out += ["", "```", it["command"], "```"]
         if it.get("checks") and len(it["checks"]) <= 60:
             out += ["", "Checks:", ""] + [f"- {cell(line)}" for line in it["checks"]]
-        if it["tail"]:
+        if it["tail"] and (it["status"] != "passed" or not it.get("checks")):
             out += ["", "Last lines:", "", "```"] + it["tail"] + ["```"]
         if it.get("metrics"):
             files = ", ".join(f"{name} ({len(rows)} lines)" for name, rows in it["metrics"].items())
