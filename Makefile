@@ -336,12 +336,14 @@ $(BENCH_PPO_BIN): $(BUILD)/obj/bench/bench_ppo.o $(LIB)
 GPU_REPORT_DIR ?= $(BUILD)/gpu-report
 GPU_REPORT_LESSONS := 00-hello-gpu 02-gpu-cnn 04-transformer 06-ddp 07-pipeline 08-zero 09-tensor-parallel \
                       10-performance
-GPU_REPORT_BINS := $(CHECK_GPU_BIN) $(BUILD)/tests/test_dist $(BENCH_GPU_BIN) \
+GPU_REPORT_BINS := $(CHECK_GPU_BIN) $(BUILD)/tests/test_dist $(BENCH_GPU_BIN) $(BUILD)/bench/bench_comm \
                    $(foreach d,$(GPU_REPORT_LESSONS),$(BUILD)/solutions/$(d)/train) \
                    $(foreach d,00-hello-gpu 02-gpu-cnn,$(BUILD)/solutions/$(d)/grade $(BUILD)/lessons/$(d)/grade)
 PREBUILT ?=
 GPU_REPORT_EMULATED ?=
 GPU_REPORT_BUDGET ?=
+# GPU_REPORT_CPU_RANKS=N: the multi-GPU items alone, on N CPU ranks (no GPU needed)
+GPU_REPORT_CPU_RANKS ?=
 
 # What a trace's range costs (make bench-trace)
 BENCH_TRACE_BIN := $(BUILD)/bench/bench_trace
@@ -476,11 +478,12 @@ bench-gpu-lm: $(BUILD)/solutions/04-transformer/train ## on a GPU node: lesson 0
 	@PYTHON="$$(command -v $(PYTHON) || command -v python3)" bench/run-bench-gpu-lm.sh $(BUILD) \
 	  $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(filter 1 yes true,$(SMOKE)),--smoke)
 
-gpu-report: ## on a GPU node: every GPU check and benchmark owed, one report: build/gpu-report/report.md and .json [PREBUILT=1] [GPU_REPORT_EMULATED=1]
-	@if [ -z "$(PREBUILT)$(GPU_REPORT_EMULATED)" ] && nvidia-smi -L >/dev/null 2>&1; then \
+gpu-report: ## on a GPU node (or in an allocation of several: salloc, make submit gpu-check): every GPU check owed, one report: build/gpu-report/report.md and .json [PREBUILT=1] [GPU_REPORT_EMULATED=1] [GPU_REPORT_CPU_RANKS=2]
+	@if [ -z "$(PREBUILT)$(GPU_REPORT_EMULATED)$(GPU_REPORT_CPU_RANKS)" ] && nvidia-smi -L >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory gpu-report-build; fi
 	@"$$(command -v $(PYTHON) || command -v python3)" tools/gpu-report/gpu-report.py --build $(BUILD) \
 	  --out $(GPU_REPORT_DIR) $(if $(filter 1 yes true,$(GPU_REPORT_EMULATED)),--emulated) \
+	  $(if $(GPU_REPORT_CPU_RANKS),--cpu-ranks $(GPU_REPORT_CPU_RANKS)) \
 	  $(if $(GPU_REPORT_BUDGET),--budget $(GPU_REPORT_BUDGET))
 
 gpu-report-build: $(GPU_REPORT_BINS) ## build what make gpu-report runs (with BUILD=build-gpu ...: to carry to a GPU node)

@@ -10,7 +10,7 @@ $(BUILD)/slurm/mpi_allreduce: tests/slurm/mpi_allreduce.c
 	@mkdir -p $(@D)
 	mpicc -O2 -Wall -Wextra $(WERROR) $< -o $@
 
-submit: ## submit lesson N to Slurm: make submit 1 [SITE=name] [SOLUTION=1] [NODES=n] [DRY=1] [ARGS="..."]
+submit: ## submit lesson N to Slurm: make submit 1 [SITE=name] [SOLUTION=1] [NODES=n] [DRY=1] [ARGS="..."]; make submit gpu-check SITE=name: make gpu-report on its GPU nodes
 	@tools/submit.sh "$(word 2,$(MAKECMDGOALS))" --site "$(SITE)" $(if $(NODES),--nodes "$(NODES)") \
 	  $(if $(filter 1 yes true,$(SOLUTION)),--solution) $(if $(filter 1 yes true,$(DRY)),--dry) -- $(ARGS)
 

@@ -5,7 +5,8 @@
 #       traces of lessons 06 and 07 (--trace) against the format's rules
 #   1c. make check-gpu: CUDA against CPU (every check skips where there is no GPU), and
 #       the same checks on a CPU emulator of lib/cuda/*.cu (the kernels' logic only);
-#       make gpu-report's report writer, without a GPU and with a stand-in one;
+#       make gpu-report's report writer, without a GPU and with a stand-in one; its
+#       multi-GPU items with stand-ins for 2, 4 and 8 GPUs and on 2 real CPU ranks;
 #       make bench-gpu-lm's script on the CPU (--smoke) and with stand-in programs
 #   2. every solution's grader (all checks must pass)
 #   3. every stub's grader (every TODO check must fail)
@@ -59,6 +60,7 @@ tally "lesson 09: bad layouts refused, data x pipeline x tensor on 8 and 12 rank
 tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "CUDA kernels on a CPU emulator, not a GPU (make check-gpu-emulated)" tests/gpu/emulator/run.sh "$build"/emulator
 tally "make gpu-report: parsing, verdicts, no GPU, a stand-in GPU, figures from a report" python3 tests/gpu/test_gpu_report.py
+tally "make gpu-report's multi-GPU items: stand-ins for 2, 4, 8 GPUs (mpirun), planted mistakes, 1 GPU, the budget; 2 real CPU ranks" python3 tests/gpu/test_gpu_report_multi.py "$build"
 tally "make bench-gpu-lm: PyTorch's model against the tutorial's, --smoke on the CPU, stand-in programs" "$(command -v "${PYTHON:-/usr/bin/python3}" || command -v python3)" tests/bench/test_bench_gpu_lm.py "$build"
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
 tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"

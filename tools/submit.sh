@@ -11,7 +11,9 @@
 # fewer tasks a node (one per GPU), with a note. COURSE_PARTITION, COURSE_ACCOUNT, COURSE_RESERVATION and COURSE_SCRATCH_DIR
 # override it for one submission. The script's own lines `#COURSE gpus=N` (GPUs the
 # lesson needs) and `#COURSE needs=TARGET` (what to build, relative to the build
-# directory; default KIND/NN-name/train) tell this tool what to add.
+# directory; default KIND/NN-name/train) or `#COURSE make=GOAL` (a make goal that builds
+# it, with the same BUILD and ARCH: slurm/gpu-check.sbatch's gpu-report-build) tell this
+# tool what to add.
 #
 # A lesson whose directory holds its own job script (lessons/06-ddp/ddp.sbatch: TODOs
 # in it) is submitted with that script, the participant's (or the solution's with
@@ -75,6 +77,7 @@ job_load_site
 gpus=$(sed -nE 's/^#COURSE +gpus=([0-9]+).*/\1/p' "$script" | head -1)
 needs=$(sed -nE 's/^#COURSE +needs=([^ ]+).*/\1/p' "$script" | head -1)
 needs=${needs:-$kind/$lesson/train}
+goal=$(sed -nE 's/^#COURSE +make=([^ ]+).*/\1/p' "$script" | head -1)
 
 # A binary built with -march=native on the login node may not run on the compute
 # nodes: sites with another ARCH get their own build directory.
@@ -145,8 +148,9 @@ if [ -n "${SITE_ACCOUNT_REQUIRED:-}" ] && [ -z "$SITE_ACCOUNT" ]; then
     exit 1
 fi
 command -v sbatch >/dev/null || { echo "submit: sbatch not found: run this on the cluster's login node (or --dry to see the command)" >&2; exit 1; }
-make --no-print-directory BUILD="$build" ARCH="$arch" "$build/$needs" >&2 ||
-    { echo "submit: building $build/$needs failed; fix the build first" >&2; exit 1; }
+[ -n "$goal" ] || goal=$build/$needs
+make --no-print-directory BUILD="$build" ARCH="$arch" "$goal" >&2 ||
+    { echo "submit: make BUILD=$build $goal failed; fix the build first" >&2; exit 1; }
 mkdir -p logs
 job=$("${cmd[@]}") || { echo "submit: sbatch refused the job (the message is above)" >&2; exit 1; }
 job=${job%%;*}  # --parsable prints "id" or "id;cluster"

@@ -6,6 +6,7 @@
 #   job_setup NN-name   load the site profile and its modules, pick the binary
 #                       (the participant's build, or the solution's when
 #                       SOLUTION=1), choose the run directory, print a header
+#   job_load_modules, job_run_dir NAME   its parts without a lesson's binary
 #   job_run CMD...      launch CMD through srun (inside the site's container, if any),
 #                       each task with the job's --cpus-per-task
 #   job_launcher [nompi] set JOB_LAUNCH to what job_run puts before CMD (for a
@@ -50,25 +51,38 @@ job_setup() {
     local lesson=$1
     [ -f slurm/lib/job.sh ] || job_die "not in the course directory (cwd: $PWD); submit with make submit"
     job_load_site
-
-    if [ -n "${SITE_MODULES:-}" ]; then
-        if command -v module >/dev/null 2>&1 || type module >/dev/null 2>&1; then
-            # shellcheck disable=SC2086 # a list of module names
-            module load $SITE_MODULES || job_die "module load $SITE_MODULES failed (fix SITE_MODULES in slurm/sites/$COURSE_SITE.env)"
-        else
-            job_die "site $COURSE_SITE asks for modules ($SITE_MODULES) but this node has no module command"
-        fi
-    fi
+    job_load_modules
 
     local kind=lessons
     case "${SOLUTION:-}" in 1 | yes | true) kind=solutions ;; esac
     JOB_BIN="${COURSE_BUILD:-build}/$kind/$lesson/train"
     [ -x "$JOB_BIN" ] || job_die "$JOB_BIN is not built: run 'make' on the login node first (make submit does it for you)"
+    job_run_dir "$lesson"
+    export JOB_BIN
 
-    if [ -n "${SITE_SCRATCH:-}" ]; then
-        COURSE_RUN_DIR="$SITE_SCRATCH/dl-course/$lesson"
+    echo "job $JOB_ID: lesson $lesson ($kind) on $(hostname -s), site $COURSE_SITE, $(date '+%F %T')"
+    echo "tasks ${SLURM_NTASKS:-1}, cpus per task ${SLURM_CPUS_PER_TASK:-?}, gpus ${SLURM_GPUS_ON_NODE:-${CUDA_VISIBLE_DEVICES:-none}}, output to $COURSE_RUN_DIR"
+}
+
+# The site's modules (SITE_MODULES), loaded with `module load`.
+job_load_modules() {
+    [ -n "${SITE_MODULES:-}" ] || return 0
+    if command -v module >/dev/null 2>&1 || type module >/dev/null 2>&1; then
+        # shellcheck disable=SC2086 # a list of module names
+        module load $SITE_MODULES || job_die "module load $SITE_MODULES failed (fix SITE_MODULES in slurm/sites/$COURSE_SITE.env)"
     else
-        COURSE_RUN_DIR="$PWD/runs/$lesson"
+        job_die "site $COURSE_SITE asks for modules ($SITE_MODULES) but this node has no module command"
+    fi
+}
+
+# job_run_dir NAME: COURSE_RUN_DIR (made), COURSE_DEVICE and JOB_ID, as job_setup sets
+# them (a job script that runs no lesson program: slurm/gpu-check.sbatch).
+job_run_dir() {
+    local name=$1
+    if [ -n "${SITE_SCRATCH:-}" ]; then
+        COURSE_RUN_DIR="$SITE_SCRATCH/dl-course/$name"
+    else
+        COURSE_RUN_DIR="$PWD/runs/$name"
         case "$COURSE_RUN_DIR/" in "$HOME"/*)
             echo "note: site $COURSE_SITE sets no SITE_SCRATCH, so output goes to $COURSE_RUN_DIR, inside \$HOME" ;;
         esac
@@ -76,10 +90,7 @@ job_setup() {
     mkdir -p "$COURSE_RUN_DIR" || job_die "cannot create $COURSE_RUN_DIR (check SITE_SCRATCH in slurm/sites/$COURSE_SITE.env)"
     COURSE_DEVICE=${COURSE_DEVICE:-${SITE_DEVICE:-cuda}}
     JOB_ID=${SLURM_JOB_ID:-local}
-    export COURSE_RUN_DIR COURSE_DEVICE JOB_BIN JOB_ID
-
-    echo "job $JOB_ID: lesson $lesson ($kind) on $(hostname -s), site $COURSE_SITE, $(date '+%F %T')"
-    echo "tasks ${SLURM_NTASKS:-1}, cpus per task ${SLURM_CPUS_PER_TASK:-?}, gpus ${SLURM_GPUS_ON_NODE:-${CUDA_VISIBLE_DEVICES:-none}}, output to $COURSE_RUN_DIR"
+    export COURSE_RUN_DIR COURSE_DEVICE JOB_ID
 }
 
 # srun with the site's extra options and container; --mpi=pmix for multi-task jobs

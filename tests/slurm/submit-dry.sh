@@ -100,6 +100,32 @@ expect "lesson 07 through make, with the participant's script and ARGS" \
     "$(make -s --no-print-directory submit 7 DRY=1 SITE=gwdg-grete ARGS='--schedule 1f1b' 2>&1)" \
     '^sbatch .*--gpus-per-node=2 --partition=grete:shared .*lessons/07-pipeline/pipeline\.sbatch --schedule 1f1b$'
 
+# make submit gpu-check (issue 41): make gpu-report in a job, with each site's GPU request
+# per node (4 GPUs, one task each, or what the site's nodes hold), NODES=2 on two nodes.
+script=slurm/gpu-check.sbatch
+if grep -qx '#SBATCH --nodes=1' "$script" && grep -qx '#SBATCH --ntasks-per-node=4' "$script" &&
+    grep -qx '#COURSE gpus=4' "$script" && grep -qx '#COURSE make=gpu-report-build' "$script"; then
+    pass "gpu-check's job script: 1 node, 4 tasks and 4 GPUs a node, built by make gpu-report-build"
+else
+    fail "$script does not ask for 1 node of 4 tasks and 4 GPUs, or does not name make gpu-report-build"
+fi
+expect "generic, gpu-check: 4 GPUs a node, the script on its own" "$(dry gpu-check --site generic)" \
+    '^sbatch .*--gpus-per-node=4 .*--job-name=gpu-check .*slurm/gpu-check\.sbatch *$' '--nodes|--partition'
+expect "jsc, gpu-check: --gres=gpu:4 on develbooster" "$(COURSE_ACCOUNT=training2410 dry gpu-check --site jsc)" \
+    '^sbatch .*--gres=gpu:4 --partition=develbooster --account=training2410 .*slurm/gpu-check\.sbatch *$'
+expect "lrz-ai, gpu-check: 2 tasks and 2 GPUs a node (its nodes' shape)" "$(dry gpu-check --site lrz-ai)" \
+    '^sbatch .*--ntasks-per-node=2 --gres=gpu:2 --partition=lrz-v100x2 .*slurm/gpu-check\.sbatch *$' 'gpu:4'
+expect "gwdg-grete, gpu-check: --gpus-per-node=4 on grete:shared" "$(dry gpu-check --site gwdg-grete)" \
+    '^sbatch .*--gpus-per-node=4 --partition=grete:shared .*slurm/gpu-check\.sbatch *$' '-G '
+expect "local, gpu-check: no GPU request (CPU ranks)" "$(dry gpu-check --site local)" \
+    '^sbatch .*--partition=local .*slurm/gpu-check\.sbatch *$' 'gpus-per|gres|-G '
+expect "make submit gpu-check SITE=gwdg-grete NODES=2 DRY=1: --nodes=2 before the script" \
+    "$(make -s --no-print-directory submit gpu-check SITE=gwdg-grete NODES=2 DRY=1 2>&1)" \
+    '^sbatch .*--gpus-per-node=4 --partition=grete:shared .*--nodes=2 slurm/gpu-check\.sbatch *$'
+expect "make submit gpu-check SITE=jsc DRY=1 through make" \
+    "$(COURSE_ACCOUNT=x make -s --no-print-directory submit gpu-check SITE=jsc DRY=1 2>&1)" \
+    '^sbatch .*--gres=gpu:4 --partition=develbooster .*slurm/gpu-check\.sbatch *$' '--nodes'
+
 # The printed line is the exact command: read back by the shell, it gives the same
 # words, odd program arguments included.
 odd=(--epochs "5 x" "it's" '' 'a"b' '$HOME')

@@ -12,13 +12,16 @@ default) stops what would not fit: with bench-gpu-lm's full run, the sanitizers.
 Times on a GPU are from the H100 and H200 runs of 2026-11-26 where docs/gpu.md has them;
 the rest are estimates from the CPU (2 cores) and the CUDA emulator, marked as such.
 
-An item needs: "gpu" (a GPU that nvidia-smi lists), "sanitizer" (compute-sanitizer),
+An item needs: "gpu" (a GPU that nvidia-smi lists), "gpus" (min_gpus of them, one per
+rank, and a launcher: multi_items.py), "sanitizer" (compute-sanitizer),
 "container" (Apptainer and an image), "emulated" (only in GPU_REPORT_EMULATED=1 mode);
 files: paths it runs, which must exist (the build's binaries); metrics: the --metrics
 files it writes, kept in report.json."""
 
 import os
 import shlex
+
+import multi_items
 
 # racecheck (shared-memory hazards) on the kernels that share memory or reduce in a
 # tree: the attention's softmax rows, layer norm, the vocabulary's cross-entropy and the
@@ -37,7 +40,8 @@ def items(ctx):
     """The items for a context: build (the build directory), metrics (a directory for
     --metrics files), threads, image_args and text_args (the data the lessons read) with
     image_stand_in and text_stand_in (why, where a stand-in replaces the real data, or
-    None), sanitizer (compute-sanitizer's path or None), python (for bench-gpu's PyTorch side)."""
+    None), sanitizer (compute-sanitizer's path or None), python (for bench-gpu's PyTorch side),
+    multi (the multi-GPU items' ranks, nodes and data: multi_items.py)."""
     b, m, t = ctx["build"], ctx["metrics"], ctx["threads"]
     img, txt = ctx["image_args"], ctx["text_args"]
     sol = f"{b}/solutions"
@@ -140,6 +144,9 @@ def items(ctx):
                         "--tp", 1, "--max-steps", 20, *txt["dataset"],
                         "--metrics", f"{m}/lesson09.jsonl"]),
              metrics={"lesson09.jsonl": f"{m}/lesson09.jsonl"}, stand_in=ctx["text_stand_in"]),
+        # on 2 or more GPUs: what no GPU run has shown yet (multi_items.py), before the
+        # one-GPU measurements below
+        *multi_items.items(ctx),
         dict(id="lesson10-gpu", needs={"gpu"}, timeout_s=120, files=[f"{sol}/10-performance/train"],
              title="lesson 10 on the GPU: the roofline (the GPU's peak and bandwidth, lesson 04's layers "
                    "placed) and float32 against bf16 (issue 29)",

@@ -33,6 +33,12 @@ def counts(text):
             "skipped": verdicts.count("SKIP"), "from": "PASS/FAIL/SKIP lines (no result line)"}
 
 
+def verdicts(text):
+    """The PASS/FAIL/SKIP lines of an item's output, each with what it matched and by how
+    much (the multi-GPU items' comparisons say so on the line)."""
+    return [line for line in text.splitlines() if VERDICT_LINE.match(line)]
+
+
 def sanitizer_summary(text):
     """{"errors", "processes"} over compute-sanitizer's summary lines, or None without any."""
     errors = processes = 0
@@ -58,7 +64,7 @@ def judge(item, text, exit_status, timed_out):
     of lessons 00 and 02 runs)."""
     c = counts(text)
     s = sanitizer_summary(text)
-    item.update(exit_status=exit_status, counts=c, sanitizer=s, tail=tail(text))
+    item.update(exit_status=exit_status, counts=c, sanitizer=s, tail=tail(text), checks=verdicts(text))
     reasons = []
     cut = timed_out and item.get("budget_cut")
     if cut:
@@ -86,7 +92,7 @@ def judge(item, text, exit_status, timed_out):
 
 def not_run(item, why):
     item.update(status="not run", why=why, exit_status=None, seconds=None, counts=None,
-                sanitizer=None, tail=[])
+                sanitizer=None, tail=[], checks=[])
     return item
 
 
@@ -111,6 +117,18 @@ def cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def gpu_rows(g):
+    """The header's rows on the GPUs the multi-GPU items used (gpu-report.py's gpus_of)."""
+    if not g:
+        return []
+    nccl = g.get("nccl") or {}
+    return [("GPUs", g["description"]),
+            ("interconnect", g.get("interconnect") or "-"),
+            ("NCCL", (nccl.get("version") or "?") + (f"; {nccl['path']}" if nccl.get("path") else "")
+             if nccl else "- (the nccl item did not run)"),
+            ("launcher", g.get("launcher") or "-")]
+
+
 def markdown(report):
     d = report["device"]
     s = report["summary"]
@@ -121,6 +139,7 @@ def markdown(report):
             ("driver", d.get("driver", "-")),
             ("CUDA", d.get("cuda", "-")),
             ("host", report["host"]),
+            *gpu_rows(report.get("gpus")),
             ("date", report["date"] + " (UTC)"),
             ("commit", report["commit"]),
             ("build", report["build"]),
@@ -145,7 +164,9 @@ def markdown(report):
         if it.get("stand_in"):
             out += ["", f"Data: {it['stand_in']}."]
         out += ["", "```", it["command"], "```"]
-        if it["tail"]:
+        if it.get("checks") and len(it["checks"]) <= 60:
+            out += ["", "Checks:", ""] + [f"- {cell(line)}" for line in it["checks"]]
+        if it["tail"] and (it["status"] != "passed" or not it.get("checks")):
             out += ["", "Last lines:", "", "```"] + it["tail"] + ["```"]
         if it.get("metrics"):
             files = ", ".join(f"{name} ({len(rows)} lines)" for name, rows in it["metrics"].items())
