@@ -478,13 +478,14 @@ bench-gpu-lm: $(BUILD)/solutions/04-transformer/train ## on a GPU node: lesson 0
 	@PYTHON="$$(command -v $(PYTHON) || command -v python3)" bench/run-bench-gpu-lm.sh $(BUILD) \
 	  $(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(filter 1 yes true,$(SMOKE)),--smoke)
 
-gpu-report: ## on a GPU node (or in an allocation of several: salloc, make submit gpu-check): every GPU check owed, one report: build/gpu-report/report.md and .json [PREBUILT=1] [GPU_REPORT_EMULATED=1] [GPU_REPORT_CPU_RANKS=2]
+gpu-report: ## on a GPU node (or in an allocation of several: salloc, make submit gpu-check): every GPU check owed, one report: build/gpu-report/report.md and .json [PREBUILT=1] [GPU_REPORT_EMULATED=1] [GPU_REPORT_CPU_RANKS=2] [GPU_REPORT_ONLY="ID ..."]
 	@if [ -z "$(PREBUILT)$(GPU_REPORT_EMULATED)$(GPU_REPORT_CPU_RANKS)" ] && nvidia-smi -L >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory gpu-report-build; fi
 	@"$$(command -v $(PYTHON) || command -v python3)" tools/gpu-report/gpu-report.py --build $(BUILD) \
 	  --out $(GPU_REPORT_DIR) $(if $(filter 1 yes true,$(GPU_REPORT_EMULATED)),--emulated) \
 	  $(if $(GPU_REPORT_CPU_RANKS),--cpu-ranks $(GPU_REPORT_CPU_RANKS)) \
-	  $(if $(GPU_REPORT_BUDGET),--budget $(GPU_REPORT_BUDGET))
+	  $(if $(GPU_REPORT_BUDGET),--budget $(GPU_REPORT_BUDGET)) \
+	  $(if $(GPU_REPORT_ONLY),--only $(GPU_REPORT_ONLY))
 
 gpu-report-build: $(GPU_REPORT_BINS) ## build what make gpu-report runs (with BUILD=build-gpu ...: to carry to a GPU node)
 	@git describe --always --dirty >$(BUILD)/gpu-report-commit 2>/dev/null || rm -f $(BUILD)/gpu-report-commit

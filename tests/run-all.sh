@@ -7,6 +7,7 @@
 #       the same checks on a CPU emulator of lib/cuda/*.cu (the kernels' logic only);
 #       make gpu-report's report writer, without a GPU and with a stand-in one; its
 #       multi-GPU items with stand-ins for 2, 4 and 8 GPUs and on 2 real CPU ranks;
+#       its profile-step item (issue 38) on made-up traces and ncu listings;
 #       make bench-gpu-lm's script on the CPU (--smoke) and with stand-in programs
 #   2. every solution's grader (all checks must pass)
 #   3. every stub's grader (every TODO check must fail)
@@ -60,6 +61,7 @@ tally "lesson 09: bad layouts refused, data x pipeline x tensor on 8 and 12 rank
 tally "CUDA against CPU (make check-gpu)" "$build"/tests/check_gpu
 tally "CUDA kernels on a CPU emulator, not a GPU (make check-gpu-emulated)" tests/gpu/emulator/run.sh "$build"/emulator
 tally "make gpu-report: parsing, verdicts, no GPU, a stand-in GPU, figures from a report" python3 tests/gpu/test_gpu_report.py
+tally "make gpu-report's profile-step (issue 38): a step's ranges and kernels from made-up traces and ncu listings, the script on the CPU with stand-in ncus" python3 tests/gpu/test_profile_step.py "$build"
 tally "make gpu-report's multi-GPU items: stand-ins for 2, 4, 8 GPUs (mpirun), planted mistakes, 1 GPU, the budget; 2 real CPU ranks" python3 tests/gpu/test_gpu_report_multi.py "$build"
 tally "make bench-gpu-lm: PyTorch's model against the tutorial's, --smoke on the CPU, stand-in programs" "$(command -v "${PYTHON:-/usr/bin/python3}" || command -v python3)" tests/bench/test_bench_gpu_lm.py "$build"
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade

@@ -1,7 +1,8 @@
 """What make gpu-report runs: every GPU check and benchmark the project owes (docs/gpu.md,
 "What has run on a GPU" and "Still owed"), in the order they run, cheapest and most
 needed first, so that a budget cut short takes the slowest (the sanitizers) last; the
-one exception, bench-gpu-lm, runs second because issue 28 asks for its number first.
+exceptions, profile-step and bench-gpu-lm, run first because issue 38 asks for the step's
+profile and its speed before anything else when GPU time is short.
 
 Each item: id, title, the bash command (run from the repository root), its limit in
 seconds, and how long it took or is expected to take (estimate). The lent GPU machines
@@ -53,12 +54,14 @@ def items(ctx):
              estimate="56 s on the project's 2-core CPU VM, 2026-11-26, the emulator's .cu objects built "
                       "in it; the first build of its library takes minutes more",
              command=f"tests/gpu/emulator/run.sh {b}/emulator", min_passed=1),
-        dict(id="check-gpu", needs={"gpu"}, timeout_s=180, files=[f"{b}/tests/check_gpu"],
-             title="make check-gpu: every CUDA operation against its CPU twin, training on both devices",
-             estimate="H100 2026-11-26: 31 s (51 checks)",
-             command=f"{b}/tests/check_gpu", min_passed=1, no_skips=True),
-        # issue 28 asks for this number first when a GPU is lent: right after check-gpu
-        # (whose checks say the kernels it times are right), before the lessons' runs
+        # issue 38: where the bf16 step's time goes, then its speed, before anything else
+        dict(id="profile-step", needs={"gpu"}, timeout_s=240, files=[f"{sol}/04-transformer/train"],
+             title="lesson 04's bf16 step at the seed size, 64x128 and 128x256: each range's GPU time a step "
+                   "(--trace), and one step's kernels under Nsight Compute where installed (issue 38)",
+             estimate="never ran on a GPU; estimate 20 s for the traced runs, 1-2 minutes a shape under ncu "
+                      "(3 steps, every kernel replayed for its counters)",
+             command=f"tools/gpu-report/profile-step.py --build {b} --out {m}/profile --time-limit 220",
+             metrics={"profile.jsonl": f"{m}/profile/profile.jsonl"}, min_passed=2),
         dict(id="bench-gpu-lm", needs={"gpu"}, timeout_s=300, files=[f"{sol}/04-transformer/train"],
              title="make bench-gpu-lm: lesson 04's seed-size transformer, the library in bf16 against "
                    "compiled PyTorch bf16 at 20x35, 64x128, 128x256 (issue 28)",
@@ -69,6 +72,10 @@ def items(ctx):
                      f"--json {m}/bench-gpu-lm.jsonl",
              env={"PYTHON": ctx["python"]} if ctx["python"] else {},
              metrics={"bench-gpu-lm.jsonl": f"{m}/bench-gpu-lm.jsonl"}),
+        dict(id="check-gpu", needs={"gpu"}, timeout_s=180, files=[f"{b}/tests/check_gpu"],
+             title="make check-gpu: every CUDA operation against its CPU twin, training on both devices",
+             estimate="H100 2026-11-26: 31 s (51 checks)",
+             command=f"{b}/tests/check_gpu", min_passed=1, no_skips=True),
         dict(id="test-dist", needs={"gpu"}, timeout_s=60, files=[f"{b}/tests/test_dist"],
              title="lib/dist's unit tests, their GPU branch included (NCCL, the single backend on GPU tensors)",
              estimate="estimate 10 s (10 checks ran on an H100)",
