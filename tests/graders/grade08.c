@@ -55,7 +55,7 @@ static void watch_collective(const char *fn, void *caller, Dist *d, const Tensor
         FAIL("lesson_reduce_gradients calls %s: an all-reduce gives every rank the whole average "
              "(twice a reduce-scatter's bytes), and the piece it needs arrives only when piece is a "
              "view of full; a reduce-scatter: dist_reduce_scatter_start(d, piece, full, DIST_AVG)", fn);
-    if (reduce && scatter && o && i && o->size == i->size * d->world_size)
+    if (reduce && scatter && d && o && i && o->size == i->size * d->world_size)
         FAIL("lesson_reduce_gradients calls %s with its tensors swapped: out (%lld scalars) is %d "
              "times in (%lld): out first, the piece [s], then in, the whole block full [N s]: "
              "dist_reduce_scatter_start(d, piece, full, DIST_AVG)", fn, (long long)o->size,

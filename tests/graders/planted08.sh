@@ -2,10 +2,10 @@
 # Lesson 08's TODOs (8.1-8.6) against the mistakes participants make, issue 39's among
 # them: each is planted in a temporary copy of the solution, the grader is linked against
 # it, and the TODO's check must FAIL with the hint that names the mistake (a TODO that
-# uses the library's twin of itself included). Then each TODO alone is put back to its
-# stub: its checks must fail ("not implemented yet"). Only the planted TODO's own check
-# runs (CHECK_ONLY), never the program's. The machinery: planted_lib.sh. Needs `make all`
-# first. Last line: "N passed, M failed".
+# uses the library's twin of itself included). Only the planted TODO's own check runs
+# (CHECK_ONLY), never the program's; the stubs failing every check are
+# tests/check-stubs.sh's. The machinery: planted_lib.sh. Needs `make all` first. Last
+# line: "N passed, M failed".
 #   tests/graders/planted08.sh [BUILD_DIR]
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -108,18 +108,4 @@ plant "the library's formula" memory.c 8.6 "memory.c uses the library's zero_mem
     "    const int64_t K = optimizer|||    return zero_memory_formula(stage, psi, world, optimizer);
     const int64_t K = optimizer"
 
-# each TODO alone back to its stub: its own checks fail, not implemented
-PLANTED_CHECKS="shard ranges"
-stub 8.1 shard.c 1 -
-PLANTED_CHECKS="reduce-scatter of gradients,the ring"
-stub 8.2 reduce.c 1 -
-stub 8.2 reduce.c 2 -
-PLANTED_CHECKS="the sharded step"
-stub 8.3 step.c 1 -
-PLANTED_CHECKS="all-gather of parameters"
-stub 8.4 gather.c 1 -
-PLANTED_CHECKS="stage 3:"
-stub 8.5 prefetch.c 1 -
-PLANTED_CHECKS="memory per rank"
-stub 8.6 memory.c 1 -
 planted_end

@@ -2,10 +2,10 @@
 # Lesson 09's TODOs (9.1-9.5) against the mistakes participants make, issue 39's among
 # them: each is planted in a temporary copy of the solution, the grader is linked against
 # it, and the TODO's check must FAIL with the hint that names the mistake (and a crash
-# in f must not be blamed on 9.4's dlogits). Then each TODO alone is put back to its
-# stub: its checks must fail ("not implemented yet"). Only the planted TODO's own check
-# runs (CHECK_ONLY), never the program's. The machinery: planted_lib.sh. Needs `make all`
-# first. Last line: "N passed, M failed".
+# in f must not be blamed on 9.4's dlogits). Only the planted TODO's own check runs
+# (CHECK_ONLY), never the program's; the stubs failing every check are
+# tests/check-stubs.sh's. The machinery: planted_lib.sh. Needs `make all` first. Last
+# line: "N passed, M failed".
 #   tests/graders/planted09.sh [BUILD_DIR]
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -112,18 +112,4 @@ plant "the vocabulary not padded" plan.c 9.5 "the vocabulary is padded to a mult
 plant "B sent for an all-reduce of B" plan.c 9.5 "not B" \
     "return 2.0 * (t - 1) / t * 4.0 * floats;|||return 4.0 * floats;"
 
-# each TODO alone back to its stub: its own checks fail, not implemented
-PLANTED_CHECKS="which rows a rank holds,q|k|v rows"
-stub 9.1 shard.c 1 -
-stub 9.1 shard.c 2 -
-PLANTED_CHECKS="f: identity"
-stub 9.2 conjugate.c 1 -
-stub 9.2 conjugate.c 2 -
-PLANTED_CHECKS="row-parallel linear"
-stub 9.3 row_linear.c 1 -
-PLANTED_CHECKS="vocabulary-parallel"
-stub 9.4 vocab_loss.c 1 -
-PLANTED_CHECKS="parameters per rank"
-stub 9.5 plan.c 1 -
-stub 9.5 plan.c 2 -
 planted_end
