@@ -165,6 +165,8 @@ static void worker_row_linear(void) {
         from_own_nb = fmax(from_own_nb, fabs(got.data[i] - (own.data[i] - (r == 0 ? b.data[i % OUT] : 0))));
     }
     tensor_free(&own), tensor_free(&none);
+    double worsts[8] = {0}; /* every rank's: a bias that only rank 0's out has */
+    dist_all_gather_double(tp.group, worst, worsts);
     if (worst > 1e-5) {
         if (from_own <= 1e-6 || from_own_nb <= 1e-6)
             FAIL("off by %g from the unsplit layer: out holds only this rank's own partial "
@@ -173,6 +175,11 @@ static void worker_row_linear(void) {
         if (fabs(bias_off - (t - 1)) < 0.01)
             FAIL("off by %g: every rank added the bias before the sum, so it counts %d times; add "
                  "it on rank 0 only (tp->rank == 0), zeros elsewhere", worst, t);
+        if (fabs(bias_off + 1) < 0.01 && r > 0 && worsts[0] <= 1e-5)
+            FAIL("off by %g, by the bias exactly, while rank 0's output is right: the bias was added "
+                 "after g, on rank 0 only, so no other rank has it; add it before g, in rank 0's "
+                 "partial product (o->linear_forward with the bias on rank 0, zeros elsewhere), and "
+                 "the sum brings it to every rank", worst);
         if (fabs(bias_off + 1) < 0.01)
             FAIL("off by %g, by the bias exactly: it is added by no rank; rank 0 adds it", worst);
         FAIL("off by %g from the unsplit layer: out must be the group's sum of the partial "
@@ -188,17 +195,25 @@ typedef struct {
     bool ok;
     float loss, want, none;   /* yours, the unsplit one's, the unsplit one without the
                                * target's term (the mean of log S) */
-    double worst, pad, ratio; /* the gradient's largest error, the padding's largest, yours
-                               * over the unsplit one where that is not small */
+    double worst, pad;        /* the gradient's largest error, the padding's largest */
+    double ratio_lo, ratio_hi; /* yours over the unsplit one where that is not small */
     double worst_target;      /* the gradient's largest error at the targets' columns */
+    double edges_dropped;     /* the unsplit loss without the terms of the targets that
+                               * AT_EDGES put on a rank's first word */
     bool added;               /* the gradient is the right one plus what dlogits held */
     char what[256];
 } VocabCase;
 
+/* Where the targets are: AT_EDGES puts rows 0 .. t-2's on the first word of ranks 1 ..
+ * t-1 (the word one past the last of the rank before: `k <= valid` counts it twice);
+ * INSIDE moves every target off a rank's first word. */
+typedef enum { AT_EDGES, INSIDE } TargetsAt;
+
 /* One case of TODO 9.4: logits [N, 42] whole (the same on every rank), each rank its
  * words; the loss and the gradient against the unsplit cross-entropy of the first V
  * columns. pad: the padding's logits (they must take no part). */
-static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, bool same_max) {
+static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, bool same_max,
+                            TargetsAt at) {
     enum { N = 6, VP = 42 };
     const int vl = VP / tp->t, first = tp->rank * vl;
     Rng rng;
@@ -210,6 +225,8 @@ static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, 
         for (int j = 0; j < VP; j++)
             full.data[n * VP + j] = j >= V ? pad : offset + rng_uniform_range(&rng, -3, 3);
         targets[n] = (int)rng_below(&rng, (uint64_t)V);
+        if (at == AT_EDGES && n + 1 < tp->t) targets[n] = (n + 1) * vl;
+        if (at == INSIDE && targets[n] % vl == 0) targets[n]++;
         if (same_max) /* every rank's largest logit the same: a rank's own max is the row's */
             for (int q = 0; q < tp->t; q++) full.data[n * VP + q * vl] = offset + 4.0f;
         for (int j = 0; j < V; j++) whole.data[n * V + j] = full.data[n * VP + j];
@@ -231,13 +248,14 @@ static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, 
     if (alone != got)
         FAIL("the loss alone (dlogits NULL, as at evaluation) is %.7g, with its gradient %.7g: "
              "they must be the same number", (double)alone, (double)got);
-    double none = 0, worst = 0, pad_grad = 0, ratio = 0, worst_target = 0;
+    double dropped = want, none = 0, worst = 0, pad_grad = 0, ratio_lo = INFINITY, ratio_hi = -INFINITY, worst_target = 0;
     bool added = true;
     for (int n = 0; n < N; n++) {
         double m = -INFINITY, sum = 0;
         for (int j = 0; j < V; j++) m = fmax(m, whole.data[n * V + j]);
         for (int j = 0; j < V; j++) sum += exp(whole.data[n * V + j] - m);
         none += log(sum) / N;
+        if (at == AT_EDGES && n + 1 < tp->t) dropped -= (whole.data[n * V + targets[n]] - m) / N;
         for (int j = 0; j < vl; j++) {
             const float d = dmine.data[n * vl + j];
             if (first + j >= V) {
@@ -248,11 +266,11 @@ static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, 
             if (first + j == targets[n]) worst_target = fmax(worst_target, fabs(d - w));
             else worst = fmax(worst, fabs(d - w));
             added &= fabsf(d - (w + 7.0f)) <= 1e-5f;
-            if (fabsf(w) > 1e-3f) ratio = d / w;
+            if (fabsf(w) > 1e-3f) ratio_lo = fmin(ratio_lo, d / w), ratio_hi = fmax(ratio_hi, d / w);
         }
     }
     VocabCase v = {.loss = got, .want = want, .none = (float)none, .worst = fmax(worst, worst_target),
-                   .pad = pad_grad, .ratio = ratio, .worst_target = worst_target, .added = added};
+                   .pad = pad_grad, .ratio_lo = ratio_lo, .ratio_hi = ratio_hi, .worst_target = worst_target, .added = added, .edges_dropped = dropped};
     v.ok = fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f && v.worst <= 1e-6 && pad_grad == 0;
     snprintf(v.what, sizeof v.what, "loss %.7g (unsplit %.7g), gradient off by %g", (double)got,
              (double)want, v.worst);
@@ -264,13 +282,33 @@ static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, 
     return v;
 }
 
+/* A loss right unless a target is a rank's first word: the test of which rank holds it is
+ * off by one there: no rank counted it (the loss without those terms), or two did. */
+static const char *edge_words(const VocabCase *v) {
+    return fabs(v->loss - v->edges_dropped) > 1e-5 * fabs(v->edges_dropped)
+               ? "the rank before it counted that target too, at k = targets[n] - tp->words.start == "
+                 "valid: a rank holds the target when 0 <= k < valid, not k <= valid"
+               : "no rank counted that target, at k = targets[n] - tp->words.start == 0 on its rank: "
+                 "a rank holds the target when 0 <= k < valid";
+}
+
+/* The group's verdict on one case: every rank runs the same cases (collectives), so a
+ * rank whose own part is right takes part in the others' probes before it stops. */
+static bool group_ok(TensorParallel *tp, bool ok) { return dist_sum_double(tp->group, ok ? 0.0 : 1.0) == 0.0; }
+
 static void worker_vocab_loss(void) {
     const TransformerConfig c = worker_config();
     TensorParallel tp;
     worker_tp(&tp, &c);
     /* plain: 42 words, none padding, logits near 0 */
-    VocabCase v = vocab_case(&tp, 42, 0.0f, 0.0f, false);
-    if (!v.ok) {
+    VocabCase v = vocab_case(&tp, 42, 0.0f, 0.0f, false, AT_EDGES);
+    if (!group_ok(&tp, v.ok)) {
+        /* the probes, on every rank: targets off the ranks' edges; every rank's largest logit the same */
+        const bool inside = group_ok(&tp, vocab_case(&tp, 42, 0.0f, 0.0f, false, INSIDE).ok);
+        const bool same_max = group_ok(&tp, vocab_case(&tp, 42, 0.0f, 0.0f, true, AT_EDGES).ok);
+        if (v.ok)
+            FAIL("42 words: this rank's loss and gradient are right (%s); another rank's are not: its "
+                 "line says why", v.what);
         const bool loss_ok = fabsf(v.loss - v.want) <= 1e-5f * fabsf(v.want);
         if (v.added)
             FAIL("42 words: %s: the gradient is the right one plus what dlogits held before "
@@ -278,6 +316,14 @@ static void worker_vocab_loss(void) {
         if (isinf(v.loss) && v.loss < 0)
             FAIL("42 words: %s: every exp(z - m) underflowed to 0, so m is above every logit: the "
                  "maxima combined with DIST_SUM (t times too large), not DIST_MAX?", v.what);
+        if (inside)
+            FAIL("42 words: %s, where a target is the first word of rank 1 (or 2); right where no "
+                 "target is on a rank's first word: %s", v.what, edge_words(&v));
+        if (fabsf(v.loss - 6.0f * v.want) <= 1e-4f * fabsf(v.want))
+            FAIL("42 words: %s: the sum over the 6 rows, not the mean: divide the loss by N", v.what);
+        if (loss_ok && fabs(v.ratio_lo - 6.0) < 1e-3 && fabs(v.ratio_hi - 6.0) < 1e-3)
+            FAIL("42 words: %s: the gradient is N = 6 times too large, at every column: divide by "
+                 "N, the loss is a mean over the rows", v.what);
         if (!loss_ok && v.worst <= 1e-6 && fabsf(v.loss - v.none) <= 1e-5f * fabsf(v.none))
             FAIL("42 words: %s: the loss lacks the target's term: the rank that holds the target "
                  "(0 <= targets[n] - tp->words.start < valid) adds z_target - m, the others 0", v.what);
@@ -287,12 +333,7 @@ static void worker_vocab_loss(void) {
         if (v.worst_target > 1e-6 && fabs(v.worst - v.worst_target) < 1e-12 && loss_ok)
             FAIL("42 words: %s, only at the targets' columns: subtract 1/N at this rank's column "
                  "of the target, targets[n] - tp->words.start, where 0 <= it < valid", v.what);
-        if (loss_ok && fabs(v.ratio - 6.0) < 1e-3)
-            FAIL("42 words: %s: the gradient is N = 6 times too large: divide by N, the loss is a "
-                 "mean over the rows", v.what);
-        if (fabsf(v.loss - 6.0f * v.want) <= 1e-4f * fabsf(v.want))
-            FAIL("42 words: %s: the sum over the 6 rows, not the mean", v.what);
-        if (vocab_case(&tp, 42, 0.0f, 0.0f, true).ok)
+        if (same_max)
             FAIL("42 words: %s. With every rank's largest logit the same it is right: each rank "
                  "subtracted its own maximum; all-reduce the maxima first (DIST_MAX), so that all "
                  "subtract the row's", v.what);
@@ -303,21 +344,33 @@ static void worker_vocab_loss(void) {
              "target's logit from the rank that holds it)", v.what);
     }
     /* logits near 150: exp overflows unless the maximum comes off first */
-    v = vocab_case(&tp, 42, 150.0f, 0.0f, false);
-    if (!v.ok && isinf(v.loss) && v.loss < 0)
-        FAIL("logits near 150: %s: every exp(z - m) underflowed to 0, so m is far above every "
-             "logit: the maxima combined with DIST_SUM (t times 150), not DIST_MAX? (near 0 that "
-             "went unnoticed: any m gives the same log-sum-exp)", v.what);
-    if (!v.ok)
+    v = vocab_case(&tp, 42, 150.0f, 0.0f, false, AT_EDGES);
+    if (!group_ok(&tp, v.ok)) {
+        if (v.ok)
+            FAIL("logits near 150: this rank's loss and gradient are right (%s); another rank's are "
+                 "not: its line says why", v.what);
+        if (isinf(v.loss) && v.loss < 0)
+            FAIL("logits near 150: %s: every exp(z - m) underflowed to 0, so m is far above every "
+                 "logit: the maxima combined with DIST_SUM (t times 150), not DIST_MAX? (near 0 that "
+                 "went unnoticed: any m gives the same log-sum-exp)", v.what);
         FAIL("logits near 150: %s. exp(150) overflows a float: subtract the row's maximum before "
              "exp", v.what);
+    }
     /* 41 words padded to 42, the padding's logit 50: it must take no part */
-    v = vocab_case(&tp, 41, 0.0f, 50.0f, false);
-    if (!v.ok && v.pad != 0 && v.worst <= 1e-6 && fabsf(v.loss - v.want) <= 1e-5f * fabsf(v.want))
-        FAIL("41 words padded to 42: %s. The padding columns (at or past tp->vocab) get gradient 0", v.what);
-    if (!v.ok)
+    v = vocab_case(&tp, 41, 0.0f, 50.0f, false, AT_EDGES);
+    if (!group_ok(&tp, v.ok)) {
+        const bool inside = group_ok(&tp, vocab_case(&tp, 41, 0.0f, 50.0f, false, INSIDE).ok);
+        if (v.ok)
+            FAIL("41 words padded to 42: this rank's loss and gradient are right (%s); another "
+                 "rank's are not: its line says why", v.what);
+        if (inside)
+            FAIL("41 words padded to 42: %s, where a target is the first word of rank 1 (or 2); "
+                 "right where none is: %s", v.what, edge_words(&v));
+        if (v.pad != 0 && v.worst <= 1e-6 && fabsf(v.loss - v.want) <= 1e-5f * fabsf(v.want))
+            FAIL("41 words padded to 42: %s. The padding columns (at or past tp->vocab) get gradient 0", v.what);
         FAIL("41 words padded to 42, the padding's logit 50: %s. The padding is no word: leave "
              "the columns at or past tp->vocab out of the max and the sum", v.what);
+    }
     const int t = tp.t;
     tensor_parallel_free(&tp);
     say(true, "vocabulary-parallel cross-entropy on %d ranks", t);
@@ -370,15 +423,20 @@ static int check_qkv_rows(void) {
                 printf("%s; expected", 3 * per > 12 ? " ..." : "");
                 for (int i = 0; i < 3 * per && i < 12; i++) printf(" %d", want[i]);
                 printf("%s\n", 3 * per > 12 ? " ..." : "");
-                bool after = true, block = true, same_rows = true; /* the known mistakes */
+                bool after = true, block = true, same_rows = true, dealt = true; /* the known mistakes */
                 for (int i = 0; i < 3 * per; i++) {
                     after &= got[i] == r * per + i;
                     block &= got[i] == r * 3 * per + i;
+                    dealt &= got[i] == i / per * D + i % per * t + r;
                     bool found = false;
                     for (int k = 0; k < 3 * per; k++) found |= got[k] == want[i];
                     same_rows &= found;
                 }
-                if (after && t > 1)
+                if (dealt && t > 1)
+                    printf("hint: rows dealt round-robin (r, r + t, r + 2t, ...) give every rank a "
+                           "slice of every head; a rank holds whole heads, D/t consecutive rows of "
+                           "each block: rows r x D/t .. (r+1) x D/t - 1 of q, the same of k and v\n");
+                else if (after && t > 1)
                     printf("hint: q, k and v are three blocks of D rows each: this rank's keys start "
                            "at row D + r x D/t, not right after its queries (and its values at 2D + r x D/t)\n");
                 else if (block && t > 1)
@@ -420,7 +478,14 @@ static int check_plan(void) {
                            "%.0f bytes for 700 tokens; the shapes give %lld and %.0f\n", c->vocab,
                            c->d_model, c->layers, t, first, last, (long long)got, gb,
                            (long long)want, wb);
-                    if (got != want) {
+                    const bool inclusive = last < blocks &&
+                        (got != want ? got == tensor_parallel_param_count(c, t, first, last + 1)
+                                     : fabs(gb - tensor_parallel_bytes(c, 700, t, first, last + 1)) <= 1e-9 * gb);
+                    if (inclusive) {
+                        printf("hint: that is blocks [%d, %d], block %d included: a stage holds blocks "
+                               "first .. last - 1 (for k = first; k < last), as a C range\n", first,
+                               last, last);
+                    } else if (got != want) {
                         const int64_t Vp = (c->vocab + t - 1) / t * t;
                         if (first == 0 && last == 1 && got == (int64_t)c->vocab / t * c->d_model)
                             printf("hint: the vocabulary is padded to a multiple of t: Vp / t rows, "
@@ -550,14 +615,19 @@ static int check_program(void) {
 }
 
 static void checks(void) {
-    check_signal_hint(SIGSEGV, "dlogits may be NULL (the loss alone, at evaluation): write the gradient only when it is not");
+    /* a crash's lesson words only where they can be the cause: the checks that run TODO 9.4 */
+    static const char *const null_dlogits = "dlogits may be NULL (the loss alone, at evaluation): write the gradient only when it is not";
     check_needs("TODO 9.1-9.5", "9.1-9.5");
+    check_signal_hint(SIGSEGV, NULL);
     check_run("TODO 9.1", "which rows a rank holds: n / t each, in rank order (t = 1-8)", check_shard, 10);
     check_run("TODO 9.1", "the q|k|v rows of a rank's heads: its queries, keys, values (D = 4-48)", check_qkv_rows, 10);
     check_run("TODO 9.2", "f: identity forward, all-reduce backward; g: the reverse (2 and 3 ranks)", check_conjugate, 120);
     check_run("TODO 9.3", "row-parallel linear = the unsplit layer, its bias once (2 and 3 ranks)", check_row_linear, 120);
+    check_signal_hint(SIGSEGV, null_dlogits);
     check_run("TODO 9.4", "vocabulary-parallel cross-entropy = the unsplit loss and gradient; large logits; padding (2 and 3 ranks)", check_vocab_loss, 180);
+    check_signal_hint(SIGSEGV, NULL);
     check_run("TODO 9.5", "parameters per rank and tensor bytes per step: the counts from the shapes", check_plan, 10);
+    check_signal_hint(SIGSEGV, null_dlogits);
     check_run("TODO 9.1-9.5", "the program: --tp 2 on 2 ranks and --tp 2 --pp 2 (one micro-batch) on 4 take 1 rank's 3 steps (dropout on)", check_program, 400);
 }
 

@@ -183,6 +183,23 @@ static inline int on_2_and_3(const char *worker, const char *what, double timeou
     return CHECK_PASS;
 }
 
+/* on_2_and_3, and after a failure explain(ranks, &result) adds what the output tells
+ * (a library's message, a job that hung at 3 ranks after passing at 2). */
+static inline int on_2_and_3_explained(const char *worker, const char *what, double timeout,
+                                       void (*explain)(int ranks, const CommandResult *r)) {
+    REQUIRE_RANKS();
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        CommandResult r;
+        const char *args[] = {worker, NULL};
+        run_ranks(ranks, args, timeout, &r);
+        if (!all_ok(ranks, &r, what)) {
+            if (explain) explain(ranks, &r);
+            return CHECK_FAIL;
+        }
+    }
+    return CHECK_PASS;
+}
+
 /* ================================================================ the grader's main */
 
 /* `<grader> --worker main ARGS...`: a rank running the lesson's program (program_main)
