@@ -391,10 +391,10 @@ demo: $(BUILD)/solutions/01-cpu-cnn/train ## train the lesson 01 solution for on
 	  echo "Fashion-MNIST not found (sudo make deps installs it): training on the synthetic set"; fi; \
 	OMP_NUM_THREADS=$(THREADS) $< --dataset $$ds --epochs 1 --threads $(THREADS)
 
-check-lesson: ## grade lesson N: make check-lesson 1 [SOLUTION=1]
+check-lesson: ## grade lesson N (its program is built too): make check-lesson 1 [SOLUTION=1]
 	@d="$(call lesson_dir,$(word 2,$(MAKECMDGOALS)))"; \
 	if [ -z "$$d" ]; then echo "error: $(if $(word 2,$(MAKECMDGOALS)),there is no lesson $(word 2,$(MAKECMDGOALS)),give a lesson number$(,) e.g. make check-lesson 1) (lessons: $(LESSON_DIRS))" >&2; exit 1; fi; \
-	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/grade && \
+	$(MAKE) --no-print-directory $(BUILD)/$(KIND)/$$d/grade $(BUILD)/$(KIND)/$$d/train && \
 	OMP_NUM_THREADS=$(THREADS) $(BUILD)/$(KIND)/$$d/grade
 
 # RANKS=N starts N ranks on this machine with mpirun (lessons 06, 07, 08 and 09; N = 1 takes
