@@ -443,8 +443,18 @@ static int check_auto(void) { return with_tmpdir("test_auto", check_auto_in); }
 
 /* ------------------------------------------------------------ speed, WikiText-2 */
 
+/* This process's CPU time: the tokeniser's own work, whatever else the machine runs (the
+ * wall clock on a loaded 2-core machine measured 1.08 s for 0.4 s of work). */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* 11 MB of words drawn from 30,000 (as many as WikiText-2's train split): one pass of the
- * words tokeniser must take well under a second. */
+ * words tokeniser must take well under a second of CPU (three under AddressSanitizer,
+ * which slows every access: a tokeniser that searched its vocabulary in a list, or
+ * rescanned the text, would take minutes either way). */
 static int check_speed(void) {
     const size_t want = 11u << 20;
     char *text = malloc(want + 64);
@@ -462,14 +472,16 @@ static int check_speed(void) {
     const size_t lens[TEXT_SPLITS] = {len, 6, 3};
     TextCorpus c;
     char msg[256];
-    const double t0 = now_seconds();
+    const double t0 = cpu_seconds();
     const int rc = text_parse(texts, lens, NAMES, NULL, &c, msg, sizeof msg);
-    const double secs = now_seconds() - t0;
+    const double secs = cpu_seconds() - t0;
     free(text);
     if (rc != 0) return CHECK_FAIL;
-    printf("%.1f MB, %lld tokens, %d words: %.3f s\n", len / 1e6, (long long)c.train.count, c.vocab.count, secs);
+    printf("%.1f MB, %lld tokens, %d words: %.3f s of CPU\n", len / 1e6, (long long)c.train.count, c.vocab.count, secs);
     text_free(&c);
-    return expect_true(secs < 1.0, "tokenising 11 MB took %.2f s", secs) ? CHECK_PASS : CHECK_FAIL;
+    const double limit = CHECK_ASAN ? 3.0 : 1.0;
+    return expect_true(secs < limit, "tokenising 11 MB took %.2f s of CPU (limit %.0f s)", secs, limit) ? CHECK_PASS
+                                                                                                      : CHECK_FAIL;
 }
 
 /* The published WikiText-2 numbers, where `make datasets` has fetched the files. */
@@ -526,7 +538,7 @@ int main(void) {
     check_run(NULL, "the fortunes text missing, empty or not UTF-8: a message with the fix", check_fortunes_errors, 30);
     check_run(NULL, "Debian's fortunes: every line but the % ones, also as text and auto's default", check_fortunes_debian, 60);
     check_run(NULL, "auto: WikiText-2 where it is, else the file given", check_auto, 30);
-    check_run(NULL, "11 MB tokenised in well under a second", check_speed, 60);
+    check_run(NULL, "11 MB tokenised in well under a second of CPU", check_speed, 60);
     check_run(NULL, "WikiText-2: 36,718 lines, 33,278 words; 28,782 with basic_english", check_wikitext2, 60);
     return check_end();
 }
