@@ -62,8 +62,11 @@ bool lesson_fp16_step(Fp16Step *st) {
     lesson_scale_update(st->scaler, found);
     return !found;
 #else
-    /* TODO 10.10: unscale, zero the gradients on an inf, clip, step (and refresh the
-     * working copy) or skip, update the scale; return whether the step was taken. */
+    /* TODO 10.10: unscale (lesson_unscale on params->grads.data, .size), on an inf or NaN
+     * zero the gradients (tensor_fill(&params->grads, 0.0f)), clip (clip_grad_norm), then
+     * step (adam_step) and refresh the working copy (params_refresh_working), or skip
+     * both, update the scale (lesson_scale_update: it counts the step); return whether
+     * the step was taken. */
     TODO_STOP("10.10");
 #endif
 }

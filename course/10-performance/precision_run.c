@@ -118,8 +118,10 @@ static void demo_scaling(void) {
         const float big = g[0];
         const bool found = lesson_unscale(g, N, S);
         lesson_scale_update(&ls, found);
-        print0("  %4d %8g %12g %8s %8s %13d\n", s, (double)S, (double)big, found ? "yes" : "no",
-               found ? "skipped" : "taken", zeros);
+        char note[48] = ""; /* the reader's clue to the skip the overflow does not explain */
+        if (s == NAN_STEP) snprintf(note, sizeof note, "   (a NaN planted at step %d)", s);
+        print0("  %4d %8g %12g %8s %8s %13d%s\n", s, (double)S, (double)big, found ? "yes" : "no",
+               found ? "skipped" : "taken", zeros, note);
     }
     print0("  %lld steps taken, %lld skipped, S now %g\n", (long long)ls.steps_taken,
            (long long)ls.steps_skipped, (double)ls.scale);

@@ -80,6 +80,18 @@ static StepShares shares(const HostTrack *h, Span **exposed, int64_t *nexposed) 
     int64_t *children = xcalloc((size_t)(h->n ? h->n : 1), sizeof *children); /* children's durations */
     int64_t *covered = xcalloc((size_t)(h->n ? h->n : 1), sizeof *covered);  /* a step's */
     int64_t *reach = xmalloc((size_t)(h->n ? h->n : 1) * sizeof *reach);     /* where its cover ends */
+    /* each event's first child and next sibling (-1: none), in the track's order */
+    int64_t *first = xmalloc((size_t)(h->n ? h->n : 1) * sizeof *first);
+    int64_t *next = xmalloc((size_t)(h->n ? h->n : 1) * sizeof *next);
+    int64_t *last = xmalloc((size_t)(h->n ? h->n : 1) * sizeof *last); /* its last child so far */
+    for (int64_t i = 0; i < h->n; i++) {
+        first[i] = next[i] = last[i] = -1;
+        const int64_t p = h->parent[i];
+        if (p < 0) continue;
+        if (last[p] < 0) first[p] = i;
+        else next[last[p]] = i;
+        last[p] = i;
+    }
     for (int64_t i = 0; i < h->n; i++) {
         const TraceRecord *e = &h->ev[i];
         reach[i] = e->ts_ns;
@@ -109,19 +121,19 @@ static StepShares shares(const HostTrack *h, Span **exposed, int64_t *nexposed) 
         default: s.idle_ns += own; break;
         }
         if (e->cat != TRACE_COMM || !exposed) continue;
-        /* its own time: its span less its children's (its descendants follow it, each
-         * starting before it ends) */
+        /* its own time: its span less its children's, in their order (through the
+         * sibling links: a walk over all its descendants would make ranges nested
+         * 200,000 deep quadratic) */
         const int64_t end = e->ts_ns + e->dur_ns;
         int64_t at = e->ts_ns;
-        for (int64_t j = i + 1; j < h->n && h->ev[j].ts_ns < end; j++) {
-            if (h->parent[j] != i) continue;
+        for (int64_t j = first[i]; j >= 0; j = next[j]) {
             add_span(exposed, nexposed, &room, at, h->ev[j].ts_ns);
             const int64_t c_end = h->ev[j].ts_ns + h->ev[j].dur_ns;
             if (c_end > at) at = c_end < end ? c_end : end;
         }
         add_span(exposed, nexposed, &room, at, end);
     }
-    xfree(step), xfree(children), xfree(covered), xfree(reach);
+    xfree(step), xfree(children), xfree(covered), xfree(reach), xfree(first), xfree(next), xfree(last);
     return s;
 }
 

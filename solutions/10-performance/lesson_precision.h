@@ -48,9 +48,10 @@ typedef struct {
     float max_norm;     /* clip_grad_norm's bound on the true gradients' norm */
 } Fp16Step;
 /* In the library's order: unscale (your lesson_unscale), on an inf or NaN zero the
- * gradients, clip (clip_grad_norm), then the optimiser's step and the working copy
- * rounded again (params_refresh_working), or neither (skip), then the scale updated
- * (your lesson_scale_update). Returns whether the step was taken. */
+ * gradients (tensor_fill(&params->grads, 0.0f)), clip (clip_grad_norm), then the
+ * optimiser's step (adam_step) and the working copy rounded again
+ * (params_refresh_working), or neither (skip), then the scale updated (your
+ * lesson_scale_update). Returns whether the step was taken. */
 bool lesson_fp16_step(Fp16Step *st);
 
 /* Given (precision_run.c): train --precision-demo | --compare-precision [...]. */

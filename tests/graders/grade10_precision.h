@@ -135,7 +135,12 @@ static void p10_explain_down(uint32_t u, uint16_t got, uint16_t want) {
     const uint32_t low = u & 0xffffu, trunc = u >> 16;
     printf("lesson_bf16_from_f32(%.9g, bits 0x%08x) gave 0x%04x, expected 0x%04x\n", (double)x, u,
            got, want);
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
+    if ((u & 0x7fffffffu) == 0x7f800000u && (got & 0x7fffu) > 0x7f80u) {
+        printf("hint: infinity treated as a NaN: %s is made a NaN (0x%04x); a NaN has the exponent all "
+               "ones AND a fraction not 0, so the test is (u & 0x7fffffff) > 0x7f800000, not >= "
+               "(isnan(x), not !isfinite(x)); infinity rounds like any other value, to itself\n",
+               u >> 31 ? "-inf" : "+inf", got);
+    } else if ((u & 0x7fffffffu) > 0x7f800000u) {
         if ((got & 0x7fffu) == 0x7f80u)
             printf("hint: a NaN turned into infinity: a NaN whose payload sits in the low 16 bits "
                    "(0x7f800001) loses it when rounded; test for NaN first and keep it a NaN: "
@@ -508,12 +513,22 @@ static int p10_check_fp16_step(void) {
         ok = false;
         const double norm = grad_norm(&mine), want_norm = grad_norm(&ref);
         printf("step %d (S %g, %s): returned %s (expected %s); gradients' norm after %.6g (expected "
-               "%.6g); scale after %g (expected %g), %lld skipped (expected %lld), Adam steps %lld "
-               "(expected %lld)\n", s, (double)S, want ? "clean" : "an inf or NaN in the gradients",
-               got ? "true" : "false", want ? "true" : "false", norm, want_norm, (double)ls_mine.scale,
-               (double)ls_ref.scale, (long long)ls_mine.steps_skipped, (long long)ls_ref.steps_skipped,
+               "%.6g); scale after %g (expected %g), %lld taken (expected %lld), %lld skipped (expected "
+               "%lld), Adam steps %lld (expected %lld)\n", s, (double)S,
+               want ? "clean" : "an inf or NaN in the gradients", got ? "true" : "false",
+               want ? "true" : "false", norm, want_norm, (double)ls_mine.scale, (double)ls_ref.scale,
+               (long long)ls_mine.steps_taken, (long long)ls_ref.steps_taken,
+               (long long)ls_mine.steps_skipped, (long long)ls_ref.steps_skipped,
                (long long)opt_mine.step, (long long)opt_ref.step);
-        if (!want && (got || opt_mine.step != opt_ref.step || !p10_same_bits(before, mine.values.data, vbytes)))
+        const long long counted = (ls_mine.steps_taken - scaler_before.steps_taken) +
+                                  (ls_mine.steps_skipped - scaler_before.steps_skipped);
+        if (counted > 1)
+            printf("hint: the step was counted %lld times (taken %lld -> %lld, skipped %lld -> %lld in "
+                   "this one step): lesson_scale_update counts it, taken or skipped; do not add to "
+                   "steps_taken or steps_skipped in lesson_fp16_step as well\n", counted,
+                   (long long)scaler_before.steps_taken, (long long)ls_mine.steps_taken,
+                   (long long)scaler_before.steps_skipped, (long long)ls_mine.steps_skipped);
+        else if (!want && (got || opt_mine.step != opt_ref.step || !p10_same_bits(before, mine.values.data, vbytes)))
             printf("hint: stepped on inf: this step's gradients held an inf or NaN (an overflow of "
                    "float16), so the optimiser must not step: skip it (the scale is halved instead)\n");
         else if (!want && !isfinite(norm))

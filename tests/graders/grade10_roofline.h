@@ -182,6 +182,13 @@ static int check_mfu(void) {
                    r10_same(got, third * 1e9) || r10_same(got, third * 1e-9) ? "; and a step is 3 x the forward FLOP" : "");
         else if (r10_same(got, want * 100))
             printf("hint: a fraction (0.3 for 30%%), not a percentage\n");
+        else if (r10_same(got, want / 2))
+            printf("hint: half the library's: against twice the peak? The peak is already in FLOP (an "
+                   "FMA counted as 2, GFLOP/s x 1e9): do not double it; a step's FLOP are 3 x the "
+                   "forward's, not 1.5 x\n");
+        else if (r10_same(got, want * 2))
+            printf("hint: twice the library's: a step counted as 6 forwards? forward_flop_per_token is one "
+                   "forward's (the 6N rule's 6 is 3 x its 2): a step is 3 x it\n");
         else
             printf("hint: MFU = 3 x forward FLOP a token x tokens / step seconds / (peak GFLOP/s x 1e9)\n");
         return CHECK_FAIL;
@@ -204,6 +211,31 @@ static int r10_program(const char *dir) {
     if (!expect_exit("train --roofline --metrics FILE (small model)", &r, 0, "machine: cpu", "linear: decoder",
                      "layer norm", "softmax + cross-entropy", (const char *)NULL))
         return CHECK_FAIL;
+    /* a layer over 100 % of its roof is explained by its bound: memory-bound, a cache;
+     * compute-bound, a peak measured low on a busy machine (never a cache) */
+    bool over[2] = {false, false}; /* memory, compute */
+    for (const char *line = r.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        const char *eol = strchr(line, '\n');
+        const int len = eol ? (int)(eol - line) : (int)strlen(line);
+        char row[256];
+        snprintf(row, sizeof row, "%.*s", len, line);
+        char *pct = strrchr(row, ' '), *bound;
+        double share;
+        if (!pct || len < 8 || row[len - 1] != '%' || sscanf(pct, " %lf%%", &share) != 1) continue;
+        *pct = '\0';
+        while (pct > row && pct[-1] == ' ') *--pct = '\0';
+        bound = strrchr(row, ' ');
+        if (bound && share > 100) over[strcmp(bound + 1, "compute") == 0] = true;
+    }
+    const bool cache_said = strstr(r.out, "a memory-bound layer over 100% of the roof: its bytes came from a cache");
+    const bool busy_said = strstr(r.out, "a compute-bound layer over 100% of the roof: no layer beats the FMA "
+                                         "peak, so the peak was measured low: the machine was busy");
+    if (!expect_true(over[0] == cache_said && over[1] == busy_said, "train --roofline: %s memory-bound and %s "
+                     "compute-bound layer over 100%% of its roof, but the notes under the table say %s and %s:\n%s",
+                     over[0] ? "a" : "no", over[1] ? "a" : "no", cache_said ? "a cache" : "no cache",
+                     busy_said ? "a busy machine" : "no busy machine", r.out))
+        return CHECK_FAIL;
+    if (over[1]) check_show("a compute-bound layer beat the roof: the machine was busy (the program says so)");
     FILE *f = fopen(path, "r");
     if (!expect_true(f != NULL, "%s was not written", path)) return CHECK_FAIL;
     char line[2048];

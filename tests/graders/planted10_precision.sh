@@ -3,8 +3,9 @@
 # each is planted in a temporary copy of the solution, the grader is linked against it,
 # and the TODO's check must FAIL with the hint that names the mistake. Then each TODO
 # alone is put back to its stub: its check must fail ("not implemented yet"), the others
-# pass (or wait for it: "fix TODO X first"). The machinery: planted_lib.sh. Needs
-# `make all` first. Last line: "N passed, M failed".
+# pass (or wait for it: "fix TODO X first"). And the sheet's --precision-demo output is
+# the program's. The machinery: planted_lib.sh. Needs `make all` first. Last line: "N
+# passed, M failed".
 #   tests/graders/planted10_precision.sh [BUILD_DIR]
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -18,6 +19,8 @@ plant "rounding by truncation" bf16.c 10.7 "that is cutting the low 16 bits" \
 plant "ties away from zero" bf16.c 10.7 "ties go to the even pattern" "(u + 0x7fffu + lsb)|||(u + 0x8000u)"
 plant "NaN turned into inf" bf16.c 10.7 "a NaN turned into infinity" \
     "if ((u & 0x7fffffffu) > 0x7f800000u) return|||if (0) return"
+plant "inf treated as NaN" bf16.c 10.7 "infinity treated as a NaN" \
+    "if ((u & 0x7fffffffu) > 0x7f800000u) return|||if ((u & 0x7fffffffu) >= 0x7f800000u) return"
 plant "the library's converter" bf16.c 10.7 "uses the library's dtype_bf16_from" \
     "    uint32_t u;|||    return dtype_bf16_from_f32(x);
     uint32_t u;"
@@ -46,6 +49,10 @@ plant "a skip's gradients not zeroed" loss_scale.c 10.10 "set to zero" "if (foun
 plant "the fp16 working copy not refreshed" loss_scale.c 10.10 "working copy was not refreshed" \
     "params_refresh_working(p);|||"
 plant "the scale not updated" loss_scale.c 10.10 "the scale was not updated" "lesson_scale_update(st->scaler, found);|||"
+plant "a step counted twice" loss_scale.c 10.10 "the step was counted 2 times (taken 0 -> 2" \
+    "lesson_scale_update(st->scaler, found);|||lesson_scale_update(st->scaler, found);
+    if (found) st->scaler->steps_skipped++;
+    else st->scaler->steps_taken++;"
 
 # each TODO alone back to its stub
 stub 10.7 bf16.c 1 10.8
@@ -54,4 +61,30 @@ stub 10.8 master.c 1 -
 stub 10.9 loss_scale.c 1 10.10
 stub 10.9 loss_scale.c 2 10.10
 stub 10.10 loss_scale.c 3 -
+# The sheet shows --precision-demo's output (course/10-performance/README.md): every line it
+# shows there (but "...") is one the solution's program prints, word for word.
+if "$build/solutions/10-performance/train" --precision-demo >"$tmp/demo.txt" 2>&1; then
+    missing=$(python3 - "$course/README.md" "$tmp/demo.txt" <<'PY'
+import sys
+sheet, printed = open(sys.argv[1]).read().splitlines(), set(l.rstrip() for l in open(sys.argv[2]))
+start = next(i for i, l in enumerate(sheet) if 'ARGS="--precision-demo"' in l)
+shown = []
+for line in sheet[start + 1:]:
+    if line.strip() and not line.startswith("    "):
+        break
+    if line.strip() and line.strip() != "...":
+        shown.append(line[4:].rstrip())
+print("\n".join(l for l in shown if l not in printed) if shown else "(no lines shown)")
+PY
+)
+    if [ -z "$missing" ]; then
+        verdict "the sheet's --precision-demo lines are the program's" 1
+    else
+        verdict "the sheet's --precision-demo lines are the program's; not printed:" 0
+        sed 's/^/    /' <<<"$missing"
+    fi
+else
+    verdict "train --precision-demo ran (for the sheet's lines)" 0
+    sed 's/^/    /' "$tmp/demo.txt" | head -5
+fi
 planted_end

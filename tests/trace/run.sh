@@ -70,6 +70,139 @@ PY
     fi
 }
 
+# ---------------------------------------------------------------- hostile trace files
+# Files no run writes, made here: the C reader (trace-shares) and tools/trace (trace.py,
+# trace_read.py) must both refuse each with one line and exit 1, never a traceback; ranges
+# nested 200,000 deep are a trace like any other (both read it, and agree to the ns).
+rank_file() { # EVENTS...: a rank's file as the library lays it out
+    local IFS=,
+    echo "{\"traceEvents\": [$*], \"otherData\": {\"format\": \"course trace 1\", \"rank\": 0, \"world_size\": 1, \"dropped_events\": 0}}"
+}
+ev() { echo "{\"name\": \"$1\", \"cat\": \"$2\", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": $3, \"dur\": $4}"; }
+hostile() { # NAME JSON WHAT: both readers refuse the file, naming WHAT
+    local file=$tmp/hostile-$1.json c py crc pyrc
+    printf '%s' "$2" >"$file"
+    c=$("$cshares" "$file" 2>&1); crc=$?
+    py=$(python3 "$tool" "$file" 2>&1); pyrc=$?
+    if [ $crc = 1 ] && [ $pyrc = 1 ] && [ "$(wc -l <<<"$c")" = 1 ] && [ "$(wc -l <<<"$py")" = 1 ] &&
+        grep -q "^error: " <<<"$c" && grep -q "^error: .*$3" <<<"$py" && ! grep -q Traceback <<<"$py"; then
+        pass "a trace with $1: refused by both readers in one line ($(cut -c1-90 <<<"${py#error: }"))"
+    else
+        fail "a trace with $1: the C reader exit $crc, tools/trace exit $pyrc (both should refuse it in one line, naming '$3')"
+        printf 'C:      %s\nPython: %s\n' "$c" "$(head -c 600 <<<"$py")" | sed 's/^/        /'
+    fi
+}
+if [ -x "$cshares" ]; then
+    step=$(ev step step 0 100)
+    hostile "a NaN start" "$(rank_file "$step" "$(ev forward compute NaN 10)")" "NaN is not JSON"
+    hostile "a null start" "$(rank_file "$step" "$(ev forward compute null 10)")" "ts null: a number expected"
+    hostile "a string start" "$(rank_file "$step" "$(ev forward compute '"12"' 10)")" 'ts "12": a number expected'
+    hostile "an Infinity duration" "$(rank_file "$step" "$(ev forward compute 1 Infinity)")" "Infinity is not JSON"
+    hostile "a negative duration" "$(rank_file "$step" "$(ev forward compute 10 -5)")" "lasts less than nothing"
+    hostile "a start at 1e300" "$(rank_file "$step" "$(ev forward compute 1e300 10)")" "an exponent"
+    hostile "a start of 301 digits" "$(rank_file "$step" "$(ev forward compute "1$(printf '0%.0s' {1..300})" 10)")" "too large"
+    hostile "a start 2^61 ns out" "$(rank_file "$step" "$(ev forward compute 2305843009213694 10)")" "beyond 2^60 ns"
+    hostile "durations adding up past 2^60 ns" "$(rank_file "$(ev step step 0 1000000000000000)" "$(ev forward compute 0 1000000000000000)")" "adding up to more"
+    hostile "a tenth of a nanosecond" "$(rank_file "$step" "$(ev forward compute 1.0001 10)")" "more than 3 decimals"
+    hostile "a pid that is a string" "$(rank_file "${step/\"pid\": 0/\"pid\": \"0\"}")" 'pid "0" is not an integer'
+    hostile "an unknown category" "$(rank_file "$step" "$(ev forward kernel 0 10)")" "the category 'kernel'"
+    hostile "two ranks in a rank's file" "$(rank_file "$step" "${step/\"pid\": 0/\"pid\": 1}")" "events of ranks 0 and 1"
+    hostile "no format" "{\"traceEvents\": [$step], \"otherData\": {}}" 'no "format"'
+    deep=$(printf '[%.0s' {1..200000})$(printf ']%.0s' {1..200000})
+    hostile "JSON nested 200,000 deep" "{\"traceEvents\": [], \"otherData\": {\"format\": \"course trace 1\", \"x\": $deep}}" "nested more than 32 deep"
+    hostile "JSON nested 33 deep in an event" "$(rank_file "{\"name\": \"a\", \"x\": $(printf '[%.0s' {1..33})1$(printf ']%.0s' {1..33})}")" "nested more than 32 deep"
+    # ranges nested 200,000 deep (a step, then each range inside the one before): both
+    # read it and agree; tools/trace reports and draws it (no recursion to run out of)
+    python3 - "$tmp/nested.json" <<'PY'
+import sys
+n = 200000
+events = ['{"name": "step", "cat": "step", "ph": "X", "pid": 0, "tid": 0, "ts": 0, "dur": %d.000}' % (2 * n + 10)]
+events += ['{"name": "r%d", "cat": "%s", "ph": "X", "pid": 0, "tid": 0, "ts": %d, "dur": %d}'
+           % (k, ("compute", "comm", "data", "other")[k % 4], k + 1, 2 * (n - k)) for k in range(n)]
+open(sys.argv[1], "w").write('{"traceEvents": [%s], "otherData": {"format": "course trace 1"}}' % ",\n".join(events))
+PY
+    c_equals_python "ranges nested 200,000 deep" "$tmp/nested.json"
+    if out=$(python3 "$tool" "$tmp/nested.json" --step 1 --svg "$tmp/nested.svg" 2>&1) && grep -q "^rank 0: 1 steps" <<<"$out" &&
+        grep -q "drawn: " <<<"$out" && python3 -c 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])' "$tmp/nested.svg"; then
+        pass "ranges nested 200,000 deep: tools/trace reports the step and draws it ($(head -1 <<<"$out" | cut -c1-80))"
+    else
+        fail "ranges nested 200,000 deep: tools/trace should report and draw the step"
+        tail -5 <<<"$out" | sed 's/^/        /'
+    fi
+    if out=$("$cshares" --help 2>&1) && grep -q "^usage: .*trace-shares run.rank0.json" <<<"$out" &&
+        out2=$("$cshares" --frobnicate 2>&1); [ $? = 2 ] && grep -q "unknown option --frobnicate" <<<"$out2"; then
+        pass "trace-shares --help: its usage, exit 0; an unknown option refused, exit 2"
+    else
+        fail "trace-shares --help should print its usage (exit 0): $out / $out2"
+    fi
+else
+    skip "hostile trace files: $cshares is not built"
+fi
+
+# tools/trace's outputs (--merged, --svg, and make trace's build/plots/NAME.json) are never
+# written through a link planted at their names: refused by name, what the link points
+# to untouched; written beside it, they are.
+printf '%s' "$(rank_file "$(ev step step 0 100)" "$(ev forward compute 10 50)")" >"$tmp/ok.rank0.json"
+mkdir -p "$tmp/plots" "$tmp/links"
+echo "not to be overwritten" >"$tmp/victim"
+for out_opt in --merged --svg; do
+    ln -sf "$tmp/victim" "$tmp/links/out$out_opt"
+    out=$(python3 "$tool" "$tmp/ok.rank0.json" "$out_opt" "$tmp/links/out$out_opt" 2>&1)
+    rc=$?
+    if [ $rc = 1 ] && grep -q "links/out$out_opt is a symbolic link: not written through" <<<"$out" &&
+        [ "$(cat "$tmp/victim")" = "not to be overwritten" ] && ! grep -q Traceback <<<"$out"; then
+        pass "trace.py $out_opt to a planted symbolic link: refused by name, exit 1, its target untouched"
+    else
+        fail "trace.py $out_opt to a planted symbolic link: exit $rc, the target now: $(head -c 80 "$tmp/victim")"
+        sed 's/^/        /' <<<"$out"
+        echo "not to be overwritten" >"$tmp/victim"
+    fi
+done
+ln -sf "$tmp/victim" "$tmp/plots/ok.json"
+out=$(make -s --no-print-directory trace TRACE="$tmp/ok.rank0.json" PLOT_OUT="$tmp/plots" 2>&1)
+rc=$?
+if [ $rc != 0 ] && grep -q "plots/ok.json is a symbolic link" <<<"$out" && [ "$(cat "$tmp/victim")" = "not to be overwritten" ]; then
+    pass "make trace with a link planted at PLOT_OUT/NAME.json: refused, its target untouched"
+else
+    fail "make trace with a link planted at PLOT_OUT/NAME.json: exit $rc, the target now: $(head -c 80 "$tmp/victim")"
+    sed 's/^/        /' <<<"$out"
+fi
+rm -f "$tmp/plots/ok.json"
+if out=$(make -s --no-print-directory trace TRACE="$tmp/ok.rank0.json" PLOT_OUT="$tmp/plots" 2>&1) &&
+    [ -f "$tmp/plots/ok.json" ] && [ ! -L "$tmp/plots/ok.json" ] && [ -f "$tmp/plots/ok.svg" ]; then
+    pass "make trace without the link: PLOT_OUT/ok.json and ok.svg written"
+else
+    fail "make trace without the link should write PLOT_OUT/ok.json and ok.svg: $out"
+fi
+
+# The SVG draws a host range outside every step (rank 0's all-reduce between its steps,
+# inside the drawn window because rank 1's step 2 starts earlier) in a colour of its own,
+# not the exposed communication's (the shares leave it out); a range too short for a
+# label is named under its band.
+r0="$(ev step step 0 100),$(ev "all-reduce between steps" comm 100 30),$(ev step step 130 100),$(ev forward compute 130 60),$(ev tiny compute 200 0.2)"
+r1="$(ev step step 0 100),$(ev step step 110 100),$(ev forward compute 110 60)"
+printf '%s' "$(rank_file "$r0")" >"$tmp/svg.rank0.json"
+printf '%s' "$(rank_file "${r1//\"pid\": 0/\"pid\": 1}")" >"$tmp/svg.rank1.json"
+if python3 "$tool" "$tmp/svg.rank0.json" "$tmp/svg.rank1.json" --step 2 --svg "$tmp/svg.svg" >"$tmp/svg.out" 2>&1 &&
+    python3 - "$tmp/svg.svg" <<'PY'; then
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+fills = {(r.find(ns + "title").text or "").split(":")[0]: r.get("fill") for r in root.iter(ns + "rect") if r.find(ns + "title") is not None}
+texts = [t.text or "" for t in root.iter(ns + "text")]
+outside, exposed = "#b0b0b0", "#d9534f"
+ok = fills.get("all-reduce between steps") == outside and any(t.startswith("too short to label: tiny") for t in texts)
+ok = ok and any("outside the steps (in no share)" in t for t in texts)
+print(f"        the all-reduce between steps drawn {fills.get('all-reduce between steps')} (outside: {outside}, "
+      f"exposed: {exposed}); {[t for t in texts if t.startswith('too short')]}")
+sys.exit(0 if ok else 1)
+PY
+    pass "the SVG: a host range between steps in the colour of no share (not exposed), a short range named under its band"
+else
+    fail "the SVG should draw a range between steps apart from exposed communication and name a range too short to label"
+    sed 's/^/        /' "$tmp/svg.out"
+fi
+
 # ---------------------------------------------------------------- one process: lessons 01-05
 # The same rules for the programs of one process (train/run_trace.h), and the ranges each
 # must hold; where the library runs the steps (02 on the CPU, 03, 05), the shares of a
@@ -273,7 +406,7 @@ bad() { # NAME JSON WANT: the validator must fail the trace, naming WANT
 }
 meta='{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "rank 0"}},
       {"name": "thread_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "host"}}'
-tail='], "otherData": {"dropped_events": 0}}'
+tail='], "otherData": {"format": "course trace 1", "dropped_events": 0}}'
 x() { echo "{\"name\": \"$1\", \"cat\": \"compute\", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": $2, \"dur\": $3}"; }
 bad "an overlap" "{\"traceEvents\": [$meta, $(x a 0 10), $(x b 5 10)$tail" "'b' [5, 15] overlaps 'a'"
 bad "a child ending late by a nanosecond" "{\"traceEvents\": [$meta, $(x a 0 10.000), $(x b 5.000 5.001)$tail" "overlaps 'a'"

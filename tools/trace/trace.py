@@ -17,6 +17,7 @@ TRACE="..."` runs it with --merged and --svg under build/plots/.
 Python's standard library only."""
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -28,12 +29,37 @@ from trace_svg import render, step_count  # noqa: E402
 NAMES = {"compute": "compute", "comm": "exposed communication", "data": "data loading", "idle": "idle"}
 
 
+def open_output(path):
+    """path opened for writing as lib/core/fs.c's fs_create opens an output: never through
+    a symbolic link (one planted at the output's name would have this overwrite whatever
+    it points to), a directory refused, a FIFO written only where a reader is there (never
+    waited on); its directory made when missing."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise TraceError(f"{path} is a symbolic link: not written through (it would overwrite what "
+                             "it points to); remove it or write elsewhere") from None
+        if err.errno == errno.EISDIR:
+            raise TraceError(f"{path} is a directory: give a file name") from None
+        if err.errno == errno.ENXIO:
+            raise TraceError(f"{path} is a FIFO with no reader: not waited on") from None
+        raise TraceError(f"cannot write {path}: {err.strerror}") from None
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
 def report(doc):
     lines = []
     for pid, row in sorted(shares(doc).items()):
         n, step = row["steps"], row["step_us"]
         if n == 0:
             lines.append(f"rank {pid}: no steps traced (ranges of category step)")
+            continue
+        if step == 0:
+            lines.append(f"rank {pid}: {n} steps of 0 ms: no shares to give")
             continue
         parts = ", ".join(f"{NAMES[p]} {100 * row[p + '_us'] / step:.1f}% ({row[p + '_us'] / n / 1000:.2f} ms)"
                           for p in PARTS)
@@ -84,8 +110,7 @@ def main():
         else:
             print(report(doc))
         if args.merged:
-            os.makedirs(os.path.dirname(args.merged) or ".", exist_ok=True)
-            with open(args.merged, "w", encoding="utf-8") as f:
+            with open_output(args.merged) as f:
                 json.dump(doc, f, default=float)
             print(f"merged: {args.merged}")
         if args.svg:
@@ -100,8 +125,7 @@ def main():
                 raise TraceError(f"no step {index + 1} on every rank (each has at least {count})")
             ranks = len({e["pid"] for e in doc["traceEvents"] if e.get("ph") == "X"})
             title = f"Step {index + 1} of {ranks} rank{'s' if ranks != 1 else ''}: where the time goes"
-            os.makedirs(os.path.dirname(args.svg) or ".", exist_ok=True)
-            with open(args.svg, "w", encoding="utf-8") as f:
+            with open_output(args.svg) as f:
                 f.write(render(doc, index, title, footer=" ".join(os.path.basename(p) for p in args.files)))
             print(f"drawn: {args.svg} (step {index + 1})")
     except (OSError, TraceError) as err:

@@ -4,14 +4,31 @@
  * tests/trace/run.sh compares them with tools/trace/trace_read.py's, to the ns. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/trace_load.h"
 #include "core/trace_shares.h"
 
+static void usage(FILE *f, const char *self) {
+    fprintf(f, "usage: %s run.rank0.json [run.rank1.json ...]\n"
+               "  the shares of a step of each rank's trace file (a program's --trace), one line a file,\n"
+               "  in nanoseconds, computed by the library (lib/core/trace_shares.h)\n", self);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s run.rank0.json [run.rank1.json ...]\n", argv[0]);
+        usage(stderr, argv[0]);
         return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout, argv[0]);
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0') { /* "./-x.json" names such a file */
+            fprintf(stderr, "error: unknown option %s (trace-shares takes only trace files; --help)\n", argv[i]);
+            return 2;
+        }
     }
     for (int i = 1; i < argc; i++) {
         TraceFile t;

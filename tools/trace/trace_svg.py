@@ -2,34 +2,64 @@
 07's pipeline timeline is (tools/figures/timeline.py): a band per rank with its host
 track (nested ranges one level under the other), its communication in flight and its
 GPU streams, boxes coloured by category on a common time axis, the step's shares under
-each band, a legend."""
+each band, a legend. A host range outside every step (an all-reduce between steps, the
+evaluation) is drawn in a colour of its own: the shares leave it out. A box too narrow
+for its name carries as much of it as fits, and under the band the ranges too short to
+carry any are listed by name."""
 
 from xml.sax.saxutils import escape
 
 from trace_read import HOST, LANES, PARTS, nest, pids, step_parts, steps
 
 COLOURS = {"compute": "#4a7ab5", "comm": "#d9534f", "data": "#2e9e5b", "step": "#e6e6e6",
-           "other": "#9b59b6", "flight": "#f0ad4e"}
+           "other": "#9b59b6", "flight": "#f0ad4e", "outside": "#b0b0b0"}
 LABELS = {"compute": "compute", "comm": "communication the host waits for (exposed)",
           "data": "data loading", "step": "step (idle where nothing else is)", "other": "other",
-          "flight": "communication in flight (non-blocking)"}
+          "flight": "communication in flight (non-blocking)",
+          "outside": "outside the steps (in no share)"}
 PART_NAMES = {"compute": "compute", "comm": "exposed communication", "data": "data loading", "idle": "idle"}
 LEVELS = 4  # host-track depths drawn; deeper ranges share the last row
 
 
-def _depths(nodes, depth, out):
-    for e, children in nodes:
-        out.append((e, min(depth, LEVELS - 1)))
-        _depths(children, depth + 1, out)
+CHAR_W = 5.5  # px a character of the 9 px labels takes, about
 
+
+def _depths(nodes):
+    """[(event, row, in a step)] of a host track's tree, parents first (without recursion:
+    ranges may nest deeper than Python recurses); deeper ranges share the last row."""
+    out, todo = [], [(node, 0, False) for node in reversed(nodes)]
+    while todo:
+        (e, children), depth, in_step = todo.pop()
+        in_step = in_step or e.get("cat") == "step"
+        out.append((e, min(depth, LEVELS - 1), in_step))
+        todo.extend((c, depth + 1, in_step) for c in reversed(children))
+    return out
+
+
+def _label(name, width):
+    """As much of name as fits in width px ("" when not even two characters do)."""
+    fits = int((width - 4) / CHAR_W)
+    if fits >= len(name):
+        return name
+    return name[:fits - 1] + "\u2026" if fits >= 3 else ""
+
+
+def _short(missed):
+    """The names of ranges drawn too short for a label: 'name' (x count, total ms), ..."""
+    parts = []
+    for name, (count, total) in sorted(missed.items(), key=lambda kv: -kv[1][1]):
+        parts.append(f"{name}{f' x{count}' if count > 1 else ''} {_fmt_ms(total)}")
+    shown = parts[:6]
+    more = f", and {len(parts) - 6} more" if len(parts) > 6 else ""
+    return "too short to label: " + ", ".join(shown) + more
 
 def _rows(doc, pid, t0, t1):
     """[(label, [(event, colour key)])] of one rank inside [t0, t1]."""
     inside = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("pid") == pid
               and e["ts"] < t1 and e["ts"] + e["dur"] > t0]
-    placed = []
-    _depths(nest([e for e in inside if e.get("tid") == HOST]), 0, placed)
-    rows = [("host" if d == 0 else "", [(e, e.get("cat", "other")) for e, dd in placed if dd == d])
+    placed = _depths(nest([e for e in inside if e.get("tid") == HOST]))
+    rows = [("host" if d == 0 else "", [(e, e.get("cat", "other") if in_step else "outside")
+                                        for e, dd, in_step in placed if dd == d])
             for d in range(LEVELS)]
     rows = [r for k, r in enumerate(rows) if k == 0 or r[1]]  # the levels in use
     names = {e["tid"]: e.get("args", {}).get("name", "") for e in doc["traceEvents"]
@@ -64,6 +94,7 @@ def render(doc, index, title, footer=""):
     for pid in ranks:
         rows = _rows(doc, pid, t0, t1)
         out.append(f'<text x="8" y="{y + 12}" font-size="14" font-weight="bold">rank {pid}</text>')
+        missed = {}  # name: (count, total us) of the boxes too narrow for any label
         for label, boxes in rows:
             out.append(f'<text x="{left - 6}" y="{y + 11}" font-size="10" text-anchor="end" fill="#555555">{escape(label)}</text>')
             for e, key in boxes:
@@ -71,13 +102,20 @@ def render(doc, index, title, footer=""):
                 out.append(f'<rect x="{x0:.2f}" y="{y}" width="{max(x1 - x0, 0.4):.2f}" height="{row_h - 2}" '
                            f'fill="{COLOURS.get(key, COLOURS["other"])}"><title>{escape(e["name"])}: '
                            f'{_fmt_ms(e["dur"])}</title></rect>')
-                if x1 - x0 > 7 * len(e["name"]):
+                text = _label(e["name"], x1 - x0)
+                if text:
                     out.append(f'<text x="{(x0 + x1) / 2:.2f}" y="{y + 10}" font-size="9" text-anchor="middle" '
-                               f'fill="{"#555555" if key == "step" else "#ffffff"}">{escape(e["name"])}</text>')
+                               f'fill="{"#555555" if key in ("step", "outside") else "#ffffff"}">{escape(text)}</text>')
+                elif t0 <= e["ts"] and e["ts"] + e["dur"] <= t1:  # not a neighbouring step's sliver
+                    count, total = missed.get(e["name"], (0, 0))
+                    missed[e["name"]] = (count + 1, total + e["dur"])
             y += row_h
+        if missed:
+            out.append(f'<text x="{left}" y="{y + 11}" font-size="10" fill="#555555">{escape(_short(missed))}</text>')
+            y += 14
         step = chosen[pid][0]
         parts = step_parts(chosen[pid])
-        text = ", ".join(f"{PART_NAMES[p]} {100 * float(parts[p] / step['dur']):.0f}%" for p in PARTS)
+        text = ", ".join(f"{PART_NAMES[p]} {100 * float(parts[p]) / float(step['dur'] or 1):.0f}%" for p in PARTS)
         out.append(f'<text x="{left}" y="{y + 13}" font-size="11" fill="#333333">this step '
                    f'{_fmt_ms(step["dur"])}: {text}</text>')
         y += 30
@@ -91,7 +129,7 @@ def render(doc, index, title, footer=""):
                f'ms since the first rank began step {index + 1}</text>')
     ly = axis_y + 50
     lx = left
-    for key in ("compute", "comm", "flight", "data", "step"):
+    for key in ("compute", "comm", "flight", "data", "step", "outside"):
         out.append(f'<rect x="{lx}" y="{ly}" width="14" height="12" fill="{COLOURS[key]}"/>')
         out.append(f'<text x="{lx + 18}" y="{ly + 10}" font-size="11">{escape(LABELS[key])}</text>')
         lx += 30 + 6 * len(LABELS[key])
