@@ -16,8 +16,9 @@ bool lesson_find_digest(const char *output, uint64_t *digest) {
     /* TODO 11.6: find the last line that starts with "parameter digest: " followed by
      * exactly 16 lowercase hex digits and the end of the line (or of the text), read
      * them as a number (sscanf with "%16llx" into an unsigned long long) into *digest
-     * and return true; return false when there is no such line. A line where the text
-     * appears in the middle ("rank 0 parameter digest: ...") does not count. */
+     * and return true; return false, and leave *digest untouched, when there is no
+     * such line. A line where the text appears in the middle ("rank 0 parameter
+     * digest: ...") does not count; the text's first line does (no '\n' before it). */
     (void)output, (void)digest;
     TODO_STOP("11.6");
 }

@@ -71,6 +71,11 @@ static int check_packages(void) {
               "sourcing image.conf"))
         return CHECK_FAIL;
     if (!nothing_at_top_level(&r)) return CHECK_FAIL;
+    /* the list is split at white space (printf '%s\n' $IMAGE_PACKAGES, as make image does) */
+    for (const char *w = r.out; *w; w += strcspn(w, "\n"), w += *w == '\n')
+        if (!expect_true(memchr(w, ',', strcspn(w, "\n")) == NULL, "IMAGE_PACKAGES has \"%.*s\": packages are "
+                         "separated by spaces (or new lines), not commas, as in the stub's list", (int)strcspn(w, "\n"), w))
+            return CHECK_FAIL;
     static const char *need[] = {"build-essential", "make", "pkg-config", "zlib1g-dev",
                                  "libopenblas-openmp-dev", "libopenmpi-dev", "openmpi-bin"};
     static const char *host_only[] = {"slurm-wlm", "slurm-client", "munge", "python3-torch", "pandoc",
@@ -86,6 +91,32 @@ static int check_packages(void) {
                          "stay outside)", host_only[i]))
             return CHECK_FAIL;
     return CHECK_PASS;
+}
+
+/* The first word ARCH=... that make saw (one word per line), or NULL. */
+static const char *arch_word(const char *words) {
+    for (const char *p = words; *p; p += strcspn(p, "\n"), p += *p == '\n')
+        if (strncmp(p, "ARCH=", 5) == 0) return p;
+    return NULL;
+}
+
+/* make was given ARCH="$IMAGE_ARCH" (IMAGE_ARCH=zen7 here); the hint names what it got
+ * instead: no ARCH (this machine's -march=native), a fixed one, or the variable's name
+ * itself (single quotes). */
+static bool arch_right(const char *words) {
+    if (has_word(words, "ARCH=zen7")) return true;
+    const char *a = arch_word(words);
+    const int n = a ? (int)strcspn(a, "\n") : 0;
+    if (!a)
+        return expect_true(false, "make was not given ARCH=\"$IMAGE_ARCH\" (with IMAGE_ARCH=zen7 it saw:\n%s): the "
+                           "image runs on the cluster's CPUs, not on this machine's (-march=native)", words);
+    if (memchr(a, '$', (size_t)n))
+        return expect_true(false, "make was given %.*s, the variable's name, not its value: single quotes keep the "
+                           "variable from expanding: use double quotes, ARCH=\"$IMAGE_ARCH\" (make saw:\n%s)",
+                           n, a, words);
+    return expect_true(false, "make was given a fixed %.*s instead of ARCH=\"$IMAGE_ARCH\" (IMAGE_ARCH=zen7 here): "
+                       "make image sets IMAGE_ARCH before it reads the recipe (x86-64-v3 unless told otherwise), and the "
+                       "image is built for that; make saw:\n%s", n, a, words);
 }
 
 static int check_build_step(void) {
@@ -126,14 +157,38 @@ static int check_build_step(void) {
               expect_true(has_word(r.out, here) && !moved, "image_build runs in the course's copy in the image "
                           "(/opt/course) already: make there, without cd or make -C (elsewhere it builds "
                           "another tree, or none). make saw (PWD: where it ran; %s expected):\n%s", cwd, r.out) &&
-              expect_true(has_word(r.out, "ARCH=zen7"), "make was not given ARCH=\"$IMAGE_ARCH\" (with "
-                          "IMAGE_ARCH=zen7 it saw:\n%s): the image runs on the cluster's CPUs, not on "
-                          "this machine's (-march=native)", r.out) &&
+              arch_right(r.out) &&
               expect_true(has_word(r.out, "-j5") || strstr(r.out, "-j\n5\n"), "make was not given "
                           "-j\"$IMAGE_JOBS\" (IMAGE_JOBS=5); it saw:\n%s", r.out);
     for (size_t i = 0; ok && i < sizeof targets / sizeof targets[0]; i++)
         ok = expect_true(has_word(r.out, targets[i]), "make was not asked for %s; it saw:\n%s", targets[i], r.out);
     return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+#define KEY_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789abcdefghijklmnopqrstuvwxyz"
+
+/* Two mistakes of quoting in IMAGE_ENVIRONMENT's words (one per line), named before the
+ * words are looked for: a $ still there ('ARCH=$IMAGE_ARCH': single quotes), and two
+ * KEY=VALUEs in one word ("ARCH=$IMAGE_ARCH OMPI_...=none": quoted together). */
+static bool environment_words_apart(const char *words) {
+    for (const char *w = words; *w; w += strcspn(w, "\n"), w += *w == '\n') {
+        const int n = (int)strcspn(w, "\n");
+        const char *dollar = memchr(w, '$', (size_t)n);
+        if (!expect_true(!dollar, "IMAGE_ENVIRONMENT has the word %.*s, with the variable's name in it, not its value: "
+                         "single quotes keep the variable from expanding: use double quotes (ARCH=\"$IMAGE_ARCH\")",
+                         n, w))
+            return false;
+        for (const char *sp = w; sp < w + n; sp++) {
+            if (*sp != ' ' && *sp != '\t') continue;
+            const size_t key = strspn(sp + 1, KEY_CHARS);
+            if (!expect_true(!(key > 0 && sp + 1 + key < w + n && sp[1 + key] == '='), "IMAGE_ENVIRONMENT has the "
+                             "word \"%.*s\": two variables quoted together in one word; they must be separate words, "
+                             "one KEY=VALUE each (a line each, or quoted apart: ARCH=\"$IMAGE_ARCH\" "
+                             "OMPI_MCA_btl_vader_single_copy_mechanism=none)", n, w))
+                return false;
+        }
+    }
+    return true;
 }
 
 static int check_environment(void) {
@@ -153,12 +208,13 @@ static int check_environment(void) {
         {"OMPI_MCA_btl_vader_single_copy_mechanism=none", ""},
     };
     if (!nothing_at_top_level(&r)) return CHECK_FAIL;
+    if (!environment_words_apart(r.out)) return CHECK_FAIL;
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
         if (!expect_true(has_word(r.out, need[i].word), "IMAGE_ENVIRONMENT lacks the word %s%s; it is:\n%s",
                          need[i].word, need[i].why, r.out))
             return CHECK_FAIL;
     for (const char *line = r.out; *line;) { /* each word KEY=VALUE, as /etc/environment wants */
-        const size_t n = strcspn(line, "\n"), key = strspn(line, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789abcdefghijklmnopqrstuvwxyz");
+        const size_t n = strcspn(line, "\n"), key = strspn(line, KEY_CHARS);
         if (!expect_true(key > 0 && key < n && line[key] == '=', "IMAGE_ENVIRONMENT has \"%.*s\": each word "
                          "must be KEY=VALUE", (int)n, line))
             return CHECK_FAIL;
@@ -347,9 +403,12 @@ static bool write_script(const char *path, const char *text) {
     return chmod(path, 0755) == 0;
 }
 
-/* Runs the job script as Slurm would, with stand-ins for srun (records its words, one
- * call per line) and the image; the second srun call is lesson 06's. */
-static bool run_job(const char *dir, const char *runtime, char *calls, size_t cap) {
+/* Runs the job script as Slurm would, with stand-ins for srun and the runtimes (each
+ * records its call on a line: its name, then every word in brackets, so that a word
+ * split at a space, or words joined into one, show) and the image. The data directory,
+ * DIR/my data, has a space in it, as in TODO 11.4's check. COURSE_DEVICE=device; with
+ * cuda, on a node with a GPU. */
+static bool run_job(const char *dir, const char *runtime, const char *device, char *calls, size_t cap) {
     char bin[600], path[1400], log[700], text[900], build[700], image[700], cwd[1024], script[1200];
     snprintf(bin, sizeof bin, "%s/bin", dir);
     mkdir(bin, 0755);
@@ -357,7 +416,8 @@ static bool run_job(const char *dir, const char *runtime, char *calls, size_t ca
     /* srun, and the runtimes a script might start without it: each records its words */
     static const char *tools[] = {"srun", "ch-run", "apptainer", "ch-fromhost"};
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
-        snprintf(text, sizeof text, "#!/bin/sh\necho \"%s $*\" >> '%s'\n", tools[i], log);
+        snprintf(text, sizeof text, "#!/bin/sh\n{ printf %%s %s; for w in \"$@\"; do printf ' [%%s]' \"$w\"; done; "
+                 "echo; } >> '%s'\n", tools[i], log);
         snprintf(path, sizeof path, "%s/%s", bin, tools[i]);
         if (!write_script(path, text)) return false;
     }
@@ -371,17 +431,21 @@ static bool run_job(const char *dir, const char *runtime, char *calls, size_t ca
     mkdir(image, 0755);
     if (!getcwd(cwd, sizeof cwd)) return false;
     snprintf(script, sizeof script, "%s/%s/containers.sbatch", cwd, LESSON_PATH);
-    char env_path[4096];
-    snprintf(env_path, sizeof env_path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin");
+    static char env_path[4096];
+    if (!*env_path)
+        snprintf(env_path, sizeof env_path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin");
     setenv("PATH", env_path, 1);
     setenv("SLURM_JOB_ID", "4242", 1), setenv("SLURM_NTASKS", "2", 1), setenv("SLURM_CPUS_PER_TASK", "3", 1);
     setenv("SLURM_SUBMIT_DIR", cwd, 1), setenv("COURSE_SITE", "generic", 1);
     setenv("COURSE_BUILD", build, 1), setenv("COURSE_SCRATCH_DIR", dir, 1);
     setenv("COURSE_CONTAINER_RUNTIME", runtime, 1), setenv("COURSE_IMAGE", image, 1);
     char data[700];
-    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(data, sizeof data, "%s/my data", dir);
     mkdir(data, 0755);
-    setenv("COURSE_DATA_DIR", data, 1), setenv("COURSE_DEVICE", "cpu", 1);
+    setenv("COURSE_DATA_DIR", data, 1), setenv("COURSE_DEVICE", device, 1);
+    if (strcmp(device, "cuda") == 0) setenv("SLURM_GPUS_ON_NODE", "1", 1);
+    else unsetenv("SLURM_GPUS_ON_NODE");
+    unsetenv("CUDA_VISIBLE_DEVICES");
     setenv("SOLUTION", strncmp(LESSON_PATH, "solutions", 9) == 0 ? "1" : "0", 1);
     unlink(log);
     const char *argv[] = {"bash", script, NULL};
@@ -399,10 +463,18 @@ static bool run_job(const char *dir, const char *runtime, char *calls, size_t ca
                        r.out, strstr(r.out, "TODO 11.4") ? "hint: it needs TODO 11.4 (binds.sh) first\n" : "");
 }
 
-/* The word after " OPTION " on the first line of `line` into buf ("" when not there). */
+/* Lesson 06's call: the one after the first srun (lesson 01's, given); "" when none. */
+static const char *lesson06_call(const char *calls) {
+    const char *first = strncmp(calls, "srun ", 5) == 0 ? calls : strstr(calls, "\nsrun ");
+    if (!first) return "";
+    const char *second = strchr(first + 1, '\n');
+    return second ? second + 1 : "";
+}
+
+/* The word after the word [OPTION] on the first line of `line` into buf ("" when not there). */
 static void option_value(const char *line, const char *option, char *buf, size_t cap) {
     char key[64];
-    snprintf(key, sizeof key, " %s ", option);
+    snprintf(key, sizeof key, " [%s] [", option);
     const size_t end = strcspn(line, "\n");
     const char *p = strstr(line, key);
     if (!p || p >= line + end) {
@@ -410,30 +482,68 @@ static void option_value(const char *line, const char *option, char *buf, size_t
         return;
     }
     p += strlen(key);
-    snprintf(buf, cap, "%.*s", (int)strcspn(p, " \n"), p);
+    snprintf(buf, cap, "%.*s", (int)strcspn(p, "]\n"), p);
+}
+
+/* Each word of lesson 06's call one word: the data path (".../my data") not split at
+ * its space (unquoted arrays), no words joined into one ("${ARRAY[*]}" in quotes). */
+static bool words_apart(const char *runtime, const char *line) {
+    const size_t end = strcspn(line, "\n");
+    for (const char *w = strchr(line, '['); w && w < line + end; w = strstr(w, " [")) {
+        w += *w == ' ';
+        const size_t n = strcspn(w + 1, "]\n");
+        bool joined = false;
+        for (size_t i = 1; i <= n; i++) /* a space, other than the data path's own */
+            joined = joined || (w[i] == ' ' && !(i >= 3 && strncmp(w + i - 2, "my data", 7) == 0));
+        if (!expect_true(!(n >= 3 && strncmp(w + 1 + n - 3, "/my", 3) == 0), "%s: lesson 06's line split the data "
+                         "path (.../my data here, with a space in it) into two words at the space: quote the arrays' "
+                         "expansions, \"${JOB_LAUNCH[@]}\" \"${CONTAINER_SRUN[@]}\" \"${CONTAINER_RUN[@]}\", so that "
+                         "each word stays one. srun saw (each word in brackets):\n%s", runtime, line) ||
+            !expect_true(!joined, "%s: lesson 06's line has the word [%.*s], several words joined into one: "
+                         "\"${ARRAY[*]}\" joins an array's words, \"${ARRAY[@]}\" keeps each apart. srun saw (each "
+                         "word in brackets):\n%s", runtime, (int)n, w + 1, line))
+            return false;
+    }
+    return true;
+}
+
+/* The device lesson 06's line asks for: cpu (or none: cpu is lesson 06's default). The
+ * image is Debian's, without CUDA. */
+static bool device_right(const char *line, const char *course_device) {
+    char device[64];
+    option_value(line, "--device", device, sizeof device);
+    return expect_true(!*device || strcmp(device, "cpu") == 0, "lesson 06's line passes --device %s%s: the line "
+                       "is --device cpu, written out. The image is built from Debian's packages, without CUDA (no "
+                       "nvcc), so its lesson 06 stops with \"this build has no CUDA\" on any --device but cpu (the "
+                       "GPU image starts from NVIDIA's, tools/image/cuda.def). srun saw:\n%s", device,
+                       strcmp(course_device, "cuda") == 0 ? " with COURSE_DEVICE=cuda on a node with a GPU" : "", line);
 }
 
 static int body_job(const char *dir) {
     static char calls[1 << 16];
-    if (!run_job(dir, "charliecloud", calls, sizeof calls)) return CHECK_FAIL;
-    const char *second = strchr(calls, '\n');
-    second = second ? second + 1 : "";
+    char want[700];
+    if (!run_job(dir, "charliecloud", "cpu", calls, sizeof calls)) return CHECK_FAIL;
+    const char *second = lesson06_call(calls);
+    snprintf(want, sizeof want, "[-b] [%s/my data:/data]", dir);
     bool ok = expect_true(*second != '\0', "srun was called once (lesson 01); lesson 06's launch line "
                           "is missing. srun saw:\n%s", calls) &&
               expect_true(strncmp(second, "srun ", 5) == 0, "lesson 06's container was started directly, "
                           "not by srun: the line must begin with \"${JOB_LAUNCH[@]}\" (srun --mpi=pmix starts "
                           "the ranks, each in a container of its own). What ran:\n%s", second) &&
-              expect_true(strstr(second, "--mpi=pmix") != NULL, "lesson 06's srun has no --mpi=pmix (the "
+              words_apart("charliecloud", second) &&
+              expect_true(strstr(second, "[--mpi=pmix]") != NULL, "lesson 06's srun has no --mpi=pmix (the "
                           "ranks find each other through Slurm's PMIx): use \"${JOB_LAUNCH[@]}\". It saw:\n%s", second) &&
-              expect_true(strstr(second, " ch-run --set-env") != NULL && strstr(second, "/data:/data "),
+              expect_true(strstr(second, " [ch-run] [--set-env]") != NULL && strstr(second, want),
                           "lesson 06's srun does not start ch-run with the binds: put \"${CONTAINER_RUN[@]}\" "
                           "before the program. It saw:\n%s", second) &&
-              expect_true(strstr(second, " -- /opt/course/build/solutions/06-ddp/train ") != NULL,
-                          "lesson 06's program must be the image's, /opt/course/build/solutions/06-ddp/train, "
-                          "after ch-run's --. srun saw:\n%s", second) &&
-              expect_true(strstr(second, "--ranks 2") && strstr(second, "--threads 3"), "lesson 06 needs --ranks "
-                          "\"${SLURM_NTASKS:-1}\" and --threads \"$threads\"; srun saw:\n%s", second) &&
-              expect_true(strstr(second, "--checkpoint-dir /scratch/checkpoints-4242") != NULL, "lesson 06 "
+              expect_true(strstr(second, " [--] [/opt/course/build/solutions/06-ddp/train] ") != NULL ||
+                          strstr(second, " [--] [/opt/course/build/lessons/06-ddp/train] ") != NULL,
+                          "lesson 06's program must be the image's, /opt/course/build/solutions/06-ddp/train (or "
+                          "your own, /opt/course/build/lessons/06-ddp/train), after ch-run's --. srun saw:\n%s", second) &&
+              device_right(second, "cpu") &&
+              expect_true(strstr(second, "[--ranks] [2]") && strstr(second, "[--threads] [3]"), "lesson 06 needs "
+                          "--ranks \"${SLURM_NTASKS:-1}\" and --threads \"$threads\"; srun saw:\n%s", second) &&
+              expect_true(strstr(second, "[--checkpoint-dir] [/scratch/checkpoints-4242]") != NULL, "lesson 06 "
                           "must write its checkpoints under /scratch (the bound scratch); srun saw:\n%s", second);
     /* in the container only /scratch is writable: the image is read-only, and the host's
      * paths (its run directory) are not there */
@@ -447,10 +557,13 @@ static int body_job(const char *dir) {
                      "real job would fail there: --metrics \"/scratch/metrics-06-$JOB_ID.jsonl\"; srun saw:\n%s",
                      metrics, second);
     if (!ok) return CHECK_FAIL;
-    if (!run_job(dir, "pyxis", calls, sizeof calls)) return CHECK_FAIL;
-    second = strchr(calls, '\n');
-    second = second ? second + 1 : "";
-    return expect_true(strstr(second, "--container-image=") && strstr(second, "--container-mounts=") &&
+    /* a GPU node: the job passes the GPU in, yet the image has no CUDA: still cpu */
+    if (!run_job(dir, "charliecloud", "cuda", calls, sizeof calls) || !device_right(lesson06_call(calls), "cuda"))
+        return CHECK_FAIL;
+    if (!run_job(dir, "pyxis", "cpu", calls, sizeof calls)) return CHECK_FAIL;
+    second = lesson06_call(calls);
+    return words_apart("pyxis", second) &&
+           expect_true(strstr(second, "[--container-image=") && strstr(second, "[--container-mounts=") &&
                        !strstr(second, "ch-run"), "with Pyxis, srun itself takes the container: "
                        "\"${CONTAINER_SRUN[@]}\" on lesson 06's line. srun saw:\n%s", second)
                ? CHECK_PASS : CHECK_FAIL;
@@ -476,30 +589,55 @@ static const char *wrong_number(const char *text, uint64_t got) {
     return "";
 }
 
+/* The text as a C string literal would show it (\n for a new line), into buf. */
+static const char *shown(const char *text, char *buf, size_t cap) {
+    size_t k = 0;
+    for (const char *p = text; *p && k + 3 < cap; p++) {
+        if (*p == '\n') buf[k++] = '\\', buf[k++] = 'n';
+        else buf[k++] = *p;
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
 static int check_find_digest(void) {
-    static const struct { const char *text; bool found; uint64_t digest; } cases[] = {
-        {"epoch 1 ...\nparameter digest: 00ff00ff12345678\n", true, 0x00ff00ff12345678ull},
-        {"parameter digest: 0000000000000001", true, 1},                          /* no newline at the end */
-        {"parameter digest: 1111111111111111\nparameter digest: abcdefabcdef0123\n", true, 0xabcdefabcdef0123ull},
-        {"rank 0 parameter digest: 1234567812345678\n", false, 0},                  /* not at a line's start */
-        {"parameter digest: 12345\n", false, 0},                                    /* too short */
-        {"parameter digest: 1234567812345678ff\n", false, 0},                       /* too long */
-        {"parameter digest: 00FF00FF12345678\n", false, 0}, /* lesson 01 prints %016llx: lowercase only */
-        {"the loss is 0.5\n", false, 0},
-        {"", false, 0},
+    /* each with what a lesson_find_digest that gets it wrong has missed */
+    static const struct { const char *text; bool found; uint64_t digest; const char *why; } cases[] = {
+        {"epoch 1 ...\nparameter digest: 00ff00ff12345678\n", true, 0x00ff00ff12345678ull, ""},
+        {"parameter digest: 0123456789abcdef\nepoch 2 ...\n", true, 0x0123456789abcdefull,
+         ": a digest line at the very start of the text counts too: it is the first line, with no '\\n' before it"},
+        {"epoch 1 ...\nparameter digest: 0000000000000001", true, 1,
+         ": a digest at the end of the text counts too: its line ends there, without a '\\n' after it"},
+        {"parameter digest: 1111111111111111\nparameter digest: abcdefabcdef0123\n", true, 0xabcdefabcdef0123ull, ""},
+        {"parameter digest: 123456781234567f\n", true, 0x123456781234567full,
+         ": all 16 digits are lowercase hex digits (0-9, a-f), the 16th, f, too"},
+        {"rank 0 parameter digest: 1234567812345678\n", false, 0,
+         ": the text is in the middle of that line; only a line that starts with it counts"},
+        {"parameter digest: 12345\n", false, 0, ": 5 digits; a digest has exactly 16"},
+        {"parameter digest: 1234567812345678ff\n", false, 0, ": 18 digits; a digest has exactly 16"},
+        {"parameter digest: 123456781234567G\n", false, 0,
+         ": the 16th digit, G, is no hex digit: all 16 must be 0-9 or a-f, the last one too"},
+        {"parameter digest: 123456781234567F\n", false, 0,
+         ": the 16th digit is an uppercase F; lesson 01 prints the digest in lowercase hex (%016llx), so only "
+         "0-9 and a-f are digits here, the last one too"},
+        {"parameter digest: 00FF00FF12345678\n", false, 0,
+         ": lesson 01 prints the digest in lowercase hex (%016llx), so only 0-9 and a-f are digits here"},
+        {"the loss is 0.5\n", false, 0, ""},
+        {"", false, 0, ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t d = 42;
         const bool found = lesson_find_digest(cases[i].text, &d);
-        char want[64];
+        char want[64], text[256];
         if (cases[i].found) snprintf(want, sizeof want, "true, %016llx", (unsigned long long)cases[i].digest);
         else snprintf(want, sizeof want, "false (and the digest untouched)");
+        const char *why = found != cases[i].found ? cases[i].why /* what the text is about */
+                          : found ? wrong_number(cases[i].text, d)
+                          : ": *digest must stay as it was when no digest line is found";
         if (!expect_true(found == cases[i].found && d == (found ? cases[i].digest : 42),
-                         "lesson_find_digest(\"%s\") gave %s, %016llx; expected %s%s%s", cases[i].text,
-                         found ? "true" : "false", (unsigned long long)d, want,
-                         found && cases[i].found ? wrong_number(cases[i].text, d) : "",
-                         strpbrk(cases[i].text, "ABCDEF") ? ": lesson 01 prints the digest in lowercase "
-                         "hex (%016llx), so only 0-9 and a-f are digits here" : ""))
+                         "lesson_find_digest(\"%s\") gave %s, %016llx; expected %s%s",
+                         shown(cases[i].text, text, sizeof text), found ? "true" : "false", (unsigned long long)d,
+                         want, why))
             return CHECK_FAIL;
     }
     return CHECK_PASS;
