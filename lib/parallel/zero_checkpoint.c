@@ -294,8 +294,8 @@ int zckpt_load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, i
         dist_all_gather_double(d, how, all); /* every rank's outcome, on every rank */
         if (all[0] == UNFINISHED) { /* rank 0 lists them: an unfinished save is no checkpoint */
             if (d->rank == 0)
-                fprintf(stderr, "note: skipping %s: an unfinished save, not a checkpoint (no "
-                        "index.ckpt: the job was stopped or a disk filled while it saved)\n", cdir);
+                fprintf(stderr, "note: skipping an unfinished save, not a checkpoint: %s has no "
+                        "index.ckpt (the job was stopped or a disk filled while it saved)\n", cdir);
             continue;
         }
         complete++;
