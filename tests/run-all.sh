@@ -12,7 +12,8 @@
 #   2. every solution's grader (all checks must pass)
 #   3. every stub's grader (every TODO check must fail)
 #   4. lessons/ and solutions/ in sync with course/; the solutions' programs against
-#      faults, bad options, a terminal and a pipe (tests/programs/run.sh, issue30.sh);
+#      faults, bad options, a terminal and a pipe (tests/programs/run.sh, issue30.sh,
+#      issue39-data.sh);
 #      lesson 04 in bf16 against float32 over an epoch, lesson 07 in bf16 and fp16 on 2
 #      stages against 1, lessons 08 and 09 in bf16 on 2 ranks (tests/programs/precision.sh);
 #      the node monitor with a stand-in NVML (tests/programs/monitor.sh)
@@ -78,6 +79,7 @@ tally "lesson programs: divergence, failed saves, other data, bad options, progr
 tally "--precision: lesson 04 bf16 within 2% of float32 after an epoch of fortunes, fp16's skips, refusals; lesson 07 bf16/fp16 on 2 stages = 1 stage; lessons 08 and 09 in bf16" tests/programs/precision.sh "$build"
 tally "node monitor: a line per source a second, a stand-in NVML's GPUs, clean stop on SIGTERM, make plot of it" tests/programs/monitor.sh "$build"
 tally "lesson programs: issue 30's faults (huge vocabulary, planted links, sparse checkpoint, limits, modes)" tests/programs/issue30.sh "$build"
+tally "lesson programs: issue 39's data faults (--token-file on a device, an unfinished first save, another run's checkpoints, finite divergence, batch sizes, options)" tests/programs/issue39-data.sh "$build"
 tally "unit tests under ASan + UBSan" make --no-print-directory -s asan-tests
 tally "data set fetching" tests/datasets/test-fetch.sh
 tally "make submit DRY=1 for every site profile" tests/slurm/submit-dry.sh

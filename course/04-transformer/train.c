@@ -14,6 +14,7 @@
 #include "lesson.h"
 #include "train/clip.h"
 #include "train/loop.h"
+#include "train/loss_watch.h"
 #include "train/schedule.h"
 
 void show_progress(int epoch, int64_t batch, int64_t batches, float lr, double loss,
@@ -47,6 +48,8 @@ TrainStats lesson_train_epoch(Transformer *m, Optimizer *opt, const TextBatches 
         char where[64];
         snprintf(where, sizeof where, "epoch %d, step %lld", epoch, (long long)st.steps + 1);
         train_stop_if_diverged(loss, where, lr);
+        /* finite, but far above where the run started, or rising: the program's watch */
+        if (s->watch) loss_watch_step(s->watch, loss, st.steps + 1, lr);
         /* clip: scale all gradients together so that their global norm is at most s->clip */
         const float norm = s->clip > 0 ? clip_grad_norm(&m->params, s->clip) : grad_norm(&m->params);
         train_stop_if_diverged(norm, where, lr);
@@ -75,6 +78,9 @@ TrainStats lesson_train_epoch(Transformer *m, Optimizer *opt, const TextBatches 
      *      where, lr) (lib/train/loop.h), where "where" names the step for the message:
      *          char where[64];
      *          snprintf(where, sizeof where, "epoch %d, step %lld", epoch, (long long)st.steps + 1);
+     *      and a loss that stays finite but climbs far above where the run started (a
+     *      learning rate far too large) stops it too: when s->watch is not NULL,
+     *      loss_watch_step(s->watch, loss, st.steps + 1, lr) (lib/train/loss_watch.h);
      *   4. norm = clip_grad_norm(&m->params, s->clip) when s->clip > 0 (else
      *      grad_norm(&m->params)), then optimizer_step(opt, &m->params);
      *   5. n = b.seq_len * b.cols tokens: add loss * n to a double sum, n to st.tokens,

@@ -69,9 +69,11 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
     int n = OWN + train_options_specs(&c->train, specs + OWN);
     n += lm_options_specs(&c->lm, specs + n); /* lesson 04's --d-model, --bptt, ... */
     for (int i = 0; i < n; i++) { /* lesson 01's words, said for ranks */
-        if (strcmp(specs[i].name, "batch-size") == 0)
+        if (strcmp(specs[i].name, "batch-size") == 0) {
             specs[i].help = "examples (images, or sequences) per step on each rank: the job's batch is "
                             "this x the ranks";
+            specs[i].choices = "1..65536"; /* as lesson 04's; at most a rank's share of the data too */
+        }
         if (strcmp(specs[i].name, "trace") == 0)
             specs[i].help = "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace "
                             "format; make trace)";
@@ -99,6 +101,20 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
 
 static bool is_lm(const Run *run) { return strcmp(run->cfg.model, "transformer") == 0; }
 
+/* A batch (per rank) larger than a rank's share of the data set (count examples, dealt
+ * out by the sampler, padded: ceil(count / ranks) each) is refused before the model is
+ * built for it. */
+void check_batch_size(const Run *run, int count, const char *what) {
+    const int W = run->dist->world_size, share = (int)(((int64_t)count + W - 1) / W);
+    const int B = run->cfg.train.batch_size;
+    if (B > share && W == 1)
+        fatal("--batch-size %d is more than the %d %s: a step cannot take more than all of "
+              "them. Give a --batch-size of at most %d", B, count, what, share);
+    if (B > share)
+        fatal("--batch-size %d is more than a rank's share of the %d %s (%d each on %d ranks): "
+              "give a --batch-size of at most %d", B, count, what, share, W, share);
+}
+
 static void setup_training(Run *run) {
     if (is_lm(run)) {
         lm_setup(run);
@@ -107,6 +123,7 @@ static void setup_training(Run *run) {
     const Config *c = &run->cfg;
     const TrainOptions *t = &c->train;
     train_options_load_data(t, &run->train, &run->test);
+    check_batch_size(run, run->train.count, "training images");
     rng_seed(&run->rng, (uint64_t)t->seed, 1);
     run->data_fingerprint = train_data_fingerprint(&run->train);
     Rng rng; /* each rank its own initial weights: TODO 6.2 must make them one */
@@ -121,6 +138,11 @@ static void setup_training(Run *run) {
         ddp_init(&run->ddp, run->dist, &run->model.params, c->bucket_mb, !c->no_overlap);
     else
         dist_check_same(run->dist, run->model.params.total, "the number of parameters");
+}
+
+void watch_loss(Run *run, double loss) {
+    const double mean = dist_sum_double(run->dist, loss) / run->dist->world_size;
+    loss_watch_step(&run->watch, mean, run->steps + 1, run->cfg.train.lr);
 }
 
 EpochStats train_epoch(Run *run, int epoch) {
@@ -140,15 +162,11 @@ EpochStats train_epoch(Run *run, int epoch) {
         trace_begin("loss", TRACE_COMPUTE);
         float loss = run->model.layers.softmax_cross_entropy(&dlogits, &logits, labels);
         trace_end("loss");
-        if (!isfinite(loss)) { /* this rank's share; the job ends with it */
-            char where[64];
-            snprintf(where, sizeof where, "step %lld on rank %d", (long long)run->steps + 1, run->dist->rank);
-            train_stop_if_diverged(loss, where, run->cfg.train.lr);
-        }
         params_zero_grad(&run->model.params);
         cnn_backward(&run->model, &images);
         if (buckets) ddp_finish_gradients(&run->ddp); /* started during the backward */
         else lesson_average_gradients(run);
+        watch_loss(run, loss); /* the job's loss: NaN or diverging stops every rank */
         adam_step(&run->opt, &run->model.params);
         trace_end("step");
         s.loss_sum += (double)loss * n;
@@ -226,6 +244,19 @@ static int resume(Run *run) {
     return (int)ts.epoch;
 }
 
+/* Without --resume, a directory that holds checkpoints already is another run's: saving
+ * there would overwrite some of them and leave the rest, and a later --resume would go on
+ * from a mixture without a word (lesson 03's rule). Rank 0 looks; every rank stops. */
+static void refuse_earlier_run(Run *run) {
+    int64_t newest = -1;
+    if (run->dist->rank == 0 && ckpt_store_list(&run->store, &newest, 1) < 1) newest = -1;
+    newest = (int64_t)dist_sum_double(run->dist, (double)newest + 1) - 1; /* rank 0's, on all */
+    if (newest >= 0)
+        fatal("%s already holds checkpoints of an earlier run (newest: step %lld): pass --resume "
+              "to continue it, or give another --checkpoint-dir to start afresh", run->store.dir,
+              (long long)newest);
+}
+
 /* Rank 0's words should a signal stop the job (mpirun passes SIGTERM on to the ranks;
  * lib/train/stop_note.h): where it was, and the newest checkpoint to resume from. */
 static void note_progress(Run *run, const char *where) {
@@ -250,12 +281,15 @@ static void train(Run *run) {
     lesson_broadcast_weights(run);
     if (is_lm(run)) lm_weights_changed(run); /* a 16-bit working copy from rank 0's weights */
     lesson_make_sampler(run);
+    if (is_lm(run)) loss_watch_init(&run->watch, run->corpus.vocab.count);
+    else loss_watch_init_classes(&run->watch, run->train.num_classes);
     if (run->cfg.checkpoint_dir) {
         /* rank 0 makes the directory; the others wait until it is there */
         if (run->dist->rank == 0) ckpt_store_init(&run->store, run->cfg.checkpoint_dir, 2);
         dist_barrier(run->dist);
         if (run->dist->rank != 0) ckpt_store_init(&run->store, run->cfg.checkpoint_dir, 2);
     }
+    if (run->cfg.checkpoint_dir && !run->cfg.resume) refuse_earlier_run(run);
     int first_epoch = run->cfg.resume ? resume(run) : 1;
     if (run->cfg.resume && is_lm(run)) lm_weights_changed(run);
     dist_trace_start(run->dist, run->cfg.train.trace); /* --trace: ts 0 here on every rank */

@@ -38,6 +38,7 @@
 #include "train/clip.h"
 #include "train/lm_options.h"
 #include "train/loop.h"
+#include "train/loss_watch.h"
 #include "train/mixed_precision.h"
 #include "train/precision_gpu.h"
 
@@ -71,7 +72,7 @@ static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
                 .lr = -1, .weight_decay = 0.01f, .momentum = 0.9f, .clip = 0.5f, .bucket_mb = 25, .timeout_s = 300,
                 .precision = "fp32"};
     const ArgSpec own[OWN] = {
-        {"stage", ARG_INT, &c->stage, "0: plain data parallel; 1: optimiser state sharded; 2: and gradients; 3: and parameters", NULL},
+        {"stage", ARG_INT, &c->stage, "0: plain data parallel; 1: optimiser state sharded; 2: and gradients; 3: and parameters", "0..3"},
         {"model", ARG_CHOICE, &c->model, "tutorial: lesson 04's (200 wide, 2 layers); seed: the seed exercise's (1024 wide, 3 layers)", "tutorial|seed"},
         {"dataset", ARG_CHOICE, &c->dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
         {"data", ARG_STRING, &c->data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
@@ -80,21 +81,21 @@ static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
         {"weight-decay", ARG_FLOAT, &c->weight_decay, "decoupled weight decay of AdamW (SGD: L2)", NULL},
         {"momentum", ARG_FLOAT, &c->momentum, "SGD's momentum: its buffer is the state ZeRO shards (above 0)", NULL},
         {"clip", ARG_FLOAT, &c->clip, "largest global gradient norm (0: no clipping)", NULL},
-        {"batch-size", ARG_INT, &c->batch_size, "sequences per step, all ranks together (each takes batch-size / ranks)", NULL},
-        {"epochs", ARG_INT, &c->epochs, "passes over the training text", NULL},
-        {"max-steps", ARG_INT, &c->max_steps, "stop after this many steps in all (0: every epoch whole)", NULL},
-        {"valid-batches", ARG_INT, &c->valid_batches, "evaluate on the first this many batches of the valid text (0: all)", NULL},
+        {"batch-size", ARG_INT, &c->batch_size, "sequences per step, all ranks together (each takes batch-size / ranks)", "1..1048576"},
+        {"epochs", ARG_INT, &c->epochs, "passes over the training text", "1..1048576"},
+        {"max-steps", ARG_INT, &c->max_steps, "stop after this many steps in all (0: every epoch whole)", "0..1073741824"},
+        {"valid-batches", ARG_INT, &c->valid_batches, "evaluate on the first this many batches of the valid text (0: all)", "0..1073741824"},
         {"seed", ARG_INT, &c->seed, "seed of the weights and the dropout masks", NULL},
         {"impl", ARG_CHOICE, &c->impl, "mine: your TODOs 8.1-8.5 shard; library: lib/parallel/zero.c's", "mine|library"},
         {"bucket-mb", ARG_FLOAT, &c->bucket_mb, "stage 0: the all-reduce's buckets (lesson 06)", NULL},
-        {"threads", ARG_INT, &c->threads, "OpenMP threads per rank", NULL},
+        {"threads", ARG_INT, &c->threads, "OpenMP threads per rank", "1..1024"},
         {"device", ARG_CHOICE, &c->device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
         {"dist", ARG_CHOICE, &c->dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
-        {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", NULL},
+        {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", "0..1048576"},
         {"timeout", ARG_FLOAT, &c->timeout_s, "seconds a rank waits for another before the job ends", NULL},
         {"metrics", ARG_STRING, &c->metrics, "JSON lines, one per step: loss, tokens_per_s, bytes, memory, seconds", NULL},
         {"checkpoint-dir", ARG_STRING, &c->checkpoint_dir, "every rank writes its shard of a checkpoint here (a directory on a file system all ranks see)", NULL},
-        {"checkpoint-every", ARG_INT, &c->checkpoint_every, "steps between checkpoints (0: at each epoch's end and the last step)", NULL},
+        {"checkpoint-every", ARG_INT, &c->checkpoint_every, "steps between checkpoints (0: at each epoch's end and the last step)", "0..1073741824"},
         {"resume", ARG_FLAG, &c->resume, "continue from the newest complete checkpoint in --checkpoint-dir (any number of ranks, any stage)", NULL},
         {"trace", ARG_STRING, &c->trace, "where the time goes: each rank writes FILE.rank<r>.json (Chrome's trace format; make trace)", NULL},
         {"precision", ARG_CHOICE, &c->precision, "compute in float32, or in bfloat16 / float16 with float32 master weights; fp16 with loss scaling", "fp32|bf16|fp16"},
@@ -107,14 +108,7 @@ static int parse_args(int argc, char **argv, Config *out, ArgSpec *specs) {
                "Lesson 08: lesson 04's transformer trained data-parallel over ranks with ZeRO's "
                "sharding (stages 0-3), mpirun or srun.");
     lm_options_check(&c->lm);
-    const struct { const char *name; int value, min, max; } ints[] = {
-        {"--stage", c->stage, 0, 3}, {"--batch-size", c->batch_size, 1, 1 << 20},
-        {"--epochs", c->epochs, 1, 1 << 20}, {"--max-steps", c->max_steps, 0, 1 << 30},
-        {"--valid-batches", c->valid_batches, 0, 1 << 30}, {"--checkpoint-every", c->checkpoint_every, 0, 1 << 30},
-        {"--threads", c->threads, 1, 1024}, {"--ranks", c->ranks, 0, 1 << 20}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if (ints[i].value < ints[i].min || ints[i].value > ints[i].max)
-            fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, ints[i].max, ints[i].value);
+    /* the integers' ranges are in their specs (args_parse refuses a value outside one) */
     const bool sgd = strcmp(c->optimizer, "sgd") == 0;
     if (c->lr < 0) c->lr = sgd ? 0.5f : 5e-4f;
     if (!(c->lr > 0) || !isfinite(c->lr)) fatal("--lr must be positive, got %g", (double)c->lr);
@@ -164,6 +158,7 @@ typedef struct {
     int64_t steps_here;             /* done by this process (a resumed run: since it resumed) */
     int64_t saved_step;             /* the step of the last checkpoint written (-1: none) */
     double bytes_sent;              /* by this rank in those steps */
+    LossWatch watch;                /* the training loss, each step */
 } Run;
 
 static bool sgd(const Run *run) { return strcmp(run->cfg.optimizer, "sgd") == 0; }
@@ -179,10 +174,13 @@ static void join(Run *run, const ArgSpec *specs, int nspecs) {
     print0("%s\n", line);
     /* fp16 is refused here for ZeRO's reasons (parse_args): fp32 is the way out */
     if (device == DEVICE_CUDA) precision_require_gpu(run->dist, c->dtype, c->precision, "fp32");
-    const int W = run->dist->world_size;
-    if (c->batch_size % W != 0)
-        fatal("--batch-size %d does not split evenly over %d ranks: make it a multiple of %d",
-              c->batch_size, W, W);
+}
+
+/* Training only (--collectives trains nothing): each rank takes batch-size / ranks. */
+static void check_batch(const Run *run) {
+    const int W = run->dist->world_size, B = run->cfg.batch_size;
+    if (B % W != 0)
+        fatal("--batch-size %d does not split evenly over %d ranks: make it a multiple of %d", B, W, W);
 }
 
 /* Full batches only: the model is built for sequences of --bptt tokens. */
@@ -414,6 +412,19 @@ static void save_checkpoint(Run *run) {
     print0("checkpoint: %s (%d shards)\n", path, run->dist->world_size);
 }
 
+/* Without --resume, a directory that holds complete checkpoints is another run's: saving
+ * there would overwrite some of them and leave the rest, and a later --resume would go on
+ * from the other run's state without a word (lesson 03's rule). Rank 0 looks (an
+ * unfinished save is no checkpoint); every rank stops. */
+static void refuse_earlier_run(Run *run) {
+    const double mine = run->dist->rank == 0 ? (double)zero_ckpt_newest_complete(&run->ckpt) + 1 : 0;
+    const int64_t newest = (int64_t)dist_sum_double(run->dist, mine) - 1; /* rank 0's, on all */
+    if (newest >= 0)
+        fatal("%s already holds checkpoints of an earlier run (newest: step %lld): pass --resume "
+              "to continue it, or give another --checkpoint-dir to start afresh", run->ckpt.dir,
+              (long long)newest);
+}
+
 static void resume(Run *run) {
     const uint64_t mine = run->fingerprint;
     CkptError err;
@@ -448,6 +459,7 @@ static void train(Run *run) {
            (long long)n, c->batch_size, c->threads, c->threads == 1 ? "" : "s", c->precision,
            c->dtype == DTYPE_F32 ? "" : " (bfloat16 compute, float32 master weights)");
     if (run->dist->rank == 0) run->metrics = metrics_open(c->metrics);
+    loss_watch_init(&run->watch, run->model_cfg.vocab);
     for (; run->epoch <= c->epochs; run->epoch++, run->epoch_step = 0) {
         const int epoch = (int)run->epoch;
         double loss_sum = 0, tokens = 0, exposed = 0, t0 = now_seconds();
@@ -458,11 +470,9 @@ static void train(Run *run) {
             const double e0 = exposed_seconds(run), s0 = now_seconds();
             const double loss = train_step(run);
             const double took = now_seconds() - s0, waited = exposed_seconds(run) - e0;
-            if (!isfinite(loss)) {
-                char where[64];
-                snprintf(where, sizeof where, "step %lld", (long long)run->steps + 1);
-                train_stop_if_diverged((float)loss, where, c->lr);
-            }
+            /* the mean over the ranks, the same on all: NaN, far above its start or rising
+             * stops every rank at this step (lib/train/loss_watch.h) */
+            loss_watch_step(&run->watch, loss, run->steps + 1, c->lr);
             run->steps++, run->steps_here++, steps++, run->epoch_step = i + 1;
             run->bytes_sent += counted_bytes(run->dist, false);
             loss_sum += loss, tokens += (double)c->batch_size * run->T, exposed += waited;
@@ -622,12 +632,14 @@ int lesson_main(int argc, char **argv) {
     if (run->cfg.collectives) {
         collectives(run);
     } else {
+        check_batch(run);
         load_text(run);
         build(run);
         print_memory(run);
         run->epoch = 1, run->saved_step = -1;
         if (run->cfg.checkpoint_dir) setup_checkpoints(run);
         if (run->cfg.resume) resume(run);
+        else if (run->cfg.checkpoint_dir) refuse_earlier_run(run);
         dist_trace_start(run->dist, run->cfg.trace); /* --trace: ts 0 here on every rank */
         BlockTrace *blocks = block_trace_attach(&run->lm.blocks);
         train(run);

@@ -35,6 +35,7 @@
 #include "models/block_trace.h"
 #include "train/lm_options.h"
 #include "train/loop.h"
+#include "train/loss_watch.h"
 
 /* ---------------------------------------------------------------- options */
 
@@ -57,20 +58,20 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
         {"dataset", ARG_CHOICE, &c->dataset, "the text: auto = WikiText-2 where found, else Debian's fortunes text", "auto|wikitext2|fortunes|text"},
         {"data", ARG_STRING, &c->data, "a directory with WikiText-2, or a text file / directory for --dataset text", NULL},
         {"loader", ARG_CHOICE, &c->loader, "plain: batches from memory; slow: read from the token file when the step asks (the planted bottleneck); mine: your TODO 10.6's prefetch", "plain|slow|mine"},
-        {"read-latency-us", ARG_INT, &c->read_latency_us, "slow and mine: microseconds slept before each sequence's read (a parallel file system's latency on small reads; 0: none)", NULL},
+        {"read-latency-us", ARG_INT, &c->read_latency_us, "slow and mine: microseconds slept before each sequence's read (a parallel file system's latency on small reads; 0: none)", "0..10000000"},
         {"token-file", ARG_STRING, &c->token_file, "slow and mine: where rank 0 writes the training tokens (default: in $TMPDIR or /tmp)", NULL},
         {"grad-sync", ARG_CHOICE, &c->grad_sync, "buckets: all-reduces started during the backward (lesson 06); blocking: all after it", "buckets|blocking"},
         {"bucket-mb", ARG_FLOAT, &c->bucket_mb, "the all-reduce's buckets (lesson 06)", NULL},
-        {"batch-size", ARG_INT, &c->batch_size, "sequences per step, all ranks together (each takes batch-size / ranks)", NULL},
-        {"max-steps", ARG_INT, &c->max_steps, "steps to train (at most one epoch)", NULL},
+        {"batch-size", ARG_INT, &c->batch_size, "sequences per step, all ranks together (each takes batch-size / ranks)", "1..1048576"},
+        {"max-steps", ARG_INT, &c->max_steps, "steps to train (at most one epoch)", "1..1073741824"},
         {"lr", ARG_FLOAT, &c->lr, "AdamW's learning rate", NULL},
         {"weight-decay", ARG_FLOAT, &c->weight_decay, "AdamW's decoupled weight decay", NULL},
         {"clip", ARG_FLOAT, &c->clip, "largest global gradient norm (0: no clipping)", NULL},
         {"seed", ARG_INT, &c->seed, "seed of the weights and the dropout masks", NULL},
-        {"threads", ARG_INT, &c->threads, "OpenMP threads per rank", NULL},
+        {"threads", ARG_INT, &c->threads, "OpenMP threads per rank", "1..1024"},
         {"device", ARG_CHOICE, &c->device, "where each rank trains (cuda: one GPU per rank)", "cpu|cuda"},
         {"dist", ARG_CHOICE, &c->dist, "communication backend (auto: nccl for GPUs, mpi for CPU ranks)", "auto|mpi|nccl|single"},
-        {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", NULL},
+        {"ranks", ARG_INT, &c->ranks, "stop unless the job has this many ranks (0: any)", "0..1048576"},
         {"timeout", ARG_FLOAT, &c->timeout_s, "seconds a rank waits for another before the job ends", NULL},
         {"metrics", ARG_STRING, &c->metrics, "JSON lines, one per step: loss, step_seconds, tokens_per_s", NULL},
         {"trace", ARG_STRING, &c->trace, "each rank writes FILE.rank<r>.json; then the shares of a step are printed (make trace draws it)", NULL},
@@ -84,13 +85,7 @@ static int parse_args(int argc, char **argv, Config *c, ArgSpec *specs) {
                "over ranks (mpirun or srun), traced (--trace), its data loader slowed (--loader slow) "
                "and fixed (--loader mine).");
     lm_options_check(&c->lm);
-    const struct { const char *name; int value, min, max; } ints[] = {
-        {"--batch-size", c->batch_size, 1, 1 << 20}, {"--max-steps", c->max_steps, 1, 1 << 30},
-        {"--threads", c->threads, 1, 1024}, {"--ranks", c->ranks, 0, 1 << 20},
-        {"--read-latency-us", c->read_latency_us, 0, 10000000}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if (ints[i].value < ints[i].min || ints[i].value > ints[i].max)
-            fatal("%s must be %d to %d, got %d", ints[i].name, ints[i].min, ints[i].max, ints[i].value);
+    /* the integers' ranges are in their specs (args_parse refuses a value outside one) */
     if (!(c->lr > 0) || !isfinite(c->lr)) fatal("--lr must be positive, got %g", (double)c->lr);
     if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay)) fatal("--weight-decay must be 0 or more");
     if (!(c->clip >= 0) || !isfinite(c->clip)) fatal("--clip must be 0 or more, got %g", (double)c->clip);
@@ -143,8 +138,11 @@ static void loader_init(Loader *l, const Config *c, Dist *d, const TextBatches *
     if (strcmp(c->loader, "plain") == 0) return;
     char path[1024], why[FS_MSG_MAX];
     token_path(c, split, path, sizeof path);
-    if (d->rank == 0 && !token_file_write(path, split, why, sizeof why)) fatal("%s", why);
-    dist_barrier(d); /* written before any rank opens it */
+    /* rank 0 writes it before any rank opens it; when it cannot (or will not: something
+     * that is not an earlier token file is at the path), every rank stops */
+    const bool written = d->rank != 0 || token_file_write(path, split, why, sizeof why);
+    if (dist_sum_double(d, written ? 0.0 : 1.0) > 0)
+        fatal("%s", d->rank == 0 ? why : "rank 0 could not write the token file (its message says why)");
     if (!token_file_open(&l->file, path, c->read_latency_us, why, sizeof why)) fatal("%s", why);
     if (strcmp(c->loader, "mine") == 0) l->prefetch = prefetch_init(&l->file, l->bptt, l->col0, n);
     print0("data loader: %s, the token file %s, %d sequence%s per rank a step, one read each%s\n", c->loader,
@@ -278,13 +276,17 @@ int lesson_main(int argc, char **argv) {
     dist_trace_start(d, c.trace); /* --trace: ts 0 here on every rank */
     BlockTrace *blocks = block_trace_attach(&lm.blocks);
     double later = 0, loss_sum = 0; /* steps 2..: the first warms up */
+    LossWatch watch;
+    loss_watch_init(&watch, mc.vocab);
     for (int64_t k = 0; k < count; k++) {
         const double t0 = now_seconds();
         const float loss = lesson_step(&step); /* TODO 10.1 */
         const double took = now_seconds() - t0;
-        if (!isfinite(loss)) train_stop_if_diverged(loss, "a step", c.lr);
         if (k > 0) later += took;
         const double mean = dist_sum_double(d, loss) / W;
+        /* NaN, or far above its start, or rising: every rank sees the same mean and stops
+         * at the same step (lib/train/loss_watch.h) */
+        loss_watch_step(&watch, mean, k + 1, c.lr);
         loss_sum += mean;
         if (metrics) {
             metrics_begin(metrics);

@@ -23,6 +23,7 @@
 #include "core/todo.h"
 #include "data/text.h"
 #include "models/transformer.h"
+#include "train/loss_watch.h"
 #include "train/mixed_precision.h"
 #include "train/optim.h"
 
@@ -115,6 +116,8 @@ typedef struct {
     float clip;                      /* largest global gradient norm (0: no clipping) */
     float gamma;                     /* StepLR: epoch e trains with base_lr * gamma^(e - 1) */
     int64_t max_steps;               /* stop after this many steps (0: the whole epoch) */
+    LossWatch *watch;                /* the run's, over all epochs: a finite loss that
+                                      * diverges stops it (train/loss_watch.h); NULL: none */
 } TrainSettings;
 
 typedef struct {

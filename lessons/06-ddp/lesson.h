@@ -24,6 +24,7 @@
 #include "train/options.h"
 #include "train/checkpoint_store.h"
 #include "train/lm_options.h"
+#include "train/loss_watch.h"
 #include "train/mixed_precision.h"
 #include "train/sampler.h"
 
@@ -78,6 +79,7 @@ typedef struct {
     MetricsFile *metrics; /* open on rank 0 only (TODO 6.6) */
     CkptStore store;      /* checkpoint_dir: lesson 03's checkpoints, written by rank 0 */
     int64_t steps;        /* steps done, all epochs */
+    LossWatch watch;      /* the job's loss each step: a diverging one stops every rank */
 } Run;
 
 /* What one rank saw in an epoch, before (and after) averaging over the ranks. */
@@ -119,6 +121,15 @@ void lesson_ring_all_reduce(Dist *d, Tensor *t);
 /* TODO 6.8 (ring.c): the bus bandwidth of an all-reduce of `bytes` that took `seconds`
  * on `ranks` ranks, as nccl-tests define it (GB/s). */
 double lesson_bus_bandwidth(double bytes, double seconds, int ranks);
+
+/* Given (program.c): a --batch-size larger than a rank's share of the count examples
+ * (images, or sequences) is refused, naming both. */
+void check_batch_size(const Run *run, int count, const char *what);
+
+/* Given (program.c): the job's loss of a step, the mean over the ranks (the same on
+ * every rank), watched: NaN, far above where it started or rising stops every rank at
+ * this step, with a message (lib/train/loss_watch.h). */
+void watch_loss(Run *run, double loss);
 
 /* Given (program.c): the whole program; main() calls it, the grader too. */
 int lesson_main(int argc, char **argv);

@@ -55,6 +55,7 @@ void lm_setup(Run *run) {
         fatal("%s has too few tokens for one sequence of --bptt %d in its train and test splits "
               "(%lld and %lld tokens): a smaller --bptt or a longer text", run->corpus.name, T,
               (long long)run->corpus.train.count, (long long)run->corpus.test.count);
+    check_batch_size(run, run->train.count, "training sequences"); /* before the model is built for it */
     rng_seed(&run->rng, (uint64_t)t->seed, 1);
     run->data_fingerprint = text_fingerprint(&run->corpus, (int64_t)run->train.count * T + 1);
 
@@ -121,13 +122,9 @@ EpochStats lm_train_epoch(Run *run, int epoch) {
         trace_end("load batch");
         params_zero_grad(&run->lm.params);
         const float loss = transformer_forward_backward(&run->lm, run->dev_tokens, run->dev_targets);
-        if (!isfinite(loss)) { /* this rank's share; the job ends with it (as the CNN's) */
-            char where[64];
-            snprintf(where, sizeof where, "step %lld on rank %d", (long long)run->steps + 1, run->dist->rank);
-            train_stop_if_diverged(loss, where, run->cfg.train.lr);
-        }
         if (buckets) ddp_finish_gradients(&run->ddp); /* started during the backward */
         else lesson_average_gradients(run);
+        watch_loss(run, loss); /* the job's loss: NaN or diverging stops every rank (as the CNN's) */
         mixed_precision_unscale(&run->mp); /* fp16: the gradients / S, before clipping */
         if (run->cfg.dtype == DTYPE_F16) loss_scale_agree(&run->mp.scaler, any_rank, run->dist);
         if (run->cfg.clip > 0) clip_grad_norm(&run->lm.params, run->cfg.clip); /* the same on all ranks */

@@ -2,9 +2,11 @@
 #include "data/token_file.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,12 +16,70 @@
 static const char MAGIC[8] = "CTOKENS";
 enum { HEADER = 32, VERSION = 1 };
 
+/* What lstat says a path is, for a message ("a character device, not ..."); NULL: a
+ * regular file. */
+static const char *kind_of(mode_t m) {
+    return S_ISLNK(m)    ? "a symbolic link, not a token file that an earlier run wrote"
+         : S_ISCHR(m)  ? "a character device, not a token file that an earlier run wrote"
+         : S_ISBLK(m)  ? "a block device, not a token file that an earlier run wrote"
+         : S_ISFIFO(m) ? "a FIFO, not a token file that an earlier run wrote"
+         : S_ISSOCK(m) ? "a socket, not a token file that an earlier run wrote"
+         : S_ISDIR(m)  ? "a directory, not a token file"
+         : S_ISREG(m)  ? NULL : "not a regular file, not a token file that an earlier run wrote";
+}
+
+/* Whether path may be replaced: 0 when nothing is there, 1 when it is this program's
+ * own (a regular file, not a link, that starts as a token file does: an earlier run's),
+ * -1 and why for anything else: a device (/dev/null), a FIFO, a link, a directory,
+ * another file of the user's. Nothing is opened but a regular file, read-only. */
+static int may_replace(const char *path, char *why, size_t cap) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        snprintf(why, cap, "cannot look at %s, where the token file goes: %s", path, strerror(errno));
+        return -1;
+    }
+    const char *kind = kind_of(st.st_mode);
+    char head[8] = {0};
+    if (!kind) {
+        const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat now;
+        const bool same = fd >= 0 && fstat(fd, &now) == 0 && S_ISREG(now.st_mode) && now.st_ino == st.st_ino;
+        const bool ours = same && pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+                          memcmp(head, MAGIC, sizeof head) == 0;
+        if (fd >= 0) close(fd);
+        if (ours) return 1;
+    }
+    snprintf(why, cap, "%s is %s: it is left as it is. Write the tokens elsewhere (--token-file "
+             "PATH, a new file), or move that one away", path,
+             kind ? kind : "a file that is not a token file (it does not start with CTOKENS)");
+    return -1;
+}
+
+/* tmp, complete, in path's place: over an earlier token file (rename), or as a new name
+ * that fails if anything appeared there since it was looked at (link). errno on failure. */
+static int put_in_place(const char *tmp, const char *path, bool replace) {
+    if (replace) return rename(tmp, path) == 0 ? 0 : errno;
+    if (link(tmp, path) == 0) {
+        unlink(tmp);
+        return 0;
+    }
+    const int e = errno;
+    if (e != EPERM && e != ENOTSUP && e != ENOSYS) return e; /* EEXIST among them */
+    /* a file system without hard links: nothing was there a moment ago */
+    struct stat st;
+    if (lstat(path, &st) == 0) return EEXIST;
+    return rename(tmp, path) == 0 ? 0 : errno;
+}
+
 bool token_file_write(const char *path, const TextBatches *b, char *why, size_t cap) {
     char tmp[FS_PATH_MAX], msg[FS_MSG_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
         snprintf(why, cap, "%s: path too long", path);
         return false;
     }
+    const int there = may_replace(path, why, cap); /* before a byte is written */
+    if (there < 0) return false;
     const int fd = fs_create_fresh(tmp, 0644, msg, sizeof msg);
     if (fd < 0) {
         snprintf(why, cap, "%s", msg);
@@ -37,9 +97,14 @@ bool token_file_write(const char *path, const TextBatches *b, char *why, size_t 
     xfree(col);
     if (!err && fsync(fd) != 0) err = errno;
     if (close(fd) != 0 && !err) err = errno; /* network file systems report write errors here */
-    if (!err && rename(tmp, path) != 0) err = errno;
+    if (!err) err = put_in_place(tmp, path, there == 1);
     if (err) {
-        snprintf(why, cap, "cannot write the token file %s: %s", path, strerror(err));
+        if (err == EEXIST)
+            snprintf(why, cap, "%s appeared while the token file was written (another program "
+                     "writing there?): it is left as it is; write the tokens elsewhere "
+                     "(--token-file PATH)", path);
+        else
+            snprintf(why, cap, "cannot write the token file %s: %s", path, strerror(err));
         unlink(tmp);
         return false;
     }

@@ -34,7 +34,12 @@ typedef struct {
     char path[512];            /* for messages */
 } TokenFile;
 
-/* b into path (a temporary file beside it, synced and renamed); false with why. */
+/* b into path (a temporary file beside it, synced, then put in path's place, as a
+ * checkpoint is: no link is followed). Only a token file that an earlier run wrote is
+ * replaced: anything else at path (a device such as /dev/null, a FIFO, a symbolic link,
+ * a directory, another file of the user's) is refused by name and left as it is, before
+ * anything is written; so is something that appears there while the file is written.
+ * false with why. */
 bool token_file_write(const char *path, const TextBatches *b, char *why, size_t cap);
 bool token_file_open(TokenFile *f, const char *path, int64_t read_latency_us, char *why, size_t cap);
 void token_file_close(TokenFile *f);

@@ -214,9 +214,10 @@ static void copy_overlap(const Model *m, int N, int j, const Tensor *in, int W, 
 }
 
 /* One try at `cdir`: the index into ix (the caller's scalars into ix->slots), this
- * rank's pieces for world W, rank r into out (padding zero). 0, or and err: INDEX_BAD
- * (what every rank reads) or SHARD_BAD (one of this rank's shards). */
-enum { LOADED, INDEX_BAD, SHARD_BAD };
+ * rank's pieces for world W, rank r into out (padding zero). LOADED, or and err:
+ * UNFINISHED (no index: a save that did not finish, no checkpoint), INDEX_BAD (what
+ * every rank reads) or SHARD_BAD (one of this rank's shards). */
+enum { LOADED, UNFINISHED, INDEX_BAD, SHARD_BAD };
 static int try_load(const ZeroCkpt *c, const Model *m, int64_t step, const char *cdir, int W,
                     int r, Tensor *out, Index *ix, CkptError *err) {
     char path[CKPT_PATH_MAX];
@@ -224,7 +225,7 @@ static int try_load(const ZeroCkpt *c, const Model *m, int64_t step, const char 
     if (access(path, F_OK) != 0) {
         ckpt_error(err, "%s has no index.ckpt: its save did not finish (a rank killed or a disk "
                    "full while saving?)", cdir);
-        return INDEX_BAD;
+        return UNFINISHED;
     }
     Checkpoint im = {0};
     index_manifest(&im, ix, &c->scalars);
@@ -269,7 +270,8 @@ static int try_load(const ZeroCkpt *c, const Model *m, int64_t step, const char 
 }
 
 /* The newest checkpoint that every rank loads: rank 0 names each in turn, all try it,
- * all agree. out: this rank's pieces for world W, rank r. 1, 0 or -1 as documented. */
+ * all agree; one that rank 0 finds unfinished is skipped by all, with a note, and is no
+ * checkpoint. out: this rank's pieces for world W, rank r. 1, 0 or -1 as documented. */
 int zckpt_load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, int64_t *step,
                      CkptError *err) {
     int64_t *steps = NULL;
@@ -282,7 +284,7 @@ int zckpt_load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, i
     char cdir[CKPT_PATH_MAX];
     size_t used = 0;
     if (err) err->msg[0] = '\0';
-    int rc = n == 0 ? 0 : -1;
+    int rc = 0, complete = 0; /* complete: those tried that had an index */
     for (int i = 0; i < n && rc != 1; i++) {
         dist_all_gather_double(d, d->rank == 0 ? (double)steps[i] : 0, all);
         const int64_t at = (int64_t)all[0];
@@ -290,6 +292,13 @@ int zckpt_load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, i
         CkptError one = {{0}};
         const int how = try_load(c, m, at, cdir, W, r, out, &ix, &one);
         dist_all_gather_double(d, how, all); /* every rank's outcome, on every rank */
+        if (all[0] == UNFINISHED) { /* rank 0 lists them: an unfinished save is no checkpoint */
+            if (d->rank == 0)
+                fprintf(stderr, "note: skipping an unfinished save, not a checkpoint: %s has no "
+                        "index.ckpt (the job was stopped or a disk filled while it saved)\n", cdir);
+            continue;
+        }
+        complete++;
         int failed = 0;
         for (int q = 0; q < d->world_size; q++) failed += all[q] != LOADED;
         if (failed == 0) {
@@ -300,8 +309,9 @@ int zckpt_load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, i
             rc = 1;
             break;
         }
+        rc = -1;
         /* an index is the same file for all: rank 0 says what is wrong with it */
-        if (how == SHARD_BAD || (how == INDEX_BAD && (d->rank == 0 || all[0] != INDEX_BAD)))
+        if (how == SHARD_BAD || how == UNFINISHED || (how == INDEX_BAD && (d->rank == 0 || all[0] != INDEX_BAD)))
             fprintf(stderr, "warning: rank %d: skipping a sharded checkpoint that does not load: "
                     "%s\n", d->rank, one.msg);
         else if (how == LOADED && d->rank == 0)
@@ -317,7 +327,7 @@ int zckpt_load_core(ZeroCkpt *c, Dist *d, Model *m, int W, int r, Tensor *out, i
         char *list = xstrdup(err->msg);
         snprintf(err->msg, sizeof err->msg, "none of the %d sharded checkpoints in %s loads on "
                  "these %d ranks; move them away to start afresh, or resume from another "
-                 "--checkpoint-dir:\n  %s", n, c->dir, d->world_size, list);
+                 "--checkpoint-dir:\n  %s", complete, c->dir, d->world_size, list);
         xfree(list);
     }
     tensor_free(&ix.sizes);

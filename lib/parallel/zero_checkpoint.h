@@ -20,7 +20,8 @@
  *                          float32), zero.optimizer (0 SGD, 1 AdamW), zero.optimizer_step,
  *                          zero.step, zero.tag, and the caller's scalars
  * A checkpoint is complete iff its index exists: a save killed on any rank leaves the
- * previous one intact. The tag (new for every save) tells a shard of another checkpoint
+ * previous one intact, and a directory without an index (an unfinished save) is no
+ * checkpoint: loading skips it with a note, and a directory with nothing else holds none. The tag (new for every save) tells a shard of another checkpoint
  * or run from its own. The files are train/checkpoint.h's format, written atomically.
  *
  * Loading on N' ranks: each rank reads the index, refuses another model (which unit
@@ -61,10 +62,17 @@ void zero_ckpt_path(const ZeroCkpt *c, int64_t step, char *out, size_t cap);
  * 0, or -1 on every rank and err (this rank's reason, or which ranks failed). */
 int zero_ckpt_save(ZeroCkpt *c, Zero *z, int64_t step, CkptError *err);
 
+/* The step of the newest complete checkpoint in c's directory (its index is there; not
+ * loaded), or -1 when it holds none: a run that does not resume refuses such a
+ * directory. Any rank; a file system all ranks see gives all the same answer. */
+int64_t zero_ckpt_newest_complete(const ZeroCkpt *c);
+
 /* Every rank: the newest checkpoint that loads on all ranks into z's pieces (z made
  * by zero_init and zero_optimizer_adamw or _sgd, as the saved run was), its optimiser
- * step and c->scalars. Returns 1 (loaded; its step in *step), 0 (no checkpoint in dir)
- * or -1 (some, but none loads: err says why, this rank's reasons). */
+ * step and c->scalars. Returns 1 (loaded; its step in *step), 0 (no complete checkpoint
+ * in dir: unfinished saves alone, each noted on stderr, are none) or -1 (complete ones,
+ * but none loads: err says why, this rank's reasons). An unfinished save newer than the
+ * one loaded is noted as skipped. */
 int zero_ckpt_load_latest(ZeroCkpt *c, Zero *z, int64_t *step, CkptError *err);
 
 /* Stage 0, plain data parallel: the whole model and optimiser on every rank (one of

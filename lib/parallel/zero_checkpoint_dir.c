@@ -98,18 +98,35 @@ void zckpt_remove_files(const char *cdir, bool and_dir) {
     if (and_dir) rmdir(cdir);
 }
 
+bool zckpt_is_complete(const char *cdir) {
+    char index[CKPT_PATH_MAX];
+    zckpt_file_path(cdir, "index.ckpt", index, sizeof index);
+    return fs_is_regular_file(index);
+}
+
+int64_t zero_ckpt_newest_complete(const ZeroCkpt *c) {
+    int64_t *all, found = -1;
+    const int n = zckpt_list_steps(c->dir, &all);
+    char cdir[CKPT_PATH_MAX];
+    for (int i = 0; i < n && found < 0; i++) { /* newest first */
+        zero_ckpt_path(c, all[i], cdir, sizeof cdir);
+        if (zckpt_is_complete(cdir)) found = all[i];
+    }
+    xfree(all);
+    return found;
+}
+
 /* After `written` was saved: it and the keep-1 newest complete checkpoints before it
  * stay; older ones and unfinished ones before it go (checkpoint_store.c's rule). */
 void zckpt_rotate(const ZeroCkpt *c, int64_t written) {
     int64_t *all;
     const int n = zckpt_list_steps(c->dir, &all);
-    char cdir[CKPT_PATH_MAX], index[CKPT_PATH_MAX];
+    char cdir[CKPT_PATH_MAX];
     int kept = 0;
     for (int i = 0; i < n; i++) { /* newest first */
         if (all[i] > written) continue;
         zero_ckpt_path(c, all[i], cdir, sizeof cdir);
-        zckpt_file_path(cdir, "index.ckpt", index, sizeof index);
-        if (all[i] == written || (kept < c->keep && fs_is_regular_file(index))) {
+        if (all[i] == written || (kept < c->keep && zckpt_is_complete(cdir))) {
             kept++;
             continue;
         }

@@ -43,6 +43,9 @@ void zckpt_shard_path(const char *cdir, int64_t rank, int64_t world, char *out, 
 /* The steps of the checkpoint directories in dir, complete or not, newest first
  * (*steps malloc'ed); returns how many. */
 int zckpt_list_steps(const char *dir, int64_t **steps);
+/* Whether the checkpoint directory cdir is complete: its index is there (written last,
+ * once every shard was on disk). One without is a save that did not finish. */
+bool zckpt_is_complete(const char *cdir);
 /* Deletes a checkpoint directory's index first (from then on it is incomplete), then its
  * shards and leftover .tmp files; the directory too when and_dir and nothing else is in it. */
 void zckpt_remove_files(const char *cdir, bool and_dir);

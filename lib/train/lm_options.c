@@ -10,20 +10,23 @@ LmOptions lm_options_defaults(void) {
 }
 
 int lm_options_specs(LmOptions *o, ArgSpec *specs) {
+    /* the integers' ranges: lm_options_check's, refused already as the command line is
+     * read (args.h) */
     const ArgSpec shared[LM_OPTION_SPECS] = {
         {"tokenizer", ARG_CHOICE, &o->tokenizer, "words: word_language_model's (with <eos>); basic_english: the tutorial's torchtext one", "words|basic_english"},
-        {"d-model", ARG_INT, &o->d_model, "model width (0: the preset's)", NULL},
-        {"heads", ARG_INT, &o->heads, "attention heads (0: the preset's)", NULL},
-        {"d-hid", ARG_INT, &o->d_hid, "feed-forward width (0: the preset's)", NULL},
-        {"layers", ARG_INT, &o->layers, "encoder layers (0: the preset's)", NULL},
+        {"d-model", ARG_INT, &o->d_model, "model width (0: the preset's)", "0..65536"},
+        {"heads", ARG_INT, &o->heads, "attention heads (0: the preset's)", "0..1024"},
+        {"d-hid", ARG_INT, &o->d_hid, "feed-forward width (0: the preset's)", "0..262144"},
+        {"layers", ARG_INT, &o->layers, "encoder layers (0: the preset's)", "0..1024"},
         {"dropout", ARG_FLOAT, &o->dropout, "dropout probability (-1: the preset's)", NULL},
-        {"bptt", ARG_INT, &o->bptt, "tokens per sequence (get_batch)", NULL},
+        {"bptt", ARG_INT, &o->bptt, "tokens per sequence (get_batch)", "1..5000"},
     };
     for (int i = 0; i < LM_OPTION_SPECS; i++) specs[i] = shared[i];
     return LM_OPTION_SPECS;
 }
 
 void lm_options_check(const LmOptions *o) {
+    /* the ranges of lm_options_specs, for options set by a program rather than parsed */
     const struct { const char *name; int value, min, max; } ints[] = {
         {"--d-model", o->d_model, 0, 1 << 16}, {"--heads", o->heads, 0, 1024},
         {"--d-hid", o->d_hid, 0, 1 << 18},     {"--layers", o->layers, 0, 1024},

@@ -2,7 +2,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "core/args.h"
 #include "core/check.h"
 #include "core/log.h"
 #include "core/trace.h"
@@ -119,8 +121,38 @@ void metrics_epoch(MetricsFile *m, const char *device, int epoch, double train_l
     metrics_end(m);
 }
 
+/* The options of the lessons that can make a run diverge when set too large (or, for
+ * --clip and --max-grad-norm, to 0 or too large: no clipping). */
+static const char *const CAUSES[] = {"weight-decay", "momentum", "clip", "max-grad-norm",
+                                     "reward-scale", "vf-coef", "ent-coef", "clip-coef",
+                                     "adam-eps", "lr"};
+
+void train_divergence_advice(char *out, size_t cap, double lr) {
+    const char *set[sizeof CAUSES / sizeof CAUSES[0]];
+    int n = 0, others = 0;
+    for (size_t i = 0; i < sizeof CAUSES / sizeof CAUSES[0]; i++)
+        if (args_value_set(CAUSES[i])) {
+            set[n++] = CAUSES[i];
+            others += strcmp(CAUSES[i], "lr") != 0;
+        }
+    if (others == 0) {
+        snprintf(out, cap, "The learning rate (--lr %g) is probably too large for this model: try "
+                 "one 10 times smaller.", lr);
+        return;
+    }
+    char list[512];
+    size_t at = 0;
+    for (int i = 0; i < n && at < sizeof list; i++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s--%s %s", i == 0 ? "" : i == n - 1 ? " and " : ", ",
+                               set[i], args_value_set(set[i]));
+    snprintf(out, cap, "This run set %s, which can make a run diverge: %s the cause most likely "
+             "(try %s 10 times smaller, or at its default).", list, n == 1 ? "that is" : "one of them is",
+             n == 1 ? "it" : "each");
+}
+
 void train_stop_if_diverged(double loss, const char *where, double lr) {
     if (isfinite(loss)) return;
-    fatal("the training diverged: the loss at %s is %g. The learning rate (--lr %g) is "
-          "probably too large for this model: try one 10 times smaller", where, loss, lr);
+    char advice[768];
+    train_divergence_advice(advice, sizeof advice, lr);
+    fatal("the training diverged: the loss at %s is %g. %s", where, loss, advice);
 }

@@ -49,7 +49,18 @@ void metrics_epoch(MetricsFile *m, const char *device, int epoch, double train_l
 
 /* A loss that is not finite means the training diverged (a learning rate too large,
  * most often): going on only turns every parameter into NaN. Stops with a message
- * naming where (e.g. "step 12", "epoch 1") and the learning rate, exit status 1. */
+ * naming where (e.g. "step 12", "epoch 1") and what to change (train_divergence_advice),
+ * exit status 1. */
 void train_stop_if_diverged(double loss, const char *where, double lr);
+
+/* What a diverged run's message tells to change, into out (a sentence): the options the
+ * command line set away from their defaults that can make a run diverge (args_value_set:
+ * --weight-decay, --momentum, --clip, --reward-scale, ..., --lr), or, when it set none of
+ * them but perhaps --lr, the learning rate lr:
+ *   "The learning rate (--lr 5) is probably too large for this model: try one 10 times smaller."
+ *   "This run set --weight-decay 1e+30 and --lr 200, which can make a run diverge: one of
+ *    them is the cause most likely (try each 10 times smaller, or at its default)."
+ * A weight decay of 1e30 is not blamed on the learning rate. */
+void train_divergence_advice(char *out, size_t cap, double lr);
 
 #endif

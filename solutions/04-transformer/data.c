@@ -16,15 +16,17 @@
  *     e k q w                                      input  e k q w    target  f l r x
  *     f l r x
  */
+#include <string.h>
+
 #include "lesson.h"
 
 void lesson_batchify(const TokenStream *s, int batch_size, const char *what, TextBatches *out) {
     CHECK(batch_size > 0, "batch size %d: it must be positive", batch_size);
-    if (s->count / batch_size < 2) /* given: the same message as the library's */
+    if (s->count / batch_size < 2) /* given: the library's message, naming this lesson's option */
         fatal("the %s split has %lld tokens, too few for a batch size of %d: batchify needs at "
-              "least two rows (%d tokens) for one input and its target. Use a smaller "
-              "--batch-size or a longer text", what, (long long)s->count, batch_size,
-              2 * batch_size);
+              "least two rows (%d tokens) for one input and its target. Use a smaller %s or a "
+              "longer text", what, (long long)s->count, batch_size, 2 * batch_size,
+              strcmp(what, "train") == 0 ? "--batch-size" : "--eval-batch-size (the valid and test columns)");
     const int64_t rows = s->count / batch_size; /* the tail that does not fill a row goes */
     out->rows = rows;
     out->cols = batch_size;

@@ -22,6 +22,7 @@
 #include "rl/episode.h"
 #include "rl/picture.h"
 #include "train/checkpoint.h"
+#include "train/loop.h"
 #include "train/run_trace.h"
 
 typedef struct {
@@ -251,10 +252,12 @@ int lesson_main(int argc, char **argv) {
         const double now = now_seconds();
         p.time.update += now - t0;
         p.updates++;
-        if (!isfinite(s.policy_loss) || !isfinite(s.value_loss))
-            fatal("update %lld: the loss is %g (policy) and %g (value): training diverged; try a smaller --lr "
-                  "(now %g) or check TODOs 5.3 to 5.5",
-                  (long long)p.updates, s.policy_loss, s.value_loss, (double)c.ppo.lr);
+        if (!isfinite(s.policy_loss) || !isfinite(s.value_loss)) {
+            char advice[768]; /* the options set that can cause it (--reward-scale ...), or --lr */
+            train_divergence_advice(advice, sizeof advice, c.ppo.lr);
+            fatal("update %lld: the loss is %g (policy) and %g (value): training diverged. %s Or "
+                  "check TODOs 5.3 to 5.5", (long long)p.updates, s.policy_loss, s.value_loss, advice);
+        }
         reached = !isnan(target) && episode_stats_mean_return(&p.env.stats, 20) >= target;
         const double mean_return = episode_stats_mean_return(&p.env.stats, 20);
         if (u == 0) first_return = mean_return;

@@ -1,6 +1,7 @@
 /* Unit tests of lib/core/args: both spellings (--x v, --x=v), flags, choices, defaults,
  * --help, and one clear message with exit status 1 for every kind of wrong input (each
- * parse that must stop runs in a child process of its own). */
+ * parse that must stop runs in a child process of its own), an option taken for a
+ * forgotten value among them; an int's range from its spec; what was set. */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,12 +57,17 @@ static int check_args_parse(void) {
                                c.out && strcmp(c.out, "x=y") == 0 && !c.verbose && c.quiet,
                            "--x=value: epochs %d, lr %g, dataset %s, out %s, verbose %d, quiet %d",
                            c.epochs, c.lr, c.dataset, c.out ? c.out : "(null)", c.verbose, c.quiet);
-    /* the last occurrence wins; negative integers; a value that looks like an option */
-    const char *twice[] = {"prog", "--epochs", "3", "--epochs=-7", "--out", "--verbose", NULL};
+    /* the last occurrence wins; negative integers; a value that looks like an option but
+     * is none of the program's, and one of them given with = */
+    const char *twice[] = {"prog", "--epochs", "3", "--epochs=-7", "--out", "--not-an-option", NULL};
     parse_into(&c, twice);
-    ok = ok && expect_true(c.epochs == -7 && c.out && strcmp(c.out, "--verbose") == 0 && !c.verbose,
-                           "repeated option / option-like value: epochs %d, out %s, verbose %d",
-                           c.epochs, c.out ? c.out : "(null)", c.verbose);
+    ok = ok && expect_true(c.epochs == -7 && c.out && strcmp(c.out, "--not-an-option") == 0,
+                           "repeated option / option-like value: epochs %d, out %s", c.epochs,
+                           c.out ? c.out : "(null)");
+    const char *eq_option[] = {"prog", "--out=--verbose", NULL};
+    parse_into(&c, eq_option);
+    ok = ok && expect_true(c.out && strcmp(c.out, "--verbose") == 0 && !c.verbose,
+                           "--out=--verbose: out %s, verbose %d", c.out ? c.out : "(null)", c.verbose);
     /* a name that is a prefix of another is not that other */
     const char *prefix[] = {"prog", "--dataset", "fashion-mnist", NULL};
     parse_into(&c, prefix);
@@ -149,6 +155,19 @@ static int check_args_errors(void) {
     const char *no_value[] = {"prog", "--lr", NULL};
     ok = ok && parse_exits("missing value", no_value, 1, "--lr", "needs a value",
                            (const char *)NULL);
+    /* a value forgotten: the next of the program's options is not taken for it (issue 39) */
+    const char *forgot[] = {"prog", "--out", "--epochs", "2000", NULL};
+    ok = ok && parse_exits("a string option followed by an option", forgot, 1, "--out needs a value",
+                           "the option --epochs follows it", "--out=VALUE", (const char *)NULL);
+    const char *forgot_eq[] = {"prog", "--out", "--lr=3", NULL};
+    ok = ok && parse_exits("a string option followed by --x=v", forgot_eq, 1, "--out needs a value",
+                           "--lr=3", (const char *)NULL);
+    const char *forgot_flag[] = {"prog", "--dataset", "--verbose", NULL};
+    ok = ok && parse_exits("a choice followed by a flag", forgot_flag, 1, "--dataset needs a value",
+                           (const char *)NULL);
+    const char *forgot_help[] = {"prog", "--out", "--help", NULL};
+    ok = ok && parse_exits("a string option followed by --help", forgot_help, 1, "--out needs a value",
+                           (const char *)NULL);
     const char *flag_value[] = {"prog", "--verbose=1", NULL};
     ok = ok && parse_exits("value for a flag", flag_value, 1, "--verbose", "no value",
                            (const char *)NULL);
@@ -197,12 +216,75 @@ static int check_args_int_range(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* An int's range from its spec ("MIN..MAX"): a value outside it, however large, is refused
+ * with that range, never with an int's limits (issue 39); --help shows it. */
+static void body_range(void *arg) {
+    int steps = 0;
+    const ArgSpec specs[] = {{"max-steps", ARG_INT, &steps, "stop after this many steps", "0..1073741824"}};
+    const char **argv = arg;
+    int argc = 0;
+    while (argv[argc]) argc++;
+    args_parse(argc, (char **)argv, specs, 1, "a range");
+    printf("steps %d\n", steps);
+}
+
+static bool range_exits(const char *what, const char **argv, int code, ...) {
+    ChildResult o;
+    run_child(body_range, argv, &o);
+    va_list ap;
+    va_start(ap, code);
+    bool ok = expect_exitv(what, &o, code, ap);
+    va_end(ap);
+    return ok;
+}
+
+static int check_args_spec_range(void) {
+    bool ok = true;
+    const char *past_int[] = {"prog", "--max-steps", "3000000000", NULL};
+    ok = range_exits("past an int", past_int, 1, "--max-steps must be 0 to 1073741824, got 3000000000",
+                     (const char *)NULL) && ok;
+    const char *past_range[] = {"prog", "--max-steps=2000000000", NULL};
+    ok = range_exits("past the range, within an int", past_range, 1,
+                     "--max-steps must be 0 to 1073741824, got 2000000000", (const char *)NULL) && ok;
+    const char *below[] = {"prog", "--max-steps", "-1", NULL};
+    ok = range_exits("below the range", below, 1, "--max-steps must be 0 to 1073741824, got -1",
+                     (const char *)NULL) && ok;
+    const char *ends[] = {"prog", "--max-steps", "1073741824", NULL};
+    ok = range_exits("the range's end", ends, 0, "steps 1073741824", (const char *)NULL) && ok;
+    const char *help[] = {"prog", "--help", NULL};
+    ok = range_exits("--help", help, 0, "(0 to 1073741824)", (const char *)NULL) && ok;
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* args_value_set: what the command line set away from its default, as the program holds
+ * it; NULL for what it left alone or set to its default. */
+static int check_args_value_set(void) {
+    Config c;
+    const char *argv[] = {"prog", "--lr", "3e38", "--epochs", "5", "--out=x", "--verbose", NULL};
+    parse_into(&c, argv);
+    const char *lr = args_value_set("lr"), *out = args_value_set("out");
+    bool ok = expect_true(lr && strcmp(lr, "3e+38") == 0, "--lr 3e38: '%s'", lr ? lr : "(null)") &&
+              expect_true(out && strcmp(out, "x") == 0, "--out=x: '%s'", out ? out : "(null)") &&
+              expect_true(args_value_set("epochs") == NULL, "--epochs 5, its default, counted as set") &&
+              expect_true(args_value_set("verbose") != NULL, "--verbose not counted as set") &&
+              expect_true(args_value_set("dataset") == NULL && args_value_set("bogus") == NULL,
+                          "options not given counted as set");
+    const char *none[] = {"prog", NULL};
+    parse_into(&c, none);
+    ok = ok && expect_true(args_value_set("lr") == NULL, "a later parse keeps the earlier one's --lr");
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("core: args");
     check_run(NULL, "args: --x v, --x=v, flags, choices, defaults", check_args_parse, 10);
     check_run(NULL, "args: every wrong input gives status 1 and a message; --help", check_args_errors, 10);
     check_run(NULL, "args: an option declared twice stops the program, naming it", check_args_duplicate, 10);
     check_run(NULL, "args: an int's largest and smallest values are accepted", check_args_int_range, 10);
+    check_run(NULL, "args: an int's range from its spec: refused with that range, even past an int",
+              check_args_spec_range, 10);
+    check_run(NULL, "args: args_value_set names what the command line set away from its default",
+              check_args_value_set, 10);
     check_run(NULL, "args: 1e-60 is a number (0); 1e39 is too large for a float",
               check_args_float_range, 10);
     return check_end();

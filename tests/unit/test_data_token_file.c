@@ -1,14 +1,18 @@
 /* Unit tests of lib/data/token_file and prefetch: the file's batches are text_get_batch's
- * bit for bit (every row, any columns); a file that is not one refused; the loader
+ * bit for bit (every row, any columns); a file that is not one refused; only an earlier
+ * token file replaced (a device, FIFO, link, directory or other file left as it is); the loader
  * thread hands out the batches asked for, in order, reads the next one while the caller
  * works (its read starts before the caller's work ends), puts its reads on the trace's
  * "data loader" track, and a read error reaches the host as one message. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/check.h"
+#include "core/fs.h"
 #include "core/rng.h"
 #include "core/trace.h"
 #include "core/trace_load.h"
@@ -69,6 +73,77 @@ static int body_read(const char *dir) {
     fclose(o);
     ok = expect_true(!token_file_open(&f, other, 0, why, sizeof why) && strstr(why, "is not a token file"),
                      "a header of 2^60 + 1 rows (its size overflowing) opened: '%s'", why) && ok;
+    text_batches_free(&s);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* The whole content of path (at most cap - 1 bytes), or "" when it cannot be read. */
+static const char *content(const char *path, char *buf, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* What is at the token file's path: only an earlier token file is replaced; a device, a
+ * FIFO, a symbolic link, a directory or a file of the user's is refused by name and left
+ * as it was (lesson 10's --token-file /dev/null once replaced the system's /dev/null). */
+static int body_replace(const char *dir) {
+    TextBatches s = split();
+    char path[300], why[FS_MSG_MAX], buf[64];
+    bool ok = true;
+    /* nothing there, then an earlier token file: written, then replaced */
+    path_in(path, sizeof path, dir, "train.tokens");
+    ok = expect_true(token_file_write(path, &s, why, sizeof why), "a new file: %s", why) &&
+         expect_true(token_file_write(path, &s, why, sizeof why), "over an earlier token file: %s", why);
+    TokenFile f;
+    ok = ok && expect_true(token_file_open(&f, path, 0, why, sizeof why), "open: %s", why);
+    if (ok) token_file_close(&f);
+    /* a file of the user's, and a link to it */
+    char mine[300], link_path[300], fifo[300], sub[300], device[300];
+    path_in(mine, sizeof mine, dir, "notes.txt");
+    FILE *o = fopen(mine, "w");
+    fputs("precious", o);
+    fclose(o);
+    why[0] = '\0';
+    ok = expect_true(!token_file_write(mine, &s, why, sizeof why) && strstr(why, mine) &&
+                     strstr(why, "not a token file") && strstr(why, "left as it is"),
+                     "a file of the user's: '%s'", why) &&
+         expect_true(strcmp(content(mine, buf, sizeof buf), "precious") == 0, "the user's file now holds '%s'", buf) && ok;
+    path_in(link_path, sizeof link_path, dir, "link.tokens");
+    ok = expect_true(symlink(path, link_path) == 0, "symlink") && ok;
+    why[0] = '\0';
+    struct stat st;
+    ok = expect_true(!token_file_write(link_path, &s, why, sizeof why) && strstr(why, "a symbolic link"),
+                     "a symbolic link (to a token file, even): '%s'", why) &&
+         expect_true(lstat(link_path, &st) == 0 && S_ISLNK(st.st_mode), "the link is gone") && ok;
+    path_in(fifo, sizeof fifo, dir, "fifo");
+    ok = expect_true(mkfifo(fifo, 0644) == 0, "mkfifo") && ok;
+    why[0] = '\0';
+    ok = expect_true(!token_file_write(fifo, &s, why, sizeof why) && strstr(why, "a FIFO"), "a FIFO: '%s'", why) &&
+         expect_true(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO is no longer one") && ok;
+    path_in(sub, sizeof sub, dir, "sub");
+    ok = expect_true(mkdir(sub, 0755) == 0, "mkdir") && ok;
+    why[0] = '\0';
+    ok = expect_true(!token_file_write(sub, &s, why, sizeof why) && strstr(why, "a directory"), "a directory: '%s'", why) && ok;
+    /* a character device (as root, a copy of /dev/null's node, made in this directory) */
+    path_in(device, sizeof device, dir, "null");
+    if (mknod(device, S_IFCHR | 0644, makedev(1, 3)) == 0) {
+        why[0] = '\0';
+        ok = expect_true(!token_file_write(device, &s, why, sizeof why) && strstr(why, "a character device"),
+                         "a character device: '%s'", why) &&
+             expect_true(lstat(device, &st) == 0 && S_ISCHR(st.st_mode), "the device node was replaced") && ok;
+    } else {
+        printf("(not root: the character device case is not made)\n");
+    }
+    /* no temporary file is left beside any of them */
+    char tmp[320];
+    const char *names[] = {mine, link_path, fifo, device};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        snprintf(tmp, sizeof tmp, "%s.tmp", names[k]);
+        ok = expect_true(access(tmp, F_OK) != 0, "%s was left behind", tmp) && ok;
+    }
     text_batches_free(&s);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
@@ -150,11 +225,13 @@ static int body_error(const char *dir) {
 
 static int check_read(void) { return with_tmpdir("token_file", body_read); }
 static int check_prefetch(void) { return with_tmpdir("prefetch", body_prefetch); }
+static int check_replace(void) { return with_tmpdir("token_file_replace", body_replace); }
 static int check_error(void) { return with_tmpdir("prefetch_error", body_error); }
 
 int main(void) {
     check_begin("data: token_file, prefetch");
     check_run(NULL, "a batch's sequences read one by one = text_get_batch's, every row; a foreign file refused", check_read, 10);
+    check_run(NULL, "only an earlier token file is replaced: a device, FIFO, link, directory or user's file is refused, untouched", check_replace, 10);
     check_run(NULL, "the loader thread: rows in the order asked, read during the caller's work, on the loader's track", check_prefetch, 20);
     check_run(NULL, "a read error stops at prefetch_wait with the reader's message", check_error, 10);
     return check_end();

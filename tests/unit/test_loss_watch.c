@@ -11,10 +11,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/args.h"
 #include "framework/check.h"
 #include "train/loss_watch.h"
 
 enum { V = 1000 };
+
+/* The child's command line (NULL: none): what the run set, for the message's advice. */
+static const char **g_argv;
+static int g_classes; /* 0: V words; else a classifier of this many classes */
+
+static void parse_options(void) {
+    float lr = 0.5f, weight_decay = 0.01f, clip = 0.5f;
+    const ArgSpec specs[] = {{"lr", ARG_FLOAT, &lr, "learning rate", NULL},
+                             {"weight-decay", ARG_FLOAT, &weight_decay, "decay", NULL},
+                             {"clip", ARG_FLOAT, &clip, "clip", NULL}};
+    int argc = 0;
+    while (g_argv[argc]) argc++;
+    args_parse(argc, (char **)g_argv, specs, ARRAY_LEN(specs), "a test");
+}
 
 /* Feeds losses[0..n) (step 1, 2, ...); returns the step it stopped at (0: it did not)
  * and the message in msg. */
@@ -26,8 +41,10 @@ static int run_series(const double *losses, int n, char *msg, size_t cap) {
     const pid_t pid = fork();
     if (pid == 0) {
         dup2(fd, STDERR_FILENO);
+        if (g_argv) parse_options();
         LossWatch w;
-        loss_watch_init(&w, V);
+        if (g_classes) loss_watch_init_classes(&w, g_classes);
+        else loss_watch_init(&w, V);
         for (int i = 0; i < n; i++) {
             dprintf(fd, "step %d\n", i + 1);
             loss_watch_step(&w, losses[i], i + 1, 0.5);
@@ -115,11 +132,55 @@ static int check_not_finite(void) {
                ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* The message names what the command line set that can make a run diverge (a weight
+ * decay of 1e30 is not the learning rate's fault), and --lr when it set nothing else. */
+static int check_advice(void) {
+    const double l[3] = {ln_v(), NAN, ln_v()};
+    char msg[1024];
+    bool ok = true;
+    const char *none[] = {"prog", NULL};
+    g_argv = none;
+    run_series(l, 3, msg, sizeof msg);
+    ok = expect_true(strstr(msg, "The learning rate (--lr 0.5) is probably too large") != NULL,
+                     "nothing set: %s", msg) && ok;
+    const char *decay[] = {"prog", "--weight-decay", "1e30", "--lr", "0.5", NULL}; /* --lr as its default */
+    g_argv = decay;
+    run_series(l, 3, msg, sizeof msg);
+    ok = expect_true(strstr(msg, "This run set --weight-decay 1e+30, which can make a run diverge") &&
+                     !strstr(msg, "--lr") && !strstr(msg, "learning rate"), "--weight-decay 1e30: %s", msg) && ok;
+    const char *two[] = {"prog", "--lr=2", "--clip", "0", NULL};
+    g_argv = two;
+    run_series(l, 3, msg, sizeof msg);
+    ok = expect_true(strstr(msg, "This run set --clip 0 and --lr 2,") && strstr(msg, "one of them"),
+                     "--lr 2 --clip 0: %s", msg) && ok;
+    const char *only_lr[] = {"prog", "--lr", "200", NULL};
+    g_argv = only_lr;
+    run_series(l, 3, msg, sizeof msg);
+    ok = expect_true(strstr(msg, "The learning rate (--lr 0.5)") != NULL, "--lr set alone: the rate the "
+                     "run used is named as before: %s", msg) && ok;
+    g_argv = NULL;
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
+/* A classifier's watch says classes, not words. */
+static int check_classes(void) {
+    double l[40];
+    for (int i = 0; i < 40; i++) l[i] = i < 5 ? log(10.0) : 100.0;
+    char msg[1024];
+    g_classes = 10;
+    const int at = run_series(l, 40, msg, sizeof msg);
+    g_classes = 0;
+    return expect_true(at > 0 && strstr(msg, "the V = 10 classes") && !strstr(msg, "words"),
+                       "stopped at %d: %s", at, msg) ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("lib/train loss_watch");
     check_run(NULL, "a loss that falls (with noise and spikes) goes on", check_training, 20);
     check_run(NULL, "a loss whose mean over a window is ln V / 2 above its start stops the run; spikes do not", check_far_above, 20);
     check_run(NULL, "a loss that keeps rising (its mean below 1.5 ln V) stops the run", check_rising, 20);
     check_run(NULL, "a loss that is not finite stops the run at its step", check_not_finite, 20);
+    check_run(NULL, "the message names the options set that can cause it (--weight-decay), else --lr", check_advice, 20);
+    check_run(NULL, "a classifier's watch (V classes) says classes", check_classes, 20);
     return check_end();
 }

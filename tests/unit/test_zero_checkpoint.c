@@ -1,7 +1,8 @@
 /* Unit tests of lib/parallel/zero_checkpoint on one rank (the single backend; the runs
  * across world sizes are tests/dist/test_zero_ckpt): a checkpoint saved at one stage
  * loads at another and at stage 0 bit for bit, with SGD too; a load that fails changes
- * neither the model nor the caller's scalars; keep-K rotation removes older and
+ * neither the model nor the caller's scalars; an unfinished save is no checkpoint (none
+ * alone, skipped after a complete one); keep-K rotation removes older and
  * unfinished checkpoints, leaves later ones, and a save over an old try's files. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,63 @@ static int body_failed_load(const char *dir) {
 }
 static int check_failed_load(void) { return with_tmpdir("test_zckpt", body_failed_load); }
 
+/* ------------------------------------------------------------ unfinished saves */
+
+/* A save killed before its index is no checkpoint: alone, the directory holds none (0,
+ * nothing changed: the run starts afresh); before a complete one... after it, the
+ * complete one loads (issue 39: a job killed in its first save could never resume). */
+static int body_unfinished(const char *dir) {
+    Dist *d = dist_init(&(DistOptions){.backend = "single"});
+    Run a;
+    run_init(&a, d, 3, false, dir, 3);
+    train(&a, 1);
+    CkptError err;
+    bool ok = expect_true(zero_ckpt_save(&a.c, &a.z, 1, &err) == 0, "save: %s", err.msg);
+    char cdir[CKPT_PATH_MAX], index[CKPT_PATH_MAX + 32];
+    zero_ckpt_path(&a.c, 1, cdir, sizeof cdir);
+    snprintf(index, sizeof index, "%s/index.ckpt", cdir);
+    ok = ok && expect_true(unlink(index) == 0, "unlink %s", index); /* step 1 never finished */
+    Run b;
+    run_init(&b, d, 3, false, dir, 3);
+    b.position = 99;
+    float *before = state_of(&b);
+    int64_t step = -7;
+    int rc = zero_ckpt_load_latest(&b.c, &b.z, &step, &err);
+    float *after = state_of(&b);
+    ok = ok && expect_true(rc == 0, "only an unfinished save: rc %d (expected 0: no checkpoint): %s", rc, err.msg) &&
+         same(after, before, 3 * b.z.psi, "the model after finding no checkpoint") &&
+         expect_true(b.position == 99 && step == -7, "the caller's scalar (%lld) or step (%lld) changed",
+                     (long long)b.position, (long long)step) &&
+         expect_true(zero_ckpt_newest_complete(&b.c) == -1, "an unfinished save counted as complete");
+    xfree(before), xfree(after);
+    /* a complete step 2 after it, then an unfinished step 3: step 2 loads */
+    train(&a, 1);
+    a.position = 2;
+    ok = ok && expect_true(zero_ckpt_save(&a.c, &a.z, 2, &err) == 0, "save 2: %s", err.msg);
+    float *saved = state_of(&a);
+    zero_ckpt_path(&a.c, 3, cdir, sizeof cdir);
+    mkdir(cdir, 0755);
+    snprintf(index, sizeof index, "%s/shard-0-of-1.ckpt.tmp", cdir);
+    FILE *f = fopen(index, "w");
+    if (f) {
+        fputs("half a shard", f);
+        fclose(f);
+    }
+    rc = zero_ckpt_load_latest(&b.c, &b.z, &step, &err);
+    after = state_of(&b);
+    ok = ok && expect_true(rc == 1 && step == 2 && b.position == 2, "complete 2, unfinished 3: rc %d, step %lld, "
+                           "position %lld (expected 1, 2, 2): %s", rc, (long long)step, (long long)b.position, err.msg) &&
+         same(after, saved, 3 * b.z.psi, "the state loaded past the unfinished step 3") &&
+         expect_true(zero_ckpt_newest_complete(&b.c) == 2, "the newest complete checkpoint is %lld, not 2",
+                     (long long)zero_ckpt_newest_complete(&b.c));
+    xfree(saved), xfree(after);
+    run_free(&b);
+    run_free(&a);
+    dist_finalize(d);
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+static int check_unfinished(void) { return with_tmpdir("test_zckpt", body_unfinished); }
+
 /* ------------------------------------------------------------ rotation */
 
 static bool exists(const ZeroCkpt *c, int64_t step, const char *file) {
@@ -239,6 +297,8 @@ int main(void) {
               check_round_trip, 60);
     check_run(NULL, "a failed load changes neither the model nor the caller's scalars",
               check_failed_load, 30);
+    check_run(NULL, "an unfinished save is no checkpoint: alone none (0), after a complete one skipped",
+              check_unfinished, 30);
     check_run(NULL, "keep 2: older and unfinished checkpoints go, later ones stay, a save over an old try",
               check_rotation, 30);
     return check_end();
