@@ -876,6 +876,34 @@ static int check_max_steps(void) {
                        (long long)st.steps, (long long)st.tokens) ? CHECK_PASS : CHECK_FAIL;
 }
 
+/* The program's LossWatch (s->watch) sees every step's loss: a finite loss that climbs far
+ * above its start stops the run only if the loop feeds it. */
+static int check_watch(void) {
+    quiet_threads();
+    Run mine, ref;
+    run_init(&mine, false, 0.5f, 0.3f, 4, 5, 95, 21);
+    run_init(&ref, false, 0.5f, 0.3f, 4, 5, 95, 21);
+    LossWatch w;
+    loss_watch_init(&w, mine.cfg.vocab);
+    mine.s.watch = &w;
+    const TrainStats st = lesson_train_epoch(&mine.m, &mine.opt, &mine.data, &mine.s, 1, &mine.tb);
+    ref.s.max_steps = 1;
+    const TrainStats first = reference_epoch(&ref, 1, (Variant){0}); /* its loss: step 1's */
+    if (!expect_true(w.seen == st.steps,
+                     "the run's watch (s->watch) saw %d of the epoch's %lld steps\nhint: %s", w.seen,
+                     (long long)st.steps,
+                     w.seen == 0 ? "when s->watch is not NULL, loss_watch_step(s->watch, loss, st.steps + 1, lr) "
+                                   "after each forward and backward (lib/train/loss_watch.h)"
+                                 : "call loss_watch_step once per step, with that step's loss"))
+        return CHECK_FAIL;
+    return expect_true(fabs(w.first - first.loss) <= 1e-5 * fabs(first.loss),
+                       "the watch's first loss is %g, the first step's loss is %g\nhint: pass "
+                       "loss_watch_step the step's loss as the forward and backward returned it (not the "
+                       "gradient norm or a running mean)", w.first, first.loss)
+               ? CHECK_PASS
+               : CHECK_FAIL;
+}
+
 static void body_diverge(void *arg) {
     (void)arg;
     quiet_threads();
@@ -1053,6 +1081,7 @@ int main(void) {
     check_run("TODO 4.7", "train_epoch: the reference loop's losses and weights (clip, StepLR, short batch)", check_train_epoch, 30);
     check_run("TODO 4.7", "max_steps stops the epoch", check_max_steps, 30);
     check_run("TODO 4.7", "a NaN loss stops the training with a message", check_diverge, 30);
+    check_run("TODO 4.7", "every step's loss goes to the run's watch (a finite divergence stops it)", check_watch, 30);
     check_run("TODO 4.8", "evaluate: loss and perplexity of a split, the short last batch weighted", check_evaluate, 30);
     check_run("TODO 4.1-4.8", "3 epochs on a learnable text: loss and valid perplexity fall", check_learns, 40);
     check_run(NULL, "given: model FLOPs per token from the shapes", check_flops, 30);
