@@ -76,6 +76,7 @@ Dist *dist_init(const DistOptions *opt) {
     if (strcmp(backend, "nccl") == 0) dist_nccl_init(d, &l);
 #endif
     log_set_rank(d->rank);
+    check_set_rank(d->rank, d->world_size); /* fatal and CHECK name the rank that stopped */
     if (strcmp(l.name, "none") != 0) progress_enable(false);
     if (opt->expect_world > 0 && d->world_size != opt->expect_world) {
         if (d->rank == 0)
@@ -103,8 +104,10 @@ void dist_finalize(Dist *d) {
 __attribute__((noreturn)) void dist_timed_out(Dist *d, const char *what, size_t bytes,
                                               const char *not_answering) {
     fflush(stdout);
+    /* the world rank (check_set_rank), not the rank in a split of it */
     fprintf(stderr, "error: rank %d: %s of %zu bytes did not finish within %.0f s (--timeout): "
-            "%s. Ending the whole job.\n", d->rank, what, bytes, d->timeout_s,
+            "%s. Ending the whole job.\n", check_rank() >= 0 ? check_rank() : d->rank, what,
+            bytes, d->timeout_s,
             not_answering && *not_answering ? not_answering
                                             : "a rank stopped answering (hung, stopped, or its "
                                               "node is gone; the launcher's log names one that died)");

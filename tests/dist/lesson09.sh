@@ -2,9 +2,9 @@
 # Lesson 09's solution as users run it, with mpirun, on CPU ranks and a tiny model (the
 # grader's: GPL-3's text, 24 wide, 2 heads, 2 layers of 32 hidden units, 8 tokens):
 #   - bad layouts are refused at start, each with one message (every rank may print it,
-#     the same line) and a non-zero exit, never a hang: --tp not dividing the heads or
-#     the feed-forward width, dp x pp x tp not the ranks, ranks started with different
-#     --tp, more stages than blocks
+#     the same line but for the rank named at its end) and a non-zero exit, never a
+#     hang: --tp not dividing the heads or the feed-forward width, dp x pp x tp not the
+#     ranks, ranks started with different --tp, more stages than blocks
 #   - the three axes together take one process's steps: 2 x 2 x 2 on 8 ranks and
 #     3 x 2 x 2 on 12 (2 micro-batches, dropout off: a replica's and a micro-batch's
 #     masks are their own), and 1 x 4 x 2 on 8 with dropout on at --micro 1: every
@@ -50,7 +50,8 @@ refused() { # $1: what; $2: the message expected (grep -E); $3: ranks; the rest:
     t0=$(date +%s)
     out=$(timeout 120 "${mpi[@]}" -n "$n" "$@" 2>&1)
     status=$? took=$(($(date +%s) - t0))
-    errors=$(grep -E '^error: ' <<<"$out" | sort -u)
+    # every rank may print it: one line, but for the rank each names at its end
+    errors=$(grep -E '^error: ' <<<"$out" | sed -E 's/ \(rank [0-9]+ of [0-9]+\)$//' | sort -u)
     if [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$(grep -c . <<<"$errors")" = 1 ] &&
         grep -qE -- "$want" <<<"$errors"; then
         pass "$what: refused in $took s, exit $status: ${errors#error: }"
