@@ -4,10 +4,10 @@
  *   busbw = algbw * 2 (n - 1) / n               (what each link carries in a ring:
  *                                                comparable across rank counts)
  * Started as several ranks (mpirun -n 2 bench_comm, or srun in a job). CPU ranks
- * measure the MPI backend (lib/dist: Open MPI's non-blocking MPI_Iallreduce, its
- * request polled to completion, which is what lets a rank time out) and, beside it, a
- * plain blocking MPI_Allreduce on MPI_COMM_WORLD with the same buffer (in a build with
- * MPI: HAVE_MPI); --device cuda the NCCL backend on one GPU per rank. Each size: warm-up calls, then the best of --rounds rounds
+ * measure the MPI backend (dist_all_reduce: Open MPI's blocking MPI_Allreduce, with
+ * lib/dist's watchdog thread watching so that a silent rank times out) and, beside it, a
+ * plain MPI_Allreduce on MPI_COMM_WORLD with the same buffer and nothing around it (in a
+ * build with MPI: HAVE_MPI); --device cuda the NCCL backend on one GPU per rank. Each size: warm-up calls, then the best of --rounds rounds
  * of --iters calls, each round's time the ranks' mean (they start together after a
  * barrier and a collective ends nearly together on all). Prints a table; --metrics
  * writes one JSON line per size. --dtype bfloat16 or float16 sums 16-bit values
@@ -99,8 +99,8 @@ int main(int argc, char **argv) {
     if (blocking) fatal("the mpi backend without HAVE_MPI: rebuild (make bench-comm)");
 #endif
     print0("%s\nall-reduce (sum, %s), best of %d rounds, the ranks' mean time; %s\n", about,
-           dtype_name(dtype), c.rounds, blocking ? "lib/dist is MPI_Iallreduce, polled; beside "
-           "it a plain blocking MPI_Allreduce, the two taking turns" : "lib/dist");
+           dtype_name(dtype), c.rounds, blocking ? "lib/dist's dist_all_reduce (MPI_Allreduce, "
+           "watched); beside it a plain MPI_Allreduce, the two taking turns" : "lib/dist");
     print0("%12s %12s %10s %12s %12s", "bytes", "elements", "time (us)", "algbw GB/s", "busbw GB/s");
     if (blocking) print0(" %12s %14s", "MPI_Allreduce", "busbw GB/s");
     print0("\n");
