@@ -239,11 +239,20 @@ static void sleep_s(double s) {
 
 /* ---------------------------------------------------------------- asking */
 
-static int64_t current_waits(void) { return get(&g.waits); }
+/* The main thread is still in wait number `waits` (not finished with it, nor in another). */
+static bool still_in(int64_t waits) {
+    for (;;) {
+        const uint_fast64_t s = read_begin();
+        const bool in = get(&g.waits) == waits && get(&g.state) != WATCH_WORKING;
+        if (!read_again(s)) return in;
+    }
+}
 
 /* Asks the n ranks about collective #seq of comm and waits up to wait_s for their
  * answers (into s), answering the others meanwhile; gives up early when this rank's
- * wait `waits` has ended (waits >= 0). How many did not answer. */
+ * wait `waits` has ended (waits >= 0). How many did not answer. (The probe judges only
+ * while its wait goes on: one that finished meanwhile could look like a rank that went
+ * on past it.) */
 static int ask(const int *ranks, int n, int64_t comm, int64_t seq, double wait_s, WatchAnswers *s,
                int64_t waits) {
     const int64_t nonce = ++g.nonce, q[QUERY_WORDS] = {nonce, comm, seq};
@@ -275,7 +284,7 @@ static int ask(const int *ranks, int n, int64_t comm, int64_t seq, double wait_s
             watch_answers_put(s, from, comm, seq, &r);
             pending[from] = false, left--;
         }
-        if (waits >= 0 && current_waits() != waits) break;
+        if (waits >= 0 && !still_in(waits)) break;
         if (!any) sleep_s(0.001);
     }
     xfree(pending);
@@ -286,14 +295,15 @@ static int ask(const int *ranks, int n, int64_t comm, int64_t seq, double wait_s
 
 typedef enum { ENDS_TIMEOUT, ENDS_FAILED, ENDS_STUCK } Ending;
 
-/* What the main thread waits in, and its communicator's world ranks. */
-static void current(WatchOp *op, const int64_t **members, int *n) {
+/* What the main thread waits in, its communicator's world ranks, and the wait's number. */
+static int64_t current(WatchOp *op, const int64_t **members, int *n) {
     for (;;) {
         const uint_fast64_t s = read_begin();
         get_op(op, &g.cur);
         *members = g.cur_members;
         *n = atomic_load_explicit(&g.cur_n, memory_order_relaxed);
-        if (!read_again(s)) return;
+        const int64_t waits = get(&g.waits);
+        if (!read_again(s)) return waits;
     }
 }
 
@@ -354,8 +364,7 @@ static void probe(void) {
     WatchOp op;
     const int64_t *members;
     int n;
-    current(&op, &members, &n);
-    const int64_t waits = current_waits();
+    const int64_t waits = current(&op, &members, &n);
     Node *nodes = xcalloc(NODES, sizeof *nodes);
     bool *reached = xcalloc((size_t)g.size, sizeof *reached);
     Need *needs = xcalloc((size_t)g.size * 2 + 2, sizeof *needs);
@@ -371,18 +380,21 @@ static void probe(void) {
         for (int j = 0; j < k; j++)
             if (!watch_need_answer(&s, &needs[j], &x->op)) want[m++] = needs[j].rank;
         ask(want, m, x->op.comm, x->op.seq, 1.0, &s, waits);
-        if (current_waits() != waits) goto unsure;
+        if (!still_in(waits)) goto unsure;
         bool blocked = false;
         for (int j = 0; j < k; j++) {
             const WatchReply *z = watch_need_answer(&s, &needs[j], &x->op);
             const NeedState st = watch_need_state(&needs[j], x->rank, &x->op, z);
             if (st == NEED_SILENT) goto unsure;
-            if (st == NEED_DIFFERENT || st == NEED_GONE) {
+            /* another collective of that number, or one a finished rank never called: for
+             * good (what has happened stays so) */
+            if (st == NEED_DIFFERENT || (st == NEED_GONE && needs[j].kind == NEED_JOIN)) {
                 stuck_at = i;
                 goto stuck;
             }
             if (st == NEED_MET) continue;
             blocked = true;
+            if (st == NEED_GONE) continue; /* finished, but it may have sent before: judged below */
             if (z->state != WATCH_WAITING) goto unsure; /* it may come */
             if (reached[needs[j].rank]) continue;
             const bool collective = z->cur.kind >= WATCH_ALL_REDUCE && z->cur.kind <= WATCH_SPLIT;
@@ -394,19 +406,25 @@ static void probe(void) {
         }
         if (!blocked) goto unsure; /* it can finish */
     }
-    /* every rank reached waits for another one of them: a deadlock, unless something
-     * moves in the meantime (their waits the same a moment later) */
-    sleep_s(0.3);
-    for (int i = 1; i < nn; i++) {
-        WatchAnswers again = {0};
-        ask(&nodes[i].rank, 1, 0, 0, 1.0, &again, waits);
-        const WatchReply *z = watch_answer(&again, nodes[i].rank, 0, 0);
-        const WatchReply *before = watch_answer(&s, nodes[i].rank, 0, 0);
-        const bool moved = !z || !before || z->waits != before->waits || z->state != before->state;
-        watch_answers_free(&again);
-        if (moved) goto unsure;
+    /* Every rank reached waits for another one of them: a deadlock, unless something
+     * moves meanwhile. A rank's answer can lag behind its MPI (a message that came while
+     * its thread was not running), so their waits must stay the same over two more
+     * looks, half a second apart. Without a watchdog thread a rank's wait does not move
+     * while it probes itself: there only the timeout tells. */
+    if (!g.threaded) goto unsure;
+    for (int look = 0; look < 2; look++) {
+        sleep_s(0.5);
+        for (int i = 1; i < nn; i++) {
+            WatchAnswers again = {0};
+            ask(&nodes[i].rank, 1, 0, 0, 1.0, &again, waits);
+            const WatchReply *z = watch_answer(&again, nodes[i].rank, 0, 0);
+            const WatchReply *before = watch_answer(&s, nodes[i].rank, 0, 0);
+            const bool moved = !z || !before || z->waits != before->waits || z->state != before->state;
+            watch_answers_free(&again);
+            if (moved) goto unsure;
+        }
+        if (!still_in(waits)) goto unsure;
     }
-    if (current_waits() != waits) goto unsure;
 stuck:;
     /* One rank tells: the one whose own wait shows it, or the lowest one of a deadlock.
      * The others wait a little for it to end the job (their message would tell the same

@@ -11,13 +11,16 @@
  *   chain       the last rank of a ring does not send to rank 0 (a chain)
  *   stop-group  4 ranks in groups {0, 1} and {2, 3}: world rank 2 stops (SIGSTOP), and
  *               world rank 3 waits for it in their group
- *   check       a CHECK fails on rank 1 */
+ *   check       a CHECK fails on rank 1
+ *   slow        no fault: waits of 2 and 3 s for ranks busy in their own code, which
+ *               must not end the job (its probe looks after a second or so) */
 #ifndef TESTS_DIST_FAULTS_H
 #define TESTS_DIST_FAULTS_H
 
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -69,6 +72,15 @@ static void fault(Dist *d, const char *kind) {
         }
     }
     if (strcmp(kind, "check") == 0) CHECK(r != 1, "a check planted on rank %d", r);
+    if (strcmp(kind, "slow") == 0) { /* no fault: long waits for ranks at work, left alone */
+        if (r == 1) sleep(3); /* the others wait for it in the all-reduce below */
+        dist_all_reduce(d, &t, DIST_SUM);
+        Tensor a = tensor_zeros(1, 100); /* a chain 0 -> 1 -> 2 behind rank 0's 2 s of work */
+        if (r == 0) sleep(2);
+        if (r > 0) dist_recv(d, &a, r - 1);
+        if (r < W - 1) dist_send(d, &a, r + 1);
+        tensor_free(&a);
+    }
     dist_all_reduce(d, &t, DIST_SUM); /* the others wait here */
     dist_all_reduce(d, &t, DIST_SUM);
     printf("rank %d: the job went on after the fault\n", r);

@@ -212,13 +212,26 @@ fault chain 3 "rank 0: send\+receive of 800 bytes \(from rank 2; in the world\) 
 fault stop-group 4 "rank 3: all-reduce of 96 bytes \(collective #[0-9]+ of the group of world ranks 2, 3\) did not finish within 5 s \(--timeout\): rank 2 does not answer \(stopped" \
     "!rank [013] does not answer"
 fault check 3 "check failed: a check planted on rank 1 \(rank 1 of 3\)"
+# no fault: ranks that wait 3 s for one busy in its own code, and a chain of receives
+# behind one, longer than the probe's first look (1.25 s): the job must go on to its end
+for poll in "" 1; do
+    t0=$(date +%s)
+    out=$(timeout 120 "${mpi[@]}" ${poll:+-x COURSE_DIST_POLL=1} -n 3 "$bin" --fault slow 2>&1)
+    status=$? took=$(($(date +%s) - t0))
+    if [ $status -eq 0 ] && [ "$(grep -c "went on after the fault" <<<"$out")" = 3 ] && ! grep -q "^error" <<<"$out"; then
+        pass "no fault, long waits for busy ranks${poll:+ (polling)}: the job went on to its end (${took} s)"
+    else
+        fail "no fault, long waits for busy ranks${poll:+ (polling)}: exit $status after ${took} s, the job did not go on"
+        printf '%s\n' "$out" | tail -8 | sed 's/^/        /'
+    fi
+done
 # the same without a watchdog thread (COURSE_DIST_POLL=1: an MPI without
 # MPI_THREAD_MULTIPLE): the waiting thread polls and looks after the rest itself; a rank
-# busy in its own code cannot answer then
+# busy in its own code cannot answer then, and a deadlock waits for the timeout
 POLL=1 fault hang 3 "did not finish within 5 s" "rank 1 does not answer \(stopped, busy in its own code, or its node is gone\)"
 POLL=1 fault only-first 3 "rank 0: all-reduce of 96 bytes \(collective #2 of the world\) can never finish" \
     "A collective every rank of the world must call was skipped by ranks 1, 2"
-POLL=1 fault ring-back 3 "rank 0: send\+receive of 800 bytes \(from rank 1; in the world\) can never finish: rank 1 did not send to rank 0"
+POLL=1 fault ring-back 3 "rank ([0-2]): send\+receive of 800 bytes \(from rank [0-2]; in the world\) did not finish within 5 s \(--timeout\): rank [0-2] did not send to rank \1"
 POLL=1 fault stop-group 4 "rank 3: all-reduce of 96 bytes \(collective #[0-9]+ of the group of world ranks 2, 3\) did not finish within 5 s \(--timeout\): rank 2 does not answer \(stopped" \
     "!rank [013] does not answer"
 
