@@ -132,8 +132,8 @@ static void check_same_dtype(const Tensor *a, const Tensor *b, const char *what,
 
 static void check_peer(const Dist *d, int peer, const char *what) {
     CHECK(peer >= 0 && peer < d->world_size && peer != d->rank,
-          "%s: peer %d on rank %d of %d (another rank of the job)", what, peer, d->rank,
-          d->world_size);
+          "%s: peer %d from rank %d of a communicator of %d ranks (the peer must be another "
+          "rank of it, 0 to %d)", what, peer, d->rank, d->world_size, d->world_size - 1);
 }
 
 /* ---------------------------------------------------------------- counters */

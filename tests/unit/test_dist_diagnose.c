@@ -98,6 +98,7 @@ static int check_silent_in_group(void) {
     watch_op_text(&mine, name, op, sizeof op);
     const char *op_words[] = {"all-reduce of 4608 bytes (collective #12 of the group of world ranks 2, 3)", NULL};
     ok = says("the operation", op, NULL, op_words) && ok;
+    watch_answers_free(&s);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
