@@ -7,10 +7,10 @@
  * reduce-scatter (bytes: the whole gathered buffer, n blocks), 1 for broadcast and for
  * send/recv (each rank sends to the next and receives from the one before, a ring
  * step). Started as several ranks (mpirun -n 2 bench_comm, or srun in a job). CPU
- * ranks measure the MPI backend (lib/dist: Open MPI's non-blocking collectives, polled
- * to completion, which is what lets a rank time out) and, beside the all-reduce, a
- * plain blocking MPI_Allreduce on MPI_COMM_WORLD with the same buffer (in a build with
- * MPI: HAVE_MPI); --device cuda the NCCL backend on one GPU per rank. Each size: warm-up
+ * ranks measure the MPI backend (lib/dist: Open MPI's blocking collectives, with
+ * lib/dist's watchdog thread watching so that a silent rank times out) and, beside the
+ * all-reduce, a plain MPI_Allreduce on MPI_COMM_WORLD with the same buffer and nothing
+ * around it (in a build with MPI: HAVE_MPI); --device cuda the NCCL backend on one GPU per rank. Each size: warm-up
  * calls, then the best of --rounds rounds of --iters calls, each round's time the ranks'
  * mean (they start together after a barrier and a collective ends nearly together on
  * all). --collective picks one (default all-reduce) or all five; --check first runs
@@ -201,7 +201,7 @@ static void bench_collective(Dist *d, const Config *c, Collective coll, DType dt
     print0("\n%s (%s%s), best of %d rounds, the ranks' mean time; busbw = algbw x %.3f%s\n",
            collective_names[coll], dtype_name(dtype), coll == ALL_REDUCE || coll == REDUCE_SCATTER ? ", sum" : "",
            c->rounds, bus_factor(coll, W),
-           blocking ? "; lib/dist is MPI_Iallreduce, polled; beside it a plain blocking MPI_Allreduce, "
+           blocking ? "; lib/dist's call is MPI's blocking one, watched; beside it a plain MPI_Allreduce, "
                       "the two taking turns" : "");
     print0("%12s %12s %10s %12s %12s", "bytes", "elements", "time (us)", "algbw GB/s", "busbw GB/s");
     if (blocking) print0(" %12s %14s", "MPI_Allreduce", "busbw GB/s");

@@ -2,7 +2,7 @@
 # make bench-comm: lib/dist's all-reduce bandwidth against message size on RANKS ranks
 # of this machine (mpirun), with a plain blocking MPI_Allreduce beside it (CPU ranks);
 # then lesson 06's ring all-reduce (its solution, --collectives) against the library's
-# (MPI_Iallreduce, polled), size by size, and last the ring against MPI_Allreduce from
+# (dist_all_reduce: MPI_Allreduce, watched), size by size, and last the ring against MPI_Allreduce from
 # the first table, as ratios. The table's JSON lines go to
 # build/bench/comm-BACKEND-RANKS.jsonl for `make figures`.
 #   bench/run-bench-comm.sh BUILD_DIR RANKS DEVICE(cpu|cuda)
@@ -19,7 +19,7 @@ mpirun -n "$ranks" --oversubscribe --bind-to none "$build/bench/bench_comm" --de
 echo "(JSON lines: $metrics)"
 if [ "$device" = cpu ]; then
     echo
-    echo "== lesson 06's ring all-reduce (solution) against the library's (MPI_Iallreduce, polled)"
+    echo "== lesson 06's ring all-reduce (solution) against the library's (dist_all_reduce: MPI_Allreduce, watched)"
     ring=$build/bench/comm-ring-$ranks.txt
     mpirun -n "$ranks" --oversubscribe --bind-to none "$build/solutions/06-ddp/train" \
         --threads 1 --collectives | tee "$ring"
@@ -32,7 +32,7 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if "mpi_allreduce_busbw_GBps" in r:
         mpi[r["bytes"]] = (r["mpi_allreduce_busbw_GBps"], r["busbw_GBps"])
-print("%12s  %12s  %14s  %14s  %14s" % ("bytes", "ring busbw", "MPI_Iallreduce", "MPI_Allreduce",
+print("%12s  %12s  %14s  %14s  %14s" % ("bytes", "ring busbw", "lib/dist", "MPI_Allreduce",
                                          "ring/Allreduce"))
 for line in open(sys.argv[2]):
     m = re.match(r"\s*(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x\s*$", line)

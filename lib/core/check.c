@@ -6,6 +6,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Set by dist_init on a job of several ranks: fatal and CHECK say which rank stopped. */
+static int g_rank = -1, g_ranks = 0;
+
+void check_set_rank(int rank, int ranks) {
+    g_rank = ranks > 1 ? rank : -1;
+    g_ranks = ranks;
+}
+
+int check_rank(void) { return g_rank; }
+
+/* Ends line (of cap bytes, n used, fmt and ap appended) with " (rank R of W)" on a job of
+ * several ranks and a newline, and writes it in one piece: the ranks of a job share
+ * stderr, and a line written in pieces can interleave with another rank's. */
+static void write_line(char *line, size_t cap, int n, const char *fmt, va_list ap) {
+    if (n < 0) n = 0;
+    if (n < (int)cap) n += vsnprintf(line + n, cap - (size_t)n, fmt, ap);
+    if (g_rank >= 0 && n < (int)cap) n += snprintf(line + n, cap - (size_t)n, " (rank %d of %d)", g_rank, g_ranks);
+    if (n > (int)cap - 2) n = (int)cap - 2;
+    line[n++] = '\n';
+    line[n] = '\0';
+    fflush(stdout);
+    fputs(line, stderr);
+}
+
 int fail_msg(char *msg, size_t cap, const char *fmt, ...) {
     if (msg && cap) {
         va_list ap;
@@ -19,16 +43,8 @@ int fail_msg(char *msg, size_t cap, const char *fmt, ...) {
 void fatal(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    /* one write of the whole line: the ranks of a job share stderr, and a line written
-     * in pieces can interleave with another rank's ("error: error: ...") */
     char line[2048];
-    int n = snprintf(line, sizeof line, "error: ");
-    n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
-    line[n++] = '\n';
-    line[n] = '\0';
-    fputs(line, stderr);
+    write_line(line, sizeof line, snprintf(line, sizeof line, "error: "), fmt, ap);
     va_end(ap);
     exit(EXIT_USER_ERROR);
 }
@@ -36,10 +52,8 @@ void fatal(const char *fmt, ...) {
 void die_at(const char *file, int line, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "%s:%d: check failed: ", file, line);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char text[2048];
+    write_line(text, sizeof text, snprintf(text, sizeof text, "%s:%d: check failed: ", file, line), fmt, ap);
     va_end(ap);
     exit(EXIT_BUG);
 }

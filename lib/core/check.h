@@ -5,7 +5,9 @@
  *   CHECK(cond, ...)  the program is wrong (shape mismatch, bad index): the message
  *                     names the source file and line, then exit status 2.
  *
- * Neither returns, so callers never continue with garbage. */
+ * Neither returns, so callers never continue with garbage. On a job of several ranks
+ * (check_set_rank, which dist_init calls) both messages end with " (rank R of W)": the
+ * world rank that stopped. */
 #ifndef CORE_CHECK_H
 #define CORE_CHECK_H
 
@@ -22,6 +24,11 @@
 __attribute__((noreturn, format(printf, 1, 2))) void fatal(const char *fmt, ...);
 __attribute__((noreturn, format(printf, 3, 4))) void die_at(const char *file, int line,
                                                             const char *fmt, ...);
+
+/* This process's rank in a job of `ranks` (one rank: nothing is added); check_rank: the
+ * rank set, -1 when none is. */
+void check_set_rank(int rank, int ranks);
+int check_rank(void);
 
 /* For functions that report an error instead of exiting (readers that threads and fuzz
  * targets call): fills msg, of cap bytes (when not NULL), printf-style and returns -1,

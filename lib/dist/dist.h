@@ -26,7 +26,15 @@
  * that converts to float32, adds and rounds back), so it can differ from a float32 sum
  * rounded once, and between backends. A collective that does not finish within
  * timeout_s ends the whole job with a message naming the ranks that stopped answering,
- * never a hang; a rank that dies ends it too (the launcher sees the exit).
+ * never a hang; a rank that dies ends it too (the launcher sees the exit). The mpi
+ * backend says more, by world rank and group: which ranks are missing from a collective
+ * and what they do instead (another collective of that number: one skipped; finished;
+ * their own code), which rank did not send what a receive waits for; and when the
+ * ranks it waits for can never come (a collective another rank numbers differently, a
+ * rank that finished, every rank waiting for another: a deadlock), it ends the job
+ * before the timeout. It runs MPI's blocking calls with a watchdog thread of its own
+ * (MPI_THREAD_MULTIPLE); without it (or with COURSE_DIST_POLL=1 in the environment) the
+ * waiting thread polls MPI_Test and watches itself, which is slower.
  *
  * Every Dist counts its calls and the bytes this rank sent and received, per kind of
  * operation (dist_counts), the same way on every backend: the bytes a

@@ -27,19 +27,22 @@ static inline DistType dist_type_of(DType dtype) {
 }
 
 struct DistBackend {
-    /* Non-blocking starts; buffers on the backend's device for the tensors' types, on
-     * the host for F64 and I64 (scalars). DIST_AVG is the sum divided by the world
-     * size (16-bit values: the rounded sum, divided and rounded again). */
-    DistRequest *(*broadcast)(Dist *d, void *buf, int64_t n, DistType t, int root);
-    DistRequest *(*all_reduce)(Dist *d, void *buf, int64_t n, DistType t, DistOp op);
-    DistRequest *(*all_gather)(Dist *d, void *out, const void *in, int64_t n, DistType t);
+    /* Starts; buffers on the backend's device for the tensors' types, on the host for
+     * F64 and I64 (scalars). DIST_AVG is the sum divided by the world size (16-bit
+     * values: the rounded sum, divided and rounded again). blocking: the caller waits
+     * for it at once (wait, never test), so a backend may run it to the end right here
+     * (MPI's blocking collectives are faster than its non-blocking ones). */
+    DistRequest *(*broadcast)(Dist *d, void *buf, int64_t n, DistType t, int root, bool blocking);
+    DistRequest *(*all_reduce)(Dist *d, void *buf, int64_t n, DistType t, DistOp op, bool blocking);
+    DistRequest *(*all_gather)(Dist *d, void *out, const void *in, int64_t n, DistType t,
+                               bool blocking);
     DistRequest *(*reduce_scatter)(Dist *d, void *out, const void *in, int64_t n, DistType t,
-                                   DistOp op);
-    DistRequest *(*barrier)(Dist *d);
+                                   DistOp op, bool blocking);
+    DistRequest *(*barrier)(Dist *d, bool blocking);
     /* Tensors' types only, both sides of type t; either side may be absent (NULL
      * buffer, no count) */
     DistRequest *(*sendrecv)(Dist *d, const void *out, int64_t out_n, int to, void *in,
-                             int64_t in_n, int from, DistType t);
+                             int64_t in_n, int from, DistType t, bool blocking);
     /* Finished yet? Never blocks. wait: until finished, or the job ends after timeout_s. */
     bool (*test)(Dist *d, DistRequest *r);
     void (*wait)(Dist *d, DistRequest *r);

@@ -98,20 +98,24 @@ static DistRequest *end(Dist *d, DistRequest *r, size_t host_bytes) {
     return r;
 }
 
-static DistRequest *broadcast(Dist *d, void *buf, int64_t n, DistType t, int root) {
+static DistRequest *broadcast(Dist *d, void *buf, int64_t n, DistType t, int root, bool blocking) {
+    (void)blocking; // the wait polls an event either way
     DistRequest *r = begin(d, "broadcast", &buf, n, t, n);
     NCCL_CHECK(ncclBroadcast(buf, buf, (size_t)n, nccl_type(t), root, impl(d)->comm, impl(d)->stream));
     return end(d, r, (size_t)n * dist_type_size(t));
 }
 
-static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp op) {
+static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp op, bool blocking) {
+    (void)blocking;
     DistRequest *r = begin(d, "all-reduce", &buf, n, t, n);
     NCCL_CHECK(ncclAllReduce(buf, buf, (size_t)n, nccl_type(t), nccl_op(op), impl(d)->comm,
                              impl(d)->stream));
     return end(d, r, (size_t)n * dist_type_size(t));
 }
 
-static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
+static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t,
+                               bool blocking) {
+    (void)blocking;
     if (!dist_type_on_host(t)) {
         DistRequest *r = begin(d, "all-gather", NULL, n, t, 0);
         NCCL_CHECK(ncclAllGather(in, out, (size_t)n, nccl_type(t), impl(d)->comm, impl(d)->stream));
@@ -129,7 +133,8 @@ static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, Di
 }
 
 static DistRequest *reduce_scatter(Dist *d, void *out, const void *in, int64_t n, DistType t,
-                                   DistOp op) {
+                                   DistOp op, bool blocking) {
+    (void)blocking;
     CHECK(!dist_type_on_host(t), "reduce-scatter of host scalars is not provided");
     DistRequest *r = begin(d, "reduce-scatter", NULL, n, t, 0);
     NCCL_CHECK(ncclReduceScatter(in, out, (size_t)n, nccl_type(t), nccl_op(op), impl(d)->comm,
@@ -137,7 +142,8 @@ static DistRequest *reduce_scatter(Dist *d, void *out, const void *in, int64_t n
     return end(d, r, 0);
 }
 
-static DistRequest *barrier(Dist *d) { // NCCL has none: an all-reduce of one value
+static DistRequest *barrier(Dist *d, bool blocking) { // NCCL has none: an all-reduce of one value
+    (void)blocking;
     double one = 1;
     void *buf = &one;
     DistRequest *r = begin(d, "barrier", &buf, 1, DIST_F64, 1);
@@ -149,7 +155,8 @@ static DistRequest *barrier(Dist *d) { // NCCL has none: an all-reduce of one va
 // A send and a receive in one NCCL group: they progress together, so two ranks that
 // exchange never wait for each other.
 static DistRequest *sendrecv(Dist *d, const void *out, int64_t out_n, int to, void *in,
-                             int64_t in_n, int from, DistType t) {
+                             int64_t in_n, int from, DistType t, bool blocking) {
+    (void)blocking;
     DistRequest *r = begin(d, in ? (out ? "send and receive" : "receive") : "send", NULL,
                            out_n + in_n, t, 0);
     NCCL_CHECK(ncclGroupStart());
@@ -199,7 +206,7 @@ static void describe(Dist *d) {
     int64_t mine = 1469598103934665603LL;
     for (const char *p = host; *p; p++) mine = (mine ^ (unsigned char)*p) * 1099511628211LL;
     int64_t *all = (int64_t *)xcalloc((size_t)d->world_size, sizeof *all);
-    wait(d, all_gather(d, all, &mine, 1, DIST_I64));
+    wait(d, all_gather(d, all, &mine, 1, DIST_I64, true));
     d->local_rank = d->local_size = d->nodes = 0;
     for (int r = 0; r < d->world_size; r++) {
         bool first = true;

@@ -63,7 +63,7 @@ void dist_check_options(Dist *d, const ArgSpec *specs, int nspecs, const char *c
     int64_t *mine = xcalloc((size_t)nspecs, sizeof *mine);
     int64_t *all = xcalloc((size_t)nspecs * (size_t)W, sizeof *all); /* [W][nspecs] */
     for (int k = 0; k < nspecs; k++) mine[k] = option_value(&specs[k]);
-    d->ops->wait(d, d->ops->all_gather(d, all, mine, nspecs, DIST_I64));
+    d->ops->wait(d, d->ops->all_gather(d, all, mine, nspecs, DIST_I64, true));
     /* the first option that differs (every rank finds the same one) and its first rank */
     int bad = -1, on = -1, others = 0;
     for (int k = 0; k < nspecs; k++) {
@@ -86,7 +86,7 @@ void dist_check_options(Dist *d, const ArgSpec *specs, int nspecs, const char *c
         const char *v = *(const char *const *)s->dest;
         if (v) snprintf((char *)text, sizeof text, "%s", v);
     }
-    d->ops->wait(d, d->ops->all_gather(d, texts, text, TEXT_WORDS, DIST_I64));
+    d->ops->wait(d, d->ops->all_gather(d, texts, text, TEXT_WORDS, DIST_I64, true));
     if (d->rank == 0) {
         char a[160], b[160], also[64] = "";
         describe(s, all[bad], (const char *)texts, a, sizeof a);

@@ -19,17 +19,19 @@ static DistRequest g_done;
 
 static DistRequest *nothing_to_do(void) { return &g_done; }
 
-static DistRequest *broadcast(Dist *d, void *buf, int64_t n, DistType t, int root) {
-    (void)d, (void)buf, (void)n, (void)t, (void)root;
+static DistRequest *broadcast(Dist *d, void *buf, int64_t n, DistType t, int root, bool blocking) {
+    (void)d, (void)buf, (void)n, (void)t, (void)root, (void)blocking;
     return nothing_to_do();
 }
 
-static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp op) {
-    (void)d, (void)buf, (void)n, (void)t, (void)op; /* a sum, maximum or average of one */
+static DistRequest *all_reduce(Dist *d, void *buf, int64_t n, DistType t, DistOp op, bool blocking) {
+    (void)d, (void)buf, (void)n, (void)t, (void)op, (void)blocking; /* a sum, maximum or average of one */
     return nothing_to_do();
 }
 
-static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t) {
+static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, DistType t,
+                               bool blocking) {
+    (void)blocking;
     const size_t bytes = (size_t)n * dist_type_size(t);
     if (out == in) return nothing_to_do();
     if (d->device == DEVICE_CPU || dist_type_on_host(t)) memmove(out, in, bytes);
@@ -38,20 +40,20 @@ static DistRequest *all_gather(Dist *d, void *out, const void *in, int64_t n, Di
 }
 
 static DistRequest *reduce_scatter(Dist *d, void *out, const void *in, int64_t n, DistType t,
-                                   DistOp op) {
+                                   DistOp op, bool blocking) {
     (void)op;
-    return all_gather(d, out, in, n, t);
+    return all_gather(d, out, in, n, t, blocking);
 }
 
-static DistRequest *barrier(Dist *d) {
-    (void)d;
+static DistRequest *barrier(Dist *d, bool blocking) {
+    (void)d, (void)blocking;
     return nothing_to_do();
 }
 
 /* Unreachable: dist.c refuses a peer that is not another rank of the job. */
 static DistRequest *sendrecv(Dist *d, const void *out, int64_t out_n, int to, void *in,
-                             int64_t in_n, int from, DistType t) {
-    (void)d, (void)out, (void)out_n, (void)in, (void)in_n, (void)t;
+                             int64_t in_n, int from, DistType t, bool blocking) {
+    (void)d, (void)out, (void)out_n, (void)in, (void)in_n, (void)t, (void)blocking;
     CHECK(false, "a send to %d or receive from %d, but this job is a single process", to, from);
 }
 

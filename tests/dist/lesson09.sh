@@ -2,9 +2,11 @@
 # Lesson 09's solution as users run it, with mpirun, on CPU ranks and a tiny model (the
 # grader's: GPL-3's text, 24 wide, 2 heads, 2 layers of 32 hidden units, 8 tokens):
 #   - bad layouts are refused at start, each with one message (every rank may print it,
-#     the same line) and a non-zero exit, never a hang: --tp not dividing the heads or
-#     the feed-forward width, dp x pp x tp not the ranks, ranks started with different
-#     --tp, more stages than blocks
+#     the same line but for the rank named at its end) and a non-zero exit, never a
+#     hang: --tp not dividing the heads or the feed-forward width, dp x pp x tp not the
+#     ranks, ranks started with different --tp, more stages than blocks
+#   - a rank stopped in a tensor group ends the job within the timeout, named by its
+#     world rank (not its rank in a group), its groups by their world ranks
 #   - the three axes together take one process's steps: 2 x 2 x 2 on 8 ranks and
 #     3 x 2 x 2 on 12 (2 micro-batches, dropout off: a replica's and a micro-batch's
 #     masks are their own), and 1 x 4 x 2 on 8 with dropout on at --micro 1: every
@@ -50,7 +52,8 @@ refused() { # $1: what; $2: the message expected (grep -E); $3: ranks; the rest:
     t0=$(date +%s)
     out=$(timeout 120 "${mpi[@]}" -n "$n" "$@" 2>&1)
     status=$? took=$(($(date +%s) - t0))
-    errors=$(grep -E '^error: ' <<<"$out" | sort -u)
+    # every rank may print it: one line, but for the rank each names at its end
+    errors=$(grep -E '^error: ' <<<"$out" | sed -E 's/ \(rank [0-9]+ of [0-9]+\)$//' | sort -u)
     if [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$(grep -c . <<<"$errors")" = 1 ] &&
         grep -qE -- "$want" <<<"$errors"; then
         pass "$what: refused in $took s, exit $status: ${errors#error: }"
@@ -72,6 +75,23 @@ refused "ranks started with --tp 2 and --tp 1" "different options: --tp is 2 on 
     2 sh -c 'exec "$0" "$@" --tp $((2 - OMPI_COMM_WORLD_RANK))' "$bin" "${small[@]}" --max-steps 1
 refused "--pp 5 on 5 ranks: the model has 4 blocks" "--pp 5: the model has 4 blocks" \
     5 "$bin" "${small[@]}" --pp 5 --micro 1 --max-steps 1
+
+# ---- a rank stopped (SIGSTOP) in a tensor group of 2 on 4 ranks: the job ends, and the
+# ranks that wait for it name it by its world rank (2), never by its rank in a group (0 in
+# the tensor group {2, 3}, 1 in the data group {0, 2}); the groups by their world ranks
+t0=$(date +%s)
+out=$(timeout 120 "${mpi[@]}" -n 4 sh -c '[ "$OMPI_COMM_WORLD_RANK" = 2 ] && { sleep 3; kill -STOP $$; } &
+    exec "$0" "$@"' "$bin" "${small[@]}" --tp 2 --timeout 5 --epochs 100000 --max-steps 100000000 2>&1)
+status=$? took=$(($(date +%s) - t0))
+told=$(grep -E '^error: rank [0-9]+: .* did not finish within 5 s' <<<"$out")
+if [ $status -ne 0 ] && [ $status -ne 124 ] && [ -n "$told" ] && ! grep -qE 'rank [013] does not answer' <<<"$told" &&
+    grep -qE 'of the group of world ranks (2, 3|0, 2)\) did not finish within 5 s \(--timeout\): rank 2 does not answer \(stopped' <<<"$told"; then
+    pass "world rank 2 stopped in a tensor group of 2 on 4 ranks: the job ended in $took s (exit $status), naming rank 2 and its groups by world ranks"
+else
+    fail "world rank 2 stopped (--tp 2, 4 ranks): exit $status after $took s; the messages (want 'rank 2 does not answer', its group by world ranks, no other rank silent):"
+    sed 's/^/        /' <<<"${told:-(none)}"
+    grep -v '^ *$' <<<"$out" | tail -4 | sed 's/^/        | /'
+fi
 
 # ---- the three axes together against one process
 losses() { grep -oE '"loss": [-0-9.e+]+' "$1" 2>/dev/null | cut -d' ' -f2; }

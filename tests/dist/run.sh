@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# lib/dist with several ranks, as users start them: mpirun with 2 and 3 CPU ranks
+# lib/dist with several ranks, as users start them: mpirun with 2 and 3 CPU ranks (and 3
+# without the watchdog thread, COURSE_DIST_POLL=1)
 # (more ranks than cores is fine: --oversubscribe); lib/parallel/pipeline with 2, 3
 # and 4 stages against the unsplit transformer; lib/parallel/grid: every layout of 1,
 # 2, 4, 8 and 16 ranks checked with collectives on its axes; lib/parallel/zero's stages
@@ -8,8 +9,10 @@
 # saved on 1, 2, 3 ranks resumed on 1, 2, 3 at other stages, and a checkpoint with a
 # missing, truncated or foreign shard, no index, a damaged or copied index or a killed
 # writer refused by name for the previous one; then the faults a job must
-# survive by ending: a rank that hangs, a rank that dies, ranks with different models.
-# Each must end the whole job within a bounded time, with a message naming the cause.
+# survive by ending (tests/dist/faults.h): a rank that hangs, dies or stops (named by its
+# world rank in a group), ranks with different models, a collective one rank skips, a
+# ring that deadlocks, a failed CHECK. Each must end the whole job within a bounded time,
+# with a message naming the cause and the world rank.
 # Last line: "N passed, M failed[, K skipped]". Skipped (never passed) without mpirun.
 #   tests/dist/run.sh BUILD_DIR
 set -u
@@ -33,17 +36,22 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(mpirun --oversubscribe --mca btl self,vader,tcp)
 
-for run in "$bin 2" "$bin 3" "$pipe_bin 2" "$pipe_bin 3" "$pipe_bin 4" \
+for run in "$bin 2" "$bin 3" "$bin 3 poll" "$pipe_bin 2" "$pipe_bin 3" "$pipe_bin 4" \
     "$grid_bin 1" "$grid_bin 2" "$grid_bin 4" "$grid_bin 8" "$grid_bin 16" \
     "$zero_bin 1" "$zero_bin 2" "$zero_bin 3" "$zero_bin 4" \
     "$tp_bin 1" "$tp_bin 2" "$tp_bin 4" "$tp_bin 8" "$tp_bin 12"; do
-    prog=${run% *} n=${run##* } what=lib/dist
+    poll=
+    [ "${run% poll}" != "$run" ] && poll=1
+    prog=${run% poll} && prog=${prog% *}
+    n=${run% poll} && n=${n##* }
+    what=lib/dist
     [ "$prog" = "$pipe_bin" ] && what=lib/parallel/pipeline
     [ "$prog" = "$grid_bin" ] && what=lib/parallel/grid
     [ "$prog" = "$zero_bin" ] && what=lib/parallel/zero
     [ "$prog" = "$tp_bin" ] && what=lib/parallel/tensor_parallel
+    [ "$run" = "$bin 3 poll" ] && what="lib/dist without a watchdog thread (COURSE_DIST_POLL=1)"
     # one thread a rank: 12 ranks on 2 cores
-    out=$(OMP_NUM_THREADS=1 timeout 300 "${mpi[@]}" -n "$n" "$prog" 2>&1)
+    out=$(OMP_NUM_THREADS=1 timeout 300 "${mpi[@]}" ${poll:+-x COURSE_DIST_POLL=1} -n "$n" "$prog" 2>&1)
     printf '%s\n' "$out" | grep -E '^(PASS|FAIL|==|        )' | sed 's/^/    /'
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)
     p=$(sed -nE 's/^([0-9]+) passed.*/\1/p' <<<"$line")
@@ -157,26 +165,76 @@ else
     echo "SKIP  lesson 07's program: needs $pipe_prog and the text $text"; skipped=$((skipped + 1))
 fi
 
-# fault KIND WANT...: the job must fail within 60 s and its output contain every WANT
+# fault KIND RANKS WANT...: the job must fail within 60 s and its output contain every
+# WANT (grep -E); a WANT that starts with "!" must not be there. The faults are
+# tests/dist/faults.h's, with a timeout of 5 s.
 fault() {
-    local kind=$1 t0 out status took
-    shift
+    local kind=$1 n=$2 t0 out status took
+    shift 2
     t0=$(date +%s)
-    out=$(timeout 120 "${mpi[@]}" -n 3 "$bin" --fault "$kind" 2>&1)
+    out=$(timeout 120 "${mpi[@]}" ${POLL:+-x COURSE_DIST_POLL=1} -n "$n" "$bin" --fault "$kind" 2>&1)
     status=$? took=$(($(date +%s) - t0))
     local missing=
-    for want in "$@"; do grep -q -- "$want" <<<"$out" || missing="$missing '$want'"; done
+    for want in "$@"; do
+        if [ "${want#!}" != "$want" ]; then
+            ! grep -qE -- "${want#!}" <<<"$out" || missing="$missing (there: '${want#!}')"
+        else
+            grep -qE -- "$want" <<<"$out" || missing="$missing '$want'"
+        fi
+    done
     if [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$took" -le 60 ] && [ -z "$missing" ] &&
         ! grep -q "went on after the fault" <<<"$out"; then
-        pass "fault '$kind': the job ended in ${took} s (exit $status) with a message naming it"
+        pass "fault '$kind' on $n ranks${POLL:+ (polling)}: the job ended in ${took} s (exit $status) with a message naming it"
     else
-        fail "fault '$kind': exit $status after ${took} s; missing from the output:${missing:- nothing}"
+        fail "fault '$kind' on $n ranks${POLL:+ (polling)}: exit $status after ${took} s; missing from the output:${missing:- nothing}"
         printf '%s\n' "$out" | tail -15 | sed 's/^/        /'
     fi
 }
-fault hang "did not finish within 5 s" "rank 1 does not answer"
-fault die "rank 1"
-fault mismatch "the ranks disagree" "on rank 1"
+# a rank busy in its own code: its watchdog thread answers for it
+fault hang 3 "did not finish within 5 s" "rank 1 has not called it: it is in its own code, for [0-9.]+ s since its all-reduce" \
+    "!does not answer"
+fault die 3 "rank 1"
+fault mismatch 3 "the ranks disagree" "on rank 1"
+# TODO 9.4's mistake, the sums all-reduced on all but the last rank: MPI sees a truncated
+# message on one side; the rank that tells names rank 2 either way
+fault skip-last 3 "all-reduce of (96|4000) bytes \(collective #2 of the world\)" \
+    "a collective every rank must call was skipped, by (rank 2 \(|ranks 0, 1 \(the all-reduce rank 2 is in\) or by rank 2 \()"
+# the sums on rank 0 only, the others finish: found before the timeout ("can never finish")
+fault only-first 3 "rank 0: all-reduce of 96 bytes \(collective #2 of the world\) can never finish" \
+    "ranks 1, 2 have finished \(they wait in dist_finalize\) without calling it" \
+    "A collective every rank of the world must call was skipped by ranks 1, 2"
+# lesson 08's ring receiving from r + 1, and the ring as a chain: deadlocks, found before
+# the timeout, naming the rank that did not send
+fault ring-back 3 "rank 0: send\+receive of 800 bytes \(from rank 1; in the world\) can never finish: rank 1 did not send to rank 0" \
+    "the job is deadlocked"
+fault chain 3 "rank 0: send\+receive of 800 bytes \(from rank 2; in the world\) can never finish: rank 2 did not send to rank 0: it waits in all-reduce"
+# lesson 09's stopped rank: world rank 2 of groups {0, 1} and {2, 3} is named by its world
+# rank, never by its rank in the group
+fault stop-group 4 "rank 3: all-reduce of 96 bytes \(collective #[0-9]+ of the group of world ranks 2, 3\) did not finish within 5 s \(--timeout\): rank 2 does not answer \(stopped" \
+    "!rank [013] does not answer"
+fault check 3 "check failed: a check planted on rank 1 \(rank 1 of 3\)"
+# no fault: ranks that wait 3 s for one busy in its own code, and a chain of receives
+# behind one, longer than the probe's first look (1.25 s): the job must go on to its end
+for poll in "" 1; do
+    t0=$(date +%s)
+    out=$(timeout 120 "${mpi[@]}" ${poll:+-x COURSE_DIST_POLL=1} -n 3 "$bin" --fault slow 2>&1)
+    status=$? took=$(($(date +%s) - t0))
+    if [ $status -eq 0 ] && [ "$(grep -c "went on after the fault" <<<"$out")" = 3 ] && ! grep -q "^error" <<<"$out"; then
+        pass "no fault, long waits for busy ranks${poll:+ (polling)}: the job went on to its end (${took} s)"
+    else
+        fail "no fault, long waits for busy ranks${poll:+ (polling)}: exit $status after ${took} s, the job did not go on"
+        printf '%s\n' "$out" | tail -8 | sed 's/^/        /'
+    fi
+done
+# the same without a watchdog thread (COURSE_DIST_POLL=1: an MPI without
+# MPI_THREAD_MULTIPLE): the waiting thread polls and looks after the rest itself; a rank
+# busy in its own code cannot answer then, and a deadlock waits for the timeout
+POLL=1 fault hang 3 "did not finish within 5 s" "rank 1 does not answer \(stopped, busy in its own code, or its node is gone\)"
+POLL=1 fault only-first 3 "rank 0: all-reduce of 96 bytes \(collective #2 of the world\) can never finish" \
+    "A collective every rank of the world must call was skipped by ranks 1, 2"
+POLL=1 fault ring-back 3 "rank ([0-2]): send\+receive of 800 bytes \(from rank [0-2]; in the world\) did not finish within 5 s \(--timeout\): rank [0-2] did not send to rank \1"
+POLL=1 fault stop-group 4 "rank 3: all-reduce of 96 bytes \(collective #[0-9]+ of the group of world ranks 2, 3\) did not finish within 5 s \(--timeout\): rank 2 does not answer \(stopped" \
+    "!rank [013] does not answer"
 
 if [ $skipped -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
 else echo "$passed passed, $failed failed"; fi

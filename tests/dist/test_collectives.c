@@ -1,12 +1,11 @@
 /* lib/dist and lib/parallel with several ranks: started by tests/dist/run.sh as
- *   mpirun -n 2|3 build/tests/dist/test_collectives [--fault hang|die|mismatch]
+ *   mpirun -n 2|3 build/tests/dist/test_collectives [--fault KIND]
  * Every rank runs every check; a check passes when it passes on all ranks, and rank 0
  * prints one line per check and "N passed, M failed". (The check framework's fork per
  * check does not mix with MPI, so the checks run one after the other in the ranks.)
  *
- * With --fault, one rank misbehaves and the job must end, with a message, within the
- * timeout: "hang" stops rank 1 in a busy loop, "die" kills rank 1, "mismatch" gives
- * rank 1 a model of another size. run.sh checks the exit status, time and message. */
+ * With --fault, one rank misbehaves (faults.h has the kinds) and the job must end, with a
+ * message naming it, within the timeout. run.sh checks the exit status, time and message. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include "core/timer.h"
 #include "data/dataset.h"
 #include "dist/dist.h"
+#include "dist/faults.h"
 #include "dist/rank_checks.h"
 #include "layers/softmax_xent.h"
 #include "models/cnn.h"
@@ -388,26 +388,6 @@ static bool check_loss_scale_agree(Dist *d) {
     dist_check_same(d, (int64_t)ls.scale, "the loss scale");
     tensor_free(&g);
     return ok;
-}
-
-/* ------------------------------------------------------------ faults */
-
-static void fault(Dist *d, const char *kind) {
-    Tensor t = tensor_zeros(1, 1000);
-    dist_all_reduce(d, &t, DIST_SUM); /* every rank gets this far */
-    if (d->rank == 1 && strcmp(kind, "hang") == 0)
-        for (volatile long spin = 0;; spin++) {} /* busy in its own work, never calls MPI again */
-    if (d->rank == 1 && strcmp(kind, "die") == 0) raise(SIGKILL);
-    if (strcmp(kind, "mismatch") == 0) {
-        Rng rng;
-        rng_seed(&rng, 1, 0);
-        Cnn m; /* rank 1's images are larger: a model of another size */
-        cnn_init(&m, 1, d->rank == 1 ? 32 : 28, d->rank == 1 ? 32 : 28, 10, 2, &rng);
-        Ddp ddp;
-        ddp_init(&ddp, d, &m.params, 25, true);
-    }
-    dist_all_reduce(d, &t, DIST_SUM); /* the others wait here for rank 1 */
-    printf("rank %d: the job went on after the fault\n", d->rank);
 }
 
 int main(int argc, char **argv) {

@@ -57,7 +57,9 @@ static Trained train_plain_in(float clip, DType dtype) {
         make_batch(s, tokens, targets);
         params_zero_grad(&m.params);
         transformer_forward_backward(&m, tokens, targets);
-        dist_all_reduce(g_dist, &m.params.grads, DIST_AVG);
+        /* the non-blocking all-reduce, as DDP's buckets: MPI's blocking collectives may add
+         * the ranks in another order than its non-blocking ones (ZeRO's), 1 ulp apart on 3 */
+        dist_wait(g_dist, dist_all_reduce_start(g_dist, &m.params.grads, DIST_AVG));
         if (clip > 0) clip_grad_norm(&m.params, clip);
         adam_step(&opt, &m.params);
         if (dtype != DTYPE_F32) params_refresh_working(&m.params);

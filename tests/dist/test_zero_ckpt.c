@@ -105,7 +105,9 @@ static void run_step(Run *r, int step) {
     if (r->stage == 0) {
         params_zero_grad(&r->m.params);
         transformer_forward_backward(&r->m, tokens, targets);
-        dist_all_reduce(g_dist, &r->m.params.grads, DIST_AVG);
+        /* the non-blocking all-reduce, as DDP's buckets: MPI's blocking collectives may add
+         * the ranks in another order than its non-blocking ones (ZeRO's), 1 ulp apart on 3 */
+        dist_wait(g_dist, dist_all_reduce_start(g_dist, &r->m.params.grads, DIST_AVG));
         adam_step(&r->adam, &r->m.params);
         return;
     }

@@ -1,6 +1,7 @@
 /* Unit tests of lib/core/check: fatal() (the user's error: exit status 1, "error: "),
- * CHECK (the program's: exit status 2, file and line), and the allocation helpers
- * (overflow caught, zeroed, 64-byte aligned). */
+ * CHECK (the program's: exit status 2, file and line), both ending with the rank on a
+ * job of several ranks, and the allocation helpers (overflow caught, zeroed, 64-byte
+ * aligned). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,8 +43,41 @@ static int check_errors(void) {
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
+static void body_fatal_on_rank(void *arg) {
+    (void)arg;
+    check_set_rank(2, 4);
+    fatal("--tp 3 does not divide the model's 2 heads");
+}
+static void body_check_on_rank(void *arg) {
+    (void)arg;
+    check_set_rank(1, 3);
+    CHECK(1 < 0, "block %d of %d", 5, 4);
+}
+static void body_fatal_one_rank(void *arg) {
+    (void)arg;
+    check_set_rank(0, 1);
+    fatal("no rank to name");
+}
+
+/* On a job of several ranks (dist_init calls check_set_rank) both name the world rank
+ * that stopped; on one rank nothing is added. */
+static int check_rank_suffix(void) {
+    ChildResult o;
+    run_child(body_fatal_on_rank, NULL, &o);
+    bool ok = expect_exit("fatal on rank 2 of 4", &o, 1,
+                          "error: --tp 3 does not divide the model's 2 heads (rank 2 of 4)\n", (const char *)NULL);
+    run_child(body_check_on_rank, NULL, &o);
+    ok = expect_exit("CHECK on rank 1 of 3", &o, 2, "check failed: block 5 of 4 (rank 1 of 3)\n",
+                     (const char *)NULL) && ok;
+    run_child(body_fatal_one_rank, NULL, &o);
+    ok = expect_exit("fatal on a job of one rank", &o, 1, "error: no rank to name\n", (const char *)NULL) && ok;
+    ok = expect_true(strstr(o.out, "(rank") == NULL, "one rank: no rank named: %s", o.out) && ok;
+    return ok ? CHECK_PASS : CHECK_FAIL;
+}
+
 int main(void) {
     check_begin("core: check");
     check_run(NULL, "fatal (status 1), CHECK (status 2), x-allocation", check_errors, 10);
+    check_run(NULL, "fatal and CHECK name the rank on a job of several ranks", check_rank_suffix, 10);
     return check_end();
 }

@@ -336,7 +336,7 @@ static int check_backend_choice(void) {
 static int check_wrong_launches(void) {
     ChildResult r;
     run_child(body_send_alone, NULL, &r);
-    bool ok = expect_exit("a send in a single-process job", &r, 2, "peer 1 on rank 0 of 1", (const char *)NULL);
+    bool ok = expect_exit("a send in a single-process job", &r, 2, "peer 1 from rank 0 of a communicator of 1 ranks", (const char *)NULL);
     run_child(body_nccl_on_cpu, NULL, &r);
     ok = ok && expect_exit("nccl for CPU tensors", &r, 1, "nccl", (const char *)NULL);
     run_child(body_single_but_two, NULL, &r);

@@ -103,29 +103,30 @@ struct DistRequest {
     int unused;
 };
 static DistRequest g_done;
-static DistRequest *bcast(Dist *d, void *b, int64_t n, DistType t, int root) {
-    (void)d, (void)b, (void)n, (void)t, (void)root;
+static DistRequest *bcast(Dist *d, void *b, int64_t n, DistType t, int root, bool blocking) {
+    (void)d, (void)b, (void)n, (void)t, (void)root, (void)blocking;
     return &g_done;
 }
-static DistRequest *allred(Dist *d, void *b, int64_t n, DistType t, DistOp op) {
-    (void)d, (void)b, (void)n, (void)t, (void)op;
+static DistRequest *allred(Dist *d, void *b, int64_t n, DistType t, DistOp op, bool blocking) {
+    (void)d, (void)b, (void)n, (void)t, (void)op, (void)blocking;
     return &g_done;
 }
-static DistRequest *gather(Dist *d, void *o, const void *i, int64_t n, DistType t) {
-    (void)d, (void)o, (void)i, (void)n, (void)t;
+static DistRequest *gather(Dist *d, void *o, const void *i, int64_t n, DistType t, bool blocking) {
+    (void)d, (void)o, (void)i, (void)n, (void)t, (void)blocking;
     return &g_done;
 }
-static DistRequest *scatter(Dist *d, void *o, const void *i, int64_t n, DistType t, DistOp op) {
-    (void)d, (void)o, (void)i, (void)n, (void)t, (void)op;
+static DistRequest *scatter(Dist *d, void *o, const void *i, int64_t n, DistType t, DistOp op,
+                            bool blocking) {
+    (void)d, (void)o, (void)i, (void)n, (void)t, (void)op, (void)blocking;
     return &g_done;
 }
-static DistRequest *barrier(Dist *d) {
-    (void)d;
+static DistRequest *barrier(Dist *d, bool blocking) {
+    (void)d, (void)blocking;
     return &g_done;
 }
 static DistRequest *sendrecv(Dist *d, const void *o, int64_t on, int to, void *i, int64_t in,
-                             int from, DistType t) {
-    (void)d, (void)o, (void)on, (void)to, (void)i, (void)in, (void)from, (void)t;
+                             int from, DistType t, bool blocking) {
+    (void)d, (void)o, (void)on, (void)to, (void)i, (void)in, (void)from, (void)t, (void)blocking;
     return &g_done;
 }
 static bool done(Dist *d, DistRequest *r) {
