@@ -7,10 +7,13 @@
  * GPU do. Cutting the bits off (truncation) rounds every value towards zero: on average
  * each weight loses half a step, always the same way, and a sum drifts.
  *
- * On the integer bits u (memcpy, or dtype_bits_of_f32 / dtype_f32_of_bits): a carry out
- * of the mantissa steps the exponent, and the largest finite value's carry gives the
- * infinity pattern 0x7f80, as it should. A NaN (exponent all ones, mantissa not 0) must
- * stay a NaN, though its mantissa bits may all sit in the low half: test it first. */
+ * Work on the integer bits: uint32_t u; memcpy(&u, &x, sizeof u) (and memcpy back for the
+ * other way); a pointer cast would break C's aliasing rules. A carry out of the mantissa
+ * steps the exponent, and the largest finite value's carry gives the infinity pattern
+ * 0x7f80, as it should. A NaN (exponent all ones, mantissa not 0) must stay a NaN, though
+ * its mantissa bits may all sit in the low half: test it first. (lib/core/dtype.h holds
+ * the library's conversion: that is this TODO's answer, so read it after your check
+ * passes; a bf16.c that calls it is refused.) */
 #include <string.h>
 
 #include "lesson.h"

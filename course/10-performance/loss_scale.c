@@ -23,7 +23,7 @@ bool lesson_unscale(float *g, int64_t n, float scale) {
     return found;
 #else
     /* TODO 10.9: every g[k] *= inv, inv = (float)(1.0 / (double)scale); note whether any
-     * g[k] was inf or NaN (isfinite) and return that. */
+     * g[k] was inf or NaN (isfinite) before its multiply, and return that. */
     TODO_STOP("10.9");
 #endif
 }
@@ -62,11 +62,11 @@ bool lesson_fp16_step(Fp16Step *st) {
     lesson_scale_update(st->scaler, found);
     return !found;
 #else
-    /* TODO 10.10: unscale (lesson_unscale on params->grads.data, .size), on an inf or NaN
-     * zero the gradients (tensor_fill(&params->grads, 0.0f)), clip (clip_grad_norm), then
-     * step (adam_step) and refresh the working copy (params_refresh_working), or skip
-     * both, update the scale (lesson_scale_update: it counts the step); return whether
-     * the step was taken. */
+    /* TODO 10.10: unscale (lesson_unscale on params->grads.data, .size); on an inf or NaN
+     * zero the gradients (tensor_fill(&params->grads, 0.0f)); clip (clip_grad_norm); then
+     * step (adam_step) and refresh the working copy (params_refresh_working), unless an inf
+     * or NaN was found (skip both); then, either way, update the scale once
+     * (lesson_scale_update: it counts the step); return whether the step was taken. */
     TODO_STOP("10.10");
 #endif
 }

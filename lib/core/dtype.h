@@ -79,7 +79,10 @@ DTYPE_HD static inline float dtype_f32_of_bits(uint32_t u) {
 
 /* ------------------------------------------------------------ bfloat16 */
 
-/* float32 bits -> bfloat16 bits. Adding 0x7fff plus the lowest kept bit rounds to
+/* (Lesson 10's TODO 10.7 writes this rounding itself: read on once your check passes; a
+ * lesson's bf16.c that calls these is refused by the grader.)
+ *
+ * float32 bits -> bfloat16 bits. Adding 0x7fff plus the lowest kept bit rounds to
  * nearest even: below half the carry does not reach bit 16, above it does, and at
  * exactly half only when the kept part is odd. A carry out of the mantissa steps the
  * exponent, up to infinity. */

@@ -29,7 +29,9 @@ void lesson_master_step(float *master, uint16_t *work, const float *grad, int64_
 
 /* TODO 10.9 (loss_scale.c): the gradients g[n] (float32, multiplied by the loss scale in
  * the backward) divided by it: g *= 1/scale, the inverse computed in double and rounded
- * to float, as GradScaler does. Returns whether any g was inf or NaN before. */
+ * to float, as GradScaler does. Returns whether any g was inf or NaN before the multiply
+ * (as the backward left them: with a scale below 1 the multiply itself can overflow a
+ * finite g, which says nothing about the scale being too large). */
 bool lesson_unscale(float *g, int64_t n, float scale);
 /* TODO 10.9 (loss_scale.c): the end of a step (GradScaler.update) for s->scale,
  * s->growth_tracker, s->steps_taken, s->steps_skipped: on an inf or NaN (found_inf) the
@@ -47,11 +49,12 @@ typedef struct {
     LossScaler *scaler; /* S and its counts (your TODO 10.9 updates them) */
     float max_norm;     /* clip_grad_norm's bound on the true gradients' norm */
 } Fp16Step;
-/* In the library's order: unscale (your lesson_unscale), on an inf or NaN zero the
- * gradients (tensor_fill(&params->grads, 0.0f)), clip (clip_grad_norm), then the
- * optimiser's step (adam_step) and the working copy rounded again
- * (params_refresh_working), or neither (skip), then the scale updated (your
- * lesson_scale_update). Returns whether the step was taken. */
+/* In the library's order: 1. unscale (your lesson_unscale); 2. on an inf or NaN, zero the
+ * gradients (tensor_fill(&params->grads, 0.0f)); 3. clip (clip_grad_norm; on a skipped
+ * step's zeros it changes nothing, so clipping only clean steps is the same); 4. unless
+ * an inf or NaN was found, the optimiser's step (adam_step) and the working copy rounded
+ * again (params_refresh_working), else neither (the step is skipped); 5. either way, the
+ * scale updated, once (your lesson_scale_update). Returns whether the step was taken. */
 bool lesson_fp16_step(Fp16Step *st);
 
 /* Given (precision_run.c): train --precision-demo | --compare-precision [...]. */

@@ -7,6 +7,7 @@
  * checks are in grade10_roofline.h and grade10_precision.h. The program's check trains
  * on 2 ranks, slowed and fixed.
  * Run with `make check-lesson 10` (your code) or `make check-lesson 10 SOLUTION=1`. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,21 +113,87 @@ static int64_t above(const HostTrack *h, int64_t i, TraceCat cat) {
     return -1;
 }
 
+/* How often the lesson's file (LESSON_PATH/file) calls trace_end(name), its comments and
+ * blanks left out; -1 when it cannot be read. Only to tell two mistakes apart in a hint. */
+static int trace_ends_in_source(const char *file, const char *name) {
+    char path[512], want[128];
+    snprintf(path, sizeof path, "%s/%s", LESSON_PATH, file);
+    snprintf(want, sizeof want, "trace_end(\"%s\")", name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    static char code[1 << 18];
+    size_t n = 0;
+    int c, prev = 0;
+    enum { CODE, LINE, BLOCK, STR } state = CODE;
+    while ((c = fgetc(f)) != EOF && n + 1 < sizeof code) {
+        if (state == LINE) {
+            if (c == '\n') state = CODE;
+        } else if (state == BLOCK) {
+            if (prev == '*' && c == '/') state = CODE, c = 0;
+        } else if (state == CODE && prev == '/' && (c == '/' || c == '*')) {
+            state = c == '/' ? LINE : BLOCK, n--, c = 0;
+        } else if (state == STR || !isspace(c)) { /* blanks outside strings dropped */
+            code[n++] = (char)c;
+            if (c == '"' && prev != '\\') state = state == STR ? CODE : STR;
+        }
+        prev = c;
+    }
+    fclose(f);
+    code[n] = '\0';
+    int count = 0;
+    for (const char *at = code; (at = strstr(at, want)); at += strlen(want)) count++;
+    return count;
+}
+
+/* A step's phases, in its order. */
+typedef struct {
+    const char *name;
+    TraceCat cat;
+} Phase;
+static const Phase PHASES[] = {{"load batch", TRACE_DATA}, {"forward", TRACE_COMPUTE},
+                               {"backward", TRACE_COMPUTE}, {"optimizer", TRACE_COMPUTE}};
+enum { NW = sizeof PHASES / sizeof PHASES[0] };
+
+/* The phase that h's event i lies inside, below its step (its index, or -1): "backward"
+ * opened before "forward" closed. */
+static int64_t inside_phase(const HostTrack *h, int64_t i) {
+    for (int64_t p = h->parent[i]; p >= 0 && h->ev[p].cat != TRACE_STEP; p = h->parent[p])
+        for (int k = 0; k < NW; k++)
+            if (strcmp(h->ev[p].name, PHASES[k].name) == 0) return p;
+    return -1;
+}
+
+/* The hint for a trace the library stopped (its message in out). */
+static void explain_unbalanced(const char *out) {
+    char outer[64] = "", inner[64] = "";
+    const char *at;
+    if ((at = strstr(out, "trace: '")) && strstr(at, "' closed while '") &&
+        sscanf(at + strlen("trace: '"), "%63[^']' closed while '%63[^']'", outer, inner) == 2) {
+        /* trace_end(outer) with inner still open: inner's trace_end missing, or after outer's */
+        const int ends = trace_ends_in_source("ranges.c", inner);
+        if (ends == 0)
+            printf("hint: '%s' was opened and never closed: ranges.c has no trace_end(\"%s\"), so "
+                   "trace_end(\"%s\") found it still open inside (every trace_begin needs its "
+                   "trace_end, innermost first)\n", inner, inner, outer);
+        else
+            printf("hint: '%s' was closed while '%s' was still open inside it: closed in the wrong "
+                   "order. Ranges nest like brackets, the innermost closes first: "
+                   "trace_end(\"%s\"), then trace_end(\"%s\")\n", outer, inner, inner, outer);
+    } else if ((at = strstr(out, "with the range '")) && sscanf(at + strlen("with the range '"), "%63[^']", inner) == 1) {
+        printf("hint: '%s' was opened and never closed (an early return? every trace_begin needs "
+               "its trace_end, innermost first)\n", inner);
+    } else if (strstr(out, "no range is open")) {
+        printf("hint: a trace_end without its trace_begin\n");
+    }
+}
+
 static int check_ranges_in(const char *dir) {
     snprintf(g_dir, sizeof g_dir, "%s", dir);
     ChildResult r;
     run_child(body_steps, NULL, &r);
     if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
-        char name[64] = "";
-        const char *at = strstr(r.out, "closed while '");
-        if (at) sscanf(at + strlen("closed while '"), "%63[^']", name);
-        else if ((at = strstr(r.out, "with the range '"))) sscanf(at + strlen("with the range '"), "%63[^']", name);
         printf("two steps under a trace did not end well:\n%s\n", r.out);
-        if (*name)
-            printf("hint: '%s' was opened and never closed (an early return? every trace_begin needs "
-                   "its trace_end, innermost first)\n", name);
-        else if (strstr(r.out, "no range is open"))
-            printf("hint: a trace_end without its trace_begin\n");
+        explain_unbalanced(r.out);
         return CHECK_FAIL;
     }
     char path[400], why[512];
@@ -137,10 +204,7 @@ static int check_ranges_in(const char *dir) {
         return CHECK_FAIL;
     }
     HostTrack h = trace_host_track(&t, 0);
-    static const struct { const char *name; TraceCat cat; } want[] = {
-        {"load batch", TRACE_DATA}, {"forward", TRACE_COMPUTE}, {"backward", TRACE_COMPUTE},
-        {"optimizer", TRACE_COMPUTE}};
-    enum { NW = sizeof want / sizeof want[0] };
+    const Phase *want = PHASES;
     int steps = 0, found[NW] = {0};
     int64_t last_start[NW];
     bool ok = true;
@@ -150,7 +214,13 @@ static int check_ranges_in(const char *dir) {
         if (e->cat == TRACE_STEP && !in_step) steps++;
         for (int k = 0; k < NW; k++)
             if (strcmp(e->name, want[k].name) == 0) {
-                if (e->cat != want[k].cat) {
+                const int64_t outer = inside_phase(&h, i);
+                if (outer >= 0) {
+                    printf("'%s' lies inside '%s': the phases come one after the other in the step, "
+                           "each closed before the next opens (trace_end(\"%s\") before "
+                           "trace_begin(\"%s\"))\n", e->name, h.ev[outer].name, h.ev[outer].name, e->name);
+                    ok = false;
+                } else if (e->cat != want[k].cat) {
                     printf("'%s' has the category %s: it is %s\n", e->name, cat_word(e->cat),
                            want[k].cat == TRACE_DATA ? "data (TRACE_DATA)" : "compute (TRACE_COMPUTE)");
                     ok = false;
@@ -335,6 +405,55 @@ static bool same_shares(const char *what, const TraceFile *t, Isolates isolates)
     return false;
 }
 
+typedef struct {
+    int64_t a, b;
+} Span;
+
+static int by_start(const void *x, const void *y) {
+    const Span *p = x, *q = y;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* Rank pid's lane time as a mistake in TODO 10.3 counts it: the lanes' spans unioned or
+ * summed, cut to the steps' spans or not (unioned and cut is the library's in flight). */
+static int64_t lane_time(const TraceFile *t, int pid, bool unioned, bool cut) {
+    HostTrack h = trace_host_track(t, pid);
+    Span *lanes = xmalloc((size_t)(t->count + 1) * sizeof *lanes), *steps = xmalloc((size_t)(h.n + 1) * sizeof *steps);
+    int64_t nl = 0, ns = 0, sum = 0;
+    for (int64_t i = 0; i < t->count; i++) {
+        const TraceRecord *e = &t->events[i];
+        if (e->pid == pid && trace_tid_is_lane(e->tid) && e->dur_ns > 0)
+            lanes[nl++] = (Span){e->ts_ns, e->ts_ns + e->dur_ns};
+    }
+    for (int64_t i = 0; i < h.n; i++) { /* the steps: inside no other step, so disjoint */
+        bool nested = false;
+        for (int64_t p = h.parent[i]; p >= 0 && !nested; p = h.parent[p]) nested = h.ev[p].cat == TRACE_STEP;
+        if (h.ev[i].cat == TRACE_STEP && !nested) steps[ns++] = (Span){h.ev[i].ts_ns, h.ev[i].ts_ns + h.ev[i].dur_ns};
+    }
+    qsort(lanes, (size_t)nl, sizeof *lanes, by_start);
+    if (unioned) {
+        int64_t m = 0;
+        for (int64_t i = 0; i < nl; i++)
+            if (m > 0 && lanes[i].a <= lanes[m - 1].b) lanes[m - 1].b = lanes[i].b > lanes[m - 1].b ? lanes[i].b : lanes[m - 1].b;
+            else lanes[m++] = lanes[i];
+        nl = m;
+    }
+    for (int64_t i = 0; i < nl; i++) {
+        if (!cut) {
+            sum += lanes[i].b - lanes[i].a;
+            continue;
+        }
+        for (int64_t j = 0; j < ns; j++) {
+            const int64_t a = lanes[i].a > steps[j].a ? lanes[i].a : steps[j].a;
+            const int64_t b = lanes[i].b < steps[j].b ? lanes[i].b : steps[j].b;
+            if (b > a) sum += b - a;
+        }
+    }
+    xfree(lanes), xfree(steps);
+    trace_host_track_free(&h);
+    return sum;
+}
+
 static bool same_split(const char *what, const TraceFile *t, Isolates isolates) {
     (void)isolates; /* the cases for 10.3 (HIDDEN, TWO_LANES) are named by the numbers */
     const CommSplit y = lesson_comm_split(t, t->pid), l = trace_comm_split(t, t->pid);
@@ -345,9 +464,25 @@ static bool same_split(const char *what, const TraceFile *t, Isolates isolates) 
     if (y.exposed_ns > l.exposed_ns)
         printf("hint: exposed communication counted where it overlaps compute: communication in flight "
                "beside compute is hidden; exposed = the host's own time in comm ranges (waiting)\n");
-    else if (y.in_flight_ns > l.in_flight_ns)
-        printf("hint: the lanes summed, not unioned? Two all-reduces in flight at once are in flight once "
-               "for that time; and only inside the steps\n");
+    else if (y.in_flight_ns > l.in_flight_ns) {
+        /* in flight as each mistake counts it: which one gives yours */
+        const bool uncut = y.in_flight_ns == lane_time(t, t->pid, true, false);
+        const bool summed = y.in_flight_ns == lane_time(t, t->pid, false, true);
+        const bool both = y.in_flight_ns == lane_time(t, t->pid, false, false);
+        if (uncut)
+            printf("hint: the lanes not cut to the steps: a lane's time outside every step (here an "
+                   "all-reduce after the last step) is no step's; in flight is the lanes' union "
+                   "intersected with the steps' spans\n");
+        else if (summed)
+            printf("hint: the lanes summed, not unioned: two all-reduces in flight at once are in "
+                   "flight once for that time (the union of the lanes' spans, then cut to the steps)\n");
+        else if (both)
+            printf("hint: the lanes summed, not unioned, and not cut to the steps: in flight is the "
+                   "time some lane is busy (two at once count once), inside the steps only\n");
+        else
+            printf("hint: in flight is the union of the lanes' spans (two at once count once), cut to "
+                   "the steps' spans\n");
+    }
     else if (y.hidden_ns != l.hidden_ns)
         printf("hint: hidden = in-flight time while the host is not in a comm range of its own (the "
                "range's span less its children's)\n");
@@ -527,6 +662,9 @@ static int check_prefetch(void) { return with_tmpdir("grade10_prefetch", check_p
 
 static const char *TEXT = "/usr/share/common-licenses/GPL-3"; /* Debian's base-files */
 
+/* Whose code this grades: make check-lesson 10 SOLUTION=1 builds it for solutions/. */
+static const char *whose(void) { return strncmp(LESSON_PATH, "solutions/", 10) == 0 ? "the solution's" : "your"; }
+
 /* One run on 2 ranks; its output in r; false (said) when it failed. */
 static bool run_program(const char *loader, int latency_us, const char *trace, CommandResult *r) {
     char lat[16];
@@ -671,7 +809,7 @@ static int check_program_in(const char *dir) {
         if (!run_program("mine", latency, mine_trace, &r)) return CHECK_FAIL;
         const double mine = step_ms(&r);
         const bool found = shares_of(&r, 0, &ym, &lm, line, sizeof line);
-        check_show("fixed (your prefetch): a step %.2f ms (%.2f x the slowed's); %s", mine, mine / slow, line);
+        check_show("fixed (%s prefetch): a step %.2f ms (%.2f x the slowed's); %s", whose(), mine, mine / slow, line);
         if (!found || !(ym == lm && ys == ls)) {
             printf("your shares (%.1f%%, %.1f%%) differ from the library's (%.1f%%, %.1f%%)\n", ys, ym, ls, lm);
             return CHECK_FAIL;

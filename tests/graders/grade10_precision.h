@@ -148,10 +148,20 @@ static void p10_explain_down(uint32_t u, uint16_t got, uint16_t want) {
         else
             printf("hint: a NaN stays a NaN of the same sign with the top bits of its payload: "
                    "(u >> 16) | 0x0040 (the quiet bit set), tested before any rounding\n");
+    } else if (low == 0x8000u && got == trunc && want != trunc) {
+        printf("hint: a tie rounded down (towards zero): 0x%08x is exactly halfway between 0x%04x "
+               "(last kept bit 1) and 0x%04x (0); ties go to the even pattern, here up. Adding 0x7fff "
+               "alone never carries at exactly half: add 0x7fff plus the kept part's lowest bit, "
+               "(u >> 16) & 1\n", u, trunc, want);
+    } else if (low == 0x8000u && got != trunc && want == trunc) {
+        printf("hint: a tie rounded away from zero: 0x%08x is exactly halfway between 0x%04x (last "
+               "kept bit 0) and 0x%04x (1); ties go to the even pattern, here down. Adding 0x8000 "
+               "always carries at half: add 0x7fff plus the kept part's lowest bit, (u >> 16) & 1\n",
+               u, trunc, (uint16_t)(trunc + 1));
     } else if (low == 0x8000u) {
         printf("hint: ties go to the even pattern: a value exactly halfway (low 16 bits 0x8000, "
                "like 1 + 2^-8 between 1 and 1 + 2^-7) rounds to the neighbour whose last kept bit "
-               "is 0, not away from zero: add 0x7fff plus the kept part's lowest bit\n");
+               "is 0: add 0x7fff plus the kept part's lowest bit\n");
     } else if (got == trunc && low > 0x8000u) {
         printf("hint: 1 + 2^-8 + 2^-16 rounded down: that is cutting the low 16 bits (truncation), "
                "which pulls every value towards zero; round to nearest: up when the dropped part "
@@ -270,15 +280,27 @@ static int p10_check_master(void) {
                "expected master %.9g, work %.7g (0x%04x)\n", s, k, (double)start[k], (double)grad[k],
                (double)lr, (double)master[k], (double)dtype_f32_from_bf16(work[k]), work[k],
                (double)ref.values.data[k], (double)dtype_f32_from_bf16(ref_work[k]), ref_work[k]);
+        bool behind = master_ok && memcmp(work, late_work, sizeof work) == 0;
+        if (behind && memcmp(work, stale, sizeof work) == 0) {
+            /* at the first step, rounded before the update and never rounded look alike: one
+             * more call on copies tells them apart (rounded late, work[] catches up a step) */
+            static float m2[P10_N];
+            static uint16_t w2[P10_N];
+            memcpy(m2, master, sizeof m2), memcpy(w2, work, sizeof w2);
+            lesson_master_step(m2, w2, grad, P10_N, lr);
+            behind = memcmp(w2, ref_work, sizeof w2) == 0;
+        }
         if (memcmp(work, bf_work, sizeof work) == 0)
             printf("hint: the update was applied to the bf16 copy: lr 1e-3 on a weight in [1, 2) is "
                    "below half a bf16 step (2^-8) and rounds away every time; update master[k] in "
                    "float32, then round work[k] from it\n");
+        else if (behind)
+            printf("hint: work[] is one step stale: it was rounded from the master before the update, "
+                   "so after step %d it holds the master as it was before that step's update, and "
+                   "the forward reads work[]; round work[k] after master[k] -= lr * grad[k]\n", s);
         else if (master_ok && memcmp(work, stale, sizeof work) == 0)
             printf("hint: the working copy was not refreshed: the master moved but work[] still holds "
                    "the first weights, and the forward reads work[]; round it again after the update\n");
-        else if (master_ok && memcmp(work, late_work, sizeof work) == 0)
-            printf("hint: work[] is one step behind: it was rounded before the update; round after it\n");
         else if (!master_ok)
             printf("hint: the float32 master takes the whole update: master[k] -= lr * grad[k]\n");
         else
@@ -307,7 +329,16 @@ static bool p10_unscale_case(const char *what, float scale, const float *g0, int
                want ? "true" : "false");
         bool has_nan = false, has_inf = false;
         for (int64_t k = 0; k < n; k++) has_nan |= isnan(g0[k]), has_inf |= isinf(g0[k]);
-        if (want && has_nan && !has_inf)
+        bool overflowed = false; /* a finite g that the multiply by 1/S made inf */
+        const float inv = (float)(1.0 / (double)scale);
+        for (int64_t k = 0; k < n; k++) overflowed |= isfinite(g0[k]) && !isfinite(g0[k] * inv);
+        if (!want && got && overflowed)
+            printf("hint: the test came after the multiply: every gradient was finite, but with S = %g "
+                   "one overflowed when multiplied by 1/S. The verdict is on the gradients as the "
+                   "backward left them (GradScaler tests each g, then multiplies): an overflow of "
+                   "the unscale itself says nothing about S being too large, and halving S would "
+                   "make 1/S larger still\n", (double)scale);
+        else if (want && has_nan && !has_inf)
             printf("hint: a NaN was missed: NaN compares false with everything (g > FLT_MAX, "
                    "g == INFINITY and isinf all miss it); test !isfinite(g) (or g != g as well)\n");
         else if (want)
@@ -354,6 +385,9 @@ static int p10_check_unscale(void) {
         ok = p10_unscale_case(bad[b].what, 65536.0f, g, N);
         g[4321] = keep;
     }
+    /* finite, but x 8 overflows: found only by a test made after the multiply (wrong) */
+    g[77] = 3e38f;
+    if (ok) ok = p10_unscale_case("one gradient 3e38 (finite; x 1/S = x 8 overflows)", 0.125f, g, N);
     return ok ? CHECK_PASS : CHECK_FAIL;
 }
 
@@ -522,7 +556,16 @@ static int p10_check_fp16_step(void) {
                (long long)opt_mine.step, (long long)opt_ref.step);
         const long long counted = (ls_mine.steps_taken - scaler_before.steps_taken) +
                                   (ls_mine.steps_skipped - scaler_before.steps_skipped);
-        if (counted > 1)
+        LossScaler twice = scaler_before; /* lesson_scale_update run twice in this step */
+        p10_update_variant(&twice, !want, P10_RIGHT), p10_update_variant(&twice, !want, P10_RIGHT);
+        if (p10_same_scaler(&ls_mine, &twice))
+            printf("hint: lesson_scale_update ran twice in this step: your scaler is what two calls "
+                   "make (S %g -> %g, taken %lld -> %lld, skipped %lld -> %lld). Call it once, at the "
+                   "end of lesson_fp16_step, on every path: taken or skipped, it counts the step "
+                   "and moves S\n", (double)scaler_before.scale, (double)ls_mine.scale,
+                   (long long)scaler_before.steps_taken, (long long)ls_mine.steps_taken,
+                   (long long)scaler_before.steps_skipped, (long long)ls_mine.steps_skipped);
+        else if (counted > 1)
             printf("hint: the step was counted %lld times (taken %lld -> %lld, skipped %lld -> %lld in "
                    "this one step): lesson_scale_update counts it, taken or skipped; do not add to "
                    "steps_taken or steps_skipped in lesson_fp16_step as well\n", counted,
@@ -572,7 +615,7 @@ static void grade10_precision_checks(void) {
     check_needs("TODO 10.10", "10.9");
     check_run("TODO 10.7", "bf16 rounding both ways: every upper half x 6 lower patterns, 2M random values and all 65,536 back, bit for bit = dtype.h's", p10_check_bf16, 20);
     check_run("TODO 10.8", "master weights: 100 SGD steps = sgd_step + params_refresh_working bit for bit (lr 1e-3 on [1, 2) kept)", p10_check_master, 20);
-    check_run("TODO 10.9", "unscale: g x (1/S) bit for bit = loss_scale_unscale (S 65536, 1000, 1/8, 3); inf, -inf, NaN found", p10_check_unscale, 20);
+    check_run("TODO 10.9", "unscale: g x (1/S) bit for bit = loss_scale_unscale (S 65536, 1000, 1/8, 3); inf, -inf, NaN found, tested before the multiply", p10_check_unscale, 20);
     check_run("TODO 10.9", "scale update: 3 scripted runs (overflows, growth, a growth to inf) = loss_scale_update", p10_check_update, 20);
     check_run("TODO 10.10", "the fp16 step in the library's order: S, skips, clipped gradients and weights bit for bit over 12 steps", p10_check_fp16_step, 20);
 }

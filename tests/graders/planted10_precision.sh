@@ -16,7 +16,8 @@ planted_setup "${1:-build}" 10-performance tests/graders/grade10.c
 PLANTED_CHECKS="bf16 rounding,master weights,unscale,scale update,fp16 step"
 plant "rounding by truncation" bf16.c 10.7 "that is cutting the low 16 bits" \
     "return (uint16_t)((u + 0x7fffu + lsb) >> 16);|||return (uint16_t)(u >> 16);"
-plant "ties away from zero" bf16.c 10.7 "ties go to the even pattern" "(u + 0x7fffu + lsb)|||(u + 0x8000u)"
+plant "ties away from zero" bf16.c 10.7 "a tie rounded away from zero" "(u + 0x7fffu + lsb)|||(u + 0x8000u)"
+plant "ties towards zero (+0x7fff only)" bf16.c 10.7 "a tie rounded down (towards zero)" "(u + 0x7fffu + lsb)|||(u + 0x7fffu)"
 plant "NaN turned into inf" bf16.c 10.7 "a NaN turned into infinity" \
     "if ((u & 0x7fffffffu) > 0x7f800000u) return|||if (0) return"
 plant "inf treated as NaN" bf16.c 10.7 "infinity treated as a NaN" \
@@ -32,6 +33,14 @@ plant "the update applied to the bf16 copy" master.c 10.8 "applied to the bf16 c
     "work[k] = lesson_bf16_from_f32(master[k]);|||master[k] = lesson_f32_from_bf16(work[k]);"
 plant "the working copy not refreshed" master.c 10.8 "the working copy was not refreshed" \
     "work[k] = lesson_bf16_from_f32(master[k]);|||"
+plant "the working copy rounded before the update" master.c 10.8 "work[] is one step stale" \
+    "master[k] -= lr * grad[k];                 /* float32: the update is kept */
+        work[k] = lesson_bf16_from_f32(master[k]); /* then the copy the forward reads */|||work[k] = lesson_bf16_from_f32(master[k]);
+        master[k] -= lr * grad[k];"
+plant "inf tested after the multiply by 1/S" loss_scale.c 10.9 "the test came after the multiply" \
+    "found |= !isfinite(g[k]);
+        g[k] *= inv;|||g[k] *= inv;
+        found |= !isfinite(g[k]);"
 plant "NaN missed" loss_scale.c 10.9 "a NaN was missed" "found |= !isfinite(g[k]);|||found |= isinf(g[k]);"
 plant "divided by S" loss_scale.c 10.9 "that is g / S" "g[k] *= inv;|||g[k] /= scale;"
 plant "growth count not reset on overflow" loss_scale.c 10.9 "not reset on the overflow" \
@@ -49,6 +58,8 @@ plant "a skip's gradients not zeroed" loss_scale.c 10.10 "set to zero" "if (foun
 plant "the fp16 working copy not refreshed" loss_scale.c 10.10 "working copy was not refreshed" \
     "params_refresh_working(p);|||"
 plant "the scale not updated" loss_scale.c 10.10 "the scale was not updated" "lesson_scale_update(st->scaler, found);|||"
+plant "the scale updated twice on an overflow" loss_scale.c 10.10 "lesson_scale_update ran twice in this step" \
+    "if (found) tensor_fill(&p->grads, 0.0f);|||if (found) tensor_fill(&p->grads, 0.0f), lesson_scale_update(st->scaler, found);"
 plant "a step counted twice" loss_scale.c 10.10 "the step was counted 2 times (taken 0 -> 2" \
     "lesson_scale_update(st->scaler, found);|||lesson_scale_update(st->scaler, found);
     if (found) st->scaler->steps_skipped++;

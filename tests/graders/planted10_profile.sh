@@ -33,6 +33,18 @@ plant "a range left open by an early return (--clip 0)" ranges.c 10.1 "$unclosed
 plant "a trace_end missing" ranges.c 10.1 "'load batch' was opened and never closed" \
     '    trace_end("load batch");
 |||'
+plant "ranges closed in the wrong order (\"step\" before \"optimizer\")" ranges.c 10.1 \
+    "'step' was closed while 'optimizer' was still open inside it: closed in the wrong order" \
+    '    trace_end("optimizer");
+    trace_end("step");|||    trace_end("step");
+    trace_end("optimizer");'
+plant "\"backward\" nested inside \"forward\"" ranges.c 10.1 "'backward' lies inside 'forward'" \
+    '    trace_end("forward");
+    trace_begin("backward", TRACE_COMPUTE);|||    trace_begin("backward", TRACE_COMPUTE);' \
+    '    trace_end("backward");
+|||    trace_end("backward");
+    trace_end("forward");
+'
 plant "no \"step\" range" ranges.c 10.1 "is not inside a \"step\" range" \
     '    trace_begin("step", TRACE_STEP);
 |||' '    trace_end("step");
@@ -75,9 +87,11 @@ PLANTED_CHECKS="communication in flight"
 plant "lane time added to exposed" shares.c 10.3 "exposed communication counted where it overlaps compute" \
     "    xfree(inside), xfree(lanes)|||    c.exposed_ns += c.in_flight_ns; /* the lanes' time too */
     xfree(inside), xfree(lanes)"
-plant "lanes summed, not unioned" shares.c 10.3 "the lanes summed, not unioned" \
+plant "lanes summed, not unioned" shares.c 10.3 "hint: the lanes summed, not unioned:" \
     "nlanes = union_of(lanes, nlanes), nsteps|||qsort(lanes, (size_t)nlanes, sizeof *lanes, by_start);
     nsteps"
+plant "lanes not cut to the steps" shares.c 10.3 "hint: the lanes not cut to the steps" \
+    "for (int64_t i = 0; i < ninside; i++) c.in_flight_ns += inside[i].b - inside[i].a;|||for (int64_t i = 0; i < nlanes; i++) c.in_flight_ns += lanes[i].b - lanes[i].a;"
 
 # TODO 10.4 (roofline.c): a layer's FLOP and bytes
 PLANTED_CHECKS="layer cost"

@@ -7,7 +7,8 @@
 #   - PLOT="kind=xy x=step y=entropy" still picks its own keys;
 #   - step without mean_return: exit 1, naming the keys there are;
 #   - lesson 10's --roofline rows: a roofline (log-log, the roof, a marker per layer) by
-#     default; kind=roofline on rows without the roofs: exit 1, naming the keys.
+#     default, its PNG with the y label and the whole key whatever the tics and names;
+#     kind=roofline on rows without the roofs: exit 1, naming the keys.
 # Needs gnuplot (skipped, and counted as skipped, without it).
 # Last line: "N passed, M failed[, K skipped]".
 #   tests/slides/check_plot.sh [BUILD_DIR]
@@ -112,6 +113,78 @@ if [ $rc -eq 0 ] && drawn roofline 'arithmetic intensity' 'ridge 7 FLOP/B' '>lin
 else
     fail "make plot on --roofline rows: exit $rc, or no roofline with its ridge and layers"
     show "$tmp/roofline.log"
+fi
+
+# The PNG's layout (pngcairo's fonts are wider than gnuplot's estimate): a layer at 0.01
+# GFLOP/s (tics to 0.001, which pushed the y label off a fixed margin) and lesson 04's
+# longest layer name (its key box ran past the right edge).
+python3 - "$tmp/roofwide.jsonl" <<'EOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for name, ai, gflops in (("embedding", 0.12, 0.01), ("linear: in-projection (q, k, v)", 61.7, 190.0),
+                             ("softmax + cross-entropy", 0.62, 2.8)):
+        f.write(json.dumps({"layer": name, "intensity": ai, "gflops": gflops, "peak_gflops": 104.0,
+                            "bandwidth_gbs": 17.2, "device": "cpu", "threads": 2}) + "\n")
+EOF
+plot roofwide METRICS="$tmp/roofwide.jsonl"
+if [ $rc -eq 0 ] && drawn roofwide && edges=$(python3 - "$out/roofwide.png" 2>&1 <<'EOF'
+import struct, sys, zlib
+
+def rows_of(path):
+    """The PNG's rows as lists of gray values (8-bit RGB or RGBA, not interlaced)."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    at, idat = 8, b""
+    while at < len(data):
+        n, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and ctype in (2, 6) and not interlace, "an 8-bit RGB(A) PNG"
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + n
+    bpp = 3 if ctype == 2 else 4
+    raw, stride, prev, out = zlib.decompress(idat), w * bpp, bytearray(w * bpp), []
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1: line[i] = (line[i] + a) & 255
+            elif f == 2: line[i] = (line[i] + b) & 255
+            elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        out.append([sum(line[x * bpp:x * bpp + 3]) // 3 for x in range(w)])
+        prev = line
+    return out
+
+rows = rows_of(sys.argv[1])
+h, w = len(rows), len(rows[0])
+band = rows[int(0.15 * h):int(0.65 * h)]  # the plot's height, above the footer
+dark = [sum(r[x] < 128 for r in band) for x in range(w)]
+axis = next(x for x in range(w) if dark[x] > 0.9 * len(band))  # the y axis: dark top to bottom
+runs, start = [], None  # columns of ink left of the axis: the y label, then the tics' labels
+for x in range(axis - 2):
+    if dark[x] and start is None: start = x
+    if not dark[x] and start is not None: runs.append((start, x)); start = None
+problems = []
+if dark[0] or dark[1]: problems.append("something is cut at the left edge")
+# the label stands apart from the tics' labels (their glyphs leave gaps of a few pixels)
+if len(runs) < 2 or runs[0][1] + 15 > runs[1][0]:
+    problems.append(f"no y label left of the tics' labels (ink in columns {runs})")
+if any(dark[x] for x in range(w - 3, w)): problems.append("something (the key's box?) is cut at the right edge")
+print("; ".join(problems) or "ok")
+sys.exit(1 if problems else 0)
+EOF
+); then
+    pass "make plot on --roofline rows with tics down to 0.001 and a long layer name: the PNG shows the y label and the whole key"
+else
+    fail "make plot on --roofline rows with tics down to 0.001 and a long layer name: exit $rc; ${edges:-no PNG}"
+    show "$tmp/roofwide.log"
 fi
 
 printf '{"layer": "x", "intensity": 1.0, "gflops": 2.0}\n' >"$tmp/noroof.jsonl"

@@ -293,14 +293,16 @@ def roofline_script(rows, opts, source, title):
     ys = [r[y_key] for r in points] + [b * x_lo for _, b in machines.values()]
     y_lo, y_hi = min(ys) / 3, max(p for p, _ in machines.values()) * 3
     lines, bottom = preamble(source, title)
+    # The left and right margins are gnuplot's own: it sizes them for the y tics' labels
+    # and the y label (fixed ones lost the label behind wide tics such as 0.001) and for
+    # the key outside the plot (its longest layer name: a fixed one cut the box off).
     lines += [f"set bmargin at screen {bottom:.3f}", "set tmargin at screen 0.88",
-              "set lmargin at screen 0.11", "set rmargin at screen 0.66",
               "set logscale xy 10", f"set xrange [{x_lo}:{x_hi}]", f"set yrange [{y_lo}:{y_hi}]",
               "set grid xtics ytics lc rgb '#dddddd'",
               f"set xlabel {gp_string(opts.get('xlabel', 'arithmetic intensity (FLOP per byte)'))}",
               f"set ylabel {gp_string(opts.get('ylabel', 'attained GFLOP/s'))}",
               "key_font = sprintf(',%g', 10 * fs)",  # (set key takes a variable, not an expression)
-              "set key at screen 0.675, screen 0.88 left top Left reverse box opaque samplen 1 font key_font"]
+              "set key outside right top vertical Left reverse box opaque samplen 1 font key_font"]
     names = []  # layer names in order of appearance: a marker shape each
     for r in points:
         if str(r.get(label_key, "")) not in names:
