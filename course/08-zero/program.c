@@ -45,6 +45,14 @@
 const ZeroOps LESSON_OPS = {lesson_shard_range, lesson_reduce_gradients, lesson_sharded_step,
                             lesson_gather_params, lesson_stage3_hook};
 
+/* Whose TODOs LESSON_OPS holds, for the model's line and the memory table: make lessons
+ * writes this file to lessons/ (your TODOs) and to solutions/ (the solution's) */
+#ifdef SOLUTION
+static const char *const WHOSE_SHARDS = "the solution's", *const FORMULA_ROW = "formula (8.6)";
+#else
+static const char *const WHOSE_SHARDS = "your", *const FORMULA_ROW = "your formula (8.6)";
+#endif
+
 /* ---------------------------------------------------------------- options */
 
 typedef struct {
@@ -255,17 +263,21 @@ static void print_memory(Run *run) {
            "%d sequences of %d tokens per rank per step (%s shards)\n", run->cfg.model,
            (long long)psi, transformer_block_count(&run->model_cfg), run->cfg.stage, W,
            W == 1 ? "" : "s", sgd(run) ? "SGD" : "AdamW", run->Bl, run->T,
-           strcmp(run->cfg.impl, "library") == 0 ? "the library's" : "your");
+           strcmp(run->cfg.impl, "library") == 0 ? "the library's" : WHOSE_SHARDS);
     print0("memory per rank (MB):  %10s %10s %10s %10s\n", "params", "grads", "optimizer", "total");
-    print0("  your formula (8.6)   %10.3f %10.3f %10.3f %10.3f\n", f.params / 1e6, f.grads / 1e6,
+    print0("  %-20s %10.3f %10.3f %10.3f %10.3f\n", FORMULA_ROW, f.params / 1e6, f.grads / 1e6,
            f.optim / 1e6, ftotal / 1e6);
     print0("  allocated            %10.3f %10.3f %10.3f %10.3f  (%+.0f bytes: the padding)\n",
            a.params / 1e6, a.grads / 1e6, a.optim / 1e6, atotal / 1e6, atotal - ftotal);
-    if (a.windows)
-        print0("  + windows            %10.3f MB: %s of the largest block (%lld scalars), one in "
-               "use and one in flight\n", a.windows / 1e6,
+    if (a.windows) { /* the largest block's own size, and what padding makes of it on W ranks */
+        const ZeroUnit *big = &run->zero.units[0];
+        for (int k = 1; k < run->zero.nunits; k++)
+            if (run->zero.units[k].size > big->size) big = &run->zero.units[k];
+        print0("  + windows            %10.3f MB: %s of the largest block (%lld scalars; %d pieces of "
+               "%lld, %lld padded), one in use and one in flight\n", a.windows / 1e6,
                run->cfg.stage == 3 ? "two for parameters and two for gradients" : "two for gradients",
-               (long long)run->zero.window_size);
+               (long long)big->size, W, (long long)big->piece, (long long)(big->piece * W));
+    }
     if (run->cfg.dtype != DTYPE_F32) /* beside the float32 master values the table counts */
         print0("  + working copy       %10.3f MB: the parameters in %s, what the layers read%s\n",
                (double)(run->cfg.stage == 3 ? a.working : (int64_t)tensor_bytes(&run->lm.params.working)) / 1e6,
@@ -579,7 +591,7 @@ static void collectives(Run *run) {
         if (worst != 0) fatal("the ring reduce-scatter of %lld floats differs from the library's", (long long)s);
         tensor_free(&in), tensor_free(&a), tensor_free(&b);
     }
-    print0("%12s  %12s  %14s  %8s\n", "bytes", "ring busbw", "library busbw", "ratio");
+    print0("%12s  %15s  %18s  %8s\n", "bytes", "ring busbw GB/s", "library busbw GB/s", "ratio");
     for (int64_t bytes = 1 << 12; bytes <= (16 << 20); bytes *= 4) {
         const int64_t s = bytes / 4 / W;
         if (s < 1) continue;
@@ -595,7 +607,7 @@ static void collectives(Run *run) {
             }
         /* nccl-tests' bus bandwidth of a reduce-scatter: bytes (N - 1) / N per second */
         const double f = (double)(W - 1) / W * (double)(s * W * 4) / 1e9;
-        print0("%12lld  %12.3f  %14.3f  %7.2fx\n", (long long)(s * W * 4), f / best[0], f / best[1],
+        print0("%12lld  %15.3f  %18.3f  %7.2fx\n", (long long)(s * W * 4), f / best[0], f / best[1],
                best[1] / best[0]);
         tensor_free(&in), tensor_free(&out);
     }

@@ -33,7 +33,7 @@ void lesson_ring_reduce_scatter(Dist *d, Tensor *out, const Tensor *in) {
     const int64_t s = out->size;
     CHECK(in->size == s * N, "ring reduce-scatter of %lld into %lld on %d ranks",
           (long long)in->size, (long long)s, N);
-    Tensor acc = tensor_zeros(1, (int)in->size), got = tensor_zeros(1, (int)s);
+    Tensor acc = tensor_zeros_like(in), got = tensor_zeros_like(out);
     tensor_copy(&acc, in);
     for (int k = 0; k < N - 1; k++) {
         const int send = ((r - k - 1) % N + N) % N, recv = ((r - k - 2) % N + N) % N;
@@ -46,7 +46,8 @@ void lesson_ring_reduce_scatter(Dist *d, Tensor *out, const Tensor *in) {
     tensor_copy(out, &mine);
     tensor_free(&acc), tensor_free(&got);
 #else
-    /* TODO 8.2, part 2: copy in into a buffer of your own (acc); N - 1 times: send
+    /* TODO 8.2, part 2: copy in into a buffer of your own (acc: tensor_zeros_like(in),
+     * then tensor_copy; got, one block: tensor_zeros_like(out)); N - 1 times: send
      * block (r - k - 1) mod N of acc to rank r + 1 while receiving a block from r - 1
      * (dist_sendrecv: both at once, or every rank sends first and waits forever), and
      * add what came into block (r - k - 2) mod N of acc; then out = block r of acc.

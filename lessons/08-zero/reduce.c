@@ -24,7 +24,8 @@ DistRequest *lesson_reduce_gradients(Dist *d, Tensor *piece, Tensor *full) {
  * (r - k - 1) mod N (its running sum) and receives block (r - k - 2) mod N. After N - 1
  * steps rank r holds the sum of block r of every rank: out. */
 void lesson_ring_reduce_scatter(Dist *d, Tensor *out, const Tensor *in) {
-    /* TODO 8.2, part 2: copy in into a buffer of your own (acc); N - 1 times: send
+    /* TODO 8.2, part 2: copy in into a buffer of your own (acc: tensor_zeros_like(in),
+     * then tensor_copy; got, one block: tensor_zeros_like(out)); N - 1 times: send
      * block (r - k - 1) mod N of acc to rank r + 1 while receiving a block from r - 1
      * (dist_sendrecv: both at once, or every rank sends first and waits forever), and
      * add what came into block (r - k - 2) mod N of acc; then out = block r of acc.

@@ -26,7 +26,7 @@ void lesson_ring_reduce_scatter(Dist *d, Tensor *out, const Tensor *in) {
     const int64_t s = out->size;
     CHECK(in->size == s * N, "ring reduce-scatter of %lld into %lld on %d ranks",
           (long long)in->size, (long long)s, N);
-    Tensor acc = tensor_zeros(1, (int)in->size), got = tensor_zeros(1, (int)s);
+    Tensor acc = tensor_zeros_like(in), got = tensor_zeros_like(out);
     tensor_copy(&acc, in);
     for (int k = 0; k < N - 1; k++) {
         const int send = ((r - k - 1) % N + N) % N, recv = ((r - k - 2) % N + N) % N;

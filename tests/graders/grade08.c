@@ -60,6 +60,11 @@ static void watch_collective(const char *fn, void *caller, Dist *d, const Tensor
              "times in (%lld): out first, the piece [s], then in, the whole block full [N s]: "
              "dist_reduce_scatter_start(d, piece, full, DIST_AVG)", fn, (long long)o->size,
              d->world_size, (long long)i->size);
+    if (gather && strstr(fn, "all_gather") && d && o && i && o->size * d->world_size == i->size)
+        FAIL("lesson_gather_params calls %s with its tensors swapped: out (%lld scalars) is 1 / %d "
+             "of in (%lld): out first, the whole block full [N s] that the pieces fill, then in, this "
+             "rank's piece [s]: dist_all_gather_start(d, full, piece)", fn, (long long)o->size,
+             d->world_size, (long long)i->size);
     if (gather && (all_reduce || scatter))
         FAIL("lesson_gather_params calls %s: that sums the ranks' values; the pieces must be put "
              "side by side, every rank's in its place of full: an all-gather, "
@@ -223,10 +228,30 @@ static double ring_partial(int W, int r, int j, int64_t at) {
     return sum;
 }
 
+/* The ring of TODO 8.2 with its blocks as written (block (q - k - 1) mod N sent at step
+ * k, what arrives added into block (q - k - 2) mod N) but every rank sending to q + dir
+ * and receiving from q - dir, on all W ranks at once: block r of rank r's acc at the end
+ * into out [s]. The values are exact in float, so any order of adding gives these. */
+static void ring_simulate(int W, int dir, int r, int64_t s, double *out) {
+    double *acc = xmalloc((size_t)(W * W * s) * sizeof *acc), *msg = xmalloc((size_t)(W * s) * sizeof *msg);
+    for (int q = 0; q < W; q++)
+        for (int64_t i = 0; i < W * s; i++) acc[q * W * s + i] = value_of(q, i);
+    for (int k = 0; k < W - 1; k++) {
+        for (int q = 0; q < W; q++) /* what q sends at step k */
+            memcpy(msg + q * s, acc + q * W * s + (((q - k - 1) % W + W) % W) * s, (size_t)s * sizeof *msg);
+        for (int q = 0; q < W; q++) {
+            const int from = ((q - dir) % W + W) % W, into = ((q - k - 2) % W + W) % W;
+            for (int64_t i = 0; i < s; i++) acc[q * W * s + into * s + i] += msg[from * s + i];
+        }
+    }
+    memcpy(out, acc + r * W * s + r * s, (size_t)s * sizeof *out);
+    xfree(acc), xfree(msg);
+}
+
 /* The ring's out [s] on rank r, not the sum of block r: which known mistake it shows (every
  * element of it), or "". */
 static const char *ring_mistake(int W, int r, int64_t s, const float *out, char *buf, size_t cap) {
-    bool avg = true, own = true;
+    bool avg = true, own = true, reversed = W > 2;
     for (int64_t i = 0; i < s; i++) {
         avg &= out[i] == (float)(ring_partial(W, r, r, r * s + i) / W);
         own &= out[i] == value_of(r, r * s + i);
@@ -234,6 +259,16 @@ static const char *ring_mistake(int W, int r, int64_t s, const float *out, char 
     if (avg) return ": the sum divided by N: this ring gives the sum, as the library's reduce-scatter "
                     "with DIST_SUM (the check's reference) does: do not divide";
     if (own) return ": rank's own block, never added to (the received block goes into acc)";
+    if (reversed) {
+        double *back = xmalloc((size_t)s * sizeof *back);
+        ring_simulate(W, -1, r, s, back);
+        for (int64_t i = 0; i < s && reversed; i++) reversed = out[i] == (float)back[i];
+        xfree(back);
+    }
+    if (reversed) return ": what a ring the wrong way round gives: every rank sends to r - 1 and receives "
+                         "from r + 1, while the blocks it sends and adds go round r -> r + 1 (on 2 ranks the "
+                         "two neighbours are one rank, so it passed there): send to (r + 1) % N, receive "
+                         "from (r - 1 + N) % N";
     for (int j = 0; j < W; j++) {
         if (j == r) continue;
         bool partial = true, whole = true;
@@ -268,12 +303,27 @@ static void worker_ring(void) {
     Dist *d = ring_dist();
     const int W = d->world_size, r = d->rank;
     static const int64_t sizes[] = {1, 3, 1000, 60000};
-    char first[300] = "", kind[400] = "";
+    char first[300] = "", kind[400] = "", traffic[600] = "";
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         const int64_t s = sizes[k];
         Tensor in = tensor_zeros(1, (int)(s * W)), out = tensor_zeros(1, (int)s);
         for (int64_t i = 0; i < s * W; i++) in.data[i] = value_of(r, i);
+        dist_counts_reset(d);
         lesson_ring_reduce_scatter(d, &out, &in);
+        /* N - 1 steps of one block each: a step more still gives the sums (the last one
+         * sends a block nobody adds to its own), at a block's traffic more per call */
+        const DistCounts sent = dist_counts(d, DIST_KIND_SEND);
+        const int64_t want_bytes = (W - 1) * s * 4;
+        if (sent.bytes_sent != want_bytes && !*traffic)
+            snprintf(traffic, sizeof traffic, "%lld scalars a rank: rank %d sent %lld bytes in %lld "
+                     "send-receives, %lld blocks of %lld scalars; a ring sends N - 1 = %d blocks of s = "
+                     "%lld (%lld bytes)%s", (long long)s, r, (long long)sent.bytes_sent, (long long)sent.calls,
+                     (long long)(sent.bytes_sent / (4 * s)), (long long)s, W - 1, (long long)s,
+                     (long long)want_bytes,
+                     sent.bytes_sent == W * s * 4 ? ": N steps, not N - 1: after N - 1 steps block r "
+                     "holds the whole sum already, and the step more sends it on to a rank that does "
+                     "not need it (the sums are right, the traffic is N / (N - 1) times a ring's): "
+                     "for (k = 0; k < N - 1; k++)" : "");
         for (int64_t i = 0; i < s * W; i++)
             if (in.data[i] != value_of(r, i)) {
                 FAIL("the ring changed its input `in` (element %lld): copy it into a "
@@ -295,6 +345,7 @@ static void worker_ring(void) {
         tensor_free(&in), tensor_free(&out);
     }
     if (*first) FAIL("%s%s", first, kind);
+    if (*traffic) FAIL("%s", traffic);
     say(true, "ring reduce-scatter");
 }
 
@@ -345,13 +396,16 @@ static void make_batch(Dist *d, int step, int *tokens, int *targets) {
     for (int i = 0; i < B * T; i++) targets[i] = (int)rng_below(&rng, VOCAB);
 }
 
-/* What a stage-3 run does between the lesson's hook's calls, seen by a hook of the
- * grader's that runs after it (hooks run in the order they were added). The units array
- * gets a guard on either side (units[-1], units[nunits]): a hook that gathers past an
- * end starts the guard's gather instead of reading past the array, and is named. A
- * next block not on its way is noted, not failed at once: the run goes on (zero_await
- * gathers what is missing), and what the other blocks and the other pass show says which
- * mistake it is (no prefetch, the directions swapped, a block skipped). */
+/* What a stage-3 run does at each of the lesson's hook's calls, seen right after it by
+ * the grader's hook that wraps it (watched_hook). The units array gets a guard on either
+ * side (units[-1], units[nunits]): a hook that gathers past an end starts the guard's
+ * gather instead of reading past the array, and is named. A next block not on its way is
+ * noted, not failed at once: the run goes on (zero_await gathers what is missing), and
+ * what the other blocks and the other pass show says which mistake it is (no prefetch,
+ * the directions swapped, a block skipped, the bound at the pass's last block). So is a
+ * block left without its parameters before its pass (the watch gathers them): what the
+ * hook does after the pass tells an after flag read the wrong way round. A next block
+ * gathered and at once waited for fails there and then: nothing overlaps. */
 typedef struct {
     Zero *z;
     ZeroUnit *library_units; /* zero_init's array, back in place before zero_free */
@@ -360,7 +414,10 @@ typedef struct {
     int missed[2];           /* passes (forward, backward) whose next block was not on its way */
     int other_way[2];        /* ... while the block on the other side was gathered since */
     int skipped[2];          /* ... or the one after the next */
+    int at_end[2];           /* ... where the next one is the pass's last block */
     char first[2][300];      /* the first such, per pass */
+    bool *unready;           /* [nunits]: the hook left it without its parameters before its pass */
+    char unready_why[300];   /* the first such */
 } Watch;
 
 static void watch_start(Watch *w, Zero *z) {
@@ -374,12 +431,13 @@ static void watch_start(Watch *w, Zero *z) {
     }
     z->units = w->guarded + 1;
     w->had = xcalloc((size_t)z->nunits, sizeof *w->had);
+    w->unready = xcalloc((size_t)z->nunits, sizeof *w->unready);
 }
 
 static void watch_stop(Watch *w) {
     memcpy(w->library_units, w->z->units, (size_t)w->z->nunits * sizeof *w->z->units);
     w->z->units = w->library_units;
-    xfree(w->guarded), xfree(w->had);
+    xfree(w->guarded), xfree(w->had), xfree(w->unready);
 }
 
 /* Unit j got a window since the watch last looked: the hook gathered it. */
@@ -398,22 +456,57 @@ static void watch_look(Watch *w, ZeroUnit *u, BlockPass pass, bool after) {
                  "%d units: no block runs next there; start the next one only where 0 <= next < "
                  "z->nunits", after ? "after" : "before", u->block, p, g ? z->nunits : -1,
                  g ? "last" : "first", z->nunits);
+    if (!after) { /* what the library's guard checks next: the block's parameters are there */
+        const Param *first = z->params->items[u->first_param];
+        const void *there = z->blocks->dtype != DTYPE_F32 ? first->work.raw : first->value.raw;
+        if (u->window < 0 || u->gather || !there) {
+            if (!w->unready_why[0])
+                snprintf(w->unready_why, sizeof w->unready_why, "block %d's %s was about to begin "
+                         "without its parameters (%s)", u->block, p, u->window < 0 ? "not gathered"
+                         : u->gather ? "gathered, but not waited for" : "not pointed at");
+            w->unready[k] = true;
+            zero_await(z, u); /* so that the run goes on: what the hook does after the pass says more */
+        }
+    }
+    if (after && w->unready[k]) {
+        if (u->window >= 0 && next >= 0 && next < z->nunits && newly_gathered(w, next))
+            FAIL("%s, and after the pass the hook kept its window and started the next block's (%d) "
+                 "gather: the after flag is read the wrong way round: after == true is the call once "
+                 "the pass is over (zero_release), after == false the one before it (zero_await, then "
+                 "the next block's zero_gather)", w->unready_why, z->units[next].block);
+        FAIL("%s: before the pass (after == false) the hook must zero_await(z, u): it gathers the "
+             "block if need be, waits for it and points the block's parameters at the window%s",
+             w->unready_why, u->window >= 0 ? "; after the pass, zero_release(z, u)" : "");
+    }
     if (after && u->window >= 0)
         FAIL("block %d's window was still held after its %s: zero_release it when the pass is "
              "over (after == true)", u->block, p);
-    if (after || next < 0 || next >= z->nunits || z->units[next].window >= 0) return;
+    if (after || next < 0 || next >= z->nunits) return;
+    if (newly_gathered(w, next) && !z->units[next].gather)
+        FAIL("before block %d's %s the hook gathered the next block (%d) and waited for it at once: "
+             "zero_await of the next unit stops the rank until its parameters have arrived, so nothing "
+             "travels while block %d computes; start it and go on: zero_gather(z, &z->units[next]) "
+             "(its own pass's zero_await waits for it)", u->block, p, z->units[next].block, u->block);
+    if (z->units[next].window >= 0) return;
     if (!w->missed[pi]++)
         snprintf(w->first[pi], sizeof w->first[pi], "block %d's %s began and the next block's (%d) "
                  "gather had not started", u->block, p, z->units[next].block);
+    w->at_end[pi] += next == (pi ? 0 : z->nunits - 1);
     const int back = k - step, skip = k + 2 * step;
     w->other_way[pi] += newly_gathered(w, back);
     w->skipped[pi] += newly_gathered(w, skip);
 }
 
-static void watch_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
-    (void)l;
-    Watch *w = ctx;
-    ZeroUnit *u = zero_unit_of(w->z, b);
+/* The hook under watch (the lesson's) and its watch: the grader's hook runs it, then
+ * looks, before the library's guard (zero_init adds that after ops' hook) stops a block
+ * that would run without its parameters: so the watch sees that too, and names it. */
+static BlockHookFn g_watched;
+static Watch *g_watch;
+
+static void watched_hook(void *ctx, BlockList *l, Block *b, BlockPass pass, bool after) {
+    g_watched(ctx, l, b, pass, after);
+    Watch *w = g_watch;
+    ZeroUnit *u = w ? zero_unit_of(w->z, b) : NULL;
     if (!u) return;
     watch_look(w, u, pass, after);
     for (int j = 0; j < w->z->nunits; j++) w->had[j] = w->z->units[j].window >= 0;
@@ -430,6 +523,13 @@ static void watch_verdict(const Watch *w) {
              "gather of the block on the other side, the one that had just run. The forward runs "
              "the blocks in order, so the next one is index + 1; the backward in reverse: index - 1",
              w->first[0]);
+    for (int pi = 0; pi < 2; pi++)
+        if (w->missed[pi] && w->missed[pi] == w->at_end[pi])
+            FAIL("%s: only block %d, the last of the %s, was never prefetched: the bound on next "
+                 "leaves it out (%s): every unit from 0 to z->nunits - 1 is one, so start the gather "
+                 "where 0 <= next < z->nunits", w->first[pi], w->z->units[pi ? 0 : w->z->nunits - 1].block,
+                 pi ? "backward's (unit 0)" : "forward's (the last unit)",
+                 pi ? "next > 0 where next >= 0" : "next < z->nunits - 1 where next < z->nunits");
     for (int pi = 0; pi < 2; pi++)
         if (w->missed[pi] && w->skipped[pi])
             FAIL("%s: the block after it (index %s 2) was on its way instead: the next one is the "
@@ -452,9 +552,11 @@ static void train_with(Dist *d, int stage, const ZeroOps *ops, bool adamw, bool 
     Transformer m;
     transformer_init(&m, &c, B, T, 5 + (uint64_t)d->rank);
     Zero z;
-    zero_init(&z, d, &m.blocks, stage, ops);
+    ZeroOps watched = *ops;
+    if (watch) g_watched = ops->stage3_hook, watched.stage3_hook = watched_hook;
+    zero_init(&z, d, &m.blocks, stage, &watched);
     Watch w;
-    if (watch) watch_start(&w, &z), blocks_add_hook(&m.blocks, watch_hook, &w);
+    if (watch) watch_start(&w, &z), g_watch = &w;
     if (adamw) zero_optimizer_adamw(&z, 1e-2f, 0.01f);
     else zero_optimizer_sgd(&z, 0.1f, 0.9f, 0.001f);
     for (int s = 0; s < STEPS; s++) {
@@ -470,7 +572,7 @@ static void train_with(Dist *d, int stage, const ZeroOps *ops, bool adamw, bool 
     zero_full_state(&z, 0, state);
     if (state1) zero_full_state(&z, 1, state1);
     *step_count = adamw ? z.adam.step : z.sgd.step;
-    if (watch) blocks_remove_hook(&m.blocks, watch_hook, &w), watch_stop(&w);
+    if (watch) g_watch = NULL, watch_stop(&w);
     zero_free(&z);
     transformer_free(&m);
 }
@@ -512,6 +614,15 @@ static void compare_training(Dist *d, int stage, const ZeroOps *ops, bool watch,
         }
         const int64_t untouched = never_written(gstate, wstate, n, &nonzero);
         const int64_t untouched_v = adamw ? never_written(gv, wv, n, &nonzero_v) : 0;
+        /* every parameter NaN or inf, the library's finite, Adam's v written: the first
+         * step's bias corrections divided by 0 (t = 0), and the NaNs went everywhere */
+        bool all_nonfinite = adamw, want_finite = true;
+        for (int64_t i = 0; i < n; i++) all_nonfinite &= !isfinite(got[i]), want_finite &= isfinite(want[i]) != 0;
+        if (all_nonfinite && want_finite && untouched_v < nonzero_v)
+            FAIL("%s, stage %d, AdamW: after %d steps all %lld parameters are NaN or inf (the first: %g), "
+                 "the library's finite: Adam's bias corrections divide by 1 - beta^t, 0 at t = 0: t is "
+                 "the step count once counted, 1 at the first step (t = ++z->adam.step), not the count "
+                 "before it (z->adam.step - 1, or z->adam.step++)", what, stage, STEPS, (long long)n, got[0]);
         if (bad >= 0 || bad_state >= 0) {
             char extra[300] = "";
             if (adamw && untouched_v == nonzero_v && nonzero_v > 0 && untouched < nonzero)
@@ -590,6 +701,10 @@ static int check_shard_range(void) {
                     printf("hint: padded is the world's pieces together: world x piece\n");
                 else if (n > INT32_MAX && got.piece != piece)
                     printf("hint: n is past 2^31: compute in int64_t throughout\n");
+                else if (got.own == want.own - 1 || got.own == want.own + 1)
+                    printf("hint: own is one %s: it counts the scalars of [start, start + piece) below n, "
+                           "min(start + piece, n) - start (n - start in the last piece that holds any: n is "
+                           "one past the last scalar, not the last)\n", got.own < want.own ? "short" : "too many");
                 else if (got.own < 0 || got.own > piece)
                     printf("hint: own counts the piece's scalars below n: never negative, never more than the piece\n");
                 else if (got.own == piece && want.own < piece)
@@ -598,6 +713,31 @@ static int check_shard_range(void) {
             }
     }
     return CHECK_PASS;
+}
+
+/* TODO 8.6's kinds of bytes sharded from the wrong stage on (world > 1): a hint naming the
+ * stage and the kind, printed; false when each kind is whole or sharded as its stage says
+ * (or is neither: another mistake). */
+static bool stage_mistake(int stage, int64_t psi, int world, int64_t K, const ZeroMemory *got) {
+    static const char *const kinds[3] = {"the optimiser's state", "the gradients", "the parameters"};
+    static const char *const reach[3] = {"stages 1, 2 and 3 shard it", "stages 2 and 3 shard them",
+                                         "only stage 3 shards them"};
+    const int64_t bytes[3] = {K, 4, 4}, seen[3] = {got->optim, got->grads, got->params};
+    for (int k = 0; k < 3 && world > 1; k++) {
+        const int from = k + 1; /* optimiser state from stage 1, gradients 2, parameters 3 */
+        const int64_t whole = bytes[k] * psi, shard = bytes[k] * psi / world;
+        if (stage >= from && seen[k] == whole) {
+            printf("hint: stage %d keeps %s whole (%lld psi bytes) where %s: %lld psi / N\n", stage,
+                   kinds[k], (long long)bytes[k], reach[k], (long long)bytes[k]);
+            return true;
+        }
+        if (stage < from && stage > 0 && seen[k] == shard) {
+            printf("hint: stage %d shards %s (%lld psi / N) where %s: stage %d keeps %s whole, %lld psi\n",
+                   stage, kinds[k], (long long)bytes[k], reach[k], stage, k ? "them" : "it", (long long)bytes[k]);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* TODO 8.6 against the table, stages 0-3, 1-8 ranks, both optimisers. */
@@ -625,12 +765,10 @@ static int check_memory(void) {
                         printf("hint: stage 0 is plain data parallel: every rank holds everything, nothing is divided\n");
                     else if (got.optim == K * (psi / world) && want.optim != got.optim)
                         printf("hint: multiply first, then divide: (K x psi) / N, as (4 x psi) / N (psi / N first drops the remainder K times)\n");
-                    else if (stage == 3 && got.params == 4 * psi)
-                        printf("hint: stage 3 shards the parameters too: 4 psi / N\n");
+                    else if (stage_mistake(stage, psi, world, K, &got))
+                        ;
                     else if (got.optim == want.optim * 2 || got.optim * 2 == want.optim)
                         printf("hint: AdamW keeps two moments (8 bytes a parameter), SGD one momentum buffer (4)\n");
-                    else if (stage == 1 && got.grads != want.grads)
-                        printf("hint: stage 1 shards only the optimiser's state; the gradients are whole until stage 2\n");
                     else if (got.params == psi || got.grads == psi)
                         printf("hint: bytes, not parameters: float32 is 4 bytes each\n");
                     return CHECK_FAIL;
@@ -638,8 +776,34 @@ static int check_memory(void) {
     return CHECK_PASS;
 }
 
-/* A ring that passed on 2 ranks and hung on 3: there r + 1 and r - 1 are one rank. */
+/* A ring the library stopped (its message, file:line, is in the output: the ring's code
+ * is the participant's), or one that passed on 2 ranks and hung on 3: there r + 1 and
+ * r - 1 are one rank. */
 static void explain_ring(int ranks, const CommandResult *r) {
+    const char *at = strstr(r->out, "check failed: dist_send: peer ");
+    const bool send = at != NULL;
+    if (!at) at = strstr(r->out, "check failed: dist_recv: peer ");
+    int peer, rank, world;
+    if (at && sscanf(strstr(at, "peer "), "peer %d on rank %d of %d", &peer, &rank, &world) == 3) {
+        printf("hint: TODO 8.2, part 2 (lesson_ring_reduce_scatter, reduce.c): rank %d of %d %s rank "
+               "%d, %s: the ring wraps round, rank N - 1 sends to 0 and 0 receives from N - 1: to = "
+               "(r + 1) %% N, from = (r - 1 + N) %% N (C's %% keeps the sign: add N first)\n", rank, world,
+               send ? "sent to" : "received from", peer,
+               peer == rank ? "itself" : peer < 0 ? "before the first" : "past the last");
+        return;
+    }
+    if ((at = strstr(r->out, "check failed: elements "))) {
+        long long from, to, size;
+        if (sscanf(at, "check failed: elements %lld..%lld of a tensor with %lld", &from, &to, &size) == 3)
+            printf("hint: TODO 8.2, part 2 (lesson_ring_reduce_scatter, reduce.c): a block of [%lld, %lld) "
+                   "of a buffer of %lld scalars, past its end (the library's tensor_range stopped it): "
+                   "block j of acc is tensor_range(&acc, j * s, s), s = out->size (the piece: in holds "
+                   "N s), j = (r - k - 1) or (r - k - 2) taken mod N, in 0 .. N - 1\n", from, to, size);
+        return;
+    }
+    if ((at = strstr(r->out, "check failed: ")))
+        printf("hint: the library stopped TODO 8.2, part 2 (lesson_ring_reduce_scatter, reduce.c) at the "
+               "check above: the ring's tensors and peers are the ones to look at\n");
     if (ranks == 3 && (r->timed_out || strstr(r->out, "did not finish within")))
         printf("hint: on 2 ranks the ring passed, on 3 a send-receive waited for a message that "
                "never came: on 2 ranks r + 1 and r - 1 are the same rank, on 3 not. Every rank "

@@ -22,6 +22,8 @@ plant "n / world rounded down" shard.c 8.1 "n / world rounded down" \
 plant "the library's shard_range" shard.c 8.1 "shard.c uses the library's ZERO_LIBRARY" \
     "    ZeroRange r;|||    return ZERO_LIBRARY.shard_range(n, world, rank);
     ZeroRange r;"
+plant "own = n - start - 1 in the last piece (off by one)" shard.c 8.1 "own is one short" \
+    "r.start + r.piece : n;|||r.start + r.piece : n - 1;"
 
 # TODO 8.2 (reduce.c): the reduce-scatter of gradients
 PLANTED_CHECKS="reduce-scatter of gradients"
@@ -46,6 +48,16 @@ plant "the ring receives from r + 1 (hangs on 3 ranks only)" reduce.c 8.2 "on 2 
 plant "the ring calls the library's reduce-scatter" reduce.c 8.2 "calls the library's dist_reduce_scatter" \
     "    Tensor mine = tensor_range(&acc, r * s, s);
     tensor_copy(out, &mine);|||    dist_reduce_scatter(d, out, in, DIST_SUM);"
+plant "the ring takes N steps, not N - 1 (the sums still right)" reduce.c 8.2 "N steps, not N - 1" \
+    "for (int k = 0; k < N - 1; k++)|||for (int k = 0; k < N; k++)"
+plant "the ring the wrong way round (to r - 1, from r + 1)" reduce.c 8.2 "a ring the wrong way round" \
+    "(r + 1) % N, &got, (r - 1 + N) % N);|||(r - 1 + N) % N, &got, (r + 1) % N);"
+plant "the ring sends to r + 1 without % N" reduce.c 8.2 "the ring wraps round" \
+    "(r + 1) % N, &got|||r + 1, &got"
+plant "the ring's block size s = the whole of in" reduce.c 8.2 "past its end (the library's tensor_range stopped it)" \
+    "    const int64_t s = out->size;
+    CHECK(in->size == s * N, \"ring reduce-scatter of %lld into %lld on %d ranks\",
+          (long long)in->size, (long long)s, N);|||    const int64_t s = in->size;"
 
 # TODO 8.3 (step.c): the step on the shard
 PLANTED_CHECKS="the sharded step"
@@ -62,6 +74,8 @@ plant "the step counted per block" step.c 8.3 "not once per block" \
         if (k > 0) (void)(z->optimizer == ZERO_ADAMW ? ++z->adam.step : ++z->sgd.step);"
 plant "the last block's piece left out" step.c 8.3 "a block's piece was not updated" \
     "for (int k = 0; k < z->nunits; k++)|||for (int k = 0; k < z->nunits - 1; k++)"
+plant "Adam's t one short (the count before the step)" step.c 8.3 "Adam's bias corrections divide by 1 - beta^t" \
+    "u->piece, &z->adam, t);|||u->piece, &z->adam, t - 1);"
 plant "the library's step" step.c 8.3 "step.c uses the library's ZERO_LIBRARY" \
     "    const int64_t t = z->optimizer|||    ZERO_LIBRARY.step(z);
     return;
@@ -74,6 +88,8 @@ plant "the library's update of a piece" step.c 8.3 "step.c uses the library's ze
 PLANTED_CHECKS="all-gather of parameters"
 plant "a reduce-scatter for the all-gather" gather.c 8.4 "the pieces must be put side by side" \
     "return dist_all_gather_start(d, full, piece);|||return dist_reduce_scatter_start(d, (Tensor *)piece, full, DIST_SUM);"
+plant "the all-gather's tensors swapped" gather.c 8.4 "with its tensors swapped" \
+    "return dist_all_gather_start(d, full, piece);|||return dist_all_gather_start(d, (Tensor *)piece, full);"
 plant "the library's gather_params" gather.c 8.4 "gather.c uses the library's ZERO_LIBRARY" \
     "return dist_all_gather_start(d, full, piece);|||return ZERO_LIBRARY.gather_params(d, full, piece);"
 
@@ -91,6 +107,14 @@ plant "no prefetch" prefetch.c 8.5 "no prefetch" \
 "
 plant "no bounds check on the next block" prefetch.c 8.5 "past the last of the" \
     "if (next >= 0 && next < z->nunits) zero_gather|||zero_gather"
+plant "the bound next > 0: unit 0 never prefetched going back" prefetch.c 8.5 "the bound on next leaves it out" \
+    "if (next >= 0 && next < z->nunits)|||if (next > 0 && next < z->nunits)"
+plant "the after flag inverted" prefetch.c 8.5 "the after flag is read the wrong way round" \
+    "    if (after) {
+        zero_release(z, u);|||    if (!after) {
+        zero_release(z, u);"
+plant "zero_await of the next block for its prefetch (nothing overlaps)" prefetch.c 8.5 "waited for it at once" \
+    "zero_gather(z, &z->units[next]);|||zero_await(z, &z->units[next]);"
 plant "the window never released" prefetch.c 8.5 "was still held after its" \
     "        zero_release(z, u);
 |||"
@@ -104,6 +128,12 @@ plant "the library's stage3_hook" prefetch.c 8.5 "prefetch.c uses the library's 
 PLANTED_CHECKS="memory per rank"
 plant "K x (psi / N)" memory.c 8.6 "multiply first, then divide" \
     "if (stage >= 1) m.optim = K * psi / N;|||if (stage >= 1) m.optim = K * (psi / N);"
+plant "the optimiser's state whole at stage 1" memory.c 8.6 "stage 1 keeps the optimiser's state whole" \
+    "if (stage >= 1) m.optim|||if (stage >= 2) m.optim"
+plant "the gradients sharded only from stage 3" memory.c 8.6 "stage 2 keeps the gradients whole" \
+    "if (stage >= 2) m.grads|||if (stage >= 3) m.grads"
+plant "the parameters sharded from stage 2" memory.c 8.6 "stage 2 shards the parameters" \
+    "if (stage >= 3) m.params|||if (stage >= 2) m.params"
 plant "the library's formula" memory.c 8.6 "memory.c uses the library's zero_memory_formula" \
     "    const int64_t K = optimizer|||    return zero_memory_formula(stage, psi, world, optimizer);
     const int64_t K = optimizer"
