@@ -19,7 +19,8 @@ TpRange lesson_shard(int n, int t, int r) {
 #ifdef SOLUTION
     return (TpRange){r * (n / t), n / t};
 #else
-    /* TODO 9.1: every rank holds count = n / t rows; rank r's start at r * count. */
+    /* TODO 9.1: the ranks take consecutive runs of rows in rank order, the same number
+     * each: how long is a run, and how many rows belong to the ranks before r? */
     (void)n, (void)t, (void)r;
     TODO_STOP("9.1");
 #endif
@@ -31,9 +32,10 @@ void lesson_qkv_rows(int D, int t, int r, int *rows) {
     for (int part = 0; part < 3; part++)
         for (int i = 0; i < per; i++) rows[part * per + i] = part * D + r * per + i;
 #else
-    /* TODO 9.1, part 2: with per = D / t, rows[part * per + i] for part 0 (q), 1 (k),
-     * 2 (v) and i < per is row part * D + r * per + i (rank r's heads start at row
-     * r * per of each of the three blocks). */
+    /* TODO 9.1, part 2: rank r's heads are one run of D/t rows inside each of the three
+     * blocks (q, k, v), at the same place in each. Where does the run start within a
+     * block, and where does each block start in in_proj_weight? Fill rows[] with the q
+     * run, then the k run, then the v run. */
     (void)D, (void)t, (void)r, (void)rows;
     TODO_STOP("9.1");
 #endif

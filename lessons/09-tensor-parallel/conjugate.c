@@ -16,13 +16,15 @@
 #include "lesson.h"
 
 void lesson_f(TensorParallel *tp, Tensor *x, BlockPass pass) {
-    /* TODO 9.2: in the backward only, dist_all_reduce over tp->group with DIST_SUM. */
+    /* TODO 9.2: which of the two passes needs the group's sum of x (the table above)?
+     * In that one, all-reduce x in place over the tensor group (dist/dist.h: which op
+     * makes the whole from the shares?); in the other, leave x as it is. */
     (void)tp, (void)x, (void)pass;
     TODO_STOP("9.2");
 }
 
 void lesson_g(TensorParallel *tp, Tensor *x, BlockPass pass) {
-    /* TODO 9.2: in the forward only, the same all-reduce. */
+    /* TODO 9.2: g is f's transpose: the sum in the other pass. */
     (void)tp, (void)x, (void)pass;
     TODO_STOP("9.2");
 }

@@ -1,6 +1,6 @@
 /* Lesson 09: the program (given; worth reading: TODOs 9.1-9.5 are called from here).
  *
- *   make run-lesson 9 RANKS=2 ARGS="--tp 2"                    # 2 CPU ranks, one model cut in 2
+ *   make run-lesson 9 RANKS=2 ARGS="--tp 2 --max-steps 20"     # 2 CPU ranks, one model cut in 2
  *   mpirun -n 8 train --dp 2 --pp 2 --tp 2 --max-steps 20      # the three axes together
  *   mpirun -n 2 train --tp 2 --precision bf16                  # bfloat16 compute, float32 master weights
  *   srun train --device cuda --model seed --tp 4 --dp 2        # in a Slurm job, GPUs

@@ -198,8 +198,11 @@ typedef struct {
     double worst, pad;        /* the gradient's largest error, the padding's largest */
     double ratio_lo, ratio_hi; /* yours over the unsplit one where that is not small */
     double worst_target;      /* the gradient's largest error at the targets' columns */
-    double edges_dropped;     /* the unsplit loss without the terms of the targets that
-                               * AT_EDGES put on a rank's first word */
+    double firsts_dropped;    /* the unsplit loss without the target's term in the rows
+                               * whose target is a rank's first word (k == 0 there), as
+                               * when no rank counts it */
+    bool first_uncounted;     /* this rank holds such targets, and at each its gradient
+                               * lacks the -1/N: no rank counted it there either */
     bool added;               /* the gradient is the right one plus what dlogits held */
     char what[256];
 } VocabCase;
@@ -208,6 +211,9 @@ typedef struct {
  * t-1 (the word one past the last of the rank before: `k <= valid` counts it twice);
  * INSIDE moves every target off a rank's first word. */
 typedef enum { AT_EDGES, INSIDE } TargetsAt;
+
+/* The larger of two errors; a NaN stays (fmax would drop it, and a NaN gradient pass). */
+static double worse(double a, double b) { return isnan(a) || isnan(b) ? NAN : fmax(a, b); }
 
 /* One case of TODO 9.4: logits [N, 42] whole (the same on every rank), each rank its
  * words; the loss and the gradient against the unsplit cross-entropy of the first V
@@ -250,28 +256,35 @@ static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, 
              "they must be the same number", (double)alone, (double)got);
     double dropped = want, none = 0, worst = 0, pad_grad = 0, ratio_lo = INFINITY, ratio_hi = -INFINITY, worst_target = 0;
     bool added = true;
+    int firsts = 0, uncounted = 0; /* targets on this rank's first word; those lacking -1/N */
     for (int n = 0; n < N; n++) {
         double m = -INFINITY, sum = 0;
         for (int j = 0; j < V; j++) m = fmax(m, whole.data[n * V + j]);
         for (int j = 0; j < V; j++) sum += exp(whole.data[n * V + j] - m);
         none += log(sum) / N;
-        if (at == AT_EDGES && n + 1 < tp->t) dropped -= (whole.data[n * V + targets[n]] - m) / N;
+        /* the row's term is log S - (z_target - m): without its target, log S alone */
+        if (targets[n] % vl == 0) dropped += (whole.data[n * V + targets[n]] - m) / N;
         for (int j = 0; j < vl; j++) {
             const float d = dmine.data[n * vl + j];
             if (first + j >= V) {
-                pad_grad = fmax(pad_grad, fabs(d));
+                pad_grad = worse(pad_grad, fabs(d));
                 continue;
             }
             const float w = dwhole.data[n * V + first + j];
-            if (first + j == targets[n]) worst_target = fmax(worst_target, fabs(d - w));
-            else worst = fmax(worst, fabs(d - w));
+            if (first + j == targets[n]) {
+                worst_target = worse(worst_target, fabs(d - w));
+                if (j == 0) firsts++, uncounted += fabs(d - w - 1.0 / N) <= 1e-6;
+            } else {
+                worst = worse(worst, fabs(d - w));
+            }
             added &= fabsf(d - (w + 7.0f)) <= 1e-5f;
             if (fabsf(w) > 1e-3f) ratio_lo = fmin(ratio_lo, d / w), ratio_hi = fmax(ratio_hi, d / w);
         }
     }
-    VocabCase v = {.loss = got, .want = want, .none = (float)none, .worst = fmax(worst, worst_target),
-                   .pad = pad_grad, .ratio_lo = ratio_lo, .ratio_hi = ratio_hi, .worst_target = worst_target, .added = added, .edges_dropped = dropped};
-    v.ok = fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f && v.worst <= 1e-6 && pad_grad == 0;
+    VocabCase v = {.loss = got, .want = want, .none = (float)none, .worst = worse(worst, worst_target),
+                   .pad = pad_grad, .ratio_lo = ratio_lo, .ratio_hi = ratio_hi, .worst_target = worst_target,
+                   .added = added, .firsts_dropped = dropped, .first_uncounted = firsts > 0 && uncounted == firsts};
+    v.ok = fabsf(got - want) <= 1e-5f * fabsf(want) + 1e-6f && v.worst <= 1e-6 && v.pad == 0;
     snprintf(v.what, sizeof v.what, "loss %.7g (unsplit %.7g), gradient off by %g", (double)got,
              (double)want, v.worst);
     if (V < VP)
@@ -283,13 +296,21 @@ static VocabCase vocab_case(TensorParallel *tp, int V, float offset, float pad, 
 }
 
 /* A loss right unless a target is a rank's first word: the test of which rank holds it is
- * off by one there: no rank counted it (the loss without those terms), or two did. */
+ * off by one there. No rank counted it (`k > 0`): the loss is the unsplit one without
+ * those targets' terms, or the gradient at such a target lacks its -1/N. Else the rank
+ * before counted it too (`k <= valid`, reading one column past its own). The sign of the
+ * loss's error cannot tell the two apart: both lower it here. */
 static const char *edge_words(const VocabCase *v) {
-    return fabs(v->loss - v->edges_dropped) > 1e-5 * fabs(v->edges_dropped)
-               ? "the rank before it counted that target too, at k = targets[n] - tp->words.start == "
-                 "valid: a rank holds the target when 0 <= k < valid, not k <= valid"
-               : "no rank counted that target, at k = targets[n] - tp->words.start == 0 on its rank: "
-                 "a rank holds the target when 0 <= k < valid";
+    static char said[400];
+    const bool loss = fabs(v->loss - v->firsts_dropped) <= 1e-5 * fabs(v->firsts_dropped);
+    if (!loss && !v->first_uncounted)
+        return "the rank before it counted that target too, at k = targets[n] - tp->words.start == "
+               "valid: a rank holds the target when 0 <= k < valid, not k <= valid";
+    snprintf(said, sizeof said, "no rank counted that target, at k = targets[n] - tp->words.start "
+             "== 0 on its rank (%s): a rank holds the target when 0 <= k < valid, k == 0 included",
+             loss && v->first_uncounted ? "the loss lacks its term, and its gradient there lacks the -1/N"
+             : loss ? "the loss lacks its term" : "its gradient there lacks the -1/N");
+    return said;
 }
 
 /* The group's verdict on one case: every rank runs the same cases (collectives), so a
@@ -356,10 +377,15 @@ static void worker_vocab_loss(void) {
         FAIL("logits near 150: %s. exp(150) overflows a float: subtract the row's maximum before "
              "exp", v.what);
     }
-    /* 41 words padded to 42, the padding's logit 50: it must take no part */
+    /* 41 words padded to 42, the padding's logit 50: it must take no part. In the sum it
+     * shows; in the max alone it does not (log-sum-exp is the same whatever m, as long as
+     * exp does not underflow): 200, far above the words, shows that */
     v = vocab_case(&tp, 41, 0.0f, 50.0f, false, AT_EDGES);
     if (!group_ok(&tp, v.ok)) {
         const bool inside = group_ok(&tp, vocab_case(&tp, 41, 0.0f, 50.0f, false, INSIDE).ok);
+        /* at 200 the sum alone overflows (exp(197) is inf), the max and the sum together
+         * give a finite loss near 200 */
+        const VocabCase high = vocab_case(&tp, 41, 0.0f, 200.0f, false, AT_EDGES);
         if (v.ok)
             FAIL("41 words padded to 42: this rank's loss and gradient are right (%s); another "
                  "rank's are not: its line says why", v.what);
@@ -368,8 +394,28 @@ static void worker_vocab_loss(void) {
                  "right where none is: %s", v.what, edge_words(&v));
         if (v.pad != 0 && v.worst <= 1e-6 && fabsf(v.loss - v.want) <= 1e-5f * fabsf(v.want))
             FAIL("41 words padded to 42: %s. The padding columns (at or past tp->vocab) get gradient 0", v.what);
-        FAIL("41 words padded to 42, the padding's logit 50: %s. The padding is no word: leave "
-             "the columns at or past tp->vocab out of the max and the sum", v.what);
+        const char *pad_too = v.pad != 0 ? "; and they get gradient 0" : "";
+        if (isinf(high.loss) && high.loss > 0)
+            FAIL("41 words padded to 42, the padding's logit 50: %s. The padding takes part in the "
+                 "sum of exponentials (at 200 the loss is inf: exp(200 - m) overflows): sum over "
+                 "this rank's valid columns only, those before tp->vocab%s", v.what, pad_too);
+        FAIL("41 words padded to 42, the padding's logit 50: %s. The padding takes part in the "
+             "max and the sum (at 200: loss %.7g, near the padding's logit): leave the columns "
+             "at or past tp->vocab out of both%s", v.what, (double)high.loss, pad_too);
+    }
+    v = vocab_case(&tp, 41, 0.0f, 200.0f, false, AT_EDGES);
+    if (!group_ok(&tp, v.ok)) {
+        if (v.ok)
+            FAIL("41 words padded to 42, the padding's logit 200: this rank's loss and gradient are "
+                 "right (%s); another rank's are not: its line says why", v.what);
+        if (isinf(v.loss) || isnan(v.loss))
+            FAIL("41 words padded to 42, the padding's logit 200 (the words' near 0): %s. The "
+                 "padding takes part in the max: m = 200, so exp(z - m) of every word underflows "
+                 "to 0 and log S is -inf; take the max over the columns before tp->vocab only (at "
+                 "50 nothing showed: log-sum-exp is the same for any m that does not underflow)", v.what);
+        FAIL("41 words padded to 42, the padding's logit 200 (the words' near 0): %s. The padding "
+             "is no word: leave the columns at or past tp->vocab out of the max and the sum, and "
+             "give them gradient 0", v.what);
     }
     const int t = tp.t;
     tensor_parallel_free(&tp);

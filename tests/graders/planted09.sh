@@ -84,6 +84,20 @@ plant "the loss summed, not averaged" vocab_loss.c 9.4 "the sum over the 6 rows,
 plant "the target's test k <= valid" vocab_loss.c 9.4 "not k <= valid" \
     "if (mine >= 0 && mine < valid) sums|||if (mine >= 0 && mine <= valid) sums" \
     "if (mine >= 0 && mine < valid) d[mine]|||if (mine >= 0 && mine <= valid) d[mine]"
+plant "the target's test k > 0, in the loss" vocab_loss.c 9.4 "no rank counted that target, at k = targets[n] - tp->words.start == 0 on its rank (the loss lacks its term)" \
+    "if (mine >= 0 && mine < valid) sums|||if (mine > 0 && mine < valid) sums"
+plant "the target's test k > 0, in the loss and the gradient" vocab_loss.c 9.4 "no rank counted that target, at k = targets[n] - tp->words.start == 0 on its rank (the loss lacks its term, and its gradient there lacks the -1/N)" \
+    "if (mine >= 0 && mine < valid) sums|||if (mine > 0 && mine < valid) sums" \
+    "if (mine >= 0 && mine < valid) d[mine]|||if (mine > 0 && mine < valid) d[mine]"
+plant "the target's test k > 0, in the gradient" vocab_loss.c 9.4 "no rank counted that target, at k = targets[n] - tp->words.start == 0 on its rank (its gradient there lacks the -1/N)" \
+    "if (mine >= 0 && mine < valid) d[mine]|||if (mine > 0 && mine < valid) d[mine]"
+plant "the padding in the max" vocab_loss.c 9.4 "gradient off by nan, the padding's gradient up to 0. The padding takes part in the max" \
+    "for (int j = 0; j < valid; j++) m = fmaxf(m, z[j]);|||for (int j = 0; j < V; j++) m = fmaxf(m, z[j]);"
+plant "the padding in the sum" vocab_loss.c 9.4 "The padding takes part in the sum of exponentials" \
+    "for (int j = 0; j < valid; j++) sums.data[n] +=|||for (int j = 0; j < V; j++) sums.data[n] +="
+plant "the padding in the max and the sum" vocab_loss.c 9.4 "The padding takes part in the max and the sum" \
+    "for (int j = 0; j < valid; j++) m = fmaxf(m, z[j]);|||for (int j = 0; j < V; j++) m = fmaxf(m, z[j]);" \
+    "for (int j = 0; j < valid; j++) sums.data[n] +=|||for (int j = 0; j < V; j++) sums.data[n] +="
 plant "each rank's own maximum" vocab_loss.c 9.4 "each rank subtracted its own maximum" \
     "    tp_all_reduce_host(tp, &max, DIST_MAX);
 |||"
