@@ -784,7 +784,7 @@ static void explain_ring(int ranks, const CommandResult *r) {
     const bool send = at != NULL;
     if (!at) at = strstr(r->out, "check failed: dist_recv: peer ");
     int peer, rank, world;
-    if (at && sscanf(strstr(at, "peer "), "peer %d on rank %d of %d", &peer, &rank, &world) == 3) {
+    if (at && sscanf(strstr(at, "peer "), "peer %d from rank %d of a communicator of %d", &peer, &rank, &world) == 3) {
         printf("hint: TODO 8.2, part 2 (lesson_ring_reduce_scatter, reduce.c): rank %d of %d %s rank "
                "%d, %s: the ring wraps round, rank N - 1 sends to 0 and 0 receives from N - 1: to = "
                "(r + 1) %% N, from = (r - 1 + N) %% N (C's %% keeps the sign: add N first)\n", rank, world,
@@ -804,7 +804,9 @@ static void explain_ring(int ranks, const CommandResult *r) {
     if ((at = strstr(r->out, "check failed: ")))
         printf("hint: the library stopped TODO 8.2, part 2 (lesson_ring_reduce_scatter, reduce.c) at the "
                "check above: the ring's tensors and peers are the ones to look at\n");
-    if (ranks == 3 && (r->timed_out || strstr(r->out, "did not finish within")))
+    /* a receive that never gets its send: the library ends the job early ("can never
+     * finish", the deadlock seen) or at its timeout */
+    if (ranks == 3 && (r->timed_out || strstr(r->out, "did not finish within") || strstr(r->out, "can never finish")))
         printf("hint: on 2 ranks the ring passed, on 3 a send-receive waited for a message that "
                "never came: on 2 ranks r + 1 and r - 1 are the same rank, on 3 not. Every rank "
                "sends to r + 1, so each receives from r - 1: dist_sendrecv(d, block, (r + 1) %% N, "
