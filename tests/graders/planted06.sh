@@ -19,17 +19,9 @@ planted_setup "${1:-build}" 06-ddp tests/graders/grade06.c
 plant_also() {
     local name=$1 f=$2 todo=$3 hint=$4 also=$5 out block
     shift 5
-    python3 - "$tmp/$f" "$tmp/$f.new" "$@" <<'PY' || { verdict "$name (the patch did not apply)" 0; return; }
-import sys
-text = open(sys.argv[1]).read()
-for pair in sys.argv[3:]:
-    old, new = pair.split("|||")
-    if old not in text: sys.exit(1)
-    text = text.replace(old, new, 1)
-open(sys.argv[2], "w").write(text)
-PY
+    patched "$f" "$@" || { verdict "$name (the patch did not apply)" 0; return; }
     out=$(grade "$f")
-    block=$(awk -v t="TODO $todo " 'index($0, "FAIL  " t) == 1 { on = 1; print; next } /^[A-Z]/ { on = 0 } on' <<<"$out")
+    block=$(failed_block "$todo" "$out")
     if [ -n "$block" ] && grep -qF -- "$hint" <<<"$block" && grep -qF -- "$also" <<<"$block"; then
         verdict "$name: TODO $todo fails with \"$hint\", the library says \"$also\"" 1
         grep -m1 -F -- "$hint" <<<"$block" | cut -c1-150

@@ -17,15 +17,9 @@ planted_setup "${1:-build}" 09-tensor-parallel tests/graders/grade09.c
 # say NOT (a hint that blames another TODO)
 plant_not() {
     local name=$1 f=$2 todo=$3 hint=$4 not=$5 out block
-    python3 - "$tmp/$f" "$tmp/$f.new" "$6" <<'PY' || { verdict "$name (the patch did not apply)" 0; return; }
-import sys
-text = open(sys.argv[1]).read()
-old, new = sys.argv[3].split("|||")
-if old not in text: sys.exit(1)
-open(sys.argv[2], "w").write(text.replace(old, new, 1))
-PY
+    patched "$f" "$6" || { verdict "$name (the patch did not apply)" 0; return; }
     out=$(grade "$f")
-    block=$(awk -v t="TODO $todo " 'index($0, "FAIL  " t) == 1 { on = 1; print; next } /^[A-Z]/ { on = 0 } on' <<<"$out")
+    block=$(failed_block "$todo" "$out")
     if [ -n "$block" ] && grep -qF -- "$hint" <<<"$block" && ! grep -qF -- "$not" <<<"$block"; then
         verdict "$name: TODO $todo fails with \"$hint\", not \"$not\"" 1
     else

@@ -52,11 +52,12 @@ verdict() { # name, ok
     if [ "$2" = 1 ]; then echo "PASS  $1"; passed=$((passed + 1)); else echo "FAIL  $1"; failed=$((failed + 1)); fi
 }
 
-# plant NAME FILE TODO HINT PYTHON-REPLACEMENTS...: each "old|||new" pair must match
-plant() {
-    local name=$1 f=$2 todo=$3 hint=$4 out
-    shift 4
-    python3 - "$tmp/$f" "$tmp/$f.new" "$@" <<'PY' || { verdict "$name (the patch did not apply)" 0; return; }
+# patched FILE "old|||new"...: the copy's FILE with each pair replaced once, written to
+# $tmp/FILE.new for grade; fails when an "old" is not in it
+patched() {
+    local f=$1
+    shift
+    python3 - "$tmp/$f" "$tmp/$f.new" "$@" <<'PY'
 import sys
 text = open(sys.argv[1]).read()
 for pair in sys.argv[3:]:
@@ -65,9 +66,22 @@ for pair in sys.argv[3:]:
     text = text.replace(old, new, 1)
 open(sys.argv[2], "w").write(text)
 PY
+}
+
+# failed_block TODO OUTPUT: the lines of OUTPUT from the first "FAIL  TODO <TODO> " to the
+# next verdict line
+failed_block() {
+    awk -v t="TODO $1 " 'index($0, "FAIL  " t) == 1 { on = 1; print; next } /^[A-Z]/ { on = 0 } on' <<<"$2"
+}
+
+# plant NAME FILE TODO HINT PYTHON-REPLACEMENTS...: each "old|||new" pair must match
+plant() {
+    local name=$1 f=$2 todo=$3 hint=$4 out
+    shift 4
+    patched "$f" "$@" || { verdict "$name (the patch did not apply)" 0; return; }
     out=$(grade "$f")
     local block
-    block=$(awk -v t="TODO $todo " 'index($0, "FAIL  " t) == 1 { on = 1; print; next } /^[A-Z]/ { on = 0 } on' <<<"$out")
+    block=$(failed_block "$todo" "$out")
     if [ -n "$block" ] && grep -qF -- "$hint" <<<"$block"; then
         verdict "$name: TODO $todo fails with \"$hint\"" 1
         grep -m1 -F -- "$hint" <<<"$block" | cut -c1-150
