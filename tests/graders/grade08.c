@@ -9,7 +9,6 @@
  * file uses the library's twin of it (ZERO_LIBRARY's parts, zero_update_piece,
  * zero_memory_formula) fails, named.
  * Run with `make check-lesson 8` (your code) or `make check-lesson 8 SOLUTION=1`. */
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +36,7 @@
 /* The ring by hand (TODO 8.2, part 2) may use send-receives only. */
 static bool lesson_function(const char *name) { return strcmp(name, "lesson_ring_reduce_scatter") == 0; }
 #include "graders/refuse_library.h"
+#include "graders/source_uses.h"
 
 /* Which lesson function called (dladdr on the return address; "" for another caller). */
 static const char *caller_name(void *caller) {
@@ -95,45 +95,15 @@ WATCH_VOID(dist_all_gather, (Dist *d, Tensor *o, const Tensor *i), (d, o, i), o,
 WATCH_VALUE(DistRequest *, dist_all_gather_start, (Dist *d, Tensor *o, const Tensor *i), (d, o, i), o, i)
 
 /* ZeRO's own parts (ZERO_LIBRARY's functions are static, reached through the table) and
- * its formula cannot be wrapped: a TODO's file is read instead (comments and strings
- * left out). Returns the first of the library's names it uses, or NULL; "" when the
- * file cannot be read. */
+ * its formula cannot be wrapped: a TODO's file is read instead (source_uses.h). Returns
+ * the first of the library's names it uses, or NULL; "" when the file cannot be read. */
 static const char *source_uses_library(const char *file) {
     static const char *const names[] = {"ZERO_LIBRARY", "zero_memory_formula", "zero_update_piece", NULL};
     char path[512];
     snprintf(path, sizeof path, "%s/%s", LESSON_PATH, file);
-    FILE *f = fopen(path, "rb");
-    if (!f) return "";
-    static char code[1 << 18];
-    size_t n = 0;
-    int c, prev = 0;
-    enum { CODE, LINE, BLOCK, STR, CHR } state = CODE;
-    while ((c = fgetc(f)) != EOF && n + 1 < sizeof code) {
-        switch (state) {
-        case CODE:
-            if (prev == '/' && c == '/') state = LINE, n--;
-            else if (prev == '/' && c == '*') state = BLOCK, n--, c = 0;
-            else if (c == '"') state = STR, code[n++] = ' ';
-            else if (c == '\'') state = CHR, code[n++] = ' ';
-            else code[n++] = (char)c;
-            break;
-        case LINE: if (c == '\n') state = CODE, code[n++] = '\n'; break;
-        case BLOCK: if (prev == '*' && c == '/') state = CODE, c = 0, code[n++] = ' '; break;
-        case STR: if (c == '"' && prev != '\\') state = CODE; else if (c == '\\' && prev == '\\') c = 0; break;
-        case CHR: if (c == '\'' && prev != '\\') state = CODE; else if (c == '\\' && prev == '\\') c = 0; break;
-        }
-        prev = c;
-    }
-    fclose(f);
-    code[n] = '\0';
-    for (int k = 0; names[k]; k++)
-        for (const char *at = code; (at = strstr(at, names[k])); at++) {
-            const char after = at[strlen(names[k])];
-            const bool word = (at == code || !(isalnum((unsigned char)at[-1]) || at[-1] == '_')) &&
-                              !(isalnum((unsigned char)after) || after == '_');
-            if (word) return names[k];
-        }
-    return NULL;
+    bool readable;
+    const char *used = source_uses(path, names, true, &readable);
+    return readable ? used : "";
 }
 
 /* A check's first step: its TODO's file must not use the library's twin of it. */

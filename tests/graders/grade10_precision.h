@@ -23,6 +23,7 @@
 #include "core/dtype.h"
 #include "core/rng.h"
 #include "framework/check.h"
+#include "graders/source_uses.h"
 #include "lesson.h"
 #include "train/clip.h"
 #include "train/loss_scale.h"
@@ -73,41 +74,14 @@ P10_WRAP_VOID(dtype_convert_cpu, "lesson_bf16_from_f32 lesson_f32_from_bf16 less
               (void *dst, DType dd, const void *src, DType sd, int64_t n), (dst, dd, src, sd, n))
 
 /* dtype.h's converters are static inline: no wrapper sees them. The lesson's file is read
- * instead (comments and strings left out); returns the first library name it uses. */
+ * instead (source_uses.h); returns the first library name it uses (a family's prefix). */
 static const char *p10_source_uses_converter(const char *file, bool *readable) {
     static const char *const names[] = {"dtype_bf16_from", "dtype_f32_from_bf16", "dtype_f32_bits_from_bf16",
                                         "dtype_bits16_from", "dtype_f32_bits_from_bits16", "dtype_convert",
                                         "tensor_convert", NULL};
     char path[512];
     snprintf(path, sizeof path, "%s/%s", LESSON_PATH, file);
-    FILE *f = fopen(path, "rb");
-    *readable = f != NULL;
-    if (!f) return NULL;
-    static char code[1 << 18];
-    size_t n = 0;
-    int c, prev = 0;
-    enum { CODE, LINE, BLOCK, STR, CHR } state = CODE;
-    while ((c = fgetc(f)) != EOF && n + 1 < sizeof code) {
-        switch (state) {
-        case CODE:
-            if (prev == '/' && c == '/') state = LINE, n--;
-            else if (prev == '/' && c == '*') state = BLOCK, n--, c = 0;
-            else if (c == '"') state = STR;
-            else if (c == '\'') state = CHR;
-            else code[n++] = (char)c;
-            break;
-        case LINE: if (c == '\n') state = CODE, code[n++] = '\n'; break;
-        case BLOCK: if (prev == '*' && c == '/') state = CODE, c = 0; break;
-        case STR: if (c == '"' && prev != '\\') state = CODE; else if (c == '\\' && prev == '\\') c = 0; break;
-        case CHR: if (c == '\'' && prev != '\\') state = CODE; else if (c == '\\' && prev == '\\') c = 0; break;
-        }
-        prev = c;
-    }
-    fclose(f);
-    code[n] = '\0';
-    for (int k = 0; names[k]; k++)
-        if (strstr(code, names[k])) return names[k];
-    return NULL;
+    return source_uses(path, names, false, readable);
 }
 
 static bool p10_refuse_converter(const char *file, const char *why) {
