@@ -131,9 +131,9 @@ void trace_begin_bytes(const char *name, TraceCat cat, int64_t bytes) {
 void trace_begin(const char *name, TraceCat cat) { trace_begin_bytes(name, cat, -1); }
 
 void trace_end(const char *name) {
-    const int64_t now = trace_now_ns();
-    Trace *t = active();
+    Trace *t = active(); /* untraced runs do not read the clock */
     if (!t) return;
+    const int64_t now = trace_now_ns();
     CHECK(t->depth > 0, "trace: '%s' closed, but no range is open", name);
     const TraceOpen *o = &t->stack[t->depth - 1];
     CHECK(strncmp(o->name, name, TRACE_NAME_MAX - 1) == 0, "trace: '%s' closed while '%s' is "

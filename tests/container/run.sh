@@ -26,10 +26,7 @@ export LESSON_FILES=$kind
 out=build/image
 root=$out/root
 export USER=${USER:-$(id -un)}
-passed=0 failed=0 skipped=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 indent() { sed 's/^/        /'; }
 suite() { # $1: title; the rest: a command whose PASS/FAIL lines and result line count
     local title=$1 o p f
@@ -131,5 +128,4 @@ data"
     else skip "no Slurm here: lesson 11's job script not run (sudo make deps; as root it starts one)"; fi
 fi
 
-if [ $skipped -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
-[ $failed -eq 0 ]
+checks_summary

@@ -23,14 +23,9 @@
 set -u
 build=${1:-build}
 bin=$build/solutions/09-tensor-parallel/train
-passed=0 failed=0 skipped=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
+. "$(dirname "$0")/../lib-checks.sh" # pass, fail, skip, show, checks_summary
 finish() {
-    if [ $skipped -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
-    else echo "$passed passed, $failed failed"; fi
-    [ $failed -eq 0 ]
+    checks_summary
     exit
 }
 text=/usr/share/common-licenses/GPL-3 # Debian's base-files

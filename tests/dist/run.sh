@@ -23,9 +23,7 @@ grid_bin=$build/tests/dist/test_grid
 zero_bin=$build/tests/dist/test_zero
 zc_bin=$build/tests/dist/test_zero_ckpt
 tp_bin=$build/tests/dist/test_tensor_parallel
-passed=0 failed=0 skipped=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+. "$(dirname "$0")/../lib-checks.sh" # pass, fail, skip, show, checks_summary
 
 if ! command -v mpirun >/dev/null || [ ! -x "$bin" ] || [ ! -x "$pipe_bin" ] || [ ! -x "$grid_bin" ] || [ ! -x "$zero_bin" ] || [ ! -x "$zc_bin" ] || [ ! -x "$tp_bin" ]; then
     echo "SKIP  lib/dist with several ranks: needs ranks: Open MPI's mpirun (sudo make deps) and $bin"
@@ -236,6 +234,4 @@ POLL=1 fault ring-back 3 "rank ([0-2]): send\+receive of 800 bytes \(from rank [
 POLL=1 fault stop-group 4 "rank 3: all-reduce of 96 bytes \(collective #[0-9]+ of the group of world ranks 2, 3\) did not finish within 5 s \(--timeout\): rank 2 does not answer \(stopped" \
     "!rank [013] does not answer"
 
-if [ $skipped -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
-else echo "$passed passed, $failed failed"; fi
-[ $failed -eq 0 ]
+checks_summary

@@ -17,10 +17,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-passed=0 failed=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-show() { sed 's/^/        /' "$1" | tail -"${2:-8}"; }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 
 tmp=$(mktemp -d /tmp/issue30_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -120,5 +117,4 @@ else
     show "$tmp/f8"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+checks_summary

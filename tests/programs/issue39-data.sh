@@ -28,11 +28,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-passed=0 failed=0 skipped=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
-show() { sed 's/^/        /' "$1" | tail -"${2:-8}"; }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 
 tmp=$(mktemp -d /tmp/issue39_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -234,9 +230,4 @@ for l in 04 08 10; do
     expect_error "lesson $l, --max-steps 3000000000" "$tmp/m$l" '--max-steps must be [01] to 1073741824, got 3000000000'
 done
 
-if [ $skipped -gt 0 ]; then
-    echo "$passed passed, $failed failed, $skipped skipped"
-else
-    echo "$passed passed, $failed failed"
-fi
-[ $failed -eq 0 ]
+checks_summary

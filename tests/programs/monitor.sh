@@ -16,15 +16,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-passed=0 failed=0 skipped=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
-show() { sed 's/^/        /' "$1" | tail -"${2:-8}"; }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 total() {
-    if [ $skipped -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
-    else echo "$passed passed, $failed failed"; fi
-    [ $failed -eq 0 ]
+    checks_summary
 }
 
 bin=$build/tools/node-monitor fake=$build/tests/fake-nvml/libnvidia-ml.so.1

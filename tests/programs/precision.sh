@@ -37,11 +37,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-passed=0 failed=0 skipped=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
-show() { sed 's/^/        /' "$1" | tail -"${2:-8}"; }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 l04=$build/solutions/04-transformer/train
 [ -x "$l04" ] || { fail "$l04 is not built (make BUILD=$build all)"; echo "$passed passed, $failed failed"; exit 1; }
 tmp=$(mktemp -d /tmp/precision_XXXXXX)
@@ -255,5 +251,4 @@ else
     fail "one epoch of fortunes: valid loss bf16 '$v16', float32 '$v32' (more than 2% apart, or missing)"
     show "$tmp/bf16" 4
 fi
-echo "$passed passed, $failed failed, $skipped skipped"
-[ $failed -eq 0 ]
+checks_summary

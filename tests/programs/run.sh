@@ -30,11 +30,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-passed=0 failed=0 skipped=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
-show() { sed 's/^/        /' "$1" | tail -"${2:-8}"; }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 
 tmp=$(mktemp -d /tmp/faults_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -391,9 +387,4 @@ else
     fi
 fi
 
-if [ $skipped -gt 0 ]; then
-    echo "$passed passed, $failed failed, $skipped skipped"
-else
-    echo "$passed passed, $failed failed"
-fi
-[ $failed -eq 0 ]
+checks_summary

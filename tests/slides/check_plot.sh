@@ -15,10 +15,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 build=${1:-${BUILD:-build}}
-passed=0 failed=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-show() { sed 's/^/        /' "$1" | tail -8; }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 if ! command -v gnuplot >/dev/null; then
     echo "SKIP  make plot: gnuplot is not installed (sudo apt-get install gnuplot-nox)"
     echo "0 passed, 0 failed, 1 skipped"
@@ -196,5 +193,4 @@ else
     show "$tmp/noroof.log"
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+checks_summary

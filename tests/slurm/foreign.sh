@@ -11,9 +11,7 @@
 # Last line: "N passed, M failed".
 set -u
 cd "$(dirname "$0")/../.."
-passed=0 failed=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 
 tmp=$(mktemp -d /tmp/slurm-foreign_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -56,5 +54,4 @@ FAKE_SLURM=down SLURM_CONF="$tmp/slurm.conf" PATH="$tmp/bin:$PATH" tests/slurm/r
 echo $? >"$tmp/rc"
 check "a foreign slurm.conf, its daemons down" "is not the project's own and does not answer"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+checks_summary

@@ -4,9 +4,7 @@
 # nothing it leaves empty, and be the exact command a shell can run. Last line: "N passed, M failed".
 set -u
 cd "$(dirname "$0")/../.."
-passed=0 failed=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 expect() { # $1: description, $2: command output, $3: regex that must match, $4: regex that must not
     if grep -qE -- "$3" <<<"$2" && { [ -z "${4:-}" ] || ! grep -qE -- "$4" <<<"$2"; }; then
         pass "$1"
@@ -166,5 +164,4 @@ else
     fail "submit --dry: COURSE_ACCOUNT/COURSE_RESERVATION missing"
     echo "        $line"
 fi
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+checks_summary

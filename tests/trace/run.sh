@@ -31,10 +31,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-passed=0 failed=0 skipped=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
+. tests/lib-checks.sh # pass, fail, skip, show, checks_summary
 validate=tests/trace/validate.py tool=tools/trace/trace.py
 l06=$build/solutions/06-ddp/train l07=$build/solutions/07-pipeline/train l10=$build/solutions/10-performance/train
 cshares=$build/tools/trace-shares
@@ -454,6 +451,4 @@ else
     fail "gpu counters: not passed by the validator, or tools/trace summed them up wrong"
 fi
 
-if [ $skipped -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"
-else echo "$passed passed, $failed failed"; fi
-[ $failed -eq 0 ]
+checks_summary
