@@ -67,6 +67,7 @@ tally "make gpu-report's multi-GPU items: stand-ins for 2, 4, 8 GPUs (mpirun), p
 tally "make bench-gpu-lm: PyTorch's model against the tutorial's, --smoke on the CPU, stand-in programs" "$(command -v "${PYTHON:-/usr/bin/python3}" || command -v python3)" tests/bench/test_bench_gpu_lm.py "$build"
 tally "solutions" tests/run-suites.sh "$build"/solutions/*/grade
 tally "stubs: every TODO check fails" tests/check-stubs.sh "$build"
+tally "lesson 04's TODOs: planted mistakes each fail with the hint that names them; those past 9 positions too (issue 39)" tests/graders/planted04.sh "$build"
 tally "lesson 06's TODOs: planted mistakes each fail with the hint that names them; deadlocked rings ended early, the rank named" tests/graders/planted06.sh "$build"
 tally "lesson 08's TODOs: planted mistakes each fail with the hint that names them, the library's twins refused" tests/graders/planted08.sh "$build"
 tally "lesson 09's TODOs: planted mistakes each fail with the hint that names them" tests/graders/planted09.sh "$build"

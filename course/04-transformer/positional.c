@@ -25,7 +25,8 @@ void lesson_positional_table(Tensor *table) {
     }
 #else
     /* TODO 4.2: for every position t < max_len and every pair i (2i < D):
-     *     w = exp(-(2i) * ln(10000) / D)            (= 10000^(-2i/D), in double)
+     *     w = exp(-(2i) * ln(10000) / D)            (= 10000^(-2i/D); double is exact,
+     *                                                 float passes too: see the sheet)
      *     table[t][2i]     = sin(t * w)
      *     table[t][2i + 1] = cos(t * w)
      * Row t starts at table->data + t * D. Both columns of a pair share one frequency:

@@ -21,7 +21,9 @@ void lesson_layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, const Ten
      *   mean = sum of x_j / D;  var = sum of (x_j - mean)^2 / D   (divide by D, not D - 1)
      *   rstd = 1 / sqrt(var + eps)                                (eps inside the root)
      *   y_j  = (x_j - mean) * rstd * gamma_j + beta_j
-     * Save mean->data[n] and rstd->data[n]: the backward needs them. Sum in double. */
+     * eps is the argument (the model passes 1e-5). Save mean->data[n] and rstd->data[n]:
+     * the backward needs them. Float sums pass; double is the careful habit (the sheet
+     * says when it matters). */
     TODO_STOP("4.5");
 }
 

@@ -21,7 +21,7 @@ void lesson_layernorm_forward(Tensor *out, Tensor *mean, Tensor *rstd, const Ten
     for (int n = 0; n < N; n++) {
         const float *x = in->data + (size_t)n * D;
         float *y = out->data + (size_t)n * D;
-        double sum = 0.0, sq = 0.0; /* in double: D values of similar size */
+        double sum = 0.0, sq = 0.0; /* double: a habit (float passes too; see the sheet) */
         for (int j = 0; j < D; j++) sum += x[j];
         const double mu = sum / D;
         for (int j = 0; j < D; j++) sq += (x[j] - mu) * (x[j] - mu);

@@ -146,8 +146,8 @@ static int check_get_batch(void) {
             for (int k = 0; k < ref.seq_len * ref.cols; k++)
                 if (mine.input[k] != ref.input[k] || mine.target[k] != ref.target[k]) {
                     printf("%s: element %d (row %d, column %d): input %d and target %d, expected %d "
-                           "and %d\nhint: input = row i (d->data + i * cols), target = row i + 1: "
-                           "the next token of each column\n", where, k, k / ref.cols, k % ref.cols,
+                           "and %d\nhint: input = row i (b->data + i * b->cols), target = row i + 1 "
+                           "(b->data + (i + 1) * b->cols): the next token of each column\n", where, k, k / ref.cols, k % ref.cols,
                            mine.input[k], mine.target[k], ref.input[k], ref.target[k]);
                     return CHECK_FAIL;
                 }
@@ -172,17 +172,27 @@ static int check_positional(void) {
         if (all_close(mine.data, ref.data, ref.size, 2e-3f, 0)) continue;
         printf("table [%d, %d]:\n", L, D);
         expect_close("table", mine.data, ref.data, ref.size, 2e-3f, 0);
-        /* which mistake: sin and cos swapped, or a frequency per column */
-        bool swapped = true, per_column = true;
+        /* which mistake: sin and cos swapped, a frequency per column, the exponent's sign
+         * flipped, or -(2i)/D in integers (0, so w = 1 for every pair) */
+        bool swapped = true, per_column = true, rising = true, all_one = true;
         for (int t = 0; t < (L < 50 ? L : 50); t++)
             for (int j = 0; j < D; j++) {
                 const double w = exp(-(double)j * log(10000.0) / D);
-                const double want_col = j % 2 ? cos(t * w) : sin(t * w);
+                const double up = exp((double)(j & ~1) * log(10000.0) / D);
+                const float got = mine.data[(size_t)t * D + j];
                 const float swap = ref.data[(size_t)t * D + (j ^ 1)];
-                swapped &= fabsf(mine.data[(size_t)t * D + j] - swap) < 2e-3f;
-                per_column &= fabs(mine.data[(size_t)t * D + j] - want_col) < 2e-3;
+                swapped &= fabsf(got - swap) < 2e-3f;
+                per_column &= fabs(got - (j % 2 ? cos(t * w) : sin(t * w))) < 2e-3;
+                rising &= fabs(got - (j % 2 ? cos(t * up) : sin(t * up))) < 2e-3;
+                all_one &= fabs(got - (j % 2 ? cos((double)t) : sin((double)t))) < 2e-3;
             }
         if (swapped) printf("hint: sin and cos are swapped: sin in the even columns 2i, cos in 2i + 1\n");
+        else if (all_one && D > 2)
+            printf("hint: every pair has the frequency w = 1 of pair 0: -(2 * i) / D in integers is 0 "
+                   "(2i < D); divide in floating point, w = exp(-(double)(2 * i) * log(10000.0) / D)\n");
+        else if (rising && D > 2)
+            printf("hint: the frequencies rise with i (w = 10000^(+2i/D), up to 10000 radians a position): "
+                   "the exponent is negative, w = exp(-2i ln(10000) / D)\n");
         else if (per_column)
             printf("hint: both columns of a pair share one frequency: w = 10000^(-2i/D) with the "
                    "pair's first column 2i, not the column j itself\n");
@@ -212,40 +222,93 @@ static void describe_attn(const AttnCase *c) {
            c->T, c->dh, c->B * c->T, 3 * c->H * c->dh);
 }
 
-/* The head (b, h)'s probabilities computed the usual wrong ways, to name the mistake. */
+/* The head (0, 0)'s probabilities computed the usual wrong ways, to name the mistake. */
+enum {
+    P_NO_SCALE,       /* the scores not divided by sqrt(dh) */
+    P_SCALE_D,        /* divided by sqrt(D) */
+    P_NO_MASK,        /* the softmax over all T */
+    P_ALL_T_ZEROED,   /* normalised over all T, then the future zeroed */
+    P_STRIDE_DH,      /* q_i = q + i * dh, k_j = k + j * dh: rows of dh, not of ld */
+    P_Q_STRIDE_DH,    /* the queries' rows only */
+    P_K_STRIDE_DH,    /* the keys' rows only */
+    P_FUTURE_IN_SUM,  /* the masked scores as 0 in the sum: exp(0 - max) each */
+    P_KINDS
+};
+
 static const char *attention_mistake(const AttnCase *c, const float *mine, const Tensor *qkv) {
     const int T = c->T, D = c->H * c->dh, ld = 3 * D;
     float *alt = xmalloc(sizeof(float) * (size_t)T * T);
     const char *named = NULL;
-    for (int kind = 0; kind < 4 && !named; kind++) {
-        /* 0: no 1/sqrt(dh); 1: 1/sqrt(D); 2: no causal mask (softmax over all T);
-         * 3: normalised over all T, then the future zeroed */
-        const float scale = kind == 0 ? 1.0f : kind == 1 ? 1.0f / sqrtf((float)D) : 1.0f / sqrtf((float)c->dh);
+    for (int kind = 0; kind < P_KINDS && !named; kind++) {
+        if (kind >= P_STRIDE_DH && kind <= P_K_STRIDE_DH && c->dh == ld) continue;
+        const float scale = kind == P_NO_SCALE  ? 1.0f
+                            : kind == P_SCALE_D ? 1.0f / sqrtf((float)D)
+                                                : 1.0f / sqrtf((float)c->dh);
+        const int qs = kind == P_STRIDE_DH || kind == P_Q_STRIDE_DH ? c->dh : ld;
+        const int ks = kind == P_STRIDE_DH || kind == P_K_STRIDE_DH ? c->dh : ld;
         for (int i = 0; i < T; i++) {
-            const int len = kind >= 2 ? T : i + 1;
+            const int len = kind == P_NO_MASK || kind == P_ALL_T_ZEROED ? T : i + 1;
             float max = -INFINITY, sum = 0.0f;
             for (int j = 0; j < len; j++) {
                 float s = 0.0f;
-                for (int d = 0; d < c->dh; d++) s += qkv->data[i * ld + d] * qkv->data[j * ld + D + d];
+                for (int d = 0; d < c->dh; d++) s += qkv->data[i * qs + d] * qkv->data[D + j * ks + d];
                 alt[i * T + j] = s * scale;
                 max = fmaxf(max, alt[i * T + j]);
             }
             for (int j = 0; j < len; j++) sum += alt[i * T + j] = expf(alt[i * T + j] - max);
+            if (kind == P_FUTURE_IN_SUM) sum += (float)(T - 1 - i) * expf(-max);
             for (int j = 0; j < len; j++) alt[i * T + j] /= sum;
             for (int j = len; j < T; j++) alt[i * T + j] = 0.0f;
-            if (kind == 3)
+            if (kind == P_ALL_T_ZEROED)
                 for (int j = i + 1; j < T; j++) alt[i * T + j] = 0.0f;
         }
-        if (T > 1 && all_close(mine, alt, (int64_t)T * T, 1e-5f, 1e-4f))
-            named = kind == 0 ? "the scores are not divided by sqrt(dh)"
-                    : kind == 1 ? "the scores are divided by sqrt(D), the model width: use the head's width dh"
-                    : kind == 2 ? "position i has weight on later positions: the causal mask is missing "
-                                  "(scores for j <= i only, p = 0 above the diagonal)"
-                                : "the softmax sums over all T positions: normalise over j <= i only";
+        if (T > 1 && all_close(mine, alt, (int64_t)T * T, 1e-5f, 1e-4f)) switch (kind) {
+            case P_NO_SCALE: named = "the scores are not divided by sqrt(dh)"; break;
+            case P_SCALE_D: named = "the scores are divided by sqrt(D), the model width: use the head's width dh"; break;
+            case P_NO_MASK:
+                named = "position i has weight on later positions: the causal mask is missing "
+                        "(scores for j <= i only, p = 0 above the diagonal)";
+                break;
+            case P_ALL_T_ZEROED: named = "the softmax sums over all T positions: normalise over j <= i only"; break;
+            case P_STRIDE_DH: case P_Q_STRIDE_DH: case P_K_STRIDE_DH:
+                named = kind == P_STRIDE_DH ? "the queries and keys were read as rows of dh floats: "
+                                              "q_i = q + i * ld and k_j = k + j * ld, ld = 3D (a row of qkv "
+                                              "holds every head's q, k and v), not + i * dh"
+                        : kind == P_Q_STRIDE_DH ? "the queries were read as rows of dh floats: q_i = q + i * ld, "
+                                                  "ld = 3D (a row of qkv holds every head's q, k and v), not q + i * dh"
+                                                : "the keys were read as rows of dh floats: k_j = k + j * ld, "
+                                                  "ld = 3D (a row of qkv holds every head's q, k and v), not k + j * dh";
+                break;
+            default:
+                named = "the masked entries (j > i) were counted in the sum of exponentials (as scores of 0, "
+                        "exp(0 - max) each): sum exp(s_ij - max) over j <= i only";
+            }
     }
     xfree(alt);
     return named;
 }
+
+/* The first row (position) at which got and want, [heads][T][T], differ in any head, or
+ * -1; where: that head and the row's first wrong column. A mistake that sets in at some
+ * position (a loop that ends early, an array of fixed size) leaves the rows before it right. */
+static int first_wrong_row(const float *got, const float *want, int heads, int T, float atol,
+                           float rtol, int *head_at, int *col_at) {
+    int row = -1;
+    for (int h = 0; h < heads; h++)
+        for (int i = 0; i < T && (row < 0 || i < row); i++) {
+            const float *g = got + ((size_t)h * T + i) * T, *w = want + ((size_t)h * T + i) * T;
+            int j = 0;
+            while (j < T && fabsf(g[j] - w[j]) <= atol + rtol * fabsf(w[j])) j++;
+            if (j < T) {
+                row = i, *head_at = h, *col_at = j;
+                break;
+            }
+        }
+    return row;
+}
+
+/* Rows right up to this position and wrong from it on say "a bound at this position". */
+enum { ROW_BOUND_FROM = 4 };
 
 static bool compare_attention(const AttnCase *c, uint64_t seed, float dropout, float scale) {
     const int N = c->B * c->T, D = c->H * c->dh;
@@ -260,12 +323,14 @@ static bool compare_attention(const AttnCase *c, uint64_t seed, float dropout, f
     Rng r0, r1;
     rng_seed(&r0, seed, 7);
     rng_seed(&r1, seed, 7);
+    const bool long_case = c->T > 9; /* said first: a crash there then shows its T */
+    if (long_case) describe_attn(c);
     lesson_attention_forward(&ctx[0], &probs[0], &dropped[0], &qkv, dropout, true, &r0);
     attention_forward(&ctx[1], &probs[1], &dropped[1], &qkv, dropout, true, &r1);
     if (all_close(probs[0].data, probs[1].data, probs[1].size, 1e-5f, 1e-4f) &&
         all_close(ctx[0].data, ctx[1].data, ctx[1].size, 1e-5f, 1e-4f))
         return true;
-    describe_attn(c);
+    if (!long_case) describe_attn(c);
     if (dropout > 0) printf("attention dropout %g\n", (double)dropout);
     if (expect_close("probs", probs[0].data, probs[1].data, probs[1].size, 1e-5f, 1e-4f))
         expect_close("ctx", ctx[0].data, ctx[1].data, ctx[1].size, 1e-5f, 1e-4f);
@@ -284,7 +349,16 @@ static bool compare_attention(const AttnCase *c, uint64_t seed, float dropout, f
             const float pii = probs[0].data[(head * c->T + i) * c->T + i];
             no_diagonal = pii == 0.0f || isnan(pii);
         }
+    int head = 0, col = 0;
+    const int row = first_wrong_row(probs[0].data, probs[1].data, c->B * c->H, c->T, 1e-5f, 1e-4f, &head, &col);
     if (m) printf("hint: %s\n", m);
+    else if (row >= ROW_BOUND_FROM)
+        printf("p is right in rows 0..%d of every head and wrong from row %d on (T = %d positions; "
+               "first p[%d][%d] of head %d, sequence %d: got %g, expected %g)\nhint: your softmax stops "
+               "working at position %d, column %d: a loop that ends early or an array of fixed size "
+               "(the program trains with T = 35 positions, up to max_len)\n", row - 1, row, c->T, row,
+               col, head % c->H, head / c->H, (double)probs[0].data[((size_t)head * c->T + row) * c->T + col],
+               (double)probs[1].data[((size_t)head * c->T + row) * c->T + col], row, col);
     else if (no_diagonal)
         printf("p[0][0] is %g, the diagonal holds no weight\nhint: row 0 must have p = 1 (query 0 sees "
                "key 0, itself): the mask keeps j <= i, include j = i\n", (double)probs[0].data[0]);
@@ -302,6 +376,10 @@ static bool compare_attention(const AttnCase *c, uint64_t seed, float dropout, f
     return false;
 }
 
+/* Longer sequences than the random cases' 1 to 9 positions: the program's T = 35, one
+ * that is not a power of two, and 64 (a bound or an array of 10, 16 or 32 shows there). */
+static const AttnCase LONG_CASES[] = {{1, 2, 35, 4}, {2, 3, 50, 5}, {1, 1, 64, 2}};
+
 static int check_attention_forward(void) {
     Rng rng;
     rng_seed(&rng, 43, 0);
@@ -310,7 +388,10 @@ static int check_attention_forward(void) {
         if (!compare_attention(&c, 300 + (uint64_t)t, 0.0f, 1.0f)) return CHECK_FAIL;
     }
     AttnCase big = {2, 2, 6, 4};
-    return compare_attention(&big, 310, 0.0f, 1.0f) ? CHECK_PASS : CHECK_FAIL;
+    if (!compare_attention(&big, 310, 0.0f, 1.0f)) return CHECK_FAIL;
+    for (int t = 0; t < 3; t++)
+        if (!compare_attention(&LONG_CASES[t], 320 + (uint64_t)t, 0.0f, 1.0f)) return CHECK_FAIL;
+    return CHECK_PASS;
 }
 
 static int check_attention_dropout(void) {
@@ -320,7 +401,7 @@ static int check_attention_dropout(void) {
         AttnCase c = attn_case(&rng);
         if (!compare_attention(&c, 400 + (uint64_t)t, 0.3f, 1.0f)) return CHECK_FAIL;
     }
-    return CHECK_PASS;
+    return compare_attention(&LONG_CASES[0], 410, 0.3f, 1.0f) ? CHECK_PASS : CHECK_FAIL;
 }
 
 /* Scores of a few hundred: exp overflows in float without the max trick. */
@@ -332,14 +413,25 @@ static int check_attention_large(void) {
 /* ---------------------------------------------------------------- TODO 4.4 */
 
 /* The queries' and keys' gradients (init plus) computed the usual wrong ways, from the
- * same dL/dp as the given code hands TODO 4.4: kind 0 without the 1/sqrt(dh) scale, 1 with
- * it twice, 2 with the row's dot product summed while the row is overwritten, 3 with the
- * dot product taken after the row was overwritten with p * dp. */
+ * same dL/dp as the given code hands TODO 4.4 (BK_RIGHT: the right way, for a dL/dp
+ * without the dropout mask). */
+enum {
+    BK_NO_SCALE,    /* without the 1/sqrt(dh) scale */
+    BK_SCALE_TWICE, /* with it twice */
+    BK_TIMES_SQRT,  /* times sqrt(dh) instead of divided by it */
+    BK_RUNNING_DOT, /* the row's dot product summed while the row is overwritten */
+    BK_DOT_AFTER,   /* the dot product taken after the row was overwritten with p * dp */
+    BK_NO_DOT,      /* ds = p * dp: the dot product left out */
+    BK_RIGHT
+};
 static void attention_backward_variant(const AttnCase *c, int kind, const Tensor *qkv,
                                        const Tensor *dctx, const Tensor *probs,
                                        const Tensor *dropped, Tensor *out) {
     const int T = c->T, dh = c->dh, D = c->H * dh, ld = 3 * D;
-    const float scale = kind == 0 ? 1.0f : kind == 1 ? 1.0f / (float)dh : 1.0f / sqrtf((float)dh);
+    const float scale = kind == BK_NO_SCALE      ? 1.0f
+                        : kind == BK_SCALE_TWICE ? 1.0f / (float)dh
+                        : kind == BK_TIMES_SQRT  ? sqrtf((float)dh)
+                                                 : 1.0f / sqrtf((float)dh);
     float *ds = xmalloc(sizeof(float) * (size_t)T * T);
     for (int b = 0; b < c->B; b++)
         for (int h = 0; h < c->H; h++) {
@@ -359,12 +451,14 @@ static void attention_backward_variant(const AttnCase *c, int kind, const Tensor
                     di[j] = w != p ? (pij != 0.0f ? g * (wij / pij) : 0.0f) : g;
                 }
                 float dot = 0.0f;
-                if (kind == 2) {
+                if (kind == BK_RUNNING_DOT) {
                     for (int j = 0; j <= i; j++) {
                         dot += pi[j] * di[j];
                         di[j] = pi[j] * (di[j] - dot);
                     }
-                } else if (kind == 3) {
+                } else if (kind == BK_NO_DOT) {
+                    for (int j = 0; j <= i; j++) di[j] *= pi[j];
+                } else if (kind == BK_DOT_AFTER) {
                     for (int j = 0; j <= i; j++) di[j] *= pi[j];
                     for (int j = 0; j <= i; j++) dot += pi[j] * di[j];
                     for (int j = 0; j <= i; j++) di[j] -= pi[j] * dot;
@@ -401,10 +495,12 @@ static bool compare_attention_backward(const AttnCase *c, uint64_t seed, float d
     Tensor mine = copy_of(&init), ref = copy_of(&init);
     Tensor ds_mine = tensor_zeros_like(&probs), ds_ref = tensor_zeros_like(&probs);
     const Tensor *drop = dropout > 0 ? &dropped : NULL;
+    const bool long_case = c->T > 9; /* said first: a crash there then shows its T */
+    if (long_case) describe_attn(c);
     lesson_attention_backward(&mine, &ds_mine, &dctx, &qkv, &probs, drop);
     attention_backward(&ref, &ds_ref, &dctx, &qkv, &probs, drop);
     if (all_close(mine.data, ref.data, ref.size, 1e-4f, 1e-4f)) return true;
-    describe_attn(c);
+    if (!long_case) describe_attn(c);
     if (dropout > 0) printf("attention dropout %g\n", (double)dropout);
     expect_close("dqkv", mine.data, ref.data, ref.size, 1e-4f, 1e-4f);
     /* where: the queries' columns, the keys', or the values' (given: only q and k are yours) */
@@ -417,37 +513,74 @@ static bool compare_attention_backward(const AttnCase *c, uint64_t seed, float d
             /* "=" instead of "+=": mine is ref less the pre-filled value */
             added &= !(fabsf(mine.data[iq] - (ref.data[iq] - init.data[iq])) < 1e-5f) || init.data[iq] == 0;
         }
+    bool flipped = true; /* dq and dk with the wrong sign: mine - init = -(ref - init) */
+    for (int n = 0; n < N && flipped; n++)
+        for (int d = 0; d < 2 * D && flipped; d++) {
+            const int64_t e = (int64_t)n * 3 * D + d;
+            const float want = 2.0f * init.data[e] - ref.data[e];
+            flipped = fabsf(mine.data[e] - want) <= 1e-4f + 1e-4f * fabsf(want);
+        }
     int variant = -1; /* which usual mistake gives your numbers */
-    for (int kind = 0; kind < 4 && variant < 0 && added; kind++) {
-        if (kind < 2 && c->dh == 1) continue; /* sqrt(1) = 1: no difference */
+    for (int kind = 0; kind < BK_RIGHT && variant < 0 && added && !flipped; kind++) {
+        if (kind <= BK_TIMES_SQRT && c->dh == 1) continue; /* sqrt(1) = 1: no difference */
         Tensor alt = copy_of(&init);
         attention_backward_variant(c, kind, &qkv, &dctx, &probs, drop, &alt);
         if (qk_close(mine.data, alt.data, N, D)) variant = kind;
         tensor_free(&alt);
     }
     bool no_mask = false; /* dL/dp without the dropout mask: the gradients of attention without dropout */
-    if (variant < 0 && added && drop) {
+    if (variant < 0 && added && !flipped && drop) {
         Tensor alt = copy_of(&init);
-        attention_backward_variant(c, 4, &qkv, &dctx, &probs, NULL, &alt);
+        attention_backward_variant(c, BK_RIGHT, &qkv, &dctx, &probs, NULL, &alt);
         no_mask = qk_close(mine.data, alt.data, N, D);
         tensor_free(&alt);
     }
+    /* the first position whose queries' gradient is wrong (rows before it right): a row
+     * i's dq comes from row i of ds alone, while every key gets its gradient from the rows
+     * after it, so dk is off everywhere once some row is */
+    int bound = c->T;
+    for (int b = 0; b < c->B; b++)
+        for (int i = 0; i < bound; i++) {
+            const int64_t e = ((int64_t)b * c->T + i) * 3 * D;
+            if (!all_close(mine.data + e, ref.data + e, D, 1e-4f, 1e-4f)) {
+                bound = i;
+                break;
+            }
+        }
+    int head = 0, col = 0;
+    const int ds_row = first_wrong_row(ds_mine.data, ds_ref.data, c->B * c->H, c->T, 1e-4f, 1e-4f, &head, &col);
     if (!added) printf("hint: dq was assigned (=): it starts non-zero here, add (+=) into it\n");
+    else if (flipped)
+        printf("hint: your dq and dk have the wrong sign (they are the library's, negated): dq += g * k_j "
+               "and dk += g * q_i with g = +ds[i][j] * scale, and ds = p * (dp - dot), not p * (dot - dp)\n");
     else if (no_mask)
         printf("hint: your dq and dk are those of attention without dropout: the dropout mask was left out "
                "of dL/dp (the given part of head_backward: dL/dp_ij = dL/dw_ij * w_ij / p_ij, 0 where "
                "an entry was dropped); the softmax's backward itself is right\n");
-    else if (variant == 0)
+    else if (variant == BK_NO_SCALE)
         printf("hint: your dq and dk are sqrt(dh) = %.3g times too large: the 1/sqrt(dh) scale of the "
                "scores is missing (g = ds[i][j] * scale)\n", sqrt((double)c->dh));
-    else if (variant == 1)
+    else if (variant == BK_SCALE_TWICE)
         printf("hint: your dq and dk are sqrt(dh) = %.3g times too small: the 1/sqrt(dh) scale was "
                "applied twice\n", sqrt((double)c->dh));
-    else if (variant >= 2)
+    else if (variant == BK_TIMES_SQRT)
+        printf("hint: your dq and dk are dh = %d times too large: they were multiplied by sqrt(dh), the "
+               "scale is 1 / sqrt(dh) (g = ds[i][j] / sqrt(dh)), as in the forward\n", c->dh);
+    else if (variant == BK_NO_DOT)
+        printf("hint: the softmax's backward lacks the row's dot product: ds[i][j] = p[i][j] * (ds[i][j] - dot), "
+               "dot = sum over j <= i of p[i][j] * ds[i][j] (each p depends on every score of its row), "
+               "not p[i][j] * ds[i][j]\n");
+    else if (variant == BK_RUNNING_DOT || variant == BK_DOT_AFTER)
         printf("hint: the row's dot product sum_j p[i][j] * ds[i][j] was taken %s: compute it over the "
                "whole row first, then overwrite ds[i][j] = p[i][j] * (ds[i][j] - dot)\n",
-               variant == 2 ? "while the row was being overwritten (a running sum)"
-                            : "after the row was overwritten with p * dp");
+               variant == BK_RUNNING_DOT ? "while the row was being overwritten (a running sum)"
+                                         : "after the row was overwritten with p * dp");
+    else if (bound >= ROW_BOUND_FROM && bound < c->T)
+        printf("the queries' gradient is right at positions 0..%d and wrong from position %d on (T = %d "
+               "positions)%s; the keys' is off wherever a later row's share is missing\nhint: your backward "
+               "stops working at row %d: a loop that ends early or an array of fixed size (the program "
+               "trains with T = 35 positions)\n", bound - 1, bound, c->T,
+               ds_row == bound ? ", as is ds (dL/dscores) from that row on" : "", bound);
     else if (drop && plain_passed)
         printf("hint: the cases without dropout above passed, this one with dropout %g does not: look at "
                "how the dropout mask enters dL/dp (0 where an entry was dropped, w / p elsewhere), not at "
@@ -471,6 +604,9 @@ static int check_attention_backward(void) {
         if (!compare_attention_backward(&c, 600 + 10 * (uint64_t)t, t % 2 ? 0.25f : 0.0f, t >= 1))
             return CHECK_FAIL;
     }
+    for (int t = 0; t < 3; t++) /* the long sequences, the second with dropout */
+        if (!compare_attention_backward(&LONG_CASES[t], 700 + 10 * (uint64_t)t, t == 1 ? 0.25f : 0.0f, true))
+            return CHECK_FAIL;
     return CHECK_PASS;
 }
 
@@ -551,14 +687,71 @@ static int check_layernorm_forward(void) {
             printf("hint: rstd is the reciprocal: 1 / sqrt(var + eps), not sqrt(var + eps)\n");
         else if (!all_finite(mean[0].data, N) || !all_finite(rstd[0].data, N))
             printf("hint: save each row's mean and rstd (mean->data[n], rstd->data[n]): the backward needs them\n");
-        else
-            printf("hint: out = (x - mean) * rstd * gamma[j] + beta[j]\n");
+        else if (all_close(mean[0].data, mean[1].data, N, 1e-5f, 1e-5f) &&
+                 !all_close(rstd[0].data, rstd[1].data, N, 1e-5f, 1e-4f)) {
+            /* which eps gives your rstd: 1 / r^2 - var (exact where var = 0, as at D = 1) */
+            const double used = 1.0 / ((double)r * r) - var / D;
+            printf("rstd is wrong: row 0 has %g, expected %g (var %g, eps %g)\nhint: ", (double)r,
+                   (double)rstd[1].data[0], var / D, (double)eps);
+            if (fabs(used - eps) > 1e-3 * eps && used > -1e-7)
+                printf("your rstd is 1 / sqrt(var + %.3g): eps is the function's argument (here %g), not a "
+                       "constant of your own\n", used, (double)eps);
+            else
+                printf("rstd = 1 / sqrt(var + eps), var = sum (x_j - mean)^2 / D\n");
+        } else {
+            /* out without gamma, with the row's own statistics */
+            bool no_gamma = true;
+            for (int n = 0; n < N && no_gamma; n++)
+                for (int j = 0; j < D && no_gamma; j++) {
+                    const float want = (in.data[(size_t)n * D + j] - mean[1].data[n]) * rstd[1].data[n] + b.data[j];
+                    no_gamma = fabsf(out[0].data[(size_t)n * D + j] - want) <= 1e-4f + 1e-4f * fabsf(want);
+                }
+            printf("hint: %s\n", no_gamma && D > 1 ? "gamma is missing: out = (x - mean) * rstd * gamma[j] + beta[j]"
+                                                  : "out = (x - mean) * rstd * gamma[j] + beta[j]");
+        }
         return CHECK_FAIL;
     }
     return CHECK_PASS;
 }
 
 /* ---------------------------------------------------------------- TODO 4.6 */
+
+/* din computed the usual wrong ways (added to init); which one gives got, or -1. */
+static const char *const DIN_MISTAKES[] = {
+    "din lacks both mean terms (every x_j moves its row's mean and variance too)",
+    "din lacks the term - xhat_j * mean(dxhat * xhat) (the path through the variance)",
+    "din lacks the term - mean(dxhat) (the path through the mean)",
+    "dxhat lacks gamma (dxhat_j = dout_j * gamma_j)",
+    "din lacks the factor rstd in front",
+};
+static int din_mistake(const float *got, const Tensor *init, const Tensor *dout, const Tensor *in,
+                       const Tensor *mean, const Tensor *rstd, const Tensor *gamma) {
+    const int N = in->shape[0], D = in->shape[1];
+    float *alt = xmalloc(sizeof(float) * (size_t)D);
+    int found = -1;
+    for (int v = 0; v < (int)(sizeof DIN_MISTAKES / sizeof DIN_MISTAKES[0]) && found < 0; v++) {
+        bool same = true;
+        for (int n = 0; n < N && same; n++) {
+            const float *x = in->data + (size_t)n * D, *g = dout->data + (size_t)n * D;
+            const float mu = mean->data[n], r = rstd->data[n];
+            double m1 = 0, m2 = 0;
+            for (int j = 0; j < D; j++) {
+                const double dxhat = g[j] * (v == 3 ? 1.0f : gamma->data[j]);
+                m1 += dxhat, m2 += dxhat * (x[j] - mu) * r;
+            }
+            m1 /= D, m2 /= D;
+            for (int j = 0; j < D; j++) {
+                const double dxhat = g[j] * (v == 3 ? 1.0f : gamma->data[j]), xhat = (x[j] - mu) * r;
+                const double inner = dxhat - (v == 0 || v == 2 ? 0 : m1) - (v == 0 || v == 1 ? 0 : xhat * m2);
+                alt[j] = init->data[(size_t)n * D + j] + (float)((v == 4 ? 1.0 : r) * inner);
+            }
+            same = all_close(got + (size_t)n * D, alt, D, 1e-4f, 1e-4f);
+        }
+        if (same) found = v;
+    }
+    xfree(alt);
+    return found;
+}
 
 static int check_layernorm_backward(void) {
     if (omp_get_max_threads() < 2) omp_set_num_threads(2);
@@ -598,11 +791,21 @@ static int check_layernorm_backward(void) {
                 printf("hint: %s holds the last row's share only: it was assigned (=) inside the loop over "
                        "the rows, so each row overwrote the one before; add (+=) every row's share into "
                        "it (it starts non-zero here too)\n", names[k]);
-            else if (k == 2)
-                printf("hint: din = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * gamma: "
-                       "every x_j also moves its row's mean and variance\n");
-            else
-                printf("hint: dbeta[j] sums dout[n][j] over the rows n, dgamma[j] sums dout[n][j] * xhat[n][j]\n");
+            else if (k == 2) {
+                const int v = din_mistake(din[0].data, &din0, &dout, &in, &mean, &rstd, &g);
+                printf("hint: %s%sdin = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * gamma: "
+                       "every x_j also moves its row's mean and variance\n", v >= 0 ? DIN_MISTAKES[v] : "",
+                       v >= 0 ? ": " : "");
+            } else {
+                bool no_xhat = k == 1; /* dgamma summed like dbeta: without xhat */
+                for (int j = 0; j < D && no_xhat; j++) {
+                    float want = dg0.data[j];
+                    for (int n = 0; n < N; n++) want += dout.data[(size_t)n * D + j];
+                    no_xhat = fabsf(dg[0].data[j] - want) <= 1e-4f + 1e-4f * fabsf(want);
+                }
+                printf("hint: %sdbeta[j] sums dout[n][j] over the rows n, dgamma[j] sums dout[n][j] * xhat[n][j]\n",
+                       no_xhat ? "dgamma lacks the factor xhat[n][j] (it is summed like dbeta): " : "");
+            }
             return CHECK_FAIL;
         }
     }
@@ -647,34 +850,45 @@ static TransformerConfig tiny_config(int vocab, float dropout) {
                                .max_len = 64, .dropout = dropout};
 }
 
-/* One training step of the model with your layers and table against the library's:
- * the same loss, logits and gradients (dropout on: the same masks, drawn the same way). */
+/* Training steps of the model with your layers and table against the library's: the
+ * same loss, logits and gradients (dropout on: the same masks, drawn the same way), at 7
+ * positions, then at the program's length and beyond (37, not a power of two; 64). */
 static int check_layers_in_model(void) {
     quiet_threads();
     const TransformerConfig cfg = tiny_config(37, 0.2f);
-    const int B = 3, T = 7;
+    const int B = 3, lengths[] = {7, 37, 64}, steps = 3, T = 64;
     Transformer mine, ref;
     transformer_init(&mine, &cfg, B, T, 5);
     transformer_init(&ref, &cfg, B, T, 5);
     lesson_positional_table(transformer_positions(&mine));
     lesson_use_my_layers(&mine);
     TokenStream s = random_stream(2 * B * T, cfg.vocab, 17);
-    for (int step = 0; step < 2; step++) {
+    for (int step = 0; step < steps; step++) {
+        const int t = lengths[step];
+        transformer_set_seq_len(&mine, t), transformer_set_seq_len(&ref, t);
+        if (t > 9) printf("step %d: %d sequences of %d positions\n", step + 1, B, t); /* shown on a crash */
         params_zero_grad(&mine.params), params_zero_grad(&ref.params);
-        const float a = transformer_forward_backward(&mine, s.ids, s.ids + B * T);
-        const float b = transformer_forward_backward(&ref, s.ids, s.ids + B * T);
+        const float a = transformer_forward_backward(&mine, s.ids, s.ids + B * t);
+        const float b = transformer_forward_backward(&ref, s.ids, s.ids + B * t);
+        const char *earlier = step == 0 ? "" : step == 1 ? " (at 7 positions it matched)"
+                                                         : " (at 7 and 37 positions it matched)";
         if (!expect_close("loss", &a, &b, 1, 1e-5f, 1e-5f)) {
-            printf("hint: the checks above say which of your layers differs\n");
+            printf("hint: at T = %d positions%s: the checks above say which of your layers differs%s\n", t,
+                   earlier, step ? ", or, if they passed, your layers go wrong at this length: a loop "
+                                   "bound or an array of fixed size" : "");
             return CHECK_FAIL;
         }
         for (int i = 0; i < ref.params.count; i++) {
             const Param *p = mine.params.items[i], *q = ref.params.items[i];
             if (!expect_close(q->name, p->grad.data, q->grad.data, q->grad.size, 1e-5f, 1e-3f)) {
-                printf("(the gradient of %s after your layers' backward, step %d)\n", q->name, step + 1);
+                printf("(the gradient of %s after your layers' backward, step %d, T = %d positions)\n"
+                       "hint: the loss matches, a gradient does not%s: your backward (4.4, 4.6)%s\n",
+                       q->name, step + 1, t, earlier,
+                       step ? " goes wrong at this length: a loop bound or an array of fixed size" : "");
                 return CHECK_FAIL;
             }
         }
-        /* a plain SGD step on both, so the second step starts elsewhere */
+        /* a plain SGD step on both, so the next step starts elsewhere */
         for (int64_t k = 0; k < ref.params.total; k++) {
             mine.params.values.data[k] -= 0.5f * mine.params.grads.data[k];
             ref.params.values.data[k] -= 0.5f * ref.params.grads.data[k];
@@ -692,7 +906,7 @@ typedef enum { LR_RIGHT, LR_EPOCH, LR_PER_BATCH, LR_PER_BATCH_EPOCH, LR_PER_BATC
 
 typedef struct {
     bool no_clip, no_schedule, no_zero_grad, unweighted, skip_last;
-    bool clip_per_tensor, no_set_seq_len, bptt_weighted;
+    bool clip_per_tensor, no_set_seq_len, bptt_weighted, no_train_mode;
     LrMistake lr;
 } Variant;
 
@@ -742,7 +956,8 @@ static TrainStats reference_epoch(Run *r, int epoch, Variant v) {
     const int64_t batches = text_batch_count(&r->data, r->s.bptt);
     float lr = v.no_schedule ? base : step_lr(base, gamma, 1, v.lr == LR_EPOCH ? epoch : epoch - 1);
     optimizer_set_lr(&r->opt, lr);
-    transformer_train(&r->m);
+    if (v.no_train_mode) transformer_eval(&r->m); /* as left by an evaluation */
+    else transformer_train(&r->m);
     double sum = 0, norms = 0;
     for (int64_t i = 0; i < r->data.rows - 1; i += r->s.bptt) {
         if (r->s.max_steps && st.steps >= r->s.max_steps) break;
@@ -808,7 +1023,22 @@ static void diagnose_train(const TrainStats mine[2], Run *yours) {
                                    "transformer_set_seq_len(m, b.seq_len) before every forward"},
         {{.bptt_weighted = true}, "each batch's loss was weighted by bptt * cols: weight it by its real "
                                   "b.seq_len * b.cols tokens (the last batch has 2 rows of 5)"},
+        {{.no_train_mode = true}, "the epochs trained with dropout off: the model came in evaluation mode "
+                                  "(as lesson_evaluate leaves it when it forgets transformer_train, or any "
+                                  "caller's transformer_eval), and the loop must switch dropout on, "
+                                  "transformer_train(m), before its first batch"},
     };
+    /* the weights never moved: the gradients were zero at every step */
+    Run fresh;
+    run_init(&fresh, false, 0.5f, 0.3f, 4, 5, 95, 21);
+    if (memcmp(fresh.m.params.values.data, yours->m.params.values.data,
+               sizeof(float) * (size_t)fresh.m.params.total) == 0) {
+        printf("the weights did not change in 2 epochs (mean gradient norm %g)\nhint: the optimiser "
+               "stepped with zero gradients: params_zero_grad after transformer_forward_backward wipes "
+               "what it computed; zero the gradients before it, and clip and step after it\n",
+               mine[1].grad_norm);
+        return;
+    }
     for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
         Run r;
         run_init(&r, false, 0.5f, 0.3f, 4, 5, 95, 21);
@@ -831,20 +1061,30 @@ static int check_train_epoch(void) {
     run_init(&ref, false, 0.5f, 0.3f, 4, 5, 95, 21);
     TrainStats m[2], r[2];
     for (int e = 1; e <= 2; e++) {
+        /* the model comes as an evaluation may leave it: dropout off (the loop turns it on) */
+        transformer_eval(&mine.m);
         m[e - 1] = lesson_train_epoch(&mine.m, &mine.opt, &mine.data, &mine.s, e, &mine.tb);
         r[e - 1] = reference_epoch(&ref, e, (Variant){0});
-        if (!expect_true(m[e - 1].steps == r[e - 1].steps && m[e - 1].tokens == r[e - 1].tokens,
-                         "epoch %d on [%lld, %d] data, bptt 5: %lld steps and %lld tokens, expected "
-                         "%lld and %lld (the last batch has 2 rows)%s", e, (long long)ref.data.rows,
-                         ref.data.cols, (long long)m[e - 1].steps, (long long)m[e - 1].tokens,
-                         (long long)r[e - 1].steps, (long long)r[e - 1].tokens,
-                         m[e - 1].steps == r[e - 1].steps &&
-                                 m[e - 1].tokens == m[e - 1].steps * ref.s.bptt * ref.data.cols
-                             ? "\nhint: each batch was counted as bptt * cols tokens: count its real "
-                               "b.seq_len * b.cols (the last batch has 2 rows of 5), and weight its loss "
-                               "by the same"
-                             : ""))
-            return CHECK_FAIL;
+        const TrainStats *a = &m[e - 1], *b = &r[e - 1];
+        if (a->steps == b->steps && a->tokens == b->tokens) continue;
+        const int64_t last = b->tokens - (b->steps - 1) * ref.s.bptt * ref.data.cols; /* 2 rows of 4 */
+        printf("epoch %d on [%lld, %d] data, bptt 5: %lld steps and %lld tokens, expected %lld and %lld "
+               "(the last batch has 2 rows)\nhint: %s\n", e, (long long)ref.data.rows, ref.data.cols,
+               (long long)a->steps, (long long)a->tokens, (long long)b->steps, (long long)b->tokens,
+               a->steps == b->steps && a->tokens == a->steps * ref.s.bptt * ref.data.cols
+                   ? "each batch was counted as bptt * cols tokens: count its real b.seq_len * b.cols "
+                     "(the last batch has 2 rows of 5), and weight its loss by the same"
+               : a->steps == b->steps - 1 && a->tokens == b->tokens - last
+                   ? "the short last batch (2 rows of 5) was skipped: it is a batch too, get_batch gives "
+                     "it seq_len 2 (transformer_set_seq_len takes it); loop while i < rows - 1"
+               : a->steps == b->steps - 1
+                   ? "one batch too few: i = 0, bptt, 2 bptt, ... while i < rows - 1, the last one shorter"
+               : a->steps == b->steps + 1
+                   ? "one batch too many: i = 0, bptt, 2 bptt, ... while i < rows - 1 (the last row is "
+                     "no input: it has no target)"
+                   : "one step per batch, i = 0, bptt, 2 bptt, ... while i < rows - 1; st.tokens adds "
+                     "b.seq_len * b.cols per step");
+        return CHECK_FAIL;
     }
     bool ok = true;
     for (int e = 0; e < 2 && ok; e++) {
@@ -871,9 +1111,16 @@ static int check_max_steps(void) {
     run_init(&r, true, 1e-3f, 0.5f, 4, 5, 95, 22);
     r.s.max_steps = 3;
     TrainStats st = lesson_train_epoch(&r.m, &r.opt, &r.data, &r.s, 1, &r.tb);
-    return expect_true(st.steps == 3 && st.tokens == 3 * 5 * 4,
-                       "with max_steps 3: %lld steps, %lld tokens (expected 3 and 60)",
-                       (long long)st.steps, (long long)st.tokens) ? CHECK_PASS : CHECK_FAIL;
+    if (st.steps == 3 && st.tokens == 3 * 5 * 4) return CHECK_PASS;
+    printf("with max_steps 3: %lld steps, %lld tokens (expected 3 and 60)\nhint: %s\n", (long long)st.steps,
+           (long long)st.tokens,
+           st.steps == 4 ? "one step too many: stop before a step when st.steps >= s->max_steps (st.steps "
+                           "counts the steps already taken), not when st.steps > s->max_steps"
+           : st.steps == 2 ? "one step too few: stop before a step when st.steps >= s->max_steps, with "
+                             "st.steps counted after each step (not before)"
+           : st.steps == 3 ? "the steps are right, the tokens not: each step adds b.seq_len * b.cols"
+                           : "before each batch: if (s->max_steps > 0 && st.steps >= s->max_steps) break;");
+    return CHECK_FAIL;
 }
 
 /* The program's LossWatch (s->watch) sees every step's loss: a finite loss that climbs far
@@ -904,22 +1151,76 @@ static int check_watch(void) {
                : CHECK_FAIL;
 }
 
+/* The watch's message names the step it was given: the epoch's first step is step 1. A
+ * watch that has seen a low first loss, then 18 far above it, stops the run at the
+ * epoch's first step, with that step's number in its line. */
+static void body_watch_step(void *arg) {
+    (void)arg;
+    quiet_threads();
+    Run r;
+    run_init(&r, false, 0.5f, 0.3f, 4, 5, 95, 21);
+    LossWatch w;
+    loss_watch_init(&w, r.cfg.vocab);
+    loss_watch_step(&w, 1.0, 1, 0.5);
+    for (int k = 2; k < LOSS_WATCH_STEPS; k++) loss_watch_step(&w, 1e6, k, 0.5);
+    r.s.watch = &w;
+    lesson_train_epoch(&r.m, &r.opt, &r.data, &r.s, 1, &r.tb);
+    printf("the epoch went through\n");
+}
+
+static int check_watch_step(void) {
+    ChildResult c;
+    run_child(body_watch_step, NULL, &c);
+    const char *line = strstr(c.out, "calls the library's");
+    if (line) {
+        printf("%.*s\n", (int)strcspn(line, "\n"), line);
+        return CHECK_FAIL;
+    }
+    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 1 && strstr(c.out, "at step 1)")) return CHECK_PASS;
+    const char *at = strstr(c.out, "at step ");
+    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 1 && at) {
+        printf("the watch stopped the run at the epoch's first step, and its message says \"%.*s\"\n"
+               "hint: the step number goes to loss_watch_step counted from 1: st.steps + 1 (st.steps "
+               "counts the steps before this one), as in \"where\" for train_stop_if_diverged\n",
+               (int)strcspn(at, ")"), at);
+        return CHECK_FAIL;
+    }
+    expect_exit("a watch that has seen a loss far above its start", &c, 1, "at step 1)", (const char *)NULL);
+    return CHECK_FAIL;
+}
+
+/* A NaN loss: SGD at an absurd rate without clipping. Says when the weights never moved
+ * (then no rate could make the loss NaN). */
 static void body_diverge(void *arg) {
     (void)arg;
     quiet_threads();
     Run r;
     run_init(&r, false, 1e30f, 0.0f, 4, 5, 95, 23); /* no clipping, an absurd rate */
+    Tensor start = copy_of(&r.m.params.values);
     lesson_train_epoch(&r.m, &r.opt, &r.data, &r.s, 1, &r.tb);
     lesson_train_epoch(&r.m, &r.opt, &r.data, &r.s, 2, &r.tb);
     printf("two epochs went through\n");
+    if (memcmp(start.data, r.m.params.values.data, sizeof(float) * (size_t)start.size) == 0)
+        printf("the weights never changed in them\n");
 }
 
 static int check_diverge(void) {
     ChildResult c;
     run_child(body_diverge, NULL, &c);
+    /* a refused twin ends the child too: say that, not this check's own hint */
+    const char *twin = strstr(c.out, "calls the library's");
+    if (twin) {
+        printf("%.*s\n(not judged: your loop stopped there, before a loss could become NaN)\n",
+               (int)strcspn(twin, "\n"), twin);
+        return CHECK_FAIL;
+    }
     if (expect_exit("an SGD learning rate of 1e30 without clipping", &c, 1, "diverged", (const char *)NULL))
         return CHECK_PASS;
-    if (!(WIFEXITED(c.status) && WEXITSTATUS(c.status) == EXIT_TODO))
+    if (strstr(c.out, "the weights never changed"))
+        printf("hint: the loss could not become NaN because the weights never moved: the optimiser "
+               "stepped with zero gradients (params_zero_grad after transformer_forward_backward wipes "
+               "them; zero them before it)\n");
+    else if (!(WIFEXITED(c.status) && WEXITSTATUS(c.status) == EXIT_TODO))
         printf("hint: after the forward and backward, train_stop_if_diverged(loss, \"epoch E, step S\", "
                "lr) (lib/train/loop.h) stops with a message when the loss is NaN or inf\n");
     return CHECK_FAIL;
@@ -927,13 +1228,46 @@ static int check_diverge(void) {
 
 /* ---------------------------------------------------------------- TODO 4.8 */
 
+/* The evaluation the lesson describes, and its usual slips, on a fresh model: each its
+ * loss per token (or the mean of the batches' means, or the full batches' alone). */
+typedef enum { EV_RIGHT, EV_DROPOUT_ON, EV_NO_SEQ_LEN, EV_LOSS_FIRST, EV_INPUTS, EV_KINDS } EvalSlip;
+typedef struct {
+    double per_token, unweighted, full_only;
+    int64_t tokens;
+} EvalRef;
+
+static EvalRef reference_evaluate(const TransformerConfig *cfg, const TextBatches *d, int bptt, EvalSlip slip) {
+    Transformer m;
+    transformer_init(&m, cfg, d->cols, bptt, 8);
+    TokenBatch tb;
+    token_batch_init(&tb, d->cols, bptt, DEVICE_CPU);
+    if (slip == EV_DROPOUT_ON) transformer_train(&m);
+    else transformer_eval(&m);
+    const int blocks = transformer_block_count(cfg);
+    double sum = 0, unweighted = 0, full_sum = 0;
+    int64_t tokens = 0, batches = 0, full = 0;
+    for (int64_t i = 0; i < d->rows - 1; i += bptt) {
+        TextBatch b = text_get_batch(d, i, bptt);
+        token_batch_load(&tb, &b);
+        if (slip != EV_NO_SEQ_LEN) transformer_set_seq_len(&m, b.seq_len);
+        double loss = slip == EV_LOSS_FIRST ? transformer_loss(&m, tb.targets) : 0; /* the last forward's logits */
+        transformer_forward(&m, 0, blocks, tb.tokens, NULL);
+        if (slip != EV_LOSS_FIRST) loss = transformer_loss(&m, slip == EV_INPUTS ? tb.tokens : tb.targets);
+        const int64_t n = (int64_t)b.seq_len * b.cols;
+        sum += loss * (double)n, unweighted += loss, batches++, tokens += n;
+        if (b.seq_len == bptt) full_sum += loss * (double)n, full += n;
+    }
+    token_batch_free(&tb);
+    transformer_free(&m);
+    return (EvalRef){sum / (double)tokens, unweighted / (double)batches, full ? full_sum / (double)full : 0, tokens};
+}
+
 static int check_evaluate(void) {
     quiet_threads();
     const TransformerConfig cfg = tiny_config(31, 0.3f); /* dropout on: evaluation must turn it off */
     const int B = 3, bptt = 5;
-    Transformer mine, ref;
+    Transformer mine;
     transformer_init(&mine, &cfg, B, bptt, 8);
-    transformer_init(&ref, &cfg, B, bptt, 8);
     TokenStream s = random_stream(3 * 17 + 2, cfg.vocab, 9); /* [17, 3]: the last batch 1 row */
     TextBatches d;
     text_batchify(&s, B, "valid", &d);
@@ -941,38 +1275,37 @@ static int check_evaluate(void) {
     token_batch_init(&tb, B, bptt, DEVICE_CPU);
     EvalResult got = lesson_evaluate(&mine, &d, bptt, &tb);
     /* the reference: forward only, dropout off, each batch weighted by its tokens */
-    transformer_eval(&ref);
-    double sum = 0, unweighted = 0;
-    int64_t tokens = 0, batches = 0, full = 0;
-    double full_sum = 0, input_sum = 0;
-    for (int64_t i = 0; i < d.rows - 1; i += bptt) {
-        TextBatch b = text_get_batch(&d, i, bptt);
-        token_batch_load(&tb, &b);
-        transformer_set_seq_len(&ref, b.seq_len);
-        transformer_forward(&ref, 0, transformer_block_count(&cfg), tb.tokens, NULL);
-        const double loss = transformer_loss(&ref, tb.targets);
-        sum += loss * b.seq_len * b.cols, unweighted += loss, batches++;
-        input_sum += transformer_loss(&ref, tb.tokens) * b.seq_len * b.cols; /* the usual slip */
-        if (b.seq_len == bptt) full_sum += loss * b.seq_len * b.cols, full += (int64_t)b.seq_len * b.cols;
-        tokens += (int64_t)b.seq_len * b.cols;
-    }
-    const float want = (float)(sum / tokens), loss = (float)got.loss;
+    EvalRef ref[EV_KINDS];
+    for (int k = 0; k < EV_KINDS; k++) ref[k] = reference_evaluate(&cfg, &d, bptt, (EvalSlip)k);
+    const float want = (float)ref[EV_RIGHT].per_token, loss = (float)got.loss;
     const float ppl = (float)got.ppl, want_ppl = expf(want);
-    bool ok = expect_true(got.tokens == tokens, "%lld tokens evaluated, expected %lld (all of "
+    bool ok = expect_true(got.tokens == ref[EV_RIGHT].tokens, "%lld tokens evaluated, expected %lld (all of "
                           "[%lld, %d] data, the last batch of 1 row too)", (long long)got.tokens,
-                          (long long)tokens, (long long)d.rows, d.cols);
+                          (long long)ref[EV_RIGHT].tokens, (long long)d.rows, d.cols);
     if (ok && !expect_close("loss", &loss, &want, 1, 1e-5f, 1e-5f)) {
         ok = false;
-        if (fabs(got.loss - unweighted / batches) < 1e-5 * fabs(want))
+        const double tol = 1e-5 * fabs(want);
+        if (fabs(got.loss - ref[EV_RIGHT].unweighted) < tol)
             printf("hint: the mean of the batches' losses: weight each by its seq_len * cols tokens\n");
-        else if (fabs(got.loss - full_sum / full) < 1e-5 * fabs(want))
+        else if (fabs(got.loss - ref[EV_RIGHT].full_only) < tol)
             printf("hint: the short last batch was left out\n");
-        else if (fabs(got.loss - input_sum / tokens) < 1e-5 * fabs(want))
+        else if (fabs(got.loss - ref[EV_INPUTS].per_token) < tol)
             printf("hint: that is the loss of predicting each input token itself: the targets are "
                    "tb->targets (each the next token), transformer_loss(m, tb->targets)\n");
+        else if (fabs(got.loss - ref[EV_DROPOUT_ON].per_token) < tol)
+            printf("hint: that is the loss with dropout on: transformer_eval(m) before the first batch\n");
+        else if (fabs(got.loss - ref[EV_NO_SEQ_LEN].per_token) < tol)
+            printf("hint: the short last batch (1 row of the [17, 3] data) was evaluated at the model's "
+                   "length of 5 rows, 4 of them the previous batch's stale tokens: "
+                   "transformer_set_seq_len(m, b.seq_len) before each forward\n");
+        else if (fabs(got.loss - ref[EV_LOSS_FIRST].per_token) < tol)
+            printf("hint: each batch's loss was taken before its forward: transformer_loss reads the "
+                   "logits of the last transformer_forward (the batch before); forward first, then "
+                   "transformer_loss(m, tb->targets)\n");
         else
-            printf("hint: is dropout off (transformer_eval(m) first)? The loss of a batch is "
-                   "transformer_loss(m, tb->targets) after transformer_forward\n");
+            printf("hint: per batch: lesson_get_batch, token_batch_load, transformer_set_seq_len, "
+                   "transformer_forward, then transformer_loss(m, tb->targets), with dropout off "
+                   "(transformer_eval(m) first)\n");
     }
     ok = ok && expect_close("perplexity", &ppl, &want_ppl, 1, 0, 1e-4f);
     if (!ok && fabsf(ppl - want_ppl) > 1e-4f * want_ppl && fabs(got.ppl - exp(got.loss)) > 1e-4 * got.ppl)
@@ -1069,19 +1402,20 @@ int main(void) {
     check_run("TODO 4.1", "batchify matches the library on 12 odd sizes", check_batchify, 30);
     check_run("TODO 4.1", "get_batch: input, target and seq_len at every i, the last batch shorter", check_get_batch, 30);
     check_run("TODO 4.2", "positional table matches the library (sin even, cos odd columns)", check_positional, 30);
-    check_run("TODO 4.3", "attention forward matches the library on 11 random shapes", check_attention_forward, 30);
+    check_run("TODO 4.3", "attention forward matches the library on 14 shapes, 1 to 64 positions", check_attention_forward, 30);
     check_run("TODO 4.3", "attention forward with dropout: the same weights as the library", check_attention_dropout, 30);
     check_run("TODO 4.3", "scores of several hundred stay finite (the max trick)", check_attention_large, 30);
-    check_run("TODO 4.4", "attention backward matches the library (dqkv added to, dropout on and off)", check_attention_backward, 30);
+    check_run("TODO 4.4", "attention backward matches the library on 13 shapes, 1 to 64 positions (dqkv added to, dropout on and off)", check_attention_backward, 30);
     check_run("TODO 4.4", "attention backward agrees with finite differences", check_attention_numeric, 30);
     check_run("TODO 4.5", "layer norm forward: out, mean and rstd match the library", check_layernorm_forward, 30);
     check_run("TODO 4.6", "layer norm backward matches the library (added to; din NULL)", check_layernorm_backward, 30);
     check_run("TODO 4.6", "layer norm backward agrees with finite differences", check_layernorm_numeric, 30);
-    check_run("TODO 4.2-4.6", "your layers inside the model: the library's loss and gradients", check_layers_in_model, 30);
+    check_run("TODO 4.2-4.6", "your layers inside the model: the library's loss and gradients at 7, 37 and 64 positions", check_layers_in_model, 30);
     check_run("TODO 4.7", "train_epoch: the reference loop's losses and weights (clip, StepLR, short batch)", check_train_epoch, 30);
     check_run("TODO 4.7", "max_steps stops the epoch", check_max_steps, 30);
     check_run("TODO 4.7", "a NaN loss stops the training with a message", check_diverge, 30);
     check_run("TODO 4.7", "every step's loss goes to the run's watch (a finite divergence stops it)", check_watch, 30);
+    check_run("TODO 4.7", "the watch's message names the step from 1", check_watch_step, 30);
     check_run("TODO 4.8", "evaluate: loss and perplexity of a split, the short last batch weighted", check_evaluate, 30);
     check_run("TODO 4.1-4.8", "3 epochs on a learnable text: loss and valid perplexity fall", check_learns, 40);
     check_run(NULL, "given: model FLOPs per token from the shapes", check_flops, 30);
