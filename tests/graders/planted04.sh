@@ -193,6 +193,59 @@ plant "dropout left on" train.c 4.8 "the loss with dropout on" \
     "    transformer_eval(m); /* dropout off: evaluation uses the whole model */
 |||"
 
+# issue 39's second trial: the escape and the hints that blamed a neighbour
+PLANTED_CHECKS="attention backward matches"
+plant "ds left unzeroed above the diagonal" attention.c 4.4 "ds[i][j] = 0 for j > i on return" \
+    "        for (int j = i + 1; j < T; j++) di[j] = 0.0f;
+|||"
+PLANTED_CHECKS="attention forward matches"
+plant_not "V read from K's columns (given code)" attention.c 4.3 "built from the keys' columns" "sqrt(dh)" \
+    "const float *k = q + s.D, *v = q + 2 * s.D;|||const float *k = q + s.D, *v = q + s.D;"
+plant "head h at column h, not h * dh (given code)" attention.c 4.3 "head h's columns were taken at h, not h * dh" \
+    "const float *q = qkv->data + (size_t)b * T * s.ld + (size_t)h * s.dh;|||const float *q = qkv->data + (size_t)b * T * s.ld + (size_t)h;"
+plant "q and k swapped" attention.c 4.3 "the queries and the keys are swapped" \
+    "lesson_causal_softmax(p, q, k, T, s.dh, s.ld); /* TODO 4.3 */|||lesson_causal_softmax(p, k, q, T, s.dh, s.ld); /* TODO 4.3 */"
+plant "the queries' stride ld / 3" attention.c 4.3 "the queries were read with a row stride of ld / 3" \
+    "const float *qi = q + (size_t)i * ld;|||const float *qi = q + (size_t)i * (ld / 3);"
+PLANTED_CHECKS="attention forward with dropout"
+plant_not "dropout scaled by p, not 1/(1-p) (given code)" attention.c 4.3 "scaled by the dropout rate p" "p[i][j] = exp" \
+    "const float keep_scale = dropout_p < 1.0f ? 1.0f / (1.0f - dropout_p) : 0.0f;|||const float keep_scale = dropout_p;"
+PLANTED_CHECKS="the max trick"
+plant_not "head h at column h, in the max-trick check" attention.c 4.3 "fails at scores of order 1 too" "subtract the" \
+    "const float *q = qkv->data + (size_t)b * T * s.ld + (size_t)h * s.dh;|||const float *q = qkv->data + (size_t)b * T * s.ld + (size_t)h;"
+plant_not "the future not zeroed, in the max-trick check" attention.c 4.3 "fails at scores of order 1 too" "sqrt(dh)" \
+    "        for (int j = i + 1; j < T; j++) row[j] = 0.0f; /* the future gets no weight */
+|||"
+PLANTED_CHECKS="layer norm forward"
+plant_not "one-pass float variance" layernorm.c 4.5 "one-pass" "1 / sqrt(var +" \
+    "        double sum = 0.0, sq = 0.0; /* double: a habit (float passes too; see the sheet) */
+        for (int j = 0; j < D; j++) sum += x[j];
+        const double mu = sum / D;
+        for (int j = 0; j < D; j++) sq += (x[j] - mu) * (x[j] - mu);
+        const float r = (float)(1.0 / sqrt(sq / D + eps));|||        float sum = 0.0f, sq = 0.0f;
+        for (int j = 0; j < D; j++) {
+            sum += x[j];
+            sq += x[j] * x[j];
+        }
+        const float mu = sum / D;
+        const float r = 1.0f / sqrtf(sq / D - mu * mu + eps);"
+PLANTED_CHECKS="a NaN loss stops"
+plant_not "clip_grad_norm with 0, not s->clip" train.c 4.7 "pass the clip value, clip_grad_norm(&m->params, s->clip)" "train_stop_if_diverged" \
+    "s->clip > 0 ? clip_grad_norm(&m->params, s->clip) : grad_norm(&m->params)|||clip_grad_norm(&m->params, 0)"
+PLANTED_CHECKS="train_epoch: the reference loop"
+plant "StepLR set after the epoch" train.c 4.7 "the rate was set after the epoch" \
+    "    optimizer_set_lr(opt, lr);
+    transformer_train(m);|||    transformer_train(m);" \
+    "    progress_clear();
+|||    progress_clear();
+    optimizer_set_lr(opt, step_lr(opt->base_lr, s->gamma, 1, epoch));
+"
+plant "grad_norm per token" train.c 4.7 "divided by st.tokens" \
+    "st.grad_norm = st.steps ? norm_sum / (double)st.steps : 0.0;|||st.grad_norm = st.tokens ? norm_sum / (double)st.tokens : 0.0;"
+plant "the norm after clipping" train.c 4.7 "the gradient norm was taken after clipping" \
+    "const float norm = s->clip > 0 ? clip_grad_norm(&m->params, s->clip) : grad_norm(&m->params);|||if (s->clip > 0) clip_grad_norm(&m->params, s->clip);
+        const float norm = grad_norm(&m->params);"
+
 # TODO 4.7 alone back to its stub: each of its checks, the new ones too, says so
 PLANTED_CHECKS="train_epoch,max_steps,NaN loss,watch"
 stub 4.7 train.c 1 -
