@@ -1303,9 +1303,11 @@ static bool run_script(const char *dir, const char *device, const char *tasks, C
         return false;
     /* the program the script starts: a stand-in that only has to exist */
     snprintf(build, sizeof build, "%s/build", dir);
-    snprintf(prog, sizeof prog, "%s/%s", build, LESSON_PATH);
+    /* where job.sh looks for it; planted06.sh's copy (an absolute path) is the solution's */
+    const char *rel = LESSON_PATH[0] == '/' ? "solutions/06-ddp" : LESSON_PATH;
+    snprintf(prog, sizeof prog, "%s/%s", build, rel);
     mkdir(build, 0755);
-    make_dirs(build, LESSON_PATH);
+    make_dirs(build, rel);
     snprintf(fake, sizeof fake, "%s/train", prog);
     if (!write_script(fake, "#!/bin/sh\n")) return false;
     snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin");
@@ -1320,7 +1322,7 @@ static bool run_script(const char *dir, const char *device, const char *tasks, C
     setenv("SLURM_SUBMIT_DIR", cwd, 1), setenv("COURSE_SITE", "generic", 1);
     setenv("COURSE_BUILD", build, 1), setenv("COURSE_SCRATCH_DIR", dir, 1);
     setenv("COURSE_DEVICE", device, 1);
-    setenv("SOLUTION", strncmp(LESSON_PATH, "solutions", 9) == 0 ? "1" : "0", 1);
+    setenv("SOLUTION", strncmp(rel, "solutions", 9) == 0 ? "1" : "0", 1);
     unsetenv("MASTER_ADDR"), unsetenv("MASTER_PORT");
     /* sbatch passes the arguments after the script's name on to it (make submit's ARGS):
      * the launch line's closing "$@" hands them to the program */

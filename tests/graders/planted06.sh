@@ -159,7 +159,8 @@ plant "no mod in either chunk" ring.c 6.7 "without the mod: in C -1 % W is -1" \
     "chunk(t->size, W, ((r - s - 1) % W + W) % W, &r0, &rn);|||chunk(t->size, W, (r - s - 1) % W, &r0, &rn);"
 plant "tensor_range of an empty chunk" ring.c 6.7 "an empty chunk (count 0), which tensor_range refuses" \
     "Tensor out = sn ? tensor_range(t, s0, sn) : (Tensor){0};|||Tensor out = tensor_range(t, s0, sn);"
-plant_not "the add into the sent chunk" ring.c 6.7 "it added what it received into chunk" "fewer values than ranks" \
+plant_not "the add into the sent chunk" ring.c 6.7 "did not change after the receive: what it received went elsewhere" \
+    "fewer values than ranks" \
     "t->data[r0 + i] += incoming.data[i];|||t->data[s0 + i] += incoming.data[i];"
 
 # TODO 6.8 (ring.c): the bus bandwidth
