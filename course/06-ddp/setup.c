@@ -36,7 +36,9 @@ void lesson_setup(Run *run) {
      *   2. run->dist = dist_init(&(DistOptions){...}) with .backend = c->dist,
      *      .device = device, .timeout_s = c->timeout_s, .expect_world = c->ranks;
      *   3. every rank prints one line (printf, then fflush(stdout)):
-     *        rank R of W: local rank L of N on its node, cpu   (or GPU g)
+     *        rank R of W: local rank L of N on its node, cpu
+     *      or, with --device cuda,
+     *        rank R of W: local rank L of N on its node, GPU g
      *      from run->dist->rank, world_size, local_rank, local_size; g is the GPU
      *      cuda_require() chose, cuda_current_device() (lib/cuda/device.h). The
      *      flush: in a batch job stdout is a file, which C writes in blocks, so an

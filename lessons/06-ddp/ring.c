@@ -32,7 +32,8 @@ void lesson_ring_all_reduce(Dist *d, Tensor *t) {
      *     chunk (r - s) mod W from `prev` straight into t (it is whole: overwrite).
      * Send and receive with one call, dist_sendrecv(d, &out, next, &in, prev): if
      * every rank first sent and then received, a large send could wait for a receive
-     * that no rank has started. An empty chunk (count 0) is sent or received as NULL.
+     * that no rank has started. An empty chunk (count 0) is sent or received as NULL,
+     * and has no view: tensor_range refuses a count of 0 (build it only when count > 0).
      * In C, -1 % W is -1: write ((x % W) + W) % W. */
     (void)next, (void)prev, (void)chunk;
     TODO_STOP("6.7");

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/fs.h"
@@ -41,13 +43,24 @@ static bool lesson_function(const char *name) { return strcmp(name, "lesson_ring
 WRAP_VOID(dist_broadcast, (Dist *d, Tensor *t, int root), (d, t, root))
 WRAP_VOID(dist_all_gather, (Dist *d, Tensor *out, const Tensor *in), (d, out, in))
 WRAP_VOID(dist_reduce_scatter, (Dist *d, Tensor *out, const Tensor *in, DistOp op), (d, out, in, op))
-WRAP_VALUE(DistRequest *, dist_all_reduce_start, (Dist *d, Tensor *t, DistOp op), (d, t, op))
 
 /* The name of the lesson's function at a return address, or "". */
 static const char *caller_name(void *address) {
     Dl_info info;
     return dladdr(address, &info) && info.dli_sname ? info.dli_sname : "";
 }
+
+/* lesson_average_gradients' non-blocking all-reduce: its values are ready at dist_wait */
+static bool g_average_async;
+DistRequest *__real_dist_all_reduce_start(Dist *d, Tensor *t, DistOp op);
+DistRequest *__wrap_dist_all_reduce_start(Dist *d, Tensor *t, DistOp op);
+DistRequest *__wrap_dist_all_reduce_start(Dist *d, Tensor *t, DistOp op) {
+    void *from = __builtin_return_address(0);
+    refuse_from_lesson("dist_all_reduce_start", from);
+    if (strcmp(caller_name(from), "lesson_average_gradients") == 0) g_average_async = true;
+    return __real_dist_all_reduce_start(d, t, op);
+}
+
 
 /* worker_average's second part: gradients tagged DEVICE_CUDA (host memory that may not
  * be touched, as GPU memory on the CPU) and the op lesson_average_gradients asked for */
@@ -64,9 +77,10 @@ void __wrap_dist_all_reduce(Dist *d, Tensor *t, DistOp op) {
         g_fake_gpu_op = (int)op;
         if (op != DIST_AVG) {
             printf("WORKER rank %d FAIL: with gradients in GPU memory (--device cuda), lesson_average_gradients "
-                   "calls dist_all_reduce with %s and would then divide them in a loop on the CPU, which cannot "
-                   "read GPU memory (a crash): where grads.device != DEVICE_CPU, call dist_all_reduce with "
-                   "DIST_AVG (NCCL averages on the GPU) and return\n", d->rank, op == DIST_SUM ? "DIST_SUM" : "another op");
+                   "calls dist_all_reduce with %s: TODO 6.4 asks for DIST_AVG there, which NCCL sums and divides "
+                   "in one call on the GPU, with no second pass over the buffer (and a loop over grads.data on "
+                   "the CPU would crash: it cannot read GPU memory): where grads.device != DEVICE_CPU, call "
+                   "dist_all_reduce with DIST_AVG and return\n", d->rank, op == DIST_SUM ? "DIST_SUM" : "another op");
             fflush(stdout);
             _exit(1);
         }
@@ -281,6 +295,33 @@ static void ring_watch(Dist *d, const Tensor *out, int to, const Tensor *in, int
         ring_say(d, step, "it receives %s%s", ring_part(in, wr, part, sizeof part), wr < 0 ? also : "");
 }
 
+/* A chunk's view that tensor_range refuses (its CHECK names no ring): a negative start
+ * (C's % of a negative number) or an empty chunk (count 0), said as the ring's mistake
+ * before the library stops the rank. */
+Tensor __real_tensor_range(const Tensor *t, int64_t start, int64_t n);
+Tensor __wrap_tensor_range(const Tensor *t, int64_t start, int64_t n);
+Tensor __wrap_tensor_range(const Tensor *t, int64_t start, int64_t n) {
+    if ((start < 0 || n < 1 || start + n > t->size) &&
+        strcmp(caller_name(__builtin_return_address(0)), "lesson_ring_all_reduce") == 0) {
+        const int rank = g_dist ? g_dist->rank : -1, W = g_dist ? g_dist->world_size : 0;
+        if (start < 0)
+            printf("hint: rank %d of %d: tensor_range(t, %lld, %lld): a negative start, from a negative chunk "
+                   "index: in C, %% keeps the sign (-1 %% W is -1, not W - 1): write ((x %% W) + W) %% W\n",
+                   rank, W, (long long)start, (long long)n);
+        else if (n < 1)
+            printf("hint: rank %d of %d: tensor_range(t, %lld, %lld): an empty chunk (count 0), which tensor_range "
+                   "refuses: build the view only when count > 0, and pass NULL to dist_sendrecv for an empty "
+                   "chunk (sn ? &out : NULL)\n", rank, W, (long long)start, (long long)n);
+        else
+            printf("hint: rank %d of %d: tensor_range(t, %lld, %lld) runs past the tensor's %lld values: chunk k "
+                   "starts at k * (n / W) + min(k, n %% W) (the stub's chunk())\n", rank, W, (long long)start,
+                   (long long)n, (long long)t->size);
+        fflush(stdout);
+        g_ring.said = true;
+    }
+    return __real_tensor_range(t, start, n);
+}
+
 void __real_dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int from);
 void __wrap_dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int from);
 void __wrap_dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int from) {
@@ -316,9 +357,20 @@ static void ring_watch_end(Dist *d) {
 /* With GRADE_FAKE_NODES=2 in its environment, dist_init reports the ranks as spread over
  * nodes of 2 ranks each (ranks 0-1 on the first, 2-3 on the next, ...), as a launch on
  * several nodes does: the local rank is then not the rank (TODO 6.1's line must tell). */
+/* worker_setup's child: lesson_setup with --device cuda on this machine without a GPU,
+ * stopped at dist_init: cuda_require must have run first (it picks the local rank's GPU,
+ * which NCCL's communicator then uses; after it, every rank of a node is on GPU 0). */
+static bool g_cuda_probe, g_cuda_required;
+void __real_cuda_require(void);
+void __wrap_cuda_require(void);
+void __wrap_cuda_require(void) {
+    if (g_cuda_probe) g_cuda_required = true;
+    else __real_cuda_require();
+}
 Dist *__real_dist_init(const DistOptions *opt);
 Dist *__wrap_dist_init(const DistOptions *opt);
 Dist *__wrap_dist_init(const DistOptions *opt) {
+    if (g_cuda_probe) _exit(g_cuda_required ? 0 : 3);
     Dist *d = __real_dist_init(opt);
     const char *fake = getenv("GRADE_FAKE_NODES");
     if (fake && atoi(fake) > 0) {
@@ -347,17 +399,46 @@ static Run *small_run(Dist *d) {
 
 /* stdout as a batch job's (a file: written in blocks), not as under mpirun's terminal
  * (by lines): a rank's line must leave lesson_setup flushed (TODO 6.1 step 3). */
+static char g_stdout_buffer[1 << 16]; /* stdout's buffer in worker_setup: what is still in it */
 static void worker_setup(int expect) {
-    setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+    setvbuf(stdout, g_stdout_buffer, _IOFBF, sizeof g_stdout_buffer);
+    int status = 0;
+    fflush(stdout);
+    const pid_t probe = fork(); /* --device cuda, up to dist_init (__wrap_dist_init) */
+    if (probe == 0) {
+        g_cuda_probe = true;
+        Run gpu = {0};
+        gpu.cfg.device = "cuda", gpu.cfg.dist = "auto", gpu.cfg.timeout_s = 37, gpu.cfg.ranks = expect;
+        lesson_setup(&gpu);
+        _exit(0);
+    }
+    if (probe > 0 && waitpid(probe, &status, 0) == probe && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+        g_dist = library_dist();
+        say(false, "with --device cuda, lesson_setup calls dist_init before cuda_require: cuda_require first "
+            "(TODO 6.1 step 1): it starts CUDA on this rank's GPU (its local rank's), which NCCL's "
+            "communicator then takes; the other way round every rank of a node is on GPU 0");
+        return;
+    }
     Run run = {0};
     run.cfg.device = "cpu";
     run.cfg.dist = "auto";
-    run.cfg.timeout_s = 30;
+    run.cfg.timeout_s = 37; /* not the library's default (300): --timeout must reach dist_init */
     run.cfg.ranks = expect;
     lesson_setup(&run);
     g_dist = run.dist;
     const size_t waiting = __fpending(stdout); /* bytes printed but not yet written */
-    if (waiting > 0)
+    /* they are the buffer's first bytes: a full-buffered stream writes from its start */
+    const bool describe = waiting > 0 && memmem(g_stdout_buffer, waiting, "dist: ", 6);
+    if (describe && run.dist->rank != 0)
+        say(false, "rank %d printed dist_describe's line (still in stdout's buffer when lesson_setup returned): "
+            "only rank 0 prints it, with print0 (TODO 6.1 step 4), not printf", run.dist->rank);
+    else if (describe)
+        say(false, "dist_describe's line was still in stdout's buffer when lesson_setup returned: print it "
+            "with print0 (TODO 6.1 step 4), which prints on rank 0 only and flushes, not printf");
+    else if (run.dist->timeout_s != 37)
+        say(false, "--timeout 37 was given, and the library's time limit is %g s: pass .timeout_s = "
+            "c->timeout_s to dist_init (TODO 6.1 step 2)", run.dist->timeout_s);
+    else if (waiting > 0)
         say(false, "%zu bytes it printed were still in stdout's buffer when lesson_setup returned: "
             "fflush(stdout) after its line (TODO 6.1 step 3). In a batch job stdout is a file, which C "
             "writes in blocks: an unflushed line comes out when the buffer fills or the rank ends, "
@@ -425,6 +506,7 @@ static const char *sampler_mistake(const int *mine, int n, int count, int W, int
 static void worker_sampler(void) {
     Dist *d = library_dist();
     Run *run = small_run(d);
+    dataset_make_synthetic(37, 1, 16, 2, &run->test); /* another size than the training set's 103 */
     lesson_make_sampler(run);
     Sampler want;
     sampler_init_distributed(&want, run->train.count, true, 17, d->world_size, d->rank, false);
@@ -434,9 +516,17 @@ static void worker_sampler(void) {
         sampler_set_epoch(&want, e);
         int n = sampler_next(&run->sampler, mine, 128), m = sampler_next(&want, ref, 128);
         if (n != m) {
+            const int W = d->world_size, tests = run->test.count;
             say(false, "epoch %d: this rank takes %d examples, expected %d (%d examples over %d "
-                "ranks, padded%s)", e, n, m, run->train.count, d->world_size,
-                n == run->train.count ? ": all of them, as if it were alone: num_replicas and rank?" : "");
+                "ranks, padded%s)", e, n, m, run->train.count, W,
+                n == run->train.count ? ": all of them, as if it were alone: num_replicas and rank?"
+                : n == (tests + W - 1) / W || n == tests / W
+                    ? ": a share of the test set's 37 examples (run->test.count): the sampler goes over the "
+                      "training set, run->train.count"
+                : n == run->train.count / W && run->train.count % W
+                    ? ": the last examples were dropped, drop_last true: pass false, which pads the last share "
+                      "with examples from the start so every rank takes as many"
+                    : "");
             return;
         }
         if (memcmp(mine, ref, sizeof(int) * (size_t)n) != 0) {
@@ -484,21 +574,50 @@ static void worker_average(void) {
         for (int64_t i = 0; i < n; i++) want[i] += other[i];
     }
     for (int64_t i = 0; i < n; i++) want[i] /= (float)d->world_size;
+    float *own = xcalloc((size_t)n, sizeof *own), *values = xcalloc((size_t)n, sizeof *values);
+    fake_grads(own, n, d->rank);
+    memcpy(values, run->model.params.values.data, (size_t)n * sizeof *values);
     lesson_average_gradients(run);
     const float *got = run->model.params.grads.data;
-    for (int64_t i = 0; i < n; i++) /* float sums in another order: a few ulps apart */
-        if (!(fabsf(got[i] - want[i]) <= 1e-6f + 1e-5f * fabsf(want[i]))) {
-            const float sum = want[i] * (float)d->world_size;
+#define NEAR(a, b) (fabsf((a) - (b)) <= 1e-6f + 1e-5f * fabsf(b)) /* float sums in another order */
+    for (int64_t i = 0; i < n; i++)
+        if (!NEAR(got[i], want[i])) {
+            const int W = d->world_size;
+            const float sum = want[i] * (float)W;
             bool zero = true;
-            for (int64_t k = 0; k < n && zero; k++) zero = got[k] == 0.0f;
+            int64_t last = i, wrong = 0, mine = 0;
+            for (int64_t k = 0; k < n; k++) {
+                zero = zero && got[k] == 0.0f;
+                if (!NEAR(got[k], want[k])) /* not summed: its own, divided or not */
+                    last = k, wrong++, mine += NEAR(got[k], own[k]) || NEAR(got[k], own[k] / (float)W);
+            }
+            const bool moved = memcmp(values, run->model.params.values.data, (size_t)n * sizeof *values) != 0;
+            char part[300] = "";
+            if (mine == wrong && wrong == last - i + 1)
+                snprintf(part, sizeof part, ": gradients %lld..%lld of the %lld are this rank's own (divided or not), "
+                         "not summed over the ranks, "
+                         "the rest are right: %s", (long long)i, (long long)last, (long long)n,
+                         wrong == 1 ? "one element left out between two parts (a bucket's boundary?): the parts "
+                                      "must cover every element once"
+                                    : "the all-reduce covered only part of the buffer: all grads.size values");
             say(false, "gradient %lld is %g, the average over the ranks is %g%s", (long long)i,
                 (double)got[i], (double)want[i],
                 zero ? ": every gradient is 0: an integer division? 1 / world_size is 0 in integers; divide by (float)world_size"
-                : fabsf(got[i] - sum) <= 1e-5f * fabsf(sum) ? ": that is the sum, divide it by the world size"
-                : fabsf(got[i] - want[i] / (float)d->world_size) <= 1e-5f * fabsf(want[i])
-                    ? ": that is the average divided by the world size once more: divide once" : "");
+                : moved
+                    ? ": its weights changed (lesson_average_gradients must not touch them): the all-reduce went to the "
+                      "parameters' values, run->model.params.values; average run->model.params.grads"
+                : NEAR(got[i], sum) && g_average_async
+                    ? ": that is the sum: it divided before dist_wait (with dist_all_reduce_start the values are "
+                      "the sum only once dist_wait returns, which writes over them): divide after the wait"
+                : NEAR(got[i], sum) ? ": that is the sum, divide it by the world size"
+                : NEAR(got[i], want[i] / (float)W) ? ": that is the average divided by the world size once more: divide once"
+                : W != 2 && NEAR(got[i], sum * 0.5f)
+                    ? ": that is the sum times 0.5, right on 2 ranks only: divide by the world size, run->dist->world_size"
+                : part);
             return;
         }
+#undef NEAR
+    xfree(own), xfree(values);
     /* --device cuda: the same buffer tagged as GPU memory, its pages unreadable, as GPU
      * memory is to the CPU; the wrapper above takes the all-reduce */
     Tensor *g = &run->model.params.grads;
@@ -528,20 +647,101 @@ static void worker_stats(void) {
     lesson_sum_stats(&run, &s);
     const int W = d->world_size;
     const double tri = W * (W - 1) / 2.0;
-    if (s.loss_sum != tri + 0.5 * W || s.correct != 2 * tri || s.examples != 10.0 * W + tri)
-        say(false, "sums %g, %g, %g; expected %g, %g, %g", s.loss_sum, s.correct, s.examples,
-            tri + 0.5 * W, 2 * tri, 10.0 * W + tri);
+    const double mine[3] = {d->rank + 0.5, 2.0 * d->rank, 10 + d->rank}, got[3] = {s.loss_sum, s.correct, s.examples};
+    const double want[3] = {tri + 0.5 * W, 2 * tri, 10.0 * W + tri};
+    static const char *names[3] = {"loss_sum", "correct", "examples"};
+    char words[600] = "";
+    int wrong = 0;
+    for (int k = 0; k < 3; k++) {
+        if (got[k] == want[k]) continue;
+        const size_t len = strlen(words);
+        snprintf(words + len, sizeof words - len, "%s%s is %g, the sum over the ranks is %g%s", wrong++ ? "; " : "",
+                 names[k], got[k], want[k],
+                 got[k] == mine[k] ? " (this rank's own: not summed)"
+                 : fabs(got[k] - want[k] / W) < 1e-9 ? " (the mean over the ranks, the sum divided by the world size: "
+                                                       "keep the sum, the program divides loss_sum by examples)"
+                                                     : "");
+    }
+    if (wrong) say(false, "this rank's loss_sum %g, correct %g, examples %g: %s (dist_sum_double of each field)",
+                   mine[0], mine[1], mine[2], words);
     else say(true, "%s", "");
 }
 
 /* Counts the checkpoint writes of this rank (and writes beside the real path, so that
  * two ranks never race on one file). */
 static int g_writes;
+static char g_written[CKPT_PATH_MAX + 16]; /* the last write's file (beside the real path) */
+static const char *g_write_name = "";      /* its name as the store chose it */
 static int counting_write(const char *path, const uint8_t *buf, size_t len, CkptError *err) {
     g_writes++;
-    char mine[CKPT_PATH_MAX + 16];
-    snprintf(mine, sizeof mine, "%s.rank%d", path, g_dist->rank);
-    return ckpt_write_atomic(mine, buf, len, err);
+    snprintf(g_written, sizeof g_written, "%s.rank%d", path, g_dist->rank);
+    const char *slash = strrchr(path, '/');
+    g_write_name = strdup(slash ? slash + 1 : path);
+    return ckpt_write_atomic(g_written, buf, len, err);
+}
+/* A disk that is full: every write fails, as ckpt_write_atomic says it */
+static int failing_write(const char *path, const uint8_t *buf, size_t len, CkptError *err) {
+    (void)buf, (void)len;
+    snprintf(err->msg, sizeof err->msg, "cannot write %s: No space left on device (the grader's)", path);
+    return -1;
+}
+static void exit_after_fatal(void) { _exit(42); } /* fatal's exit(1), without MPI's handlers */
+
+/* What went wrong in rank 0's checkpoint (of `steps` steps, after epoch 1), or NULL. */
+static const char *checkpoint_mistake(Run *run, int64_t steps, char *words, size_t cap) {
+    char want[64];
+    snprintf(want, sizeof want, "ckpt-%012lld.ckpt", (long long)steps);
+    if (strcmp(g_write_name, want) != 0) {
+        snprintf(words, cap, "after %lld steps (run->steps) it saved %s, expected %s: the checkpoint's step is "
+                 "run->steps (ckpt_store_save(&run->store, &c, run->steps, ...)), what --resume continues from",
+                 (long long)steps, g_write_name, want);
+        return words;
+    }
+    TrainState ts = {0};
+    uint64_t fingerprint = 0;
+    Checkpoint c = {0};
+    ckpt_add_params(&c, "model", &run->model.params);
+    ckpt_add_adam(&c, &run->opt, &run->model.params);
+    ckpt_add_train_state(&c, &ts);
+    ckpt_add_u64(&c, "data.fingerprint", &fingerprint);
+    CkptError err;
+    const int loaded = ckpt_load(&c, g_written, &err);
+    ckpt_free(&c);
+    if (loaded != 0) snprintf(words, cap, "its checkpoint does not load: %.300s", err.msg);
+    else if (ts.epoch != 2 || ts.sampler_epoch != 2)
+        snprintf(words, cap, "the checkpoint written after epoch 1 says epoch %lld next (sampler epoch %lld), "
+                 "expected 2: a resume would repeat or skip an epoch (TrainState .epoch = epoch + 1, "
+                 ".sampler_epoch = epoch + 1)", (long long)ts.epoch, (long long)ts.sampler_epoch);
+    else if (ts.global_step != steps)
+        snprintf(words, cap, "the checkpoint says %lld steps done, the run took %lld: a resume would go on at the "
+                 "wrong step (TrainState .global_step = run->steps)", (long long)ts.global_step, (long long)steps);
+    else return NULL;
+    return words;
+}
+
+/* Rank 0's save where the write fails (a full disk): it must stop with the store's
+ * message (fatal), not go on as if saved. In a child, so that the rank goes on. */
+static const char *failed_save_mistake(Run *run) {
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const int null = open("/dev/null", O_WRONLY); /* the child's "error: ..." is expected */
+        if (null >= 0) dup2(null, STDERR_FILENO);
+        run->store.write = failing_write;
+        atexit(exit_after_fatal);
+        lesson_save_checkpoint(run, 1);
+        fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return NULL; /* cannot tell */
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 42) return NULL;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return "where ckpt_store_save fails (here: a full disk) lesson_save_checkpoint went on as if it had "
+               "saved: when it returns non-zero, fatal(\"%s\", err.msg) (TODO 6.6), or the run ends with no "
+               "checkpoint and no word of it";
+    return "where ckpt_store_save fails (here: a full disk) lesson_save_checkpoint crashed: when it returns "
+           "non-zero, fatal(\"%s\", err.msg) (TODO 6.6)";
 }
 
 static void worker_report(const char *dir) {
@@ -557,8 +757,13 @@ static void worker_report(const char *dir) {
     ckpt_store_init(&run->store, ckdir, 2);
     run->store.write = counting_write;
     EpochStats tr = {.loss_sum = 60, .examples = 40}, ev = {.loss_sum = 10, .correct = 15, .examples = 20};
+    run->steps = 300; /* the checkpoint is named after them */
+    rng_seed(&run->rng, 3, 0);
     lesson_report_epoch(run, 1, &tr, &ev, 2.0);
     lesson_save_checkpoint(run, 1);
+    char words[400];
+    const char *wrong = d->rank == 0 && g_writes == 1 ? checkpoint_mistake(run, 300, words, sizeof words) : NULL;
+    if (!wrong && d->rank == 0 && g_writes == 1) wrong = failed_save_mistake(run);
     metrics_close(run->metrics);
     int lines = 0;
     FILE *f = fopen(path, "r");
@@ -566,7 +771,8 @@ static void worker_report(const char *dir) {
     if (f) fclose(f);
     /* only rank 0 writes: one metrics line and one checkpoint there, nothing elsewhere */
     const int want = d->rank == 0;
-    if (lines == want && g_writes == want) say(true, "%s", "");
+    if (lines == want && g_writes == want && wrong) say(false, "%s", wrong);
+    else if (lines == want && g_writes == want) say(true, "%s", "");
     else say(false, "it wrote %d metrics line%s and %d checkpoint%s; %s (only rank 0 writes: the metrics line "
              "where run->dist->rank == 0, and the checkpoint, save0)", lines, lines == 1 ? "" : "s", g_writes, g_writes == 1 ? "" : "s",
              want ? "rank 0 writes one of each" : "a rank other than 0 writes nothing");
@@ -584,7 +790,9 @@ static const char *ring_mistake(float got, float sum, float u, int rank, int W, 
     if (got > sum)
         return "more than the sum: the all-gather steps add what they receive; there the chunks are "
                "already whole sums, overwrite your copy instead";
-    if (n < W) return "fewer values than ranks: some chunks are empty (0 values); the loop must still take its steps";
+    /* only where this rank took fewer than the ring's 2 (W - 1) steps */
+    if (n < W && g_ring.step < 2 * (W - 1))
+        return "fewer values than ranks: some chunks are empty (0 values); the loop must still take its steps";
     if (k == floor(k))
         return "the sum of some ranks' values, not all: the reduce-scatter must take W - 1 steps, each sending "
                "chunk (r - s) mod W to r + 1 and adding the received chunk (r - s - 1) mod W";
@@ -1016,10 +1224,17 @@ static int check_bus_bandwidth(void) {
                                       {4e6, 0.002, 3, 8.0 / 3.0}, {1e9, 2, 1, 0.0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double got = lesson_bus_bandwidth(cases[i][0], cases[i][1], (int)cases[i][2]);
+        const int n = (int)cases[i][2];
+        const double algbw = cases[i][0] / cases[i][1] / 1e9;
+        /* 2 (n - 1) / n in ints: 1 for n >= 2; 2 ((n - 1) / n): 0 */
+        const bool ints = fabs(got - algbw * (2 * (n - 1) / n)) <= 1e-9 * algbw ||
+                          fabs(got - algbw * 2 * ((n - 1) / n)) <= 1e-9 * algbw;
         if (!expect_true(fabs(got - cases[i][3]) <= 1e-9 * fabs(cases[i][3]) + 1e-12,
                          "%g bytes in %g s on %g ranks: %g GB/s, expected %g (algbw = bytes / s / "
-                         "1e9, busbw = algbw * 2 (n - 1) / n)", cases[i][0], cases[i][1],
-                         cases[i][2], got, cases[i][3]))
+                         "1e9, busbw = algbw * 2 (n - 1) / n)%s", cases[i][0], cases[i][1],
+                         cases[i][2], got, cases[i][3],
+                         ints ? "\nhint: that is 2 (n - 1) / n in integer arithmetic (ranks is an int: 2 * (3 - 1) / 3 "
+                                "is 1, (3 - 1) / 3 is 0): write 2.0 * (ranks - 1) / ranks" : ""))
             return CHECK_FAIL;
     }
     return CHECK_PASS;
@@ -1070,15 +1285,17 @@ static bool write_script(const char *path, const char *text) {
 
 /* Runs the job script as Slurm would on the first node of a 2-node job, with a fake
  * srun and scontrol that record what they were asked; device: cuda or cpu. */
-static bool run_script(const char *dir, const char *device, CommandResult *r, char *log, size_t cap) {
+static bool run_script(const char *dir, const char *device, const char *tasks, CommandResult *r, char *log,
+                       size_t cap) {
     char bin[600], fake[1000], path[4096], build[700], prog[800];
     snprintf(bin, sizeof bin, "%s/bin", dir);
     mkdir(bin, 0755);
     snprintf(log, cap, "%s/srun.log", dir);
     char text[1200];
     snprintf(fake, sizeof fake, "%s/srun", bin);
-    snprintf(text, sizeof text, "#!/bin/sh\necho \"srun $* MASTER_ADDR=$MASTER_ADDR "
-             "MASTER_PORT=$MASTER_PORT\" >> '%s'\n", log);
+    /* srun's arguments, each in [] too: "$@" keeps "7 8" one argument, $* makes two */
+    snprintf(text, sizeof text, "#!/bin/sh\nargs=\nfor a in \"$@\"; do args=\"$args[$a]\"; done\n"
+             "echo \"srun $* MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT ARGS=$args\" >> '%s'\n", log);
     if (!write_script(fake, text)) return false;
     snprintf(fake, sizeof fake, "%s/scontrol", bin);
     if (!write_script(fake, "#!/bin/sh\n[ \"$1 $2\" = \"show hostnames\" ] && "
@@ -1086,27 +1303,30 @@ static bool run_script(const char *dir, const char *device, CommandResult *r, ch
         return false;
     /* the program the script starts: a stand-in that only has to exist */
     snprintf(build, sizeof build, "%s/build", dir);
-    snprintf(prog, sizeof prog, "%s/%s", build, LESSON_PATH);
+    /* where job.sh looks for it; planted06.sh's copy (an absolute path) is the solution's */
+    const char *rel = LESSON_PATH[0] == '/' ? "solutions/06-ddp" : LESSON_PATH;
+    snprintf(prog, sizeof prog, "%s/%s", build, rel);
     mkdir(build, 0755);
-    make_dirs(build, LESSON_PATH);
+    make_dirs(build, rel);
     snprintf(fake, sizeof fake, "%s/train", prog);
     if (!write_script(fake, "#!/bin/sh\n")) return false;
     snprintf(path, sizeof path, "%s:%s", bin, getenv("PATH") ? getenv("PATH") : "/usr/bin");
     char cwd[1024];
     if (!getcwd(cwd, sizeof cwd)) return false;
     char script[2200];
-    snprintf(script, sizeof script, "%s/%s/ddp.sbatch", cwd, LESSON_PATH);
+    if (LESSON_PATH[0] == '/') snprintf(script, sizeof script, "%s/ddp.sbatch", LESSON_PATH); /* planted06.sh's copy */
+    else snprintf(script, sizeof script, "%s/%s/ddp.sbatch", cwd, LESSON_PATH);
     setenv("PATH", path, 1);
     setenv("SLURM_JOB_ID", "4242", 1), setenv("SLURM_JOB_NODELIST", "node[03-04]", 1);
-    setenv("SLURM_NTASKS", "8", 1), setenv("SLURM_CPUS_PER_TASK", "8", 1);
+    setenv("SLURM_NTASKS", tasks, 1), setenv("SLURM_CPUS_PER_TASK", "8", 1);
     setenv("SLURM_SUBMIT_DIR", cwd, 1), setenv("COURSE_SITE", "generic", 1);
     setenv("COURSE_BUILD", build, 1), setenv("COURSE_SCRATCH_DIR", dir, 1);
     setenv("COURSE_DEVICE", device, 1);
-    setenv("SOLUTION", strncmp(LESSON_PATH, "solutions", 9) == 0 ? "1" : "0", 1);
+    setenv("SOLUTION", strncmp(rel, "solutions", 9) == 0 ? "1" : "0", 1);
     unsetenv("MASTER_ADDR"), unsetenv("MASTER_PORT");
     /* sbatch passes the arguments after the script's name on to it (make submit's ARGS):
      * the launch line's closing "$@" hands them to the program */
-    const char *argv[] = {"bash", script, "--grader-extra", "7", NULL};
+    const char *argv[] = {"bash", script, "--grader-extra", "7 8", NULL};
     run_command(argv, 30, r);
     return true;
 }
@@ -1114,10 +1334,11 @@ static bool run_script(const char *dir, const char *device, CommandResult *r, ch
 static int body_script_launch(const char *dir) {
     CommandResult r;
     char log[700] = "", end[96];
-    static const char *devices[] = {"cuda", "cpu"};
+    /* 2 nodes x 4 tasks, then 4 tasks (make submit 6 NODES=1) */
+    static const char *devices[] = {"cuda", "cpu"}, *tasks[] = {"8", "4"};
     for (int k = 0; k < 2; k++) {
         if (*log) unlink(log); /* the calls of the first run */
-        if (!run_script(dir, devices[k], &r, log, sizeof log)) return CHECK_FAIL;
+        if (!run_script(dir, devices[k], tasks[k], &r, log, sizeof log)) return CHECK_FAIL;
         char *calls = read_text(log);
         if (!expect_true(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && calls,
                          "the job script (COURSE_DEVICE=%s) ended: %s, without starting srun:\n%s",
@@ -1127,23 +1348,26 @@ static int body_script_launch(const char *dir) {
         }
         for (size_t n = strlen(calls); n > 0 && calls[n - 1] == '\n'; n--) calls[n - 1] = '\0';
         bool mpi = strstr(calls, "--mpi=pmix") != NULL;
+        char ranks[32];
+        snprintf(ranks, sizeof ranks, "[--ranks][%s]", tasks[k]);
         /* empty in srun's environment: set in the script but not exported */
         const bool addr_empty = strstr(calls, "MASTER_ADDR= ") != NULL;
         const char *port = strstr(calls, "MASTER_PORT=");
-        const bool port_empty = port && (port[12] == '\n' || port[12] == '\0');
+        const bool port_empty = port && (port[12] == ' ' || port[12] == '\n' || port[12] == '\0');
         bool ok = expect_true(strstr(calls, "MASTER_ADDR=node03 "), "srun saw \"%s\": MASTER_ADDR %s (TODO 6.10)",
                               calls, addr_empty ? "is empty in the program's environment: export it (export "
                               "MASTER_ADDR MASTER_PORT)" : "must be the first node (node03), exported") &&
                   expect_true(strstr(calls, "MASTER_PORT=29742"), "srun saw \"%s\": MASTER_PORT %s (TODO 6.10)",
                               calls, port_empty ? "is empty in the program's environment: export it (export "
                               "MASTER_ADDR MASTER_PORT)" : "must be 29500 + SLURM_JOB_ID % 1000 = 29742") &&
-                  expect_true(strstr(calls, "--ranks 8"), "srun saw \"%s\": pass --ranks "
-                              "\"$SLURM_NTASKS\" to the program (TODO 6.11)", calls) &&
+                  expect_true(strstr(calls, ranks), "srun saw \"%s\" where SLURM_NTASKS is %s: pass --ranks "
+                              "\"$SLURM_NTASKS\" to the program, not a number (TODO 6.11)", calls, tasks[k]) &&
                   expect_true(strstr(calls, "/train --device"), "srun saw \"%s\": it must start "
                               "\"$JOB_BIN\" --device \"$COURSE_DEVICE\" (TODO 6.11)", calls) &&
-                  expect_true(strstr(calls, " --grader-extra 7"), "srun saw \"%s\": the script was given the "
-                              "arguments \"--grader-extra 7\" (make submit's ARGS), which must reach the "
-                              "program: end the launch line with \"$@\" (TODO 6.11)", calls) &&
+                  expect_true(strstr(calls, "[--grader-extra][7 8]"), "srun saw \"%s\": the script was given "
+                              "the 2 arguments --grader-extra and \"7 8\" (make submit's ARGS), which must reach "
+                              "the program as they are, \"7 8\" one argument: end the launch line with \"$@\" "
+                              "(quoted; $* and \"$*\" split or join them) (TODO 6.11)", calls) &&
                   expect_true(mpi == (k == 1), "COURSE_DEVICE=%s: srun %s --mpi=pmix (%s); it "
                               "saw \"%s\" (TODO 6.11)", devices[k], k ? "needs" : "must not have",
                               k ? "CPU ranks talk through MPI" : "GPU ranks meet through NCCL at MASTER_ADDR",

@@ -32,6 +32,54 @@ plant_also() {
     fi
 }
 
+# plant_not NAME FILE TODO HINT NOT "old|||new"...: plant's test, and the TODO's block
+# must not say NOT (a line that does not apply to this mistake)
+plant_not() {
+    local name=$1 f=$2 todo=$3 hint=$4 not=$5 out block
+    shift 5
+    patched "$f" "$@" || { verdict "$name (the patch did not apply)" 0; return; }
+    out=$(grade "$f")
+    block=$(failed_block "$todo" "$out")
+    if [ -n "$block" ] && grep -qF -- "$hint" <<<"$block" && ! grep -qF -- "$not" <<<"$block"; then
+        verdict "$name: TODO $todo fails with \"$hint\", not \"$not\"" 1
+        grep -m1 -F -- "$hint" <<<"$block" | cut -c1-150
+    else
+        verdict "$name: TODO $todo should fail with \"$hint\", not \"$not\"" 0
+        sed 's/^/    /' <<<"$out" | head -30
+    fi
+}
+
+# plant_script NAME TODO HINT "old|||new"...: the mistake in the job script (ddp.sbatch,
+# read by the grader from the copy); the grader as the last plant linked it
+plant_script() {
+    local name=$1 todo=$2 hint=$3 out block
+    shift 3
+    cp "$src/ddp.sbatch" "$tmp/ddp.sbatch"
+    patched ddp.sbatch "$@" || { verdict "$name (the patch did not apply)" 0; return; }
+    cp "$tmp/ddp.sbatch.new" "$tmp/ddp.sbatch"
+    out=$(CHECK_ONLY="$PLANTED_CHECKS" "$tmp/grade" 2>&1)
+    cp "$src/ddp.sbatch" "$tmp/ddp.sbatch"
+    block=$(failed_block "$todo" "$out")
+    if [ -n "$block" ] && grep -qF -- "$hint" <<<"$block"; then
+        verdict "$name: TODO $todo fails with \"$hint\"" 1
+        grep -m1 -F -- "$hint" <<<"$block" | cut -c1-150
+    else
+        verdict "$name: TODO $todo should fail with \"$hint\"" 0
+        sed 's/^/    /' <<<"$out" | head -30
+    fi
+}
+
+# TODO 6.1 (setup.c): joining the job
+PLANTED_CHECKS="setup: 2 and 3"
+plant "the describe line on every rank (printf, no flush)" setup.c 6.1 "only rank 0 prints it, with print0" \
+    'print0("%s\n", line);|||printf("%s\n", line);'
+plant "--timeout left out of DistOptions" setup.c 6.1 "pass .timeout_s = c->timeout_s to dist_init" \
+    ".timeout_s = c->timeout_s, |||"
+plant "cuda_require after dist_init" setup.c 6.1 "lesson_setup calls dist_init before cuda_require" \
+    "if (device == DEVICE_CUDA) cuda_require();|||" \
+    "const Dist *d = run->dist;|||if (device == DEVICE_CUDA) cuda_require();
+    const Dist *d = run->dist;"
+
 # TODO 6.2 (train.c): the broadcast of rank 0's weights
 PLANTED_CHECKS="every rank starts from rank 0's weights"
 plant "no broadcast" train.c 6.2 "its parameters are not rank 0's after lesson_broadcast_weights (they did not change)" \
@@ -41,16 +89,58 @@ plant "no broadcast" train.c 6.2 "its parameters are not rank 0's after lesson_b
 PLANTED_CHECKS="distributed sampler"
 plant "no set_epoch" train.c 6.3 "as if the epoch were never set" \
     "sampler_set_epoch(&run->sampler, epoch);|||(void)epoch;"
+plant "the sampler over the test set" train.c 6.3 "a share of the test set's 37 examples (run->test.count)" \
+    "run->train.count, true,|||run->test.count, true,"
+plant "drop_last true" train.c 6.3 "drop_last true: pass false" \
+    "d->rank, false);|||d->rank, true);"
 
 # TODO 6.4 (train.c): the average
 PLANTED_CHECKS="gradients: the average"
 plant "the sum, not the average" train.c 6.4 "that is the sum, divide it by the world size" \
     "for (int64_t i = 0; i < g->size; i++) g->data[i] *= inv;|||(void)inv;"
+plant "divided before dist_wait" train.c 6.4 "it divided before dist_wait" \
+    "dist_all_reduce(run->dist, g, DIST_SUM);|||DistRequest *q = dist_all_reduce_start(run->dist, g, DIST_SUM);" \
+    "g->data[i] *= inv;|||g->data[i] *= inv;
+    dist_wait(run->dist, q);"
+plant "half the buffer reduced" train.c 6.4 "the all-reduce covered only part of the buffer" \
+    "dist_all_reduce(run->dist, g, DIST_SUM);|||Tensor half = tensor_range(g, 0, g->size / 2);
+    dist_all_reduce(run->dist, &half, DIST_SUM);"
+plant "two buckets, the boundary element skipped" train.c 6.4 "one element left out between two parts" \
+    "dist_all_reduce(run->dist, g, DIST_SUM);|||Tensor a = tensor_range(g, 0, g->size / 2),
+           b = tensor_range(g, g->size / 2 + 1, g->size - g->size / 2 - 1);
+    dist_all_reduce(run->dist, &a, DIST_SUM);
+    dist_all_reduce(run->dist, &b, DIST_SUM);"
+plant "a fixed 0.5 (2 ranks only)" train.c 6.4 "right on 2 ranks only" \
+    "const float inv = 1.0f / (float)run->dist->world_size;|||const float inv = 0.5f;"
+plant "the weights all-reduced, not the gradients" train.c 6.4 "its weights changed" \
+    "Tensor *g = &run->model.params.grads;|||Tensor *g = &run->model.params.values;"
+plant "GPU gradients: DIST_SUM, then tensor_scale" train.c 6.4 "TODO 6.4 asks for DIST_AVG there" \
+    "dist_all_reduce(run->dist, g, DIST_AVG);|||dist_all_reduce(run->dist, g, DIST_SUM);
+        tensor_scale(g, 1.0f / (float)run->dist->world_size);"
+
+# TODO 6.5 (train.c): the sums of the metrics
+PLANTED_CHECKS="metrics: the sums"
+plant "examples not summed" train.c 6.5 "examples is 10, the sum over the ranks is 21 (this rank's own: not summed)" \
+    "s->examples = dist_sum_double(run->dist, s->examples);|||"
+plant "loss_sum averaged" train.c 6.5 "loss_sum is 1, the sum over the ranks is 2 (the mean over the ranks" \
+    "s->loss_sum = dist_sum_double(run->dist, s->loss_sum);|||s->loss_sum = dist_sum_double(run->dist, s->loss_sum) / run->dist->world_size;"
 
 # TODO 6.6 (save.c): save0
 PLANTED_CHECKS="print0 and save0"
 plant "every rank saves" save.c 6.6 "a rank other than 0 writes nothing" \
     "if (run->dist->rank == 0) { /* save0|||if (1) { /* save0"
+plant "the checkpoint named after the epoch" save.c 6.6 "it saved ckpt-000000000001.ckpt, expected ckpt-000000000300.ckpt" \
+    "&c, run->steps, path|||&c, epoch, path"
+plant "the checkpoint named after steps + 1" save.c 6.6 "the checkpoint's step is run->steps" \
+    "&c, run->steps, path|||&c, run->steps + 1, path"
+plant "TrainState's epoch: the one done, not the next" save.c 6.6 "a resume would repeat or skip an epoch" \
+    ".epoch = epoch + 1,|||.epoch = epoch,"
+plant "TrainState's global_step one short" save.c 6.6 "a resume would go on at the wrong step" \
+    ".global_step = run->steps,|||.global_step = run->steps - 1,"
+plant "a failed save ignored" save.c 6.6 "lesson_save_checkpoint went on as if it had saved" \
+    "if (ckpt_store_save(&run->store, &c, run->steps, path, sizeof path, &err) != 0)
+            fatal(\"%s\", err.msg);|||snprintf(path, sizeof path, \"?\");
+        (void)ckpt_store_save(&run->store, &c, run->steps, path, sizeof path, &err);"
 
 # TODO 6.7 (ring.c): rings that deadlock, ended by the library as such
 PLANTED_CHECKS="ring all-reduce"
@@ -61,5 +151,28 @@ plant_also "every rank receives, then sends" ring.c 6.7 \
     "hint: a rank waited for a message that never came" "can never finish: rank 1 did not send to rank 0" \
     "dist_sendrecv(d, sn ? &out : NULL, next, rn ? &in : NULL, prev);|||if (rn) dist_recv(d, &in, prev);
         if (sn) dist_send(d, &out, next);"
+
+plant "no mod in the sent chunk: (r - s) % W, negative on 3 ranks" ring.c 6.7 "in C, % keeps the sign" \
+    "chunk(t->size, W, ((r - s) % W + W) % W, &s0, &sn);|||chunk(t->size, W, (r - s) % W, &s0, &sn);"
+plant "no mod in either chunk" ring.c 6.7 "without the mod: in C -1 % W is -1" \
+    "chunk(t->size, W, ((r - s) % W + W) % W, &s0, &sn);|||chunk(t->size, W, (r - s) % W, &s0, &sn);" \
+    "chunk(t->size, W, ((r - s - 1) % W + W) % W, &r0, &rn);|||chunk(t->size, W, (r - s - 1) % W, &r0, &rn);"
+plant "tensor_range of an empty chunk" ring.c 6.7 "an empty chunk (count 0), which tensor_range refuses" \
+    "Tensor out = sn ? tensor_range(t, s0, sn) : (Tensor){0};|||Tensor out = tensor_range(t, s0, sn);"
+plant_not "the add into the sent chunk" ring.c 6.7 "did not change after the receive: what it received went elsewhere" \
+    "fewer values than ranks" \
+    "t->data[r0 + i] += incoming.data[i];|||t->data[s0 + i] += incoming.data[i];"
+
+# TODO 6.8 (ring.c): the bus bandwidth
+PLANTED_CHECKS="bus bandwidth"
+plant "2 (n - 1) / n in integers" ring.c 6.8 "in integer arithmetic" \
+    "return algbw * 2.0 * (ranks - 1) / ranks;|||return algbw * (2 * (ranks - 1) / ranks);"
+
+# TODOs 6.10-6.11 (ddp.sbatch): the launch line
+PLANTED_CHECKS="job script: MASTER"
+plant_script "\$* for \"\$@\"" 6.10-6.11 '"7 8" one argument' \
+    '"$COURSE_RUN_DIR/checkpoints-$JOB_ID" "$@"|||"$COURSE_RUN_DIR/checkpoints-$JOB_ID" $*'
+plant_script "--ranks 8, not \$SLURM_NTASKS" 6.10-6.11 "where SLURM_NTASKS is 4" \
+    '--ranks "${SLURM_NTASKS:-1}"|||--ranks 8'
 
 planted_end
