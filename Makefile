@@ -241,7 +241,8 @@ GRADE_LDFLAGS_05 := -rdynamic $(foreach f,$(GRADE_WRAPPED_05),-Wl,--wrap=$(f))
 # Lesson 06's grader (tests/graders/grade06.c): the ring of TODO 6.7 must not call the
 # library's collectives, TODO 6.4 divides by hand on the CPU, a ring's blocking sends and its
 # dist_sendrecv steps are watched (its plain receives too), and dist_init can report a
-# made-up layout of 2 nodes (or stop a --device cuda setup: cuda_require first?); a ring's tensor_range that the library refuses gets a ring hint.
+# made-up layout of 2 nodes (or stop a --device cuda setup: was cuda_require called
+# first?), and a ring's tensor_range that the library would refuse gets a ring hint.
 GRADE_WRAPPED_06 := tensor_range cuda_require dist_init dist_broadcast dist_all_reduce dist_all_gather dist_reduce_scatter \
                     dist_all_reduce_start dist_send dist_recv dist_sendrecv
 GRADE_LDFLAGS_06 := -rdynamic $(foreach f,$(GRADE_WRAPPED_06),-Wl,--wrap=$(f))
