@@ -354,8 +354,8 @@ static void ring_watch_end(Dist *d) {
     g_ring.t = NULL, g_ring.before = NULL;
 }
 
-/* With GRADE_FAKE_NODES=2 in its environment, dist_init reports the ranks as spread over
- * nodes of 2 ranks each (ranks 0-1 on the first, 2-3 on the next, ...), as a launch on
+/* With GRADE_FAKE_NODES=N in its environment, dist_init reports the ranks as spread over
+ * nodes of N ranks each (N = 2: ranks 0-1 on the first, 2-3 on the next, ...), as a launch on
  * several nodes does: the local rank is then not the rank (TODO 6.1's line must tell). */
 /* worker_setup's child: lesson_setup with --device cuda on this machine without a GPU,
  * stopped at dist_init: cuda_require must have run first (it picks the local rank's GPU,
@@ -519,7 +519,11 @@ static void worker_sampler(void) {
             const int W = d->world_size, tests = run->test.count;
             say(false, "epoch %d: this rank takes %d examples, expected %d (%d examples over %d "
                 "ranks, padded%s)", e, n, m, run->train.count, W,
-                n == run->train.count ? ": all of them, as if it were alone: num_replicas and rank?"
+                d->local_size != W && n == (run->train.count + d->local_size - 1) / d->local_size
+                    ? ": a share of this node's ranks only (the job as if on 3 nodes): num_replicas is the "
+                      "world size and the rank the world rank, run->dist->world_size and run->dist->rank, not "
+                      "local_size and local_rank"
+                : n == run->train.count ? ": all of them, as if it were alone: num_replicas and rank?"
                 : n == (tests + W - 1) / W || n == tests / W
                     ? ": a share of the test set's 37 examples (run->test.count): the sampler goes over the "
                       "training set, run->train.count"
@@ -583,6 +587,13 @@ static void worker_average(void) {
     for (int64_t i = 0; i < n; i++)
         if (!NEAR(got[i], want[i])) {
             const int W = d->world_size;
+            if (d->local_size != W && NEAR(got[i], want[i] * (float)W / (float)d->local_size)) {
+                say(false, "gradient %lld is %g, the average is %g: the sum divided by this node's %d "
+                    "rank%s (the job as if on 3 nodes), not by the world's %d: divide by "
+                    "run->dist->world_size, not local_size", (long long)i, (double)got[i], (double)want[i],
+                    d->local_size, d->local_size == 1 ? "" : "s", W);
+                return;
+            }
             const float sum = want[i] * (float)W;
             bool zero = true;
             int64_t last = i, wrong = 0, mine = 0;
@@ -913,8 +924,23 @@ static int check_setup_wrong_count(void) {
 /* A run of a few seconds, limited to 30: a hang costs 30 s, and the later checks of its
  * TODO are skipped (tests/framework/check.h). */
 static int check_broadcast(void) { return on_2_and_3("broadcast", "broadcast of the weights", 30); }
-static int check_sampler(void) { return on_2_and_3("sampler", "the distributed sampler", 30); }
-static int check_average(void) { return on_2_and_3("average", "the gradient average", 30); }
+/* 2 ranks, then 3 as if on 3 nodes of one rank each (GRADE_FAKE_NODES=1): a share or an
+ * average over the node's ranks (local_size, local_rank) instead of the world's shows only
+ * there. (Mistakes that give the same numbers, the sum not divided, fail at 2 ranks first.) */
+static int on_2_then_3_nodes(const char *worker, const char *what) {
+    REQUIRE_RANKS();
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        CommandResult r;
+        const char *args[] = {worker, NULL};
+        if (ranks == 3) setenv("GRADE_FAKE_NODES", "1", 1);
+        run_ranks(ranks, args, 30, &r);
+        unsetenv("GRADE_FAKE_NODES");
+        if (!all_ok(ranks, &r, what)) return CHECK_FAIL;
+    }
+    return CHECK_PASS;
+}
+static int check_sampler(void) { return on_2_then_3_nodes("sampler", "the distributed sampler"); }
+static int check_average(void) { return on_2_then_3_nodes("average", "the gradient average"); }
 static int check_stats(void) { return on_2_and_3("stats", "the sums of the metrics", 30); }
 
 /* ---------------------------------------------------------------- TODO 6.6 */

@@ -93,9 +93,13 @@ plant "the sampler over the test set" train.c 6.3 "a share of the test set's 37 
     "run->train.count, true,|||run->test.count, true,"
 plant "drop_last true" train.c 6.3 "drop_last true: pass false" \
     "d->rank, false);|||d->rank, true);"
+plant "the node's ranks, not the world's" train.c 6.3 "local_size and local_rank" \
+    "d->world_size, d->rank, false);|||d->local_size, d->local_rank, false);"
 
 # TODO 6.4 (train.c): the average
 PLANTED_CHECKS="gradients: the average"
+plant "divided by the node's ranks" train.c 6.4 "divide by run->dist->world_size, not local_size" \
+    "1.0f / (float)run->dist->world_size;|||1.0f / (float)run->dist->local_size;"
 plant "the sum, not the average" train.c 6.4 "that is the sum, divide it by the world size" \
     "for (int64_t i = 0; i < g->size; i++) g->data[i] *= inv;|||(void)inv;"
 plant "divided before dist_wait" train.c 6.4 "it divided before dist_wait" \
