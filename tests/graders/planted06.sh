@@ -32,23 +32,6 @@ plant_also() {
     fi
 }
 
-# plant_not NAME FILE TODO HINT NOT "old|||new"...: plant's test, and the TODO's block
-# must not say NOT (a line that does not apply to this mistake)
-plant_not() {
-    local name=$1 f=$2 todo=$3 hint=$4 not=$5 out block
-    shift 5
-    patched "$f" "$@" || { verdict "$name (the patch did not apply)" 0; return; }
-    out=$(grade "$f")
-    block=$(failed_block "$todo" "$out")
-    if [ -n "$block" ] && grep -qF -- "$hint" <<<"$block" && ! grep -qF -- "$not" <<<"$block"; then
-        verdict "$name: TODO $todo fails with \"$hint\", not \"$not\"" 1
-        grep -m1 -F -- "$hint" <<<"$block" | cut -c1-150
-    else
-        verdict "$name: TODO $todo should fail with \"$hint\", not \"$not\"" 0
-        sed 's/^/    /' <<<"$out" | head -30
-    fi
-}
-
 # plant_script NAME TODO HINT "old|||new"...: the mistake in the job script (ddp.sbatch,
 # read by the grader from the copy); the grader as the last plant linked it
 plant_script() {

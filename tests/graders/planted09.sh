@@ -13,21 +13,6 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/graders/planted_lib.sh
 planted_setup "${1:-build}" 09-tensor-parallel tests/graders/grade09.c
 
-# plant_not NAME FILE TODO HINT NOT "old|||new": as plant, and the TODO's lines must not
-# say NOT (a hint that blames another TODO)
-plant_not() {
-    local name=$1 f=$2 todo=$3 hint=$4 not=$5 out block
-    patched "$f" "$6" || { verdict "$name (the patch did not apply)" 0; return; }
-    out=$(grade "$f")
-    block=$(failed_block "$todo" "$out")
-    if [ -n "$block" ] && grep -qF -- "$hint" <<<"$block" && ! grep -qF -- "$not" <<<"$block"; then
-        verdict "$name: TODO $todo fails with \"$hint\", not \"$not\"" 1
-    else
-        verdict "$name: TODO $todo should fail with \"$hint\", not \"$not\"" 0
-        head -30 <<<"$out" | sed 's/^/    /'
-    fi
-}
-
 # TODO 9.1 (shard.c): a rank's rows; the q|k|v rows of its heads
 PLANTED_CHECKS="which rows a rank holds"
 plant "start = r" shard.c 9.1 "rank r starts at r x count" \

@@ -91,6 +91,23 @@ plant() {
     fi
 }
 
+# plant_not NAME FILE TODO HINT NOT "old|||new"...: as plant, and the TODO's lines must
+# not say NOT (a hint that blames something else)
+plant_not() {
+    local name=$1 f=$2 todo=$3 hint=$4 not=$5 out block
+    shift 5
+    patched "$f" "$@" || { verdict "$name (the patch did not apply)" 0; return; }
+    out=$(grade "$f")
+    block=$(failed_block "$todo" "$out")
+    if [ -n "$block" ] && grep -qF -- "$hint" <<<"$block" && ! grep -qF -- "$not" <<<"$block"; then
+        verdict "$name: TODO $todo fails with \"$hint\", not \"$not\"" 1
+        grep -m1 -F -- "$hint" <<<"$block" | cut -c1-150
+    else
+        verdict "$name: TODO $todo should fail with \"$hint\", not \"$not\"" 0
+        sed 's/^/    /' <<<"$out" | head -30
+    fi
+}
+
 # stub TODO FILE BLOCKS DEPENDENT-TODO(or -) [SAYS]: the TODO alone back to its stub:
 # the BLOCKS-th "#ifdef SOLUTION"s in course/ (one, or several "3,4") made "#if 0". Its
 # checks must fail, saying SAYS ("TODO N.k is not implemented yet" unless given: a stub
