@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the test scripts that print one line per check and a result line at the
 # end, "N passed, M failed[, K skipped]" (tests/lib-tally.sh adds those up):
 #   . tests/lib-checks.sh
