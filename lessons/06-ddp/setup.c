@@ -29,7 +29,9 @@ void lesson_setup(Run *run) {
      *      flush: in a batch job stdout is a file, which C writes in blocks, so an
      *      unflushed line comes out late, amid other output, or never if the job is
      *      killed;
-     *   4. rank 0 alone prints dist_describe()'s line: print0 (lib/core/log.h). */
+     *   4. rank 0 alone prints dist_describe()'s line: dist_describe(run->dist,
+     *      line, sizeof line) writes it into a char array of yours (char line[256]
+     *      holds it), then print0 (lib/core/log.h) prints it on rank 0 only. */
     (void)device;
     TODO_STOP("6.1");
 }

@@ -38,9 +38,10 @@ void lesson_average_gradients(Run *run) {
      * run->model.params.grads, then divide every element by the world size: the
      * gradient of the mean loss over the whole batch (each rank's loss is already
      * the mean over its own share). (DIST_AVG does both in one call; do it by hand
-     * here once: on CPU gradients the grader refuses DIST_AVG.) With --device cuda the buffer is in GPU memory, which a loop on the
-     * CPU cannot touch (it would crash): there, check grads.device != DEVICE_CPU and
-     * use DIST_AVG, which NCCL does on the GPU. */
+     * here once: on CPU gradients the grader refuses DIST_AVG.) With --device cuda
+     * the buffer is in GPU memory, which a loop on the CPU cannot touch (it would
+     * crash): there, check grads.device != DEVICE_CPU and use DIST_AVG, which NCCL
+     * does on the GPU. */
     TODO_STOP("6.4");
 }
 

@@ -112,7 +112,8 @@ typedef struct Dist {
  * this build, MPI sees another world size than Slurm, expect_world not met) is a user
  * error that says how to launch. */
 Dist *dist_init(const DistOptions *opt);
-/* "dist: mpi backend, 4 ranks on 2 nodes (2 per node), launched by srun" */
+/* "dist: mpi backend, 4 ranks on 2 nodes (2 per node), launched by srun", written into
+ * out (cap bytes with its NUL; 256 always hold it) */
 void dist_describe(const Dist *d, char *out, int cap);
 void dist_finalize(Dist *d);
 

@@ -138,7 +138,10 @@ static struct {
     int add_step;  /* >= 0: the reduce-scatter step whose received chunk is to be added */
     float *before; /* [n] t right after that step's receive: where did the add go? */
     bool said;     /* a rank says its first departure only */
-} g_ring = {.add_step = -1};
+    int other_step; /* >= 0: the first all-gather step that received into another buffer; said at
+                     * the end, when the ring took its 2 (W - 1) steps: an extra reduce-scatter step
+                     * looks like that too */
+} g_ring = {.add_step = -1, .other_step = -1};
 
 static int ring_mod(int x, int W) { return (x % W + W) % W; }
 
@@ -291,7 +294,9 @@ static void ring_watch(Dist *d, const Tensor *out, int to, const Tensor *in, int
     else if (rs && (wr >= 0 || wr == -3))
         ring_say(d, step, "it receives straight into its tensor (%s), over its own values: receive into "
                  "`incoming`, then add", ring_part(in, wr, part, sizeof part));
-    else if (wr == -1 ? in->size != nr : wr == -2 ? nr != 0 : wr != recv)
+    else if (!rs && wr == -1 && in->size == nr && nr > 0) {
+        if (g_ring.other_step < 0) g_ring.other_step = step;
+    } else if (wr == -1 ? in->size != nr : wr == -2 ? nr != 0 : wr != recv)
         ring_say(d, step, "it receives %s%s", ring_part(in, wr, part, sizeof part), wr < 0 ? also : "");
 }
 
@@ -336,12 +341,17 @@ void __wrap_dist_sendrecv(Dist *d, const Tensor *out, int to, Tensor *in, int fr
 
 /* The ring of worker_ring on t begins, ends. */
 static void ring_watch_begin(Tensor *t) {
-    g_ring.t = t, g_ring.step = 0, g_ring.add_step = -1;
+    g_ring.t = t, g_ring.step = 0, g_ring.add_step = -1, g_ring.other_step = -1;
     g_ring.before = xmalloc((size_t)t->size * sizeof(float));
 }
-static void ring_watch_end(Dist *d) {
+/* Returns the ring's dist_sendrecv calls. */
+static int ring_watch_end(Dist *d) {
     ring_check_add(d);
-    const int W = d->world_size;
+    const int W = d->world_size, steps = g_ring.step;
+    if (!g_ring.said && steps == 2 * (W - 1) && g_ring.other_step >= 0)
+        ring_say(d, g_ring.other_step, "it receives into another buffer (`incoming`?), not into its tensor: in the "
+                 "all-gather the chunk that arrives is already the whole sum; receive it straight into its place "
+                 "in t, which it overwrites");
     if (!g_ring.said && g_ring.step > 0 && g_ring.step < 2 * (W - 1)) {
         char nv[32];
         printf("hint: rank %d of %d, a tensor of %s: the ring took only %d dist_sendrecv step%s, not 2 (W - 1) = %d "
@@ -352,6 +362,7 @@ static void ring_watch_end(Dist *d) {
     }
     xfree(g_ring.before);
     g_ring.t = NULL, g_ring.before = NULL;
+    return steps;
 }
 
 /* With GRADE_FAKE_NODES=N in its environment, dist_init reports the ranks as spread over
@@ -361,16 +372,30 @@ static void ring_watch_end(Dist *d) {
  * stopped at dist_init: cuda_require must have run first (it picks the local rank's GPU,
  * which NCCL's communicator then uses; after it, every rank of a node is on GPU 0). */
 static bool g_cuda_probe, g_cuda_required;
+/* What lesson_setup handed dist_init: --dist and --device must reach it, not constants
+ * (the probe asks for nccl on cuda, the CPU run for auto on cpu: no constant fits both). */
+static char g_seen_backend[32];
+static int g_seen_device = -1;
 void __real_cuda_require(void);
 void __wrap_cuda_require(void);
+/* worker_setup's --device cpu run: a cuda_require there is named, not run (on a machine
+ * without a GPU the library would stop the rank with its own advice) */
+static bool g_cpu_setup, g_cpu_cuda_required;
 void __wrap_cuda_require(void) {
     if (g_cuda_probe) g_cuda_required = true;
+    else if (g_cpu_setup) g_cpu_cuda_required = true;
     else __real_cuda_require();
 }
 Dist *__real_dist_init(const DistOptions *opt);
 Dist *__wrap_dist_init(const DistOptions *opt);
 Dist *__wrap_dist_init(const DistOptions *opt) {
-    if (g_cuda_probe) _exit(g_cuda_required ? 0 : 3);
+    snprintf(g_seen_backend, sizeof g_seen_backend, "%s", opt->backend ? opt->backend : "(NULL)");
+    g_seen_device = (int)opt->device;
+    if (g_cuda_probe) {
+        if (!g_cuda_required) _exit(3);
+        if (strcmp(g_seen_backend, "nccl") != 0) _exit(4);
+        _exit(opt->device == DEVICE_CUDA ? 0 : 5);
+    }
     Dist *d = __real_dist_init(opt);
     const char *fake = getenv("GRADE_FAKE_NODES");
     if (fake && atoi(fake) > 0) {
@@ -408,15 +433,26 @@ static void worker_setup(int expect) {
     if (probe == 0) {
         g_cuda_probe = true;
         Run gpu = {0};
-        gpu.cfg.device = "cuda", gpu.cfg.dist = "auto", gpu.cfg.timeout_s = 37, gpu.cfg.ranks = expect;
+        gpu.cfg.device = "cuda", gpu.cfg.dist = "nccl", gpu.cfg.timeout_s = 37, gpu.cfg.ranks = expect;
         lesson_setup(&gpu);
         _exit(0);
     }
-    if (probe > 0 && waitpid(probe, &status, 0) == probe && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+    const int probed = probe > 0 && waitpid(probe, &status, 0) == probe && WIFEXITED(status)
+                           ? WEXITSTATUS(status) : 0;
+    if (probed == 3 || probed == 4 || probed == 5) {
         g_dist = library_dist();
-        say(false, "with --device cuda, lesson_setup calls dist_init before cuda_require: cuda_require first "
-            "(TODO 6.1 step 1): it starts CUDA on this rank's GPU (its local rank's), which NCCL's "
-            "communicator then takes; the other way round every rank of a node is on GPU 0");
+        if (probed == 3)
+            say(false, "with --device cuda, lesson_setup calls dist_init before cuda_require: cuda_require first "
+                "(TODO 6.1 step 1): it starts CUDA on this rank's GPU (its local rank's), which NCCL's "
+                "communicator then takes; the other way round every rank of a node is on GPU 0");
+        else if (probed == 4)
+            say(false, "run with --dist nccl --device cuda, lesson_setup gave dist_init a backend that is not "
+                "--dist's: pass .backend = c->dist (TODO 6.1 step 2), not a name: --dist chooses it "
+                "(auto: NCCL for GPUs, MPI for CPU ranks)");
+        else
+            say(false, "run with --device cuda, lesson_setup gave dist_init .device = DEVICE_CPU (the "
+                "default when .device is left out): pass .device = device (TODO 6.1 step 2), so that the "
+                "library puts its buffers where the tensors are");
         return;
     }
     Run run = {0};
@@ -424,17 +460,29 @@ static void worker_setup(int expect) {
     run.cfg.dist = "auto";
     run.cfg.timeout_s = 37; /* not the library's default (300): --timeout must reach dist_init */
     run.cfg.ranks = expect;
+    g_cpu_setup = true;
     lesson_setup(&run);
+    g_cpu_setup = false;
     g_dist = run.dist;
     const size_t waiting = __fpending(stdout); /* bytes printed but not yet written */
     /* they are the buffer's first bytes: a full-buffered stream writes from its start */
     const bool describe = waiting > 0 && memmem(g_stdout_buffer, waiting, "dist: ", 6);
-    if (describe && run.dist->rank != 0)
+    if (g_cpu_cuda_required)
+        say(false, "run with --device cpu, lesson_setup called cuda_require: call it only for --device cuda "
+            "(if (device == DEVICE_CUDA), TODO 6.1 step 1); on a node without a GPU it stops every CPU rank");
+    else if (describe && run.dist->rank != 0)
         say(false, "rank %d printed dist_describe's line (still in stdout's buffer when lesson_setup returned): "
             "only rank 0 prints it, with print0 (TODO 6.1 step 4), not printf", run.dist->rank);
     else if (describe)
         say(false, "dist_describe's line was still in stdout's buffer when lesson_setup returned: print it "
             "with print0 (TODO 6.1 step 4), which prints on rank 0 only and flushes, not printf");
+    else if (strcmp(g_seen_backend, "auto") != 0)
+        say(false, "run with --dist auto, lesson_setup gave dist_init .backend = \"%s\": pass .backend = "
+            "c->dist (TODO 6.1 step 2), not a name: --dist chooses it (auto: NCCL for GPUs, MPI for CPU "
+            "ranks)", g_seen_backend);
+    else if (g_seen_device != DEVICE_CPU)
+        say(false, "run with --device cpu, lesson_setup gave dist_init .device = %d: pass .device = device "
+            "(TODO 6.1 step 2)", g_seen_device);
     else if (run.dist->timeout_s != 37)
         say(false, "--timeout 37 was given, and the library's time limit is %g s: pass .timeout_s = "
             "c->timeout_s to dist_init (TODO 6.1 step 2)", run.dist->timeout_s);
@@ -620,10 +668,14 @@ static void worker_average(void) {
                 : NEAR(got[i], sum) && g_average_async
                     ? ": that is the sum: it divided before dist_wait (with dist_all_reduce_start the values are "
                       "the sum only once dist_wait returns, which writes over them): divide after the wait"
+                : NEAR(got[i], sum) && W == 2
+                    ? ": that is the sum: not divided, or divided by 1 (W - 1 on 2 ranks?): divide it by the world "
+                      "size, W = run->dist->world_size"
                 : NEAR(got[i], sum) ? ": that is the sum, divide it by the world size"
                 : NEAR(got[i], want[i] / (float)W) ? ": that is the average divided by the world size once more: divide once"
                 : W != 2 && NEAR(got[i], sum * 0.5f)
-                    ? ": that is the sum times 0.5, right on 2 ranks only: divide by the world size, run->dist->world_size"
+                    ? ": that is the sum times 0.5: a fixed 0.5 (right on 2 ranks only) or a division by W - 1 = 2: "
+                      "divide by the world size, run->dist->world_size"
                 : part);
             return;
         }
@@ -826,7 +878,7 @@ static void worker_ring(void) {
             a.data[i] = (float)((d->rank + 1) * (i % 97 + 1)) * 0.25f;
         ring_watch_begin(&a);
         lesson_ring_all_reduce(d, &a);
-        ring_watch_end(d);
+        const int steps = ring_watch_end(d);
         /* no message of this ring may meet the next one's; the barrier waits longer than
          * the ring (12 s, 8 s), so that the library names a rank the ring left waiting */
         d->timeout_s = 12;
@@ -841,6 +893,14 @@ static void worker_ring(void) {
                     ring_mistake(a.data[i], sum, u, d->rank, W, n));
                 _exit(1); /* the others may wait in the next size's ring: mpirun stops them */
             }
+        }
+        /* right values from a longer ring (an extra reduce-scatter step is overwritten by
+         * the all-gather): more bytes than the bandwidth-optimal ring that TODO 6.8 assumes */
+        if (steps > 2 * (W - 1)) {
+            say(false, "%lld values: the sum is right, but the ring took %d dist_sendrecv steps, not 2 (W - 1) = %d: "
+                "each extra step moves a chunk that the result does not need (W - 1 steps of reduce-scatter: "
+                "s = 0 .. W - 2, then W - 1 of all-gather)", (long long)n, steps, 2 * (W - 1));
+            _exit(1);
         }
         tensor_free(&a);
     }
@@ -1311,8 +1371,8 @@ static bool write_script(const char *path, const char *text) {
 
 /* Runs the job script as Slurm would on the first node of a 2-node job, with a fake
  * srun and scontrol that record what they were asked; device: cuda or cpu. */
-static bool run_script(const char *dir, const char *device, const char *tasks, CommandResult *r, char *log,
-                       size_t cap) {
+static bool run_script(const char *dir, const char *device, const char *tasks, const char *cpus,
+                       CommandResult *r, char *log, size_t cap) {
     char bin[600], fake[1000], path[4096], build[700], prog[800];
     snprintf(bin, sizeof bin, "%s/bin", dir);
     mkdir(bin, 0755);
@@ -1344,7 +1404,7 @@ static bool run_script(const char *dir, const char *device, const char *tasks, C
     else snprintf(script, sizeof script, "%s/%s/ddp.sbatch", cwd, LESSON_PATH);
     setenv("PATH", path, 1);
     setenv("SLURM_JOB_ID", "4242", 1), setenv("SLURM_JOB_NODELIST", "node[03-04]", 1);
-    setenv("SLURM_NTASKS", tasks, 1), setenv("SLURM_CPUS_PER_TASK", "8", 1);
+    setenv("SLURM_NTASKS", tasks, 1), setenv("SLURM_CPUS_PER_TASK", cpus, 1);
     setenv("SLURM_SUBMIT_DIR", cwd, 1), setenv("COURSE_SITE", "generic", 1);
     setenv("COURSE_BUILD", build, 1), setenv("COURSE_SCRATCH_DIR", dir, 1);
     setenv("COURSE_DEVICE", device, 1);
@@ -1360,11 +1420,12 @@ static bool run_script(const char *dir, const char *device, const char *tasks, C
 static int body_script_launch(const char *dir) {
     CommandResult r;
     char log[700] = "", end[96];
-    /* 2 nodes x 4 tasks, then 4 tasks (make submit 6 NODES=1) */
-    static const char *devices[] = {"cuda", "cpu"}, *tasks[] = {"8", "4"};
+    /* 2 nodes x 4 tasks, then 4 tasks (make submit 6 NODES=1) of 6 cores (a site's
+     * COURSE_SBATCH_OPTIONS): the numbers must come from Slurm's variables */
+    static const char *devices[] = {"cuda", "cpu"}, *tasks[] = {"8", "4"}, *cpus[] = {"8", "6"};
     for (int k = 0; k < 2; k++) {
         if (*log) unlink(log); /* the calls of the first run */
-        if (!run_script(dir, devices[k], tasks[k], &r, log, sizeof log)) return CHECK_FAIL;
+        if (!run_script(dir, devices[k], tasks[k], cpus[k], &r, log, sizeof log)) return CHECK_FAIL;
         char *calls = read_text(log);
         if (!expect_true(!r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && calls,
                          "the job script (COURSE_DEVICE=%s) ended: %s, without starting srun:\n%s",
@@ -1374,8 +1435,9 @@ static int body_script_launch(const char *dir) {
         }
         for (size_t n = strlen(calls); n > 0 && calls[n - 1] == '\n'; n--) calls[n - 1] = '\0';
         bool mpi = strstr(calls, "--mpi=pmix") != NULL;
-        char ranks[32];
+        char ranks[32], threads[32];
         snprintf(ranks, sizeof ranks, "[--ranks][%s]", tasks[k]);
+        snprintf(threads, sizeof threads, "[--threads][%s]", cpus[k]);
         /* empty in srun's environment: set in the script but not exported */
         const bool addr_empty = strstr(calls, "MASTER_ADDR= ") != NULL;
         const char *port = strstr(calls, "MASTER_PORT=");
@@ -1388,6 +1450,9 @@ static int body_script_launch(const char *dir) {
                               "MASTER_ADDR MASTER_PORT)" : "must be 29500 + SLURM_JOB_ID % 1000 = 29742") &&
                   expect_true(strstr(calls, ranks), "srun saw \"%s\" where SLURM_NTASKS is %s: pass --ranks "
                               "\"$SLURM_NTASKS\" to the program, not a number (TODO 6.11)", calls, tasks[k]) &&
+                  expect_true(strstr(calls, threads), "srun saw \"%s\" where SLURM_CPUS_PER_TASK is %s: pass "
+                              "--threads \"$SLURM_CPUS_PER_TASK\" to the program, not a number: a site or "
+                              "COURSE_SBATCH_OPTIONS may give a task other cores than 8 (TODO 6.11)", calls, cpus[k]) &&
                   expect_true(strstr(calls, "/train --device"), "srun saw \"%s\": it must start "
                               "\"$JOB_BIN\" --device \"$COURSE_DEVICE\" (TODO 6.11)", calls) &&
                   expect_true(strstr(calls, "[--grader-extra][7 8]"), "srun saw \"%s\": the script was given "

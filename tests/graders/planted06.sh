@@ -58,6 +58,14 @@ plant "the describe line on every rank (printf, no flush)" setup.c 6.1 "only ran
     'print0("%s\n", line);|||printf("%s\n", line);'
 plant "--timeout left out of DistOptions" setup.c 6.1 "pass .timeout_s = c->timeout_s to dist_init" \
     ".timeout_s = c->timeout_s, |||"
+plant "--dist ignored: .backend = \"mpi\"" setup.c 6.1 "a backend that is not --dist's: pass .backend = c->dist" \
+    '.backend = c->dist,|||.backend = "mpi",'
+plant "--dist ignored: .backend = \"auto\"" setup.c 6.1 "a backend that is not --dist's: pass .backend = c->dist" \
+    '.backend = c->dist,|||.backend = "auto",'
+plant ".device left out of DistOptions" setup.c 6.1 "pass .device = device" \
+    '.device = device,|||'
+plant "cuda_require for CPU ranks too" setup.c 6.1 "lesson_setup called cuda_require: call it only for --device cuda" \
+    'if (device == DEVICE_CUDA) cuda_require();|||cuda_require();'
 plant "cuda_require after dist_init" setup.c 6.1 "lesson_setup calls dist_init before cuda_require" \
     "if (device == DEVICE_CUDA) cuda_require();|||" \
     "const Dist *d = run->dist;|||if (device == DEVICE_CUDA) cuda_require();
@@ -83,7 +91,7 @@ plant "the node's ranks, not the world's" train.c 6.3 "local_size and local_rank
 PLANTED_CHECKS="gradients: the average"
 plant "divided by the node's ranks" train.c 6.4 "divide by run->dist->world_size, not local_size" \
     "1.0f / (float)run->dist->world_size;|||1.0f / (float)run->dist->local_size;"
-plant "the sum, not the average" train.c 6.4 "that is the sum, divide it by the world size" \
+plant "the sum, not the average" train.c 6.4 "that is the sum: not divided" \
     "for (int64_t i = 0; i < g->size; i++) g->data[i] *= inv;|||(void)inv;"
 plant "divided before dist_wait" train.c 6.4 "it divided before dist_wait" \
     "dist_all_reduce(run->dist, g, DIST_SUM);|||DistRequest *q = dist_all_reduce_start(run->dist, g, DIST_SUM);" \
@@ -99,6 +107,8 @@ plant "two buckets, the boundary element skipped" train.c 6.4 "one element left 
     dist_all_reduce(run->dist, &b, DIST_SUM);"
 plant "a fixed 0.5 (2 ranks only)" train.c 6.4 "right on 2 ranks only" \
     "const float inv = 1.0f / (float)run->dist->world_size;|||const float inv = 0.5f;"
+plant "divided by W - 1" train.c 6.4 "divided by 1 (W - 1 on 2 ranks?)" \
+    "const float inv = 1.0f / (float)run->dist->world_size;|||const float inv = 1.0f / (float)(run->dist->world_size - 1);"
 plant "the weights all-reduced, not the gradients" train.c 6.4 "its weights changed" \
     "Tensor *g = &run->model.params.grads;|||Tensor *g = &run->model.params.values;"
 plant "GPU gradients: DIST_SUM, then tensor_scale" train.c 6.4 "TODO 6.4 asks for DIST_AVG there" \
@@ -144,6 +154,14 @@ plant "no mod in the sent chunk: (r - s) % W, negative on 3 ranks" ring.c 6.7 "i
 plant "no mod in either chunk" ring.c 6.7 "without the mod: in C -1 % W is -1" \
     "chunk(t->size, W, ((r - s) % W + W) % W, &s0, &sn);|||chunk(t->size, W, (r - s) % W, &s0, &sn);" \
     "chunk(t->size, W, ((r - s - 1) % W + W) % W, &r0, &rn);|||chunk(t->size, W, (r - s - 1) % W, &r0, &rn);"
+plant "the reduce-scatter one step too many (right values)" ring.c 6.7 "the sum is right, but the ring took 3 dist_sendrecv steps" \
+    "for (int s = 0; s < W - 1; s++) {
+        int64_t s0, sn, r0, rn;
+        chunk(t->size, W, ((r - s) % W + W) % W, &s0, &sn);|||for (int s = 0; s < W; s++) {
+        int64_t s0, sn, r0, rn;
+        chunk(t->size, W, ((r - s) % W + W) % W, &s0, &sn);"
+plant "the all-gather receives into incoming" ring.c 6.7 "it receives into another buffer (\`incoming\`?), not into its tensor" \
+    "Tensor in = rn ? tensor_range(t, r0, rn) : (Tensor){0}; /* whole: overwrite */|||Tensor in = rn ? tensor_range(&incoming, 0, rn) : (Tensor){0};"
 plant "tensor_range of an empty chunk" ring.c 6.7 "an empty chunk (count 0), which tensor_range refuses" \
     "Tensor out = sn ? tensor_range(t, s0, sn) : (Tensor){0};|||Tensor out = tensor_range(t, s0, sn);"
 plant_not "the add into the sent chunk" ring.c 6.7 "did not change after the receive: what it received went elsewhere" \
@@ -161,5 +179,7 @@ plant_script "\$* for \"\$@\"" 6.10-6.11 '"7 8" one argument' \
     '"$COURSE_RUN_DIR/checkpoints-$JOB_ID" "$@"|||"$COURSE_RUN_DIR/checkpoints-$JOB_ID" $*'
 plant_script "--ranks 8, not \$SLURM_NTASKS" 6.10-6.11 "where SLURM_NTASKS is 4" \
     '--ranks "${SLURM_NTASKS:-1}"|||--ranks 8'
+plant_script "--threads 8, not \$SLURM_CPUS_PER_TASK" 6.10-6.11 "where SLURM_CPUS_PER_TASK is 6" \
+    '--threads "${SLURM_CPUS_PER_TASK:-1}"|||--threads 8'
 
 planted_end
