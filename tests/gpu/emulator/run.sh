@@ -20,12 +20,18 @@ make --no-print-directory BUILD="$BUILD" NVCC= "$BUILD/libcourse.a" \
 OUT="$BUILD/emulator"
 mkdir -p "$OUT"
 FLAGS="-O1 -g -fopenmp -I$HERE -Ilib/cuda -Ilib -Itests -DHAVE_CUDA -DCUDA_EMULATOR"
+# The kernels' fmaf as the CPU's FMA instruction, not a call into libm: on some x86-64
+# machines glibc's fmaf took the fused attention's check from 8 s to over its 180 s
+# limit. The same bits either way (fmaf rounds once), and nothing else fused: without
+# -mfma there was no FMA to contract into.
+KERNEL_FLAGS=
+if [ "$(uname -m)" = x86_64 ] && grep -qw fma /proc/cpuinfo 2>/dev/null; then KERNEL_FLAGS="-mfma -ffp-contract=off"; fi
 # kernel<<<grid, block, 0, stream>>>(args) -> EMU_LAUNCH((kernel), grid, block, 0, stream)(args); a template's
 # arguments (kernel<E, 64, 8>) go inside the parentheses, so their commas stay there
 for f in lib/cuda/*.cu; do
     b=$(basename "$f" .cu)
     { echo "#line 1 \"$f\""; python3 -c 'import re, sys; sys.stdout.write(re.sub(r"(\w+(?:<[\w\s,:]*>)?)<<<(.*?)>>>", r"EMU_LAUNCH((\1), \2)", open(sys.argv[1]).read(), flags=re.S))' "$f"; } > "$OUT/$b.cpp"
-    g++ -std=c++17 $FLAGS -Wall -Wno-unused-parameter -c "$OUT/$b.cpp" -o "$OUT/$b.o"
+    g++ -std=c++17 $FLAGS $KERNEL_FLAGS -Wall -Wno-unused-parameter -c "$OUT/$b.cpp" -o "$OUT/$b.o"
 done
 g++ -std=c++17 $FLAGS -Wall -c "$HERE/emulator.cpp" -o "$OUT/emulator.o"
 for f in check_gpu check_gpu16 check_graph; do
